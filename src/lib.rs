@@ -1,0 +1,1 @@
+//! slotpartner: the partner side of the slot-machine game service interface.
