@@ -1,0 +1,107 @@
+//! The one error type of the core: what went wrong, which field, and a message for people.
+
+use std::fmt;
+
+use crate::event::KnownEvent;
+
+/// What kind of failure happened. The C ABI maps each kind to one stable `sp_status` code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// An argument given by the caller (not the service) is unusable: a bad configuration value.
+    InvalidArgument,
+    /// The callback body is larger than the configured limit.
+    BodyTooLarge,
+    /// The callback body is not valid UTF-8, or starts with a byte order mark.
+    InvalidUtf8,
+    /// The callback body is not valid JSON (syntax, lone surrogate escape, trailing data).
+    InvalidJson,
+    /// An object in the body names the same key twice.
+    DuplicateKey,
+    /// The body nests arrays and objects deeper than the configured limit.
+    TooDeep,
+    /// The body is valid JSON but its top level is not an object.
+    NotAnObject,
+    /// A required field is absent.
+    MissingField,
+    /// A field has the wrong JSON type (a string where an integer is expected, `1.0` for an integer).
+    WrongType,
+    /// A number is outside its allowed range (negative amount, above 2^53-1, ...).
+    OutOfRange,
+    /// A string field breaks its rule (empty, control character, too long, bad currency code).
+    InvalidValue,
+    /// The `X-Service-Token` header is absent.
+    MissingToken,
+    /// The `X-Service-Token` header does not match a configured partner token.
+    WrongToken,
+    /// The request's source address is not allowed.
+    ForbiddenSource,
+    /// The event is not one of the known events, and the receiver refuses unknown events (or a
+    /// reply was asked for an event that has no known reply wrapper).
+    UnknownEvent,
+}
+
+/// A failure with the field it concerns (when there is one) and a message naming the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    /// The offending field as `event.field` (for example `jackpotPayout.moneyWon`), or a
+    /// configuration key; empty when the failure concerns no single field.
+    pub field: String,
+    /// A complete sentence for logs and replies, starting with the field when there is one.
+    pub message: String,
+    /// The known event whose body failed validation, so that the reply can use its wrapper
+    /// (`refund`, `payout`, ...); `None` when the event was not recognised.
+    pub event: Option<KnownEvent>,
+}
+
+impl Error {
+    /// An error that concerns no single field.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, field: String::new(), message: message.into(), event: None }
+    }
+
+    /// An error about `field`; the message becomes `field: problem`.
+    pub fn field(kind: ErrorKind, field: impl Into<String>, problem: impl fmt::Display) -> Self {
+        let field = field.into();
+        let message = format!("{field}: {problem}");
+        Error { kind, field, message, event: None }
+    }
+
+    /// The same error, attributed to the known event `event`.
+    pub fn for_event(self, event: Option<KnownEvent>) -> Self {
+        Error { event, ..self }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl ErrorKind {
+    /// A stable lower-case code for JSON error bodies (`{"error":{"code":...}}`).
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::BodyTooLarge => "body_too_large",
+            ErrorKind::InvalidUtf8 => "invalid_utf8",
+            ErrorKind::InvalidJson => "invalid_json",
+            ErrorKind::DuplicateKey => "duplicate_key",
+            ErrorKind::TooDeep => "too_deep",
+            ErrorKind::NotAnObject => "not_an_object",
+            ErrorKind::MissingField => "missing_field",
+            ErrorKind::WrongType => "wrong_type",
+            ErrorKind::OutOfRange => "out_of_range",
+            ErrorKind::InvalidValue => "invalid_value",
+            ErrorKind::MissingToken => "missing_token",
+            ErrorKind::WrongToken => "wrong_token",
+            ErrorKind::ForbiddenSource => "forbidden_source",
+            ErrorKind::UnknownEvent => "unknown_event",
+        }
+    }
+}

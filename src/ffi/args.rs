@@ -1,0 +1,81 @@
+//! Reading arguments from C: NULL checks and UTF-8 checks, each failure naming the argument.
+
+use std::ffi::{CStr, c_char};
+
+use crate::error::{Error, ErrorKind, Result};
+
+fn null(name: &str) -> Error {
+    Error::field(ErrorKind::InvalidArgument, name, "must not be NULL")
+}
+
+/// A required NUL-terminated UTF-8 string.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string that outlives `'a`.
+pub unsafe fn text<'a>(name: &str, ptr: *const c_char) -> Result<&'a str> {
+    // SAFETY: the caller promises NULL or a live NUL-terminated string.
+    unsafe { opt_text(name, ptr) }?.ok_or_else(|| null(name))
+}
+
+/// An optional NUL-terminated UTF-8 string (NULL gives `None`).
+///
+/// # Safety
+/// As for `text`.
+pub unsafe fn opt_text<'a>(name: &str, ptr: *const c_char) -> Result<Option<&'a str>> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL and, by the caller's promise, NUL-terminated and alive for 'a.
+    let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
+    std::str::from_utf8(bytes).map(Some).map_err(|e| {
+        Error::field(ErrorKind::InvalidArgument, name, format!("not valid UTF-8 at byte {}", e.valid_up_to()))
+    })
+}
+
+/// An optional NUL-terminated byte string (NULL gives `None`), not required to be UTF-8.
+///
+/// # Safety
+/// As for `text`.
+pub unsafe fn opt_bytes_z<'a>(ptr: *const c_char) -> Option<&'a [u8]> {
+    // SAFETY: non-NULL and, by the caller's promise, NUL-terminated and alive for 'a.
+    (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) }.to_bytes())
+}
+
+/// `len` bytes at `data`; NULL is allowed only with `len` 0.
+///
+/// # Safety
+/// `data` is NULL or points to `len` readable bytes that outlive `'a`.
+pub unsafe fn bytes<'a>(name: &str, data: *const u8, len: usize) -> Result<&'a [u8]> {
+    if data.is_null() {
+        return if len == 0 { Ok(&[]) } else { Err(null(name)) };
+    }
+    // SAFETY: non-NULL and, by the caller's promise, `len` readable bytes alive for 'a.
+    Ok(unsafe { std::slice::from_raw_parts(data, len) })
+}
+
+/// A required reference to an object the library handed out.
+///
+/// # Safety
+/// `ptr` is NULL or a live object of type `T` not mutated during `'a`.
+pub unsafe fn object<'a, T>(name: &str, ptr: *const T) -> Result<&'a T> {
+    // SAFETY: the caller promises NULL or a live object.
+    unsafe { ptr.as_ref() }.ok_or_else(|| null(name))
+}
+
+/// A required exclusive reference to an object the library handed out.
+///
+/// # Safety
+/// `ptr` is NULL or a live object of type `T` used by no one else during `'a`.
+pub unsafe fn object_mut<'a, T>(name: &str, ptr: *mut T) -> Result<&'a mut T> {
+    // SAFETY: the caller promises NULL or a live object it does not share.
+    unsafe { ptr.as_mut() }.ok_or_else(|| null(name))
+}
+
+/// A required out-parameter, checked before any work so that a NULL one fails early.
+///
+/// # Safety
+/// `ptr` is NULL or valid for writing a `T`.
+pub unsafe fn out<'a, T>(name: &str, ptr: *mut T) -> Result<&'a mut std::mem::MaybeUninit<T>> {
+    // SAFETY: the caller promises NULL or writable memory for a T.
+    unsafe { ptr.cast::<std::mem::MaybeUninit<T>>().as_mut() }.ok_or_else(|| null(name))
+}

@@ -1,0 +1,124 @@
+//! The calling thread's last failure: `sp_last_error_message`, `sp_last_error_field` and
+//! `sp_last_error_response`. Every status-returning call clears it on entry and sets it when it
+//! fails; the accessors read it without clearing it.
+
+use std::cell::RefCell;
+use std::ffi::CString;
+
+use crate::error::Error;
+use crate::ffi::args;
+use crate::ffi::status::sp_status;
+use crate::ffi::str::sp_str;
+use crate::response::{self, Response};
+
+/// A failed call: the error and, when the caller knows better than the generic mapping (a
+/// receiver knows the event's wrapper), the answer an endpoint should give.
+pub struct Failure {
+    pub error: Error,
+    pub response: Option<Response>,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure { error, response: None }
+    }
+}
+
+struct LastError {
+    message: CString,
+    field: CString,
+    http_status: u16,
+    body: CString,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<LastError>> = const { RefCell::new(None) };
+}
+
+/// `s` as a C string; a NUL inside (none is expected) becomes U+FFFD rather than cutting it short.
+fn c_string(s: String) -> CString {
+    CString::new(s).unwrap_or_else(|e| {
+        let cleaned = String::from_utf8_lossy(&e.into_vec()).replace('\0', "\u{FFFD}");
+        CString::new(cleaned).unwrap_or_default()
+    })
+}
+
+pub fn clear() {
+    LAST_ERROR.with(|last| last.borrow_mut().take());
+}
+
+/// Records `error` as the thread's last failure, with the answer an endpoint should give (by
+/// default the generic mapping of its kind), and returns its status.
+pub fn record(error: &Error, response: Option<Response>) -> sp_status {
+    let response = response.unwrap_or_else(|| response::error_body(error));
+    let last = LastError {
+        message: c_string(error.message.clone()),
+        field: c_string(error.field.clone()),
+        http_status: response.http_status,
+        body: c_string(response.body),
+    };
+    LAST_ERROR.with(|slot| *slot.borrow_mut() = Some(last));
+    sp_status::from(error.kind)
+}
+
+/// Records a caught panic and returns `SP_ERR_PANIC`.
+pub fn record_panic() -> sp_status {
+    let last = LastError {
+        message: c"internal error: the library panicked; the call had no effect".to_owned(),
+        field: CString::default(),
+        http_status: 500,
+        body: c_string(r#"{"error":{"code":"internal_error","field":"","message":"internal error"}}"#.to_owned()),
+    };
+    // try_with: a panic while the thread is being torn down must not panic again.
+    let _ = LAST_ERROR.try_with(|slot| slot.try_borrow_mut().map(|mut s| *s = Some(last)));
+    sp_status::SP_ERR_PANIC
+}
+
+fn read(pick: impl Fn(&LastError) -> sp_str) -> sp_str {
+    LAST_ERROR.with(|last| last.borrow().as_ref().map(pick)).unwrap_or(sp_str::from_static(c""))
+}
+
+/// The message of the last failure on this thread, such as
+/// `jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5`; empty when the last
+/// call succeeded. Valid until the next `sp_` call on this thread that returns `sp_status`.
+#[unsafe(no_mangle)]
+pub extern "C" fn sp_last_error_message() -> sp_str {
+    value_boundary!(sp_str::from_static(c""), { read(|e| sp_str::of_nul_terminated(e.message.as_bytes_with_nul())) })
+}
+
+/// The field of the last failure on this thread, such as `jackpotPayout.moneyWon`, or a
+/// configuration or argument name; empty when the failure concerns no single field or the last
+/// call succeeded. Valid like `sp_last_error_message`.
+#[unsafe(no_mangle)]
+pub extern "C" fn sp_last_error_field() -> sp_str {
+    value_boundary!(sp_str::from_static(c""), { read(|e| sp_str::of_nul_terminated(e.field.as_bytes_with_nul())) })
+}
+
+/// The answer an HTTP endpoint should give for the last failure on this thread: the HTTP status
+/// and the JSON body. After `sp_receiver_handle` fails on a known event with invalid fields, this
+/// is HTTP 200 with the event's wrapper, `success` false and the field-naming message; after
+/// other failures it is 401, 403, 413, 400 or 500 with `{"error":{"code","field","message"}}`.
+/// Writes nothing and returns `SP_ERR_INVALID_ARGUMENT` when the last call succeeded. The body
+/// is valid like `sp_last_error_message`. Does not clear the last error.
+///
+/// # Safety
+/// `http_status` and `body` are NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_last_error_response(http_status: *mut u16, body: *mut sp_str) -> sp_status {
+    value_boundary!(sp_status::SP_ERR_PANIC, {
+        // SAFETY: the caller promises NULL or writable pointers.
+        let (Ok(status_out), Ok(body_out)) =
+            (unsafe { args::out("http_status", http_status) }, unsafe { args::out("body", body) })
+        else {
+            return sp_status::SP_ERR_INVALID_ARGUMENT;
+        };
+        LAST_ERROR.with(|last| match last.borrow().as_ref() {
+            Some(e) => {
+                status_out.write(e.http_status);
+                body_out.write(sp_str::of_nul_terminated(e.body.as_bytes_with_nul()));
+                sp_status::SP_OK
+            }
+            None => sp_status::SP_ERR_INVALID_ARGUMENT,
+        })
+    })
+}

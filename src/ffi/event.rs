@@ -1,0 +1,388 @@
+//! Typed events as plain C structs: one call (`sp_receiver_handle`) gives an `sp_event` whose
+//! fields are read directly; `sp_event_reply` builds the answer; `sp_event_free` frees it all.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind};
+use crate::event::{Event, EventKind, KnownEvent};
+use crate::ffi::args;
+use crate::ffi::status::sp_status;
+use crate::ffi::str::{Arena, Span, sp_str};
+use crate::receiver::Receiver;
+
+/// Which typed struct an `sp_event` carries.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum sp_event_kind {
+    /// `gameSessionBuyRefund`: read `sp_event.buy_refund`; answer with `sp_event_reply`.
+    SP_EVENT_KIND_BUY_REFUND = 1,
+    /// `jackpotPayout`: read `sp_event.jackpot_payout`; answer with `sp_event_reply`.
+    SP_EVENT_KIND_JACKPOT_PAYOUT = 2,
+    /// `getPlayerBalance`: read `sp_event.balance_query`; answer with `sp_event_reply_balance`.
+    SP_EVENT_KIND_BALANCE_QUERY = 3,
+    /// Any other event or action: read `name` and `extra_fields` (raw JSON).
+    SP_EVENT_KIND_OTHER = 4,
+}
+
+/// A field kept as raw JSON: its name and its value exactly as the body wrote it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_field {
+    pub name: sp_str,
+    pub json: sp_str,
+}
+
+/// `gameSessionBuyRefund`. Absent optional strings are `{NULL, 0}`; at least one of the two player
+/// identifiers is present.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_buy_refund {
+    pub game_session_identifier: sp_str,
+    pub player_identifier: sp_str,
+    pub player_partner_identifier: sp_str,
+    pub transaction_id: i64,
+    pub buy_transaction_id: i64,
+    pub game_session_id: i64,
+    pub partner_game_request_identifier: sp_str,
+    pub game_id: i64,
+    pub is_mobile: bool,
+    pub bonus_code: sp_str,
+}
+
+/// `jackpotPayout`. `money_won` is in minor currency units; amounts are 0 to 2^53-1. Absent
+/// optional strings are `{NULL, 0}`; `is_mobile` is meaningful only when `has_is_mobile`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_jackpot_payout {
+    pub jackpot_identifier: sp_str,
+    pub player_identifier: sp_str,
+    pub player_partner_identifier: sp_str,
+    pub currency_iso4217: sp_str,
+    pub money_won: i64,
+    pub coins_won: i64,
+    pub is_money: bool,
+    pub epoch_released_millis: i64,
+    pub is_primary: bool,
+    pub transaction_id: i64,
+    pub buy_transaction_id: i64,
+    pub partner_game_request_identifier: sp_str,
+    pub game_session_id: i64,
+    pub game_id: i64,
+    pub bonus_code: sp_str,
+    pub has_is_mobile: bool,
+    pub is_mobile: bool,
+}
+
+/// `getPlayerBalance`. At least one of the two identifiers is present; an absent one is
+/// `{NULL, 0}`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_balance_query {
+    pub player_identifier: sp_str,
+    pub player_partner_identifier: sp_str,
+}
+
+/// A validated callback event. Owned by the caller from `sp_receiver_handle` until
+/// `sp_event_free`; every pointer in it (and in the structs it points to) is owned by the event
+/// and valid until then. Belongs to one thread at a time.
+#[repr(C)]
+#[derive(Debug)]
+pub struct sp_event {
+    pub kind: sp_event_kind,
+    /// The `event` value (or `action` for the balance query and other actions).
+    pub name: sp_str,
+    /// Whether the body carries the service's consecutive event index (field `index` by default).
+    pub has_index: bool,
+    pub index: i64,
+    /// Non-NULL exactly when `kind` is `SP_EVENT_KIND_BUY_REFUND`.
+    pub buy_refund: *const sp_buy_refund,
+    /// Non-NULL exactly when `kind` is `SP_EVENT_KIND_JACKPOT_PAYOUT`.
+    pub jackpot_payout: *const sp_jackpot_payout,
+    /// Non-NULL exactly when `kind` is `SP_EVENT_KIND_BALANCE_QUERY`.
+    pub balance_query: *const sp_balance_query,
+    /// The fields the spec does not define for this event (the index among them), in body
+    /// order, values as raw JSON. `extra_fields_len` entries; NULL when there are none.
+    pub extra_fields: *const sp_field,
+    pub extra_fields_len: usize,
+}
+
+/// The allocation behind an `sp_event` pointer: the public struct first, then what it points to.
+#[repr(C)]
+struct EventBox {
+    view: sp_event,
+    buy_refund: Option<sp_buy_refund>,
+    jackpot_payout: Option<sp_jackpot_payout>,
+    balance_query: Option<sp_balance_query>,
+    extra_fields: Vec<sp_field>,
+    /// Every top-level field, for `sp_event_field`.
+    fields: Vec<(Span, Span)>,
+    name: Span,
+    arena: Arena,
+    reply: Vec<u8>,
+    receiver: Arc<Receiver>,
+}
+
+/// Builds the C view of `event` and hands out its ownership as a raw pointer.
+pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
+    let text_len: usize = event.fields.iter().map(|f| f.name.len() + f.raw.get().len() + 2).sum();
+    let mut arena = Arena::with_capacity(2 * text_len + 64);
+    let name = arena.push(&event.name);
+    let fields: Vec<(Span, Span)> =
+        event.fields.iter().map(|f| (arena.push(&f.name), arena.push(f.raw.get()))).collect();
+    let strings = push_strings(&event.kind, &mut arena);
+    let extra_fields = event
+        .extra
+        .iter()
+        .map(|&i| sp_field { name: arena.view(fields[i].0), json: arena.view(fields[i].1) })
+        .collect();
+    let mut boxed = Box::new(EventBox {
+        view: sp_event {
+            kind: kind_of(&event.kind),
+            name: arena.view(name),
+            has_index: event.index.is_some(),
+            index: event.index.unwrap_or(0),
+            buy_refund: std::ptr::null(),
+            jackpot_payout: std::ptr::null(),
+            balance_query: std::ptr::null(),
+            extra_fields: std::ptr::null(),
+            extra_fields_len: 0,
+        },
+        buy_refund: None,
+        jackpot_payout: None,
+        balance_query: None,
+        extra_fields,
+        fields,
+        name,
+        arena,
+        reply: Vec::new(),
+        receiver: Arc::clone(receiver),
+    });
+    fill(&event.kind, strings, &mut boxed);
+    let b = &mut *boxed;
+    b.view.buy_refund = b.buy_refund.as_ref().map_or(std::ptr::null(), |s| s);
+    b.view.jackpot_payout = b.jackpot_payout.as_ref().map_or(std::ptr::null(), |s| s);
+    b.view.balance_query = b.balance_query.as_ref().map_or(std::ptr::null(), |s| s);
+    if !b.extra_fields.is_empty() {
+        b.view.extra_fields = b.extra_fields.as_ptr();
+        b.view.extra_fields_len = b.extra_fields.len();
+    }
+    Box::into_raw(boxed).cast::<sp_event>()
+}
+
+/// Pushes the typed strings of `kind` into the arena, in the order `fill` reads them.
+fn push_strings(kind: &EventKind<'_>, arena: &mut Arena) -> [Option<Span>; 6] {
+    match kind {
+        EventKind::BuyRefund(r) => [
+            Some(arena.push(&r.game_session_identifier)),
+            arena.push_opt(r.player_identifier.as_deref()),
+            arena.push_opt(r.player_partner_identifier.as_deref()),
+            Some(arena.push(&r.partner_game_request_identifier)),
+            arena.push_opt(r.bonus_code.as_deref()),
+            None,
+        ],
+        EventKind::JackpotPayout(p) => [
+            Some(arena.push(&p.jackpot_identifier)),
+            arena.push_opt(p.player_identifier.as_deref()),
+            arena.push_opt(p.player_partner_identifier.as_deref()),
+            Some(arena.push(&p.currency_iso4217)),
+            Some(arena.push(&p.partner_game_request_identifier)),
+            arena.push_opt(p.bonus_code.as_deref()),
+        ],
+        EventKind::BalanceQuery(q) => [
+            arena.push_opt(q.player_identifier.as_deref()),
+            arena.push_opt(q.player_partner_identifier.as_deref()),
+            None,
+            None,
+            None,
+            None,
+        ],
+        EventKind::Other => [None; 6],
+    }
+}
+
+fn kind_of(kind: &EventKind<'_>) -> sp_event_kind {
+    match kind {
+        EventKind::BuyRefund(_) => sp_event_kind::SP_EVENT_KIND_BUY_REFUND,
+        EventKind::JackpotPayout(_) => sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT,
+        EventKind::BalanceQuery(_) => sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY,
+        EventKind::Other => sp_event_kind::SP_EVENT_KIND_OTHER,
+    }
+}
+
+/// Fills the typed struct of `kind` into the box, strings from the spans `push_strings` gave.
+fn fill(kind: &EventKind<'_>, s: [Option<Span>; 6], b: &mut EventBox) {
+    let a = &b.arena;
+    match kind {
+        EventKind::BuyRefund(r) => {
+            b.buy_refund = Some(sp_buy_refund {
+                game_session_identifier: a.view_opt(s[0]),
+                player_identifier: a.view_opt(s[1]),
+                player_partner_identifier: a.view_opt(s[2]),
+                transaction_id: r.transaction_id,
+                buy_transaction_id: r.buy_transaction_id,
+                game_session_id: r.game_session_id,
+                partner_game_request_identifier: a.view_opt(s[3]),
+                game_id: r.game_id,
+                is_mobile: r.is_mobile,
+                bonus_code: a.view_opt(s[4]),
+            })
+        }
+        EventKind::JackpotPayout(p) => {
+            b.jackpot_payout = Some(sp_jackpot_payout {
+                jackpot_identifier: a.view_opt(s[0]),
+                player_identifier: a.view_opt(s[1]),
+                player_partner_identifier: a.view_opt(s[2]),
+                currency_iso4217: a.view_opt(s[3]),
+                money_won: p.money_won,
+                coins_won: p.coins_won,
+                is_money: p.is_money,
+                epoch_released_millis: p.epoch_released_millis,
+                is_primary: p.is_primary,
+                transaction_id: p.transaction_id,
+                buy_transaction_id: p.buy_transaction_id,
+                partner_game_request_identifier: a.view_opt(s[4]),
+                game_session_id: p.game_session_id,
+                game_id: p.game_id,
+                bonus_code: a.view_opt(s[5]),
+                has_is_mobile: p.is_mobile.is_some(),
+                is_mobile: p.is_mobile.unwrap_or(false),
+            })
+        }
+        EventKind::BalanceQuery(_) => {
+            b.balance_query = Some(sp_balance_query {
+                player_identifier: a.view_opt(s[0]),
+                player_partner_identifier: a.view_opt(s[1]),
+            })
+        }
+        EventKind::Other => {}
+    }
+}
+
+/// Frees an event and everything it points to, including a reply built for it. NULL is allowed
+/// and does nothing.
+///
+/// # Safety
+/// `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
+/// afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_free(event: *mut sp_event) {
+    value_boundary!((), {
+        if !event.is_null() {
+            // SAFETY: `event` is the first field of a boxed EventBox made by into_raw.
+            drop(unsafe { Box::from_raw(event.cast::<EventBox>()) });
+        }
+    })
+}
+
+/// The box behind an event pointer.
+///
+/// # Safety
+/// `event` is NULL or came from `into_raw` and is live.
+unsafe fn event_box<'a>(event: *mut sp_event) -> crate::Result<&'a mut EventBox> {
+    // SAFETY: sp_event is the first field of the repr(C) EventBox that into_raw allocated.
+    unsafe { args::object_mut("event", event.cast::<EventBox>()) }
+}
+
+/// Stores `reply` in the event and points `out` at it.
+fn keep_reply(b: &mut EventBox, reply: String, out: &mut std::mem::MaybeUninit<sp_str>) {
+    b.reply.clear();
+    b.reply.extend_from_slice(reply.as_bytes());
+    b.reply.push(0);
+    out.write(sp_str::of_nul_terminated(&b.reply));
+}
+
+/// The known event of a box, or the error of asking a reply for an unknown one.
+fn known(b: &EventBox) -> crate::Result<KnownEvent> {
+    match b.view.kind {
+        sp_event_kind::SP_EVENT_KIND_BUY_REFUND => Ok(KnownEvent::BuyRefund),
+        sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT => Ok(KnownEvent::JackpotPayout),
+        sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY => Ok(KnownEvent::BalanceQuery),
+        sp_event_kind::SP_EVENT_KIND_OTHER => {
+            let name = String::from_utf8_lossy(b.arena.text(b.name));
+            let problem = format!("no reply is defined for the unknown event {}", crate::json::quoted(&name));
+            Err(Error::field(ErrorKind::UnknownEvent, "event", problem))
+        }
+    }
+}
+
+/// Builds the reply to a refund or payout: `{"refund":{"success":true,"errorMessage":""}}` or
+/// `{"payout":{"success":false,"errorMessage":"<message>"}}`. `message` must be NULL or empty
+/// when `success` is true and must explain the failure when it is false. For a balance query
+/// only a failure can be built here (use `sp_event_reply_balance` for the balance); an unknown
+/// event fails with `SP_ERR_UNKNOWN_EVENT` (answer it with `sp_last_error_response`: HTTP 400).
+///
+/// On success `*out` views the reply, owned by the event: valid until the next reply built for
+/// the same event or `sp_event_free`.
+///
+/// # Safety
+/// `event` is NULL or live and used by no other thread; `message` is NULL or NUL-terminated;
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_reply(
+    event: *mut sp_event,
+    success: bool,
+    message: *const c_char,
+    out: *mut sp_str,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (b, message, out) =
+            unsafe { (event_box(event)?, args::opt_text("message", message)?, args::out("out", out)?) };
+        let reply = b.receiver.reply_to(known(b)?, success, message.unwrap_or(""))?;
+        keep_reply(b, reply, out);
+        Ok(())
+    })
+}
+
+/// Builds the successful reply to a balance query:
+/// `{"playerBalance":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":""}}`
+/// (wrapper and default currency as configured). `money` is in minor units; `money` and `coins`
+/// must be 0 to 2^53-1; `currency` is NULL for the configured one. Fails with
+/// `SP_ERR_INVALID_ARGUMENT` when the event is not a balance query. `*out` is owned like the
+/// reply of `sp_event_reply`.
+///
+/// # Safety
+/// As for `sp_event_reply`; `currency` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_reply_balance(
+    event: *mut sp_event,
+    money: i64,
+    currency: *const c_char,
+    coins: i64,
+    out: *mut sp_str,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (b, currency, out) =
+            unsafe { (event_box(event)?, args::opt_text("currency", currency)?, args::out("out", out)?) };
+        if b.view.kind != sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY {
+            return Err(
+                Error::field(ErrorKind::InvalidArgument, "event", "is not a balance query (getPlayerBalance)").into()
+            );
+        }
+        let reply = b.receiver.balance_reply(money, currency, coins)?;
+        keep_reply(b, reply, out);
+        Ok(())
+    })
+}
+
+/// The raw JSON of the top-level field `name` (known or not, such as a field the service added),
+/// exactly as the body wrote it. Fails with `SP_ERR_MISSING_FIELD` when the body has no such
+/// field. On success `*out` is owned by the event and valid until `sp_event_free`.
+///
+/// # Safety
+/// `event` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_field(event: *const sp_event, name: *const c_char, out: *mut sp_str) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented; only read here.
+        let (b, name, out) =
+            unsafe { (event_box(event.cast_mut())?, args::text("name", name)?, args::out("out", out)?) };
+        let found = b.fields.iter().find(|(n, _)| b.arena.text(*n) == name.as_bytes());
+        let (_, raw) =
+            found.ok_or_else(|| Error::field(ErrorKind::MissingField, name, "the body has no such field"))?;
+        out.write(b.arena.view(*raw));
+        Ok(())
+    })
+}

@@ -1,0 +1,14 @@
+//! The C ABI: the only place with `unsafe` and `extern "C"`. One file per header section; each
+//! function converts its arguments, calls the safe core and converts the result back.
+#![allow(non_camel_case_types)]
+
+#[macro_use]
+mod panic;
+pub mod args;
+pub mod error;
+pub mod event;
+pub mod receiver;
+
+pub mod status;
+pub mod str;
+pub mod version;

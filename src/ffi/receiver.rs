@@ -1,0 +1,341 @@
+//! The callback receiver: `sp_receiver_config_*` to configure it once, `sp_receiver_new`, then
+//! `sp_receiver_handle` per callback.
+
+use std::ffi::c_char;
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::ffi::args;
+use crate::ffi::error::Failure;
+use crate::ffi::event::{self, sp_event};
+use crate::ffi::status::sp_status;
+use crate::receiver::{Receiver, ReceiverConfig, Request};
+
+/// A receiver's settings, filled in by the `sp_receiver_config_set_*` functions. Created by
+/// `sp_receiver_config_new`, freed by `sp_receiver_config_free`. One thread at a time.
+pub struct sp_receiver_config {
+    config: ReceiverConfig,
+}
+
+/// A configured callback receiver. Created by `sp_receiver_new`, freed by `sp_receiver_free`.
+/// Immutable: any number of threads may use one receiver at the same time. Events it returns
+/// stay valid after it is freed.
+pub struct sp_receiver {
+    pub(crate) inner: Arc<Receiver>,
+}
+
+/// Creates a configuration with the defaults: no token (add one), sources `production`, no
+/// trusted proxies, 64 KiB bodies, depth 32, identifiers up to 256 bytes, index field `index`,
+/// unknown events passed through, balance wrapper `playerBalance` in `EUR`, `errorMessage: ""`
+/// on success. On success `*out` owns the configuration; free it with `sp_receiver_config_free`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_new(out: *mut *mut sp_receiver_config) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or writable.
+        let out = unsafe { args::out("out", out) }?;
+        out.write(Box::into_raw(Box::new(sp_receiver_config { config: ReceiverConfig::default() })));
+        Ok(())
+    })
+}
+
+/// Frees a configuration. NULL is allowed and does nothing.
+///
+/// # Safety
+/// `config` is NULL or came from `sp_receiver_config_new` and is not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_free(config: *mut sp_receiver_config) {
+    value_boundary!((), {
+        if !config.is_null() {
+            // SAFETY: the caller hands back ownership of a box made by sp_receiver_config_new.
+            drop(unsafe { Box::from_raw(config) });
+        }
+    })
+}
+
+/// Applies `change` to the configuration behind `config`.
+unsafe fn configure(
+    config: *mut sp_receiver_config,
+    change: impl FnOnce(&mut ReceiverConfig) -> Result<()>,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or a live configuration it does not share.
+        let config = unsafe { args::object_mut("config", config) }?;
+        Ok(change(&mut config.config)?)
+    })
+}
+
+/// Adds an accepted partner token (a UUID such as `6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f`). Add a
+/// second one during a token rotation; at most two. Compared in constant time with the
+/// `X-Service-Token` header of every callback.
+///
+/// # Safety
+/// `config` is NULL or live; `token` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_add_token(
+    config: *mut sp_receiver_config,
+    token: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.add_token(args::text("token", token)?)) }
+}
+
+/// Sets the allowed source addresses: `"any"`, or a comma-separated list of `staging`,
+/// `production` (the spec's addresses), IPv4/IPv6 addresses and CIDR ranges. Default
+/// `"production"`.
+///
+/// # Safety
+/// `config` is NULL or live; `sources` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_sources(
+    config: *mut sp_receiver_config,
+    sources: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.set_sources(args::text("sources", sources)?)) }
+}
+
+/// Sets the proxies (comma-separated addresses and CIDR ranges) whose `X-Forwarded-For` header
+/// is believed; `""` for none (the default: forwarding headers are never trusted).
+///
+/// # Safety
+/// `config` is NULL or live; `proxies` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_trusted_proxies(
+    config: *mut sp_receiver_config,
+    proxies: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.set_trusted_proxies(args::text("trusted_proxies", proxies)?)) }
+}
+
+/// Sets the largest body accepted, in bytes (default 65536).
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_max_body_bytes(
+    config: *mut sp_receiver_config,
+    bytes: usize,
+) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe { configure(config, |c| c.set_max_body_bytes(bytes)) }
+}
+
+/// Sets the deepest nesting accepted, 1 to 100, the top-level object being 1 (default 32).
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_max_depth(config: *mut sp_receiver_config, depth: usize) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe { configure(config, |c| c.set_max_depth(depth)) }
+}
+
+/// Sets the longest identifier or code accepted, in bytes (default 256).
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_max_identifier_bytes(
+    config: *mut sp_receiver_config,
+    bytes: usize,
+) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe { configure(config, |c| c.set_max_identifier_bytes(bytes)) }
+}
+
+/// Sets the name of the service's consecutive event index field (default `"index"`; the spec
+/// does not show it).
+///
+/// # Safety
+/// `config` is NULL or live; `name` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_index_field(
+    config: *mut sp_receiver_config,
+    name: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.set_index_field(args::text("index_field", name)?)) }
+}
+
+/// When `reject` is true, events other than `gameSessionBuyRefund`, `jackpotPayout` and
+/// `getPlayerBalance` fail with `SP_ERR_UNKNOWN_EVENT` (HTTP 400) instead of being passed
+/// through as `SP_EVENT_KIND_OTHER` (the default).
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_reject_unknown_events(
+    config: *mut sp_receiver_config,
+    reject: bool,
+) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe {
+        configure(config, |c| {
+            c.set_reject_unknown_events(reject);
+            Ok(())
+        })
+    }
+}
+
+/// Sets the wrapper key of balance replies (default `"playerBalance"`; the spec does not show
+/// the balance reply).
+///
+/// # Safety
+/// `config` is NULL or live; `wrapper` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_balance_wrapper(
+    config: *mut sp_receiver_config,
+    wrapper: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.set_balance_wrapper(args::text("balance_wrapper", wrapper)?)) }
+}
+
+/// Sets the currency balance replies use when the caller names none (default `"EUR"`).
+///
+/// # Safety
+/// `config` is NULL or live; `currency` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_balance_currency(
+    config: *mut sp_receiver_config,
+    currency: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.set_balance_currency(args::text("balance_currency", currency)?)) }
+}
+
+/// When `omit` is true, successful replies leave `errorMessage` out instead of sending `""`
+/// (the default, as existing integrations do).
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_omit_empty_error_message(
+    config: *mut sp_receiver_config,
+    omit: bool,
+) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe {
+        configure(config, |c| {
+            c.set_omit_empty_error_message(omit);
+            Ok(())
+        })
+    }
+}
+
+/// Creates a receiver from `config` (which is copied: free it whenever you like). Fails with
+/// `SP_ERR_INVALID_ARGUMENT` (field `token`) when no token was added. On success `*out` owns the
+/// receiver; free it with `sp_receiver_free`.
+///
+/// # Safety
+/// `config` is NULL or live; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_new(config: *const sp_receiver_config, out: *mut *mut sp_receiver) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or live / writable pointers.
+        let (config, out) = unsafe { (args::object("config", config)?, args::out("out", out)?) };
+        let receiver = Receiver::new(config.config.clone())?;
+        out.write(Box::into_raw(Box::new(sp_receiver { inner: Arc::new(receiver) })));
+        Ok(())
+    })
+}
+
+/// Frees a receiver. NULL is allowed and does nothing. Events it returned stay valid.
+///
+/// # Safety
+/// `receiver` is NULL or came from `sp_receiver_new`, is used by no other thread now and not
+/// used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_free(receiver: *mut sp_receiver) {
+    value_boundary!((), {
+        if !receiver.is_null() {
+            // SAFETY: the caller hands back ownership of a box made by sp_receiver_new.
+            drop(unsafe { Box::from_raw(receiver) });
+        }
+    })
+}
+
+/// Handles one callback: checks the source address, then the token, then parses and validates
+/// the body. `token` is the `X-Service-Token` header (NULL when absent), `remote_addr` the peer
+/// address (CGI `REMOTE_ADDR`), `forwarded_for` the `X-Forwarded-For` header (NULL when absent;
+/// believed only from a trusted proxy), `body`/`len` the raw body (not NUL-terminated).
+///
+/// On success `*out` owns the event: read its fields directly, answer with `sp_event_reply` or
+/// `sp_event_reply_balance`, then free it with `sp_event_free`. On failure `*out` is not written;
+/// `sp_last_error_response` gives the HTTP status and body to answer with.
+///
+/// # Safety
+/// `receiver` is NULL or live; the strings are NULL or NUL-terminated; `body` is NULL (with `len`
+/// 0) or points to `len` readable bytes; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_handle(
+    receiver: *const sp_receiver,
+    token: *const c_char,
+    remote_addr: *const c_char,
+    forwarded_for: *const c_char,
+    body: *const u8,
+    len: usize,
+    out: *mut *mut sp_event,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (receiver, out, request) = unsafe {
+            let receiver = &args::object("receiver", receiver)?.inner;
+            let out = args::out("out", out)?;
+            let request = Request {
+                token: args::opt_bytes_z(token),
+                remote_addr: args::opt_text("remote_addr", remote_addr)?,
+                forwarded_for: args::opt_text("forwarded_for", forwarded_for)?,
+                body: args::bytes("body", body, len)?,
+            };
+            (receiver, out, request)
+        };
+        let parsed = receiver.handle(&request);
+        deliver(receiver, parsed, out)
+    })
+}
+
+/// Hands a parsed event to `out`, or turns the error into a failure with the receiver's answer.
+fn deliver(
+    receiver: &Arc<Receiver>,
+    parsed: Result<crate::event::Event<'_>>,
+    out: &mut MaybeUninit<*mut sp_event>,
+) -> std::result::Result<(), Failure> {
+    match parsed {
+        Ok(parsed) => {
+            out.write(event::into_raw(&parsed, receiver));
+            Ok(())
+        }
+        Err(error) => {
+            let response = Some(receiver.error_response(&error));
+            Err(Failure { error, response })
+        }
+    }
+}
+
+/// Parses and validates a body without checking source or token (for tools and tests). Owns and
+/// answers like `sp_receiver_handle`.
+///
+/// # Safety
+/// As for `sp_receiver_handle`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_parse(
+    receiver: *const sp_receiver,
+    body: *const u8,
+    len: usize,
+    out: *mut *mut sp_event,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (receiver, out, body) = unsafe {
+            (&args::object("receiver", receiver)?.inner, args::out("out", out)?, args::bytes("body", body, len)?)
+        };
+        let parsed = receiver.parse(body);
+        deliver(receiver, parsed, out)
+    })
+}

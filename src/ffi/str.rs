@@ -1,0 +1,76 @@
+//! `sp_str`, the borrowed string view every string leaves the library as, and the arena that
+//! keeps an object's strings NUL-terminated in one allocation.
+
+use std::ffi::c_char;
+
+/// A borrowed UTF-8 string: `len` bytes at `ptr`, followed by a NUL byte that `len` does not
+/// count, with no NUL inside. Owned by the object that returned it and valid until that object
+/// is freed (or, for `sp_last_error_*`, until the next `sp_` call on the same thread). An absent
+/// optional field is `{NULL, 0}`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_str {
+    pub ptr: *const c_char,
+    pub len: usize,
+}
+
+impl sp_str {
+    /// The view of an absent optional value: `{NULL, 0}`.
+    pub const NONE: sp_str = sp_str { ptr: std::ptr::null(), len: 0 };
+
+    /// A view of a static NUL-terminated string.
+    pub fn from_static(s: &'static std::ffi::CStr) -> sp_str {
+        sp_str { ptr: s.as_ptr(), len: s.to_bytes().len() }
+    }
+
+    /// A view of `bytes`, which must end with a NUL byte not counted in the view and outlive it.
+    pub fn of_nul_terminated(bytes: &[u8]) -> sp_str {
+        debug_assert_eq!(bytes.last(), Some(&0));
+        sp_str { ptr: bytes.as_ptr().cast(), len: bytes.len() - 1 }
+    }
+}
+
+/// Where a string sits in an `Arena`.
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    start: usize,
+    len: usize,
+}
+
+/// One buffer holding many NUL-terminated strings. Push every string first, then take views:
+/// views stay valid as long as the arena is neither pushed to again nor dropped.
+#[derive(Debug, Default)]
+pub struct Arena {
+    bytes: Vec<u8>,
+}
+
+impl Arena {
+    pub fn with_capacity(capacity: usize) -> Arena {
+        Arena { bytes: Vec::with_capacity(capacity) }
+    }
+
+    /// Appends `s` and a NUL terminator. Strings reaching the C side hold no NUL: identifiers and
+    /// names are validated free of control characters, raw JSON escapes them.
+    pub fn push(&mut self, s: &str) -> Span {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(s.as_bytes());
+        self.bytes.push(0);
+        Span { start, len: s.len() }
+    }
+
+    pub fn push_opt(&mut self, s: Option<&str>) -> Option<Span> {
+        s.map(|s| self.push(s))
+    }
+
+    pub fn view(&self, span: Span) -> sp_str {
+        sp_str { ptr: self.bytes[span.start..].as_ptr().cast(), len: span.len }
+    }
+
+    pub fn view_opt(&self, span: Option<Span>) -> sp_str {
+        span.map_or(sp_str::NONE, |span| self.view(span))
+    }
+
+    pub fn text(&self, span: Span) -> &[u8] {
+        &self.bytes[span.start..span.start + span.len]
+    }
+}

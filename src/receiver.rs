@@ -1,0 +1,275 @@
+//! The callback receiver: configured once, then authenticates, parses and answers each callback.
+
+use ipnet::IpNet;
+
+use crate::auth;
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::{self, Event, KnownEvent};
+use crate::json::MAX_DEPTH_CEILING;
+use crate::options::ParseOptions;
+use crate::reply;
+use crate::response::{self, Response};
+use crate::sources::{self, SourcePolicy};
+
+/// Everything a receiver needs, set once. Defaults: no token (one must be added), sources
+/// `production`, no trusted proxies, `ParseOptions::default()`, balance wrapper `playerBalance`,
+/// balance currency `EUR`, `errorMessage: ""` sent on success.
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    tokens: Vec<String>,
+    sources: SourcePolicy,
+    trusted_proxies: Vec<IpNet>,
+    parse: ParseOptions,
+    balance_wrapper: String,
+    balance_currency: String,
+    omit_empty_error_message: bool,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        ReceiverConfig {
+            tokens: Vec::new(),
+            sources: SourcePolicy::parse("sources", "production").expect("built-in policy"),
+            trusted_proxies: Vec::new(),
+            parse: ParseOptions::default(),
+            balance_wrapper: "playerBalance".to_owned(),
+            balance_currency: "EUR".to_owned(),
+            omit_empty_error_message: false,
+        }
+    }
+}
+
+impl ReceiverConfig {
+    /// Adds an accepted partner token (a UUID). At most two: the current and, during a
+    /// rotation, the next one.
+    pub fn add_token(&mut self, token: &str) -> Result<()> {
+        auth::validate_token("token", token)?;
+        if self.tokens.len() >= auth::MAX_TOKENS {
+            let problem = format!("at most {} tokens (the current one and the next one)", auth::MAX_TOKENS);
+            return Err(Error::field(ErrorKind::InvalidArgument, "token", problem));
+        }
+        self.tokens.push(token.to_owned());
+        Ok(())
+    }
+
+    /// Sets the allowed sources: `any`, or a comma-separated list of `staging`, `production`,
+    /// addresses and CIDR ranges.
+    pub fn set_sources(&mut self, spec: &str) -> Result<()> {
+        self.sources = SourcePolicy::parse("sources", spec)?;
+        Ok(())
+    }
+
+    /// Sets the proxies whose `X-Forwarded-For` is believed (comma-separated addresses and CIDR
+    /// ranges; empty for none, the default).
+    pub fn set_trusted_proxies(&mut self, spec: &str) -> Result<()> {
+        self.trusted_proxies = sources::parse_list("trusted_proxies", spec)?;
+        Ok(())
+    }
+
+    /// Sets the largest body accepted, in bytes (at least 2).
+    pub fn set_max_body_bytes(&mut self, bytes: usize) -> Result<()> {
+        self.parse.max_body_bytes = at_least("max_body_bytes", bytes, 2)?;
+        Ok(())
+    }
+
+    /// Sets the deepest nesting accepted (1 to 100; the top-level object is level 1).
+    pub fn set_max_depth(&mut self, depth: usize) -> Result<()> {
+        if !(1..=MAX_DEPTH_CEILING).contains(&depth) {
+            let problem = format!("expected 1 to {MAX_DEPTH_CEILING}, got {depth}");
+            return Err(Error::field(ErrorKind::InvalidArgument, "max_depth", problem));
+        }
+        self.parse.max_depth = depth;
+        Ok(())
+    }
+
+    /// Sets the longest identifier accepted, in bytes (at least 1).
+    pub fn set_max_identifier_bytes(&mut self, bytes: usize) -> Result<()> {
+        self.parse.max_identifier_bytes = at_least("max_identifier_bytes", bytes, 1)?;
+        Ok(())
+    }
+
+    /// Sets the name of the service's consecutive event index field (default `index`).
+    pub fn set_index_field(&mut self, name: &str) -> Result<()> {
+        self.parse.index_field = non_empty_name("index_field", name)?;
+        Ok(())
+    }
+
+    /// Refuses unknown events with `ErrorKind::UnknownEvent` instead of passing them through.
+    pub fn set_reject_unknown_events(&mut self, reject: bool) {
+        self.parse.reject_unknown_events = reject;
+    }
+
+    /// Sets the wrapper key of the balance reply (default `playerBalance`).
+    pub fn set_balance_wrapper(&mut self, wrapper: &str) -> Result<()> {
+        reply::check_wrapper(wrapper)?;
+        self.balance_wrapper = wrapper.to_owned();
+        Ok(())
+    }
+
+    /// Sets the currency of balance replies when the caller names none (default `EUR`).
+    pub fn set_balance_currency(&mut self, currency: &str) -> Result<()> {
+        if !crate::fields::is_currency_code(currency) {
+            return Err(Error::field(
+                ErrorKind::InvalidArgument,
+                "balance_currency",
+                "expected three uppercase letters (ISO 4217)",
+            ));
+        }
+        self.balance_currency = currency.to_owned();
+        Ok(())
+    }
+
+    /// Leaves `errorMessage` out of successful replies instead of sending `""`.
+    pub fn set_omit_empty_error_message(&mut self, omit: bool) {
+        self.omit_empty_error_message = omit;
+    }
+}
+
+fn at_least(field: &str, value: usize, min: usize) -> Result<usize> {
+    if value < min {
+        return Err(Error::field(ErrorKind::InvalidArgument, field, format!("expected at least {min}, got {value}")));
+    }
+    Ok(value)
+}
+
+fn non_empty_name(field: &str, name: &str) -> Result<String> {
+    if name.is_empty() || name.chars().any(char::is_control) {
+        return Err(Error::field(
+            ErrorKind::InvalidArgument,
+            field,
+            "must be a non-empty name without control characters",
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+/// One callback request as the host's web server saw it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Request<'a> {
+    /// The `X-Service-Token` header value; `None` when the header is absent.
+    pub token: Option<&'a [u8]>,
+    /// The peer address of the connection (CGI `REMOTE_ADDR`).
+    pub remote_addr: Option<&'a str>,
+    /// The `X-Forwarded-For` header value, believed only from a trusted proxy.
+    pub forwarded_for: Option<&'a str>,
+    /// The raw request body.
+    pub body: &'a [u8],
+}
+
+/// A configured receiver. Immutable: share it across threads freely.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    config: ReceiverConfig,
+}
+
+impl Receiver {
+    /// Builds a receiver; fails when no token is configured.
+    pub fn new(config: ReceiverConfig) -> Result<Receiver> {
+        if config.tokens.is_empty() {
+            return Err(Error::field(ErrorKind::InvalidArgument, "token", "no partner token is configured"));
+        }
+        Ok(Receiver { config })
+    }
+
+    /// The parse options in force.
+    pub fn parse_options(&self) -> &ParseOptions {
+        &self.config.parse
+    }
+
+    /// Checks the source address, then the token, then parses and validates the body. Nothing
+    /// of the body is read before both checks pass.
+    pub fn handle<'a>(&self, request: &Request<'a>) -> Result<Event<'a>> {
+        self.authenticate(request)?;
+        self.parse(request.body)
+    }
+
+    /// The source and token checks alone.
+    pub fn authenticate(&self, request: &Request<'_>) -> Result<()> {
+        let client = sources::client_address(request.remote_addr, request.forwarded_for, &self.config.trusted_proxies)?;
+        if !self.config.sources.allows(client) {
+            return Err(Error::field(
+                ErrorKind::ForbiddenSource,
+                "remote_addr",
+                format!("{client} is not an allowed source"),
+            ));
+        }
+        auth::check(&self.config.tokens, request.token)
+    }
+
+    /// Parses and validates a body without authenticating it (for tools and tests).
+    pub fn parse<'a>(&self, body: &'a [u8]) -> Result<Event<'a>> {
+        event::parse(body, &self.config.parse)
+    }
+
+    /// The wrapper key of a known event's reply.
+    pub fn wrapper(&self, event: KnownEvent) -> &str {
+        match event {
+            KnownEvent::BuyRefund => "refund",
+            KnownEvent::JackpotPayout => "payout",
+            KnownEvent::BalanceQuery => &self.config.balance_wrapper,
+        }
+    }
+
+    /// The reply to `event`: its wrapper with `success` and `message` (which must be empty on
+    /// success and must explain a failure). For a balance query, a failure reply carries zero
+    /// money and coins in the configured currency; a successful one needs `balance_reply`.
+    pub fn reply(&self, event: &Event<'_>, success: bool, message: &str) -> Result<String> {
+        let Some(known) = event.known() else {
+            let problem = format!("no reply is defined for the unknown event {}", crate::json::quoted(&event.name));
+            return Err(Error::field(ErrorKind::UnknownEvent, "event", problem));
+        };
+        self.reply_to(known, success, message)
+    }
+
+    /// The reply to a known event: as `reply`, for callers that kept only the event's kind.
+    pub fn reply_to(&self, known: KnownEvent, success: bool, message: &str) -> Result<String> {
+        let wrapper = self.wrapper(known);
+        if known != KnownEvent::BalanceQuery {
+            return reply::result(wrapper, success, message, self.config.omit_empty_error_message);
+        }
+        if success {
+            return Err(Error::field(
+                ErrorKind::InvalidArgument,
+                "success",
+                "a successful balance reply needs the balance: use the balance reply",
+            ));
+        }
+        if message.is_empty() {
+            return Err(Error::field(
+                ErrorKind::InvalidArgument,
+                "message",
+                "must explain the failure when success is false",
+            ));
+        }
+        reply::balance(wrapper, 0, &self.config.balance_currency, 0, message)
+    }
+
+    /// The successful balance reply; `currency` defaults to the configured one.
+    pub fn balance_reply(&self, money: i64, currency: Option<&str>, coins: i64) -> Result<String> {
+        let currency = currency.unwrap_or(&self.config.balance_currency);
+        reply::balance(&self.config.balance_wrapper, money, currency, coins, "")
+    }
+
+    /// What the endpoint answers when `handle` fails: for a known event whose fields are
+    /// invalid, HTTP 200 with the event's wrapper, `success` false and the field-naming message
+    /// (the spec's way to report a failed handling); otherwise the status of the failure (401,
+    /// 403, 413, 400, ...) with a JSON error body.
+    pub fn error_response(&self, error: &Error) -> Response {
+        let field_error = matches!(
+            error.kind,
+            ErrorKind::MissingField
+                | ErrorKind::WrongType
+                | ErrorKind::OutOfRange
+                | ErrorKind::InvalidValue
+                | ErrorKind::DuplicateKey
+                | ErrorKind::TooDeep
+                | ErrorKind::InvalidJson
+        );
+        if let (true, Some(known)) = (field_error, error.event) {
+            if let Ok(body) = self.reply_to(known, false, &error.message) {
+                return Response { http_status: 200, body };
+            }
+        }
+        response::error_body(error)
+    }
+}

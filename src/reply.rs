@@ -1,0 +1,100 @@
+//! The reply bodies a partner sends back to the service, with correct JSON escaping.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::fields::{MAX_AMOUNT, is_currency_code};
+use crate::json::quoted;
+
+/// `{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}`.
+///
+/// A success carries an empty `errorMessage` (as existing integrations send), or none at all when
+/// `omit_empty_message` is set; a failure must carry a non-empty message.
+pub fn result(wrapper: &str, success: bool, message: &str, omit_empty_message: bool) -> Result<String> {
+    check_wrapper(wrapper)?;
+    if success && !message.is_empty() {
+        return Err(Error::field(ErrorKind::InvalidArgument, "message", "must be empty when success is true"));
+    }
+    if !success && message.is_empty() {
+        return Err(Error::field(
+            ErrorKind::InvalidArgument,
+            "message",
+            "must explain the failure when success is false",
+        ));
+    }
+    let mut out = String::with_capacity(48 + wrapper.len() + message.len());
+    out.push('{');
+    out.push_str(&quoted(wrapper));
+    out.push_str(if success { r#":{"success":true"# } else { r#":{"success":false"# });
+    if !(success && omit_empty_message) {
+        out.push_str(r#","errorMessage":"#);
+        out.push_str(&quoted(message));
+    }
+    out.push_str("}}");
+    Ok(out)
+}
+
+/// `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":"<message>"}}`,
+/// the balance reply shape existing integrations use (the spec does not show one). An empty
+/// `error_message` means success.
+pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_message: &str) -> Result<String> {
+    check_wrapper(wrapper)?;
+    for (name, value) in [("money", money), ("coins", coins)] {
+        if !(0..=MAX_AMOUNT).contains(&value) {
+            let problem = format!("expected an integer from 0 to {MAX_AMOUNT}, got {value}");
+            return Err(Error::field(ErrorKind::InvalidArgument, name, problem));
+        }
+    }
+    if !is_currency_code(currency) {
+        let problem = format!("expected three uppercase letters (ISO 4217), got {}", quoted(currency));
+        return Err(Error::field(ErrorKind::InvalidArgument, "currency", problem));
+    }
+    Ok(format!(
+        r#"{{{}:{{"money":{money},"currencyISO4217":"{currency}","coins":{coins},"errorMessage":{}}}}}"#,
+        quoted(wrapper),
+        quoted(error_message)
+    ))
+}
+
+/// A wrapper key must be a non-empty name without control characters.
+pub fn check_wrapper(wrapper: &str) -> Result<()> {
+    if wrapper.is_empty() || wrapper.chars().any(char::is_control) {
+        return Err(Error::field(
+            ErrorKind::InvalidArgument,
+            "wrapper",
+            "must be a non-empty name without control characters",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn success_and_failure_replies_are_exact() {
+        assert_eq!(result("refund", true, "", false).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+        assert_eq!(result("payout", true, "", true).unwrap(), r#"{"payout":{"success":true}}"#);
+        assert_eq!(
+            result("payout", false, "jackpot \"J1\" unknown\n\u{1}é", false).unwrap(),
+            r#"{"payout":{"success":false,"errorMessage":"jackpot \"J1\" unknown\n\u0001é"}}"#
+        );
+    }
+
+    #[test]
+    fn replies_refuse_inconsistent_arguments() {
+        assert_eq!(result("refund", false, "", false).unwrap_err().field, "message");
+        assert_eq!(result("refund", true, "oops", false).unwrap_err().field, "message");
+        assert_eq!(result("", true, "", false).unwrap_err().field, "wrapper");
+    }
+
+    #[test]
+    fn balance_reply_has_the_integration_shape() {
+        assert_eq!(
+            balance("playerBalance", 12345, "EUR", 0, "").unwrap(),
+            r#"{"playerBalance":{"money":12345,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}"#
+        );
+        assert_eq!(balance("playerBalance", -1, "EUR", 0, "").unwrap_err().field, "money");
+        assert_eq!(balance("playerBalance", 0, "EUR", MAX_AMOUNT + 1, "").unwrap_err().field, "coins");
+        assert_eq!(balance("playerBalance", 0, "eur", 0, "").unwrap_err().field, "currency");
+    }
+}

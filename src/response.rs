@@ -1,0 +1,44 @@
+//! The HTTP answer a partner endpoint gives when a callback is refused.
+
+use crate::error::{Error, ErrorKind};
+use crate::json::quoted;
+
+/// An HTTP status and a JSON body, ready to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub http_status: u16,
+    pub body: String,
+}
+
+/// The HTTP status for an error kind when the failure cannot be answered inside an event wrapper.
+pub fn http_status(kind: ErrorKind) -> u16 {
+    match kind {
+        ErrorKind::MissingToken | ErrorKind::WrongToken => 401,
+        ErrorKind::ForbiddenSource => 403,
+        ErrorKind::BodyTooLarge => 413,
+        ErrorKind::InvalidArgument => 500,
+        ErrorKind::InvalidUtf8
+        | ErrorKind::InvalidJson
+        | ErrorKind::DuplicateKey
+        | ErrorKind::TooDeep
+        | ErrorKind::NotAnObject
+        | ErrorKind::MissingField
+        | ErrorKind::WrongType
+        | ErrorKind::OutOfRange
+        | ErrorKind::InvalidValue
+        | ErrorKind::UnknownEvent => 400,
+    }
+}
+
+/// `{"error":{"code":"<code>","field":"<field>","message":"<message>"}}` with the kind's status.
+pub fn error_body(error: &Error) -> Response {
+    Response {
+        http_status: http_status(error.kind),
+        body: format!(
+            r#"{{"error":{{"code":"{}","field":{},"message":{}}}}}"#,
+            error.kind.code(),
+            quoted(&error.field),
+            quoted(&error.message)
+        ),
+    }
+}

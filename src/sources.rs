@@ -1,0 +1,154 @@
+//! The source address allow-list: the spec's staging and production addresses, custom addresses
+//! and CIDR ranges, or any source; forwarding headers only from configured trusted proxies.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The service's staging callback source addresses (spec section 5).
+pub const STAGING: &[&str] = &["34.254.138.20", "34.254.59.104"];
+/// The service's production callback source addresses (spec section 5).
+pub const PRODUCTION: &[&str] = &["18.203.30.17", "18.202.194.158", "18.203.7.167", "34.248.216.129", "18.203.175.80"];
+
+/// Which source addresses may deliver callbacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourcePolicy {
+    /// Any source (for development, or when a firewall in front already filters).
+    Any,
+    /// Only these addresses and ranges.
+    Only(Vec<IpNet>),
+}
+
+impl SourcePolicy {
+    /// Parses `any`, or a comma-separated list of `staging`, `production`, IPv4/IPv6 addresses
+    /// and CIDR ranges (`staging,10.1.2.0/24,::1`). `field` names the setting in errors.
+    pub fn parse(field: &str, spec: &str) -> Result<SourcePolicy> {
+        if spec.trim() == "any" {
+            return Ok(SourcePolicy::Any);
+        }
+        let mut nets = Vec::new();
+        for item in spec.split(',').map(str::trim) {
+            match item {
+                "staging" => nets.extend(STAGING.iter().map(|a| host_net(a.parse().expect("built-in address")))),
+                "production" => nets.extend(PRODUCTION.iter().map(|a| host_net(a.parse().expect("built-in address")))),
+                _ => nets.push(parse_net(field, item)?),
+            }
+        }
+        Ok(SourcePolicy::Only(nets))
+    }
+
+    /// Whether `addr` may deliver callbacks.
+    pub fn allows(&self, addr: IpAddr) -> bool {
+        match self {
+            SourcePolicy::Any => true,
+            SourcePolicy::Only(nets) => contains(nets, addr),
+        }
+    }
+}
+
+/// Parses a comma-separated list of addresses and CIDR ranges (an empty string gives none).
+pub fn parse_list(field: &str, spec: &str) -> Result<Vec<IpNet>> {
+    spec.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|item| parse_net(field, item)).collect()
+}
+
+/// The address that delivered the request: `remote_addr`, or, when `remote_addr` is a trusted
+/// proxy, the right-most address of `forwarded_for` (an `X-Forwarded-For` value) that is not a
+/// trusted proxy. Forwarding headers from any other peer are ignored.
+pub fn client_address(
+    remote_addr: Option<&str>,
+    forwarded_for: Option<&str>,
+    trusted_proxies: &[IpNet],
+) -> Result<IpAddr> {
+    let remote = remote_addr.ok_or_else(|| forbidden("the remote address is unknown"))?;
+    let mut client =
+        parse_addr(remote).ok_or_else(|| forbidden(format!("the remote address {remote:?} is not an IP address")))?;
+    if let Some(forwarded) = forwarded_for.filter(|_| contains(trusted_proxies, client)) {
+        for hop in forwarded.rsplit(',').map(str::trim) {
+            client = parse_addr(hop)
+                .ok_or_else(|| forbidden(format!("X-Forwarded-For holds {hop:?}, not an IP address")))?;
+            if !contains(trusted_proxies, client) {
+                break;
+            }
+        }
+    }
+    Ok(client)
+}
+
+fn contains(nets: &[IpNet], addr: IpAddr) -> bool {
+    nets.iter().any(|net| net.contains(&addr))
+}
+
+fn forbidden(problem: impl std::fmt::Display) -> Error {
+    Error::field(ErrorKind::ForbiddenSource, "remote_addr", problem)
+}
+
+/// An address, with IPv4-mapped IPv6 addresses (`::ffff:1.2.3.4`) taken as the IPv4 address.
+fn parse_addr(text: &str) -> Option<IpAddr> {
+    text.parse::<IpAddr>().ok().map(|a| a.to_canonical())
+}
+
+fn host_net(addr: IpAddr) -> IpNet {
+    IpNet::from(addr)
+}
+
+fn parse_net(field: &str, item: &str) -> Result<IpNet> {
+    if let Some(addr) = parse_addr(item) {
+        return Ok(host_net(addr));
+    }
+    item.parse::<IpNet>().map(|net| net.trunc()).map_err(|_| {
+        let problem = format!("{item:?} is not staging, production, any, an IP address or a CIDR range");
+        Error::field(ErrorKind::InvalidArgument, field, problem)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn named_environments_hold_the_spec_addresses() {
+        let staging = SourcePolicy::parse("sources", "staging").unwrap();
+        assert!(staging.allows(ip("34.254.138.20")) && staging.allows(ip("34.254.59.104")));
+        assert!(!staging.allows(ip("18.203.30.17")));
+        let production = SourcePolicy::parse("sources", "production").unwrap();
+        assert!(PRODUCTION.iter().all(|a| production.allows(ip(a))));
+        assert!(!production.allows(ip("34.254.138.20")));
+    }
+
+    #[test]
+    fn custom_addresses_ranges_and_any() {
+        let policy = SourcePolicy::parse("sources", "staging, 10.1.2.0/24, 2001:db8::/32, ::1").unwrap();
+        assert!(policy.allows(ip("10.1.2.200")) && !policy.allows(ip("10.1.3.1")));
+        assert!(policy.allows(ip("2001:db8::5")) && policy.allows(ip("::1")));
+        assert!(SourcePolicy::parse("sources", "any").unwrap().allows(ip("203.0.113.9")));
+        let err = SourcePolicy::parse("sources", "staging,10.0.0.300").unwrap_err();
+        assert_eq!((err.kind, err.field.as_str()), (ErrorKind::InvalidArgument, "sources"));
+        assert!(SourcePolicy::parse("sources", "").is_err());
+    }
+
+    #[test]
+    fn mapped_ipv4_counts_as_ipv4() {
+        let policy = SourcePolicy::parse("sources", "production").unwrap();
+        let client = client_address(Some("::ffff:18.203.30.17"), None, &[]).unwrap();
+        assert!(policy.allows(client));
+    }
+
+    #[test]
+    fn forwarded_for_is_read_only_from_trusted_proxies() {
+        let proxies = parse_list("trusted_proxies", "10.0.0.0/8").unwrap();
+        let via_proxy = client_address(Some("10.0.0.5"), Some("1.2.3.4, 34.254.138.20, 10.0.0.7"), &proxies).unwrap();
+        assert_eq!(via_proxy, ip("34.254.138.20"));
+        let spoofed = client_address(Some("198.51.100.1"), Some("34.254.138.20"), &proxies).unwrap();
+        assert_eq!(spoofed, ip("198.51.100.1"));
+        let untrusted = client_address(Some("10.0.0.5"), Some("34.254.138.20"), &[]).unwrap();
+        assert_eq!(untrusted, ip("10.0.0.5"));
+        assert_eq!(client_address(None, None, &proxies).unwrap_err().kind, ErrorKind::ForbiddenSource);
+        assert_eq!(client_address(Some("nope"), None, &proxies).unwrap_err().kind, ErrorKind::ForbiddenSource);
+    }
+}
