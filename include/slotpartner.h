@@ -252,6 +252,14 @@ typedef struct sp_event {
   size_t extra_fields_len;
 } sp_event;
 
+/**
+ * A reply body the library allocated. `text` views it (NUL-terminated) until `sp_buffer_free`.
+ * One thread at a time.
+ */
+typedef struct sp_buffer {
+  struct sp_str text;
+} sp_buffer;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -517,6 +525,46 @@ enum sp_status sp_receiver_parse(const struct sp_receiver *receiver,
                                  const uint8_t *body,
                                  size_t len,
                                  struct sp_event **out);
+
+/**
+ * Builds `{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}` for any wrapper key
+ * (`refund`, `payout`, or one the spec does not show). `message` must be NULL or empty when
+ * `success` is true and must explain the failure when it is false; it is JSON-escaped. When
+ * `omit_empty_message` is true a success leaves `errorMessage` out. On success `*out` owns the
+ * buffer; free it with `sp_buffer_free`.
+ *
+ * # Safety
+ * `wrapper` and `message` are NULL or NUL-terminated; `out` is NULL or writable.
+ */
+enum sp_status sp_reply_result_new(const char *wrapper,
+                                   bool success,
+                                   const char *message,
+                                   bool omit_empty_message,
+                                   struct sp_buffer **out);
+
+/**
+ * Builds `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":"<error_message>"}}`
+ * (the balance reply shape existing integrations use; an empty or NULL `error_message` means
+ * success). `money` and `coins` must be 0 to 2^53-1, `currency` three uppercase letters. On
+ * success `*out` owns the buffer; free it with `sp_buffer_free`.
+ *
+ * # Safety
+ * The strings are NULL or NUL-terminated; `out` is NULL or writable.
+ */
+enum sp_status sp_reply_balance_new(const char *wrapper,
+                                    int64_t money,
+                                    const char *currency,
+                                    int64_t coins,
+                                    const char *error_message,
+                                    struct sp_buffer **out);
+
+/**
+ * Frees a buffer. NULL is allowed and does nothing.
+ *
+ * # Safety
+ * `buffer` is NULL or came from an `sp_reply_*_new` function and is not used afterwards.
+ */
+void sp_buffer_free(struct sp_buffer *buffer);
 
 /**
  * The name of a status code, such as `"SP_ERR_WRONG_TYPE"`: a static NUL-terminated string,

@@ -8,6 +8,7 @@ pub mod args;
 pub mod error;
 pub mod event;
 pub mod receiver;
+pub mod reply;
 
 pub mod status;
 pub mod str;
