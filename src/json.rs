@@ -34,7 +34,7 @@ pub fn split_object(body: &[u8], max_body_bytes: usize) -> Result<Vec<Field<'_>>
     if body.len() > max_body_bytes {
         return Err(Error::new(
             ErrorKind::BodyTooLarge,
-            format!("body: {} bytes, more than the limit of {max_body_bytes}", body.len()),
+            format!("body: more than the limit of {max_body_bytes} bytes"),
         ));
     }
     if body.starts_with(b"\xEF\xBB\xBF") {

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs the C examples in DIR (plain or sanitizer builds) against tests/fixtures and compares
+# their output with tests/c/expected. SLOTPARTNER_BLESS=1 rewrites the expected files.
+# Prints "N passed, N failed" and exits non-zero on any failure.
+set -u
+dir=${1:?usage: run_examples.sh DIR}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+fixtures=$root/tests/fixtures
+expected=$root/tests/c/expected
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+passed=0 failed=0
+
+check() { # NAME ACTUAL_FILE: compare with the expected file
+  local name=$1 actual=$2
+  if [ "${SLOTPARTNER_BLESS:-}" = 1 ]; then cp "$actual" "$expected/$name.out"; fi
+  if diff -u "$expected/$name.out" "$actual" > "$work/diff"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL $name ($dir)"; cat "$work/diff"
+  fi
+}
+
+fail() { failed=$((failed + 1)); echo "FAIL $1 ($dir): $2"; }
+
+# inspect_event: every fixture, the exit status printed after the output.
+for f in "$fixtures"/*.json; do
+  name=inspect_$(basename "$f" .json)
+  "$dir/inspect_event" "$f" > "$work/out" 2> "$work/err"; rc=$?
+  echo "exit: $rc" >> "$work/out"
+  [ -s "$work/err" ] && { fail "$name" "stderr: $(cat "$work/err")"; continue; }
+  check "$name" "$work/out"
+done
+# inspect_event reads stdin too, and refuses a missing file with status 2.
+"$dir/inspect_event" < "$fixtures/refund.json" > "$work/stdin_out" 2>&1
+if cmp -s "$work/stdin_out" <(head -n -1 "$expected/inspect_refund.out"); then passed=$((passed + 1)); else fail inspect_stdin "stdin output differs from file output"; fi
+"$dir/inspect_event" "$work/no-such-file" > /dev/null 2>&1; rc=$?
+if [ "$rc" = 2 ]; then passed=$((passed + 1)); else fail inspect_missing_file "exit $rc, expected 2"; fi
+
+# callback_cgi: NAME METHOD TOKEN REMOTE_ADDR SOURCES BODY_FILE [CONTENT_LENGTH]
+TOKEN=6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f
+OTHER=0b7e3c55-1a2b-4c3d-8e9f-000000000001
+head -c 70000 /dev/zero | tr '\0' ' ' > "$work/big.json"
+cgi() {
+  local name=cgi_$1 method=$2 token=$3 remote=$4 sources=$5 body=$6 length=${7:-}
+  [ -n "$length" ] || length=$(wc -c < "$body")
+  env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
+    SLOTPARTNER_TOKEN=$TOKEN SLOTPARTNER_SOURCES="$sources" GATEWAY_INTERFACE=CGI/1.1 \
+    REQUEST_METHOD="$method" CONTENT_LENGTH="$length" REMOTE_ADDR="$remote" \
+    ${token:+HTTP_X_SERVICE_TOKEN="$token"} CONTENT_TYPE=application/json \
+    "$dir/callback_cgi" < "$body" > "$work/out" 2> "$work/err"; local rc=$?
+  echo "exit: $rc" >> "$work/out"
+  tr -d '\r' < "$work/out" > "$work/out.lf"
+  check "$name" "$work/out.lf"
+  cp "$work/err" "$work/$name.err"
+}
+cgi get_refused GET "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json"
+cgi no_token POST "" 34.254.138.20 staging "$fixtures/refund.json"
+cgi wrong_token POST "$OTHER" 34.254.138.20 staging "$fixtures/refund.json"
+cgi forbidden_source POST "$TOKEN" 18.203.30.17 staging "$fixtures/refund.json"
+cgi too_large POST "$TOKEN" 34.254.138.20 staging "$work/big.json"
+cgi not_json POST "$TOKEN" 34.254.138.20 staging "$fixtures/not_json.json"
+cgi not_object POST "$TOKEN" 34.254.138.20 staging "$fixtures/not_object.json"
+cgi unknown_event POST "$TOKEN" 34.254.138.20 staging "$fixtures/other_event.json"
+cgi invalid_payout POST "$TOKEN" 34.254.138.20 staging "$fixtures/invalid_money_float.json"
+cgi invalid_refund POST "$TOKEN" 34.254.138.20 staging "$fixtures/invalid_string_id.json"
+cgi invalid_balance POST "$TOKEN" 34.254.138.20 staging "$fixtures/invalid_no_player.json"
+cgi refund POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json"
+cgi payout POST "$TOKEN" 18.203.30.17 production "$fixtures/payout.json"
+cgi balance POST "$TOKEN" ::1 "any" "$fixtures/balance.json"
+cgi custom_range POST "$TOKEN" 10.1.2.3 "10.1.2.0/24" "$fixtures/refund.json"
+cgi bad_length POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json" 12x
+cgi short_body POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json" 100000
+# One log line per valid event on stderr, none on stdout.
+for name in refund payout balance; do
+  if [ "$(wc -l < "$work/cgi_$name.err")" = 1 ]; then passed=$((passed + 1)); else fail "cgi_${name}_log" "expected one log line, got: $(cat "$work/cgi_$name.err")"; fi
+done
+
+echo "examples ($dir): $passed passed, $failed failed"
+[ "$failed" = 0 ]
