@@ -338,9 +338,11 @@ enum sp_status sp_event_reply_balance(struct sp_event *event,
                                       struct sp_str *out);
 
 /**
- * The raw JSON of the top-level field `name` (known or not, such as a field the service added),
- * exactly as the body wrote it. Fails with `SP_ERR_MISSING_FIELD` when the body has no such
- * field. On success `*out` is owned by the event and valid until `sp_event_free`.
+ * The raw JSON of the extra field `name` (one the spec does not define for this event, such as
+ * a field the service added, or the index), exactly as the body wrote it. Fields the spec
+ * defines are read from the typed struct instead. Fails with `SP_ERR_MISSING_FIELD` when the
+ * event has no such extra field. On success `*out` is owned by the event and valid until
+ * `sp_event_free`.
  *
  * # Safety
  * `event` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.

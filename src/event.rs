@@ -6,6 +6,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fields::FieldReader;
 use crate::json::{self, Field};
 use crate::options::ParseOptions;
+use crate::scan::{self, Name, Slots};
 
 /// The events this library knows by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,42 +30,47 @@ impl KnownEvent {
     }
 
     /// The fields the spec defines for the event; any other field is kept as an extra field.
-    pub fn spec_fields(self) -> &'static [&'static str] {
+    pub fn spec_fields(self) -> &'static [Name] {
         match self {
             KnownEvent::BuyRefund => &[
-                "event",
-                "gameSessionIdentifier",
-                "playerIdentifier",
-                "playerPartnerIdentifier",
-                "transactionId",
-                "buyTransactionId",
-                "gameSessionId",
-                "partnerGameRequestIdentifier",
-                "gameId",
-                "isMobile",
-                "bonusCode",
+                Name::Event,
+                Name::GameSessionIdentifier,
+                Name::PlayerIdentifier,
+                Name::PlayerPartnerIdentifier,
+                Name::TransactionId,
+                Name::BuyTransactionId,
+                Name::GameSessionId,
+                Name::PartnerGameRequestIdentifier,
+                Name::GameId,
+                Name::IsMobile,
+                Name::BonusCode,
             ],
             KnownEvent::JackpotPayout => &[
-                "event",
-                "jackpotIdentifier",
-                "playerIdentifier",
-                "playerPartnerIdentifier",
-                "currencyISO4217",
-                "moneyWon",
-                "coinsWon",
-                "isMoney",
-                "epochReleasedMillis",
-                "isPrimary",
-                "transactionId",
-                "buyTransactionId",
-                "partnerGameRequestIdentifier",
-                "gameSessionId",
-                "gameId",
-                "bonusCode",
-                "isMobile",
+                Name::Event,
+                Name::JackpotIdentifier,
+                Name::PlayerIdentifier,
+                Name::PlayerPartnerIdentifier,
+                Name::CurrencyIso4217,
+                Name::MoneyWon,
+                Name::CoinsWon,
+                Name::IsMoney,
+                Name::EpochReleasedMillis,
+                Name::IsPrimary,
+                Name::TransactionId,
+                Name::BuyTransactionId,
+                Name::PartnerGameRequestIdentifier,
+                Name::GameSessionId,
+                Name::GameId,
+                Name::BonusCode,
+                Name::IsMobile,
             ],
-            KnownEvent::BalanceQuery => &["action", "playerIdentifier", "playerPartnerIdentifier"],
+            KnownEvent::BalanceQuery => &[Name::Action, Name::PlayerIdentifier, Name::PlayerPartnerIdentifier],
         }
+    }
+
+    /// `spec_fields` as a set of `Name::bit`s.
+    pub fn spec_mask(self) -> u32 {
+        self.spec_fields().iter().fold(0, |mask, name| mask | name.bit())
     }
 }
 
@@ -131,11 +137,9 @@ pub struct Event<'a> {
     pub kind: EventKind<'a>,
     /// The service's consecutive event index, when the body carries one.
     pub index: Option<i64>,
-    /// Every top-level field in body order, values as raw JSON.
-    pub fields: Vec<Field<'a>>,
-    /// Positions in `fields` of the fields the spec does not define for this event (for `Other`
-    /// events: every field but the name).
-    pub extra: Vec<usize>,
+    /// The fields the spec does not define for this event (for `Other` events: every field but
+    /// the name), in body order, values as raw JSON exactly as sent. The index is one of them.
+    pub extra: Vec<Field<'a>>,
 }
 
 impl Event<'_> {
@@ -149,55 +153,73 @@ impl Event<'_> {
         }
     }
 
-    /// The raw JSON of the top-level field `name`, known or not.
+    /// The raw JSON of the extra field `name` (one the spec does not define for this event).
     pub fn field(&self, name: &str) -> Option<&str> {
-        self.fields.iter().find(|f| f.name == name).map(|f| f.raw.get())
+        self.extra.iter().find(|f| f.name == name).map(|f| f.raw.get())
     }
 }
 
 /// Parses and validates a callback body. On failure the error names the field and, for a known
 /// event, carries it in `Error::event` so the reply can use the event's wrapper.
 pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
-    let fields = json::split_object(body, options.max_body_bytes)?;
-    let (name_field, name) = event_name(&fields, options)?;
+    let text = json::object_text(body, options.max_body_bytes)?;
+    let scan::Scanned { slots, others } = scan::scan(text, options.max_depth)?;
+    let (name_field, name) = event_name(&slots, options)?;
     let known = match (name_field, name.as_ref()) {
-        ("event", "gameSessionBuyRefund") => Some(KnownEvent::BuyRefund),
-        ("event", "jackpotPayout") => Some(KnownEvent::JackpotPayout),
-        ("action", "getPlayerBalance") => Some(KnownEvent::BalanceQuery),
+        (Name::Event, "gameSessionBuyRefund") => Some(KnownEvent::BuyRefund),
+        (Name::Event, "jackpotPayout") => Some(KnownEvent::JackpotPayout),
+        (Name::Action, "getPlayerBalance") => Some(KnownEvent::BalanceQuery),
         _ => None,
     };
     let event_label: &str = match known {
         Some(k) => k.name(),
         None => &name,
     };
-    let reader =
-        FieldReader { event: event_label, fields: &fields, max_identifier_bytes: options.max_identifier_bytes };
+    let reader = FieldReader { event: event_label, slots: &slots, max_identifier_bytes: options.max_identifier_bytes };
     let typed = read_kind(known, &reader).map_err(|e| e.for_event(known))?;
     if known.is_none() && options.reject_unknown_events {
         let problem = format!("unknown event {}", json::quoted(&name));
-        return Err(Error::field(ErrorKind::UnknownEvent, name_field, problem));
+        return Err(Error::field(ErrorKind::UnknownEvent, name_field.as_str(), problem));
     }
-    let index = reader.opt_id(&options.index_field).map_err(|e| e.for_event(known))?;
-    let name_only = [name_field];
-    let spec_fields: &[&str] = match known {
-        Some(k) => k.spec_fields(),
-        None => &name_only,
+    let spec_mask = known.map_or(0, KnownEvent::spec_mask) | name_field.bit();
+    let extra = extra_fields(text, &slots, others, spec_mask)?;
+    for field in &extra {
+        json::check_value(field.raw, event_label, &field.name, options.max_depth).map_err(|e| e.for_event(known))?;
+    }
+    let index = match extra.iter().find(|f| f.name == options.index_field.as_str()) {
+        Some(field) => Some(index_value(field, &reader, options).map_err(|e| e.for_event(known))?),
+        None => None,
     };
-    let mut extra = Vec::new();
-    for (position, field) in fields.iter().enumerate() {
-        if !spec_fields.contains(&field.name.as_ref()) {
-            let label = format!("{event_label}.{}", field.name);
-            json::check_value(field.raw, &label, options.max_depth).map_err(|e| e.for_event(known))?;
-            extra.push(position);
-        }
+    Ok(Event { name: name.clone(), kind: typed, index, extra })
+}
+
+/// The fields outside the event's spec, in body order: `others`, the fields the scan kept raw,
+/// unless a field the scan decoded into a slot is outside the spec (a field of another event), its raw text comes from a second split of the
+/// body: a rare path, kept off the common one.
+fn extra_fields<'a>(
+    text: &'a str,
+    slots: &Slots<'a>,
+    others: Vec<Field<'a>>,
+    spec_mask: u32,
+) -> Result<Vec<Field<'a>>> {
+    let foreign_slot = slots.iter().enumerate().any(|(slot, v)| v.is_some() && spec_mask & 1 << slot == 0);
+    if !foreign_slot {
+        return Ok(others);
     }
-    Ok(Event { name: name.clone(), kind: typed, index, fields, extra })
+    let fields = json::split_object(text)?;
+    Ok(fields.into_iter().filter(|f| Name::of(&f.name).is_none_or(|name| spec_mask & name.bit() == 0)).collect())
+}
+
+/// The service's consecutive index: a non-negative integer.
+fn index_value(field: &Field<'_>, reader: &FieldReader<'_, '_>, options: &ParseOptions) -> Result<i64> {
+    let value = scan::scalar_of(field.raw);
+    reader.non_negative(&options.index_field, &value, i64::MAX)
 }
 
 /// Which field names the event (`event`, else `action`) and its value.
-fn event_name<'a>(fields: &[Field<'a>], options: &ParseOptions) -> Result<(&'static str, Cow<'a, str>)> {
-    for name_field in ["event", "action"] {
-        let reader = FieldReader { event: "body", fields, max_identifier_bytes: options.max_identifier_bytes };
+fn event_name<'a>(slots: &Slots<'a>, options: &ParseOptions) -> Result<(Name, Cow<'a, str>)> {
+    let reader = FieldReader { event: "body", slots, max_identifier_bytes: options.max_identifier_bytes };
+    for name_field in [Name::Event, Name::Action] {
         if let Some(name) = reader.opt_identifier(name_field)? {
             return Ok((name_field, name));
         }
@@ -214,37 +236,37 @@ fn read_kind<'a>(known: Option<KnownEvent>, r: &FieldReader<'_, 'a>) -> Result<E
         Some(KnownEvent::BuyRefund) => {
             let (player_identifier, player_partner_identifier) = r.player()?;
             EventKind::BuyRefund(BuyRefund {
-                game_session_identifier: r.identifier("gameSessionIdentifier")?,
+                game_session_identifier: r.identifier(Name::GameSessionIdentifier)?,
                 player_identifier,
                 player_partner_identifier,
-                transaction_id: r.id("transactionId")?,
-                buy_transaction_id: r.id("buyTransactionId")?,
-                game_session_id: r.id("gameSessionId")?,
-                partner_game_request_identifier: r.identifier("partnerGameRequestIdentifier")?,
-                game_id: r.id("gameId")?,
-                is_mobile: r.boolean("isMobile")?,
-                bonus_code: r.opt_identifier("bonusCode")?,
+                transaction_id: r.id(Name::TransactionId)?,
+                buy_transaction_id: r.id(Name::BuyTransactionId)?,
+                game_session_id: r.id(Name::GameSessionId)?,
+                partner_game_request_identifier: r.identifier(Name::PartnerGameRequestIdentifier)?,
+                game_id: r.id(Name::GameId)?,
+                is_mobile: r.boolean(Name::IsMobile)?,
+                bonus_code: r.opt_identifier(Name::BonusCode)?,
             })
         }
         Some(KnownEvent::JackpotPayout) => {
             let (player_identifier, player_partner_identifier) = r.player()?;
             EventKind::JackpotPayout(JackpotPayout {
-                jackpot_identifier: r.identifier("jackpotIdentifier")?,
+                jackpot_identifier: r.identifier(Name::JackpotIdentifier)?,
                 player_identifier,
                 player_partner_identifier,
-                currency_iso4217: r.currency("currencyISO4217")?,
-                money_won: r.amount("moneyWon")?,
-                coins_won: r.amount("coinsWon")?,
-                is_money: r.boolean("isMoney")?,
-                epoch_released_millis: r.id("epochReleasedMillis")?,
-                is_primary: r.boolean("isPrimary")?,
-                transaction_id: r.id("transactionId")?,
-                buy_transaction_id: r.id("buyTransactionId")?,
-                partner_game_request_identifier: r.identifier("partnerGameRequestIdentifier")?,
-                game_session_id: r.id("gameSessionId")?,
-                game_id: r.id("gameId")?,
-                bonus_code: r.opt_identifier("bonusCode")?,
-                is_mobile: r.opt_boolean("isMobile")?,
+                currency_iso4217: r.currency(Name::CurrencyIso4217)?,
+                money_won: r.amount(Name::MoneyWon)?,
+                coins_won: r.amount(Name::CoinsWon)?,
+                is_money: r.boolean(Name::IsMoney)?,
+                epoch_released_millis: r.id(Name::EpochReleasedMillis)?,
+                is_primary: r.boolean(Name::IsPrimary)?,
+                transaction_id: r.id(Name::TransactionId)?,
+                buy_transaction_id: r.id(Name::BuyTransactionId)?,
+                partner_game_request_identifier: r.identifier(Name::PartnerGameRequestIdentifier)?,
+                game_session_id: r.id(Name::GameSessionId)?,
+                game_id: r.id(Name::GameId)?,
+                bonus_code: r.opt_identifier(Name::BonusCode)?,
+                is_mobile: r.opt_boolean(Name::IsMobile)?,
             })
         }
         Some(KnownEvent::BalanceQuery) => {

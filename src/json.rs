@@ -1,13 +1,12 @@
 //! Strict reading of a JSON body: bounded size and depth, valid UTF-8 without BOM, an object at the
 //! top, no duplicate keys anywhere, no lone surrogate escapes anywhere.
 //!
-//! The top-level object is split into its fields without copying: each field keeps its name and
-//! its value as raw JSON text borrowed from the body. Typed readers (`fields.rs`) then read the
-//! known fields from that raw text; values kept untyped are checked here by `check_value`.
+//! `object_text` checks the body as a whole; `scan` (in `scan.rs`) then reads its fields in one
+//! pass, keeping fields it does not know as raw JSON text borrowed from the body, which
+//! `check_value` checks here. `split_object` gives every field as raw text, for the rare paths.
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -27,10 +26,9 @@ pub struct Field<'a> {
     pub raw: &'a RawValue,
 }
 
-/// Splits `body` into the fields of its top-level object, enforcing every rule of this module on
-/// the top level. Nested values are checked by `check_value`, which the caller runs on the values
-/// it keeps untyped (typed readers refuse containers anyway).
-pub fn split_object(body: &[u8], max_body_bytes: usize) -> Result<Vec<Field<'_>>> {
+/// The body as text once its size, byte order mark, UTF-8 and top-level type are checked: it is
+/// valid UTF-8 and its first non-space character is `{`.
+pub fn object_text(body: &[u8], max_body_bytes: usize) -> Result<&str> {
     if body.len() > max_body_bytes {
         return Err(Error::new(
             ErrorKind::BodyTooLarge,
@@ -48,17 +46,22 @@ pub fn split_object(body: &[u8], max_body_bytes: usize) -> Result<Vec<Field<'_>>
             Err(e) => invalid_json(&e),
         });
     }
+    Ok(text)
+}
+
+/// Every field of the top-level object of `text` (from `object_text`), values as raw JSON, in
+/// body order. Names are not checked for uniqueness here (`scan` does that).
+pub fn split_object(text: &str) -> Result<Vec<Field<'_>>> {
     let mut de = serde_json::Deserializer::from_str(text);
     let fields = de.deserialize_map(TopLevel).map_err(|e| invalid_json(&e))?;
     de.end().map_err(|e| invalid_json(&e))?;
-    reject_duplicate_names(&fields)?;
     Ok(fields)
 }
 
 /// Checks a value kept as raw JSON: no duplicate keys, nesting at most `max_depth` counting the
 /// top-level object as 1, no lone surrogate escapes, no control characters in object keys.
-/// `field` names the value in errors.
-pub fn check_value(raw: &RawValue, field: &str, max_depth: usize) -> Result<()> {
+/// Errors name the value `event.field`.
+pub fn check_value(raw: &RawValue, event: &str, field: &str, max_depth: usize) -> Result<()> {
     let text = raw.get();
     // Scalars without escapes are valid as they stand: skip the second parse on the hot path.
     if !text.starts_with(['{', '[']) && !text.contains('\\') {
@@ -67,13 +70,10 @@ pub fn check_value(raw: &RawValue, field: &str, max_depth: usize) -> Result<()> 
     let failure = Cell::new(None);
     let seed = StrictValue { depth: 2, max_depth: max_depth.min(MAX_DEPTH_CEILING), failure: &failure };
     let mut de = serde_json::Deserializer::from_str(text);
-    match seed.deserialize(&mut de) {
-        Ok(()) => Ok(()),
-        Err(e) => Err(match failure.take() {
-            Some((kind, problem)) => Error::field(kind, field, problem),
-            None => Error::field(ErrorKind::InvalidJson, field, json_problem(&e)),
-        }),
-    }
+    seed.deserialize(&mut de).map_err(|e| {
+        let (kind, problem) = failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, json_problem(&e)));
+        Error::field(kind, format!("{event}.{field}"), problem)
+    })
 }
 
 /// Raw JSON text shortened for an error message.
@@ -85,27 +85,21 @@ pub fn excerpt(text: &str) -> String {
     }
 }
 
-fn invalid_json(e: &serde_json::Error) -> Error {
+/// The error for a body the JSON parser refused.
+pub fn invalid_json(e: &serde_json::Error) -> Error {
     if e.to_string().starts_with("recursion limit exceeded") {
         return Error::new(ErrorKind::TooDeep, format!("body: nested too deeply ({})", json_problem(e)));
     }
     Error::new(ErrorKind::InvalidJson, format!("body: invalid JSON: {}", json_problem(e)))
 }
 
-fn json_problem(e: &serde_json::Error) -> String {
+pub fn json_problem(e: &serde_json::Error) -> String {
     e.to_string()
 }
 
-fn reject_duplicate_names(fields: &[Field<'_>]) -> Result<()> {
-    let mut names: Vec<&str> = fields.iter().map(|f| f.name.as_ref()).collect();
-    names.sort_unstable();
-    match names.windows(2).find(|pair| pair[0] == pair[1]) {
-        Some(pair) => Err(Error::field(ErrorKind::DuplicateKey, pair[0], "the key appears more than once")),
-        None => Ok(()),
-    }
-}
-
-fn key_problem(key: &str) -> Option<&'static str> {
+/// Why an object key is refused, if it is: a control character (it would reach C as a NUL or
+/// worse).
+pub fn key_problem(key: &str) -> Option<&'static str> {
     key.chars().any(char::is_control).then_some("an object key contains a control character")
 }
 
@@ -120,7 +114,7 @@ impl<'de> Visitor<'de> for TopLevel {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
-        let mut fields = Vec::with_capacity(16);
+        let mut fields = Vec::with_capacity(32);
         while let Some(name) = map.next_key_seed(KeySeed)? {
             if let Some(problem) = key_problem(&name) {
                 return Err(de::Error::custom(problem));
@@ -133,7 +127,7 @@ impl<'de> Visitor<'de> for TopLevel {
 }
 
 /// An object key, borrowed from the text when it has no escapes.
-struct KeySeed;
+pub struct KeySeed;
 
 impl<'de> DeserializeSeed<'de> for KeySeed {
     type Value = Cow<'de, str>;
@@ -161,13 +155,18 @@ impl<'de> Visitor<'de> for KeySeed {
 
 /// Walks any value, recording the first rule it breaks in `failure`.
 #[derive(Clone, Copy)]
-struct StrictValue<'s> {
+pub struct StrictValue<'s> {
     depth: usize,
     max_depth: usize,
     failure: &'s Cell<Option<(ErrorKind, String)>>,
 }
 
-impl StrictValue<'_> {
+impl<'s> StrictValue<'s> {
+    /// A walker for a value at nesting level `depth` (a top-level field's value is at level 2).
+    pub fn new(depth: usize, max_depth: usize, failure: &'s Cell<Option<(ErrorKind, String)>>) -> Self {
+        StrictValue { depth, max_depth, failure }
+    }
+
     fn fail<E: de::Error>(&self, kind: ErrorKind, problem: String) -> E {
         let error = E::custom(&problem);
         self.failure.set(Some((kind, problem)));
@@ -224,21 +223,37 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let inner = self.enter()?;
-        let mut seen = HashSet::new();
+        let mut keys = Vec::new();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             if let Some(problem) = key_problem(&key) {
                 return Err(self.fail(ErrorKind::InvalidJson, problem.to_owned()));
             }
-            if !seen.insert(key.clone()) {
-                return Err(self.fail(ErrorKind::DuplicateKey, format!("duplicate key {}", quoted(&key))));
-            }
+            keys.push(key);
             map.next_value_seed(inner)?;
         }
-        Ok(())
+        keys.sort_unstable();
+        match keys.windows(2).find(|pair| pair[0] == pair[1]) {
+            Some(pair) => Err(self.fail(ErrorKind::DuplicateKey, format!("duplicate key {}", quoted(&pair[0])))),
+            None => Ok(()),
+        }
     }
 }
 
 /// `s` as a JSON string literal, for messages.
 pub fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
+    let mut out = String::with_capacity(s.len() + 2);
+    push_quoted(&mut out, s);
+    out
+}
+
+/// Appends `s` as a JSON string literal. Text that needs no escape is copied as it is; other
+/// text is escaped by serde_json.
+pub fn push_quoted(out: &mut String, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    }
 }

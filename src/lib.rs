@@ -13,6 +13,7 @@ pub mod options;
 pub mod receiver;
 pub mod reply;
 pub mod response;
+pub mod scan;
 pub mod sources;
 
 pub use error::{Error, ErrorKind, Result};

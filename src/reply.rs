@@ -2,7 +2,9 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::fields::{MAX_AMOUNT, is_currency_code};
-use crate::json::quoted;
+use std::fmt::Write as _;
+
+use crate::json::{push_quoted, quoted};
 
 /// `{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}`.
 ///
@@ -22,11 +24,11 @@ pub fn result(wrapper: &str, success: bool, message: &str, omit_empty_message: b
     }
     let mut out = String::with_capacity(48 + wrapper.len() + message.len());
     out.push('{');
-    out.push_str(&quoted(wrapper));
+    push_quoted(&mut out, wrapper);
     out.push_str(if success { r#":{"success":true"# } else { r#":{"success":false"# });
     if !(success && omit_empty_message) {
         out.push_str(r#","errorMessage":"#);
-        out.push_str(&quoted(message));
+        push_quoted(&mut out, message);
     }
     out.push_str("}}");
     Ok(out)
@@ -47,11 +49,13 @@ pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_mess
         let problem = format!("expected three uppercase letters (ISO 4217), got {}", quoted(currency));
         return Err(Error::field(ErrorKind::InvalidArgument, "currency", problem));
     }
-    Ok(format!(
-        r#"{{{}:{{"money":{money},"currencyISO4217":"{currency}","coins":{coins},"errorMessage":{}}}}}"#,
-        quoted(wrapper),
-        quoted(error_message)
-    ))
+    let mut out = String::with_capacity(96 + wrapper.len() + error_message.len());
+    out.push('{');
+    push_quoted(&mut out, wrapper);
+    let _ = write!(out, r#":{{"money":{money},"currencyISO4217":"{currency}","coins":{coins},"errorMessage":"#);
+    push_quoted(&mut out, error_message);
+    out.push_str("}}");
+    Ok(out)
 }
 
 /// A wrapper key must be a non-empty name without control characters.

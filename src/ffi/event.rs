@@ -115,27 +115,23 @@ struct EventBox {
     jackpot_payout: Option<sp_jackpot_payout>,
     balance_query: Option<sp_balance_query>,
     extra_fields: Vec<sp_field>,
-    /// Every top-level field, for `sp_event_field`.
-    fields: Vec<(Span, Span)>,
     name: Span,
     arena: Arena,
-    reply: Vec<u8>,
+    /// The last reply built, NUL-terminated.
+    reply: String,
     receiver: Arc<Receiver>,
 }
 
 /// Builds the C view of `event` and hands out its ownership as a raw pointer.
 pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
-    let text_len: usize = event.fields.iter().map(|f| f.name.len() + f.raw.get().len() + 2).sum();
-    let mut arena = Arena::with_capacity(2 * text_len + 64);
+    let text_len: usize = event.extra.iter().map(|f| f.name.len() + f.raw.get().len() + 2).sum();
+    let mut arena = Arena::with_capacity(text_len + 256);
     let name = arena.push(&event.name);
     let fields: Vec<(Span, Span)> =
-        event.fields.iter().map(|f| (arena.push(&f.name), arena.push(f.raw.get()))).collect();
+        event.extra.iter().map(|f| (arena.push(&f.name), arena.push(f.raw.get()))).collect();
     let strings = push_strings(&event.kind, &mut arena);
-    let extra_fields = event
-        .extra
-        .iter()
-        .map(|&i| sp_field { name: arena.view(fields[i].0), json: arena.view(fields[i].1) })
-        .collect();
+    let extra_fields =
+        fields.iter().map(|&(name, json)| sp_field { name: arena.view(name), json: arena.view(json) }).collect();
     let mut boxed = Box::new(EventBox {
         view: sp_event {
             kind: kind_of(&event.kind),
@@ -152,10 +148,9 @@ pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
         jackpot_payout: None,
         balance_query: None,
         extra_fields,
-        fields,
         name,
         arena,
-        reply: Vec::new(),
+        reply: String::new(),
         receiver: Arc::clone(receiver),
     });
     fill(&event.kind, strings, &mut boxed);
@@ -285,11 +280,10 @@ unsafe fn event_box<'a>(event: *mut sp_event) -> crate::Result<&'a mut EventBox>
 }
 
 /// Stores `reply` in the event and points `out` at it.
-fn keep_reply(b: &mut EventBox, reply: String, out: &mut std::mem::MaybeUninit<sp_str>) {
-    b.reply.clear();
-    b.reply.extend_from_slice(reply.as_bytes());
-    b.reply.push(0);
-    out.write(sp_str::of_nul_terminated(&b.reply));
+fn keep_reply(b: &mut EventBox, mut reply: String, out: &mut std::mem::MaybeUninit<sp_str>) {
+    reply.push('\0');
+    b.reply = reply;
+    out.write(sp_str::of_nul_terminated(b.reply.as_bytes()));
 }
 
 /// The known event of a box, or the error of asking a reply for an unknown one.
@@ -367,9 +361,11 @@ pub unsafe extern "C" fn sp_event_reply_balance(
     })
 }
 
-/// The raw JSON of the top-level field `name` (known or not, such as a field the service added),
-/// exactly as the body wrote it. Fails with `SP_ERR_MISSING_FIELD` when the body has no such
-/// field. On success `*out` is owned by the event and valid until `sp_event_free`.
+/// The raw JSON of the extra field `name` (one the spec does not define for this event, such as
+/// a field the service added, or the index), exactly as the body wrote it. Fields the spec
+/// defines are read from the typed struct instead. Fails with `SP_ERR_MISSING_FIELD` when the
+/// event has no such extra field. On success `*out` is owned by the event and valid until
+/// `sp_event_free`.
 ///
 /// # Safety
 /// `event` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
@@ -379,10 +375,10 @@ pub unsafe extern "C" fn sp_event_field(event: *const sp_event, name: *const c_c
         // SAFETY: the caller promises NULL or valid pointers as documented; only read here.
         let (b, name, out) =
             unsafe { (event_box(event.cast_mut())?, args::text("name", name)?, args::out("out", out)?) };
-        let found = b.fields.iter().find(|(n, _)| b.arena.text(*n) == name.as_bytes());
-        let (_, raw) =
-            found.ok_or_else(|| Error::field(ErrorKind::MissingField, name, "the body has no such field"))?;
-        out.write(b.arena.view(*raw));
+        let found = b.extra_fields.iter().find(|f| b.arena.text_of(f.name) == Some(name.as_bytes()));
+        let field =
+            found.ok_or_else(|| Error::field(ErrorKind::MissingField, name, "the event has no such extra field"))?;
+        out.write(field.json);
         Ok(())
     })
 }

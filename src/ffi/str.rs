@@ -73,4 +73,11 @@ impl Arena {
     pub fn text(&self, span: Span) -> &[u8] {
         &self.bytes[span.start..span.start + span.len]
     }
+
+    /// The bytes a view of this arena shows, found by address arithmetic alone (no pointer is
+    /// read); `None` for a view of something else.
+    pub fn text_of(&self, view: sp_str) -> Option<&[u8]> {
+        let start = (view.ptr as usize).checked_sub(self.bytes.as_ptr() as usize)?;
+        self.bytes.get(start..start.checked_add(view.len)?)
+    }
 }

@@ -1,0 +1,270 @@
+//! The one pass over a callback body: fields the known events define are decoded straight into
+//! slots (no second parse), every other field is kept as raw JSON text borrowed from the body.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::json::{self, Field, KeySeed, StrictValue};
+
+/// Every field name the known events define. Each has a slot in `Slots`, so that the scan
+/// sorts a field with one `match` on its name and readers find it without searching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Name {
+    Event,
+    Action,
+    GameSessionIdentifier,
+    PlayerIdentifier,
+    PlayerPartnerIdentifier,
+    TransactionId,
+    BuyTransactionId,
+    GameSessionId,
+    PartnerGameRequestIdentifier,
+    GameId,
+    IsMobile,
+    BonusCode,
+    JackpotIdentifier,
+    CurrencyIso4217,
+    MoneyWon,
+    CoinsWon,
+    IsMoney,
+    EpochReleasedMillis,
+    IsPrimary,
+}
+
+impl Name {
+    /// How many names there are (the size of `Slots`).
+    pub const COUNT: usize = 19;
+
+    /// The name as the body spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Name::Event => "event",
+            Name::Action => "action",
+            Name::GameSessionIdentifier => "gameSessionIdentifier",
+            Name::PlayerIdentifier => "playerIdentifier",
+            Name::PlayerPartnerIdentifier => "playerPartnerIdentifier",
+            Name::TransactionId => "transactionId",
+            Name::BuyTransactionId => "buyTransactionId",
+            Name::GameSessionId => "gameSessionId",
+            Name::PartnerGameRequestIdentifier => "partnerGameRequestIdentifier",
+            Name::GameId => "gameId",
+            Name::IsMobile => "isMobile",
+            Name::BonusCode => "bonusCode",
+            Name::JackpotIdentifier => "jackpotIdentifier",
+            Name::CurrencyIso4217 => "currencyISO4217",
+            Name::MoneyWon => "moneyWon",
+            Name::CoinsWon => "coinsWon",
+            Name::IsMoney => "isMoney",
+            Name::EpochReleasedMillis => "epochReleasedMillis",
+            Name::IsPrimary => "isPrimary",
+        }
+    }
+
+    /// The name spelled `name`, if it is one of these.
+    pub fn of(name: &str) -> Option<Name> {
+        Some(match name {
+            "event" => Name::Event,
+            "action" => Name::Action,
+            "gameSessionIdentifier" => Name::GameSessionIdentifier,
+            "playerIdentifier" => Name::PlayerIdentifier,
+            "playerPartnerIdentifier" => Name::PlayerPartnerIdentifier,
+            "transactionId" => Name::TransactionId,
+            "buyTransactionId" => Name::BuyTransactionId,
+            "gameSessionId" => Name::GameSessionId,
+            "partnerGameRequestIdentifier" => Name::PartnerGameRequestIdentifier,
+            "gameId" => Name::GameId,
+            "isMobile" => Name::IsMobile,
+            "bonusCode" => Name::BonusCode,
+            "jackpotIdentifier" => Name::JackpotIdentifier,
+            "currencyISO4217" => Name::CurrencyIso4217,
+            "moneyWon" => Name::MoneyWon,
+            "coinsWon" => Name::CoinsWon,
+            "isMoney" => Name::IsMoney,
+            "epochReleasedMillis" => Name::EpochReleasedMillis,
+            "isPrimary" => Name::IsPrimary,
+            _ => return None,
+        })
+    }
+
+    /// This name's bit in a set of names.
+    pub fn bit(self) -> u32 {
+        1 << self as u32
+    }
+}
+
+/// A decoded value of a slotted field. Containers are checked (depth, duplicate keys, escapes)
+/// and consumed, but not kept: no known field is an array or an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    /// A JSON integer from 0 to 2^64 - 1.
+    Unsigned(u64),
+    /// A negative JSON integer down to -2^63.
+    Negative(i64),
+    /// A number with a fraction or exponent, or an integer outside the two ranges above.
+    Float(f64),
+    Str(Cow<'a, str>),
+    Array,
+    Object,
+}
+
+impl fmt::Display for Scalar<'_> {
+    /// The value as an error message shows it after "got".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Null => f.write_str("null"),
+            Scalar::Bool(b) => write!(f, "{b}"),
+            Scalar::Unsigned(n) => write!(f, "{n}"),
+            Scalar::Negative(n) => write!(f, "{n}"),
+            Scalar::Float(x) => write!(f, "{x:?}"),
+            Scalar::Str(s) => f.write_str(&json::excerpt(&json::quoted(s))),
+            Scalar::Array => f.write_str("an array"),
+            Scalar::Object => f.write_str("an object"),
+        }
+    }
+}
+
+/// The decoded values of the fields named by `Name`, by slot.
+pub type Slots<'a> = [Option<Scalar<'a>>; Name::COUNT];
+
+/// A body after the one pass.
+#[derive(Debug, Clone)]
+pub struct Scanned<'a> {
+    pub slots: Slots<'a>,
+    /// Fields `Name` does not name, in body order, values as raw JSON.
+    pub others: Vec<Field<'a>>,
+}
+
+/// Scans the top-level object of `text` (already checked to start with `{` after white space).
+/// Duplicate names are refused; containers in slots are checked against `max_depth`.
+pub fn scan(text: &str, max_depth: usize) -> Result<Scanned<'_>> {
+    let failure = Cell::new(None);
+    let mut scanned = Scanned { slots: Default::default(), others: Vec::new() };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let visitor =
+        TopLevel { max_depth: max_depth.min(json::MAX_DEPTH_CEILING), failure: &failure, scanned: &mut scanned };
+    de.deserialize_map(visitor).and_then(|()| de.end()).map_err(|e| match failure.take() {
+        Some((kind, field, problem)) => Error::field(kind, field, problem),
+        None => json::invalid_json(&e),
+    })?;
+    let mut names: Vec<&str> = scanned.others.iter().map(|f| f.name.as_ref()).collect();
+    if names.len() > 1 {
+        names.sort_unstable();
+        if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(Error::field(ErrorKind::DuplicateKey, pair[0], "the key appears more than once"));
+        }
+    }
+    Ok(scanned)
+}
+
+/// Decodes one raw value the way the scan decodes slotted ones (for the index, which is not
+/// slotted because its name is configurable). A value that fails to decode gives `Null`.
+pub fn scalar_of(raw: &RawValue) -> Scalar<'_> {
+    let failure = Cell::new(None);
+    let seed = ScalarSeed { strict: StrictValue::new(2, json::MAX_DEPTH_CEILING, &failure) };
+    seed.deserialize(&mut serde_json::Deserializer::from_str(raw.get())).unwrap_or(Scalar::Null)
+}
+
+type Failure = Cell<Option<(ErrorKind, String, String)>>;
+
+/// Fills `scanned` in place (it is large: moving it costs more than filling it).
+struct TopLevel<'f, 'de> {
+    max_depth: usize,
+    failure: &'f Failure,
+    scanned: &'f mut Scanned<'de>,
+}
+
+impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
+        let scanned = self.scanned;
+        while let Some(name) = map.next_key_seed(KeySeed)? {
+            if let Some(problem) = json::key_problem(&name) {
+                return Err(de::Error::custom(problem));
+            }
+            match Name::of(&name) {
+                Some(slot) => {
+                    let slot = slot as usize;
+                    let value_failure = Cell::new(None);
+                    let seed = ScalarSeed { strict: StrictValue::new(2, self.max_depth, &value_failure) };
+                    let value = map.next_value_seed(seed).inspect_err(|e: &A::Error| {
+                        let (kind, problem) =
+                            value_failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, e.to_string()));
+                        self.failure.set(Some((kind, name.to_string(), problem)));
+                    })?;
+                    if scanned.slots[slot].is_some() {
+                        let problem = "the key appears more than once".to_owned();
+                        self.failure.set(Some((ErrorKind::DuplicateKey, name.to_string(), problem)));
+                        return Err(de::Error::custom("duplicate key"));
+                    }
+                    scanned.slots[slot] = Some(value);
+                }
+                None => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    scanned.others.push(Field { name, raw });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Decodes one slotted value.
+struct ScalarSeed<'s> {
+    strict: StrictValue<'s>,
+}
+
+impl<'de> DeserializeSeed<'de> for ScalarSeed<'_> {
+    type Value = Scalar<'de>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ScalarSeed<'_> {
+    type Value = Scalar<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
+        Ok(Scalar::Bool(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
+        Ok(Scalar::Unsigned(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
+        Ok(if v >= 0 { Scalar::Unsigned(v as u64) } else { Scalar::Negative(v) })
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
+        Ok(Scalar::Float(v))
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Self::Value, A::Error> {
+        self.strict.visit_seq(seq).map(|()| Scalar::Array)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Self::Value, A::Error> {
+        self.strict.visit_map(map).map(|()| Scalar::Object)
+    }
+}
