@@ -136,7 +136,7 @@ fn main() {
     let receiver = receiver();
 
     println!("{:<22} {:>8} {:>14} {:>16} {:>7}", "callback", "bytes", "slotpartner", "serde_json", "ratio");
-    let mut row = |name: &str, body: &[u8], peer: &dyn Fn(&[u8]) -> usize| {
+    let row = |name: &str, body: &[u8], peer: &dyn Fn(&[u8]) -> usize| {
         let ours = measure(|| through_abi(receiver, black_box(body)));
         let theirs = measure(|| peer(black_box(body)));
         println!("{name:<22} {:>8} {ours:>11.0} ns {theirs:>13.0} ns {:>6.2}x", body.len(), ours / theirs);
