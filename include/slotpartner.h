@@ -110,6 +110,31 @@ typedef enum sp_status {
    * The source address is not allowed (HTTP 403).
    */
   SP_ERR_FORBIDDEN_SOURCE = 16,
+  /**
+   * The service could not be reached (connection refused, unknown host, proxy failure).
+   */
+  SP_ERR_CONNECT = 17,
+  /**
+   * A connect or overall time-out elapsed.
+   */
+  SP_ERR_TIMEOUT = 18,
+  /**
+   * The TLS handshake failed (an untrusted certificate, among others).
+   */
+  SP_ERR_TLS = 19,
+  /**
+   * The service answered with an HTTP status other than 200 (the message holds the status and
+   * the start of the body).
+   */
+  SP_ERR_HTTP_STATUS = 20,
+  /**
+   * The service's answer is not the expected shape (the field names the culprit).
+   */
+  SP_ERR_BAD_RESPONSE = 21,
+  /**
+   * The service's answer is larger than the client's limit.
+   */
+  SP_ERR_RESPONSE_TOO_LARGE = 22,
 } sp_status;
 
 /**
@@ -135,6 +160,38 @@ typedef enum sp_event_kind {
 } sp_event_kind;
 
 /**
+ * Which certificate authorities a client trusts besides extra ones (values for
+ * `sp_client_config_set_trust_roots`).
+ */
+typedef enum sp_trust_roots {
+  /**
+   * Mozilla's root certificates, bundled in the library (the default).
+   */
+  SP_TRUST_ROOTS_BUNDLED = 0,
+  /**
+   * The operating system's certificate store.
+   */
+  SP_TRUST_ROOTS_SYSTEM = 1,
+  /**
+   * Only the certificates added with `sp_client_config_add_ca_*`.
+   */
+  SP_TRUST_ROOTS_EXTRA_ONLY = 2,
+} sp_trust_roots;
+
+/**
+ * A client of the service. Created by `sp_client_new`, freed by `sp_client_free`. Immutable
+ * and thread-safe: share one client among all threads; it keeps connections alive between
+ * calls.
+ */
+typedef struct sp_client sp_client;
+
+/**
+ * A client's settings. Created by `sp_client_config_new`, freed by `sp_client_config_free`.
+ * One thread at a time.
+ */
+typedef struct sp_client_config sp_client_config;
+
+/**
  * A configured callback receiver. Created by `sp_receiver_new`, freed by `sp_receiver_free`.
  * Immutable: any number of threads may use one receiver at the same time. Events it returns
  * stay valid after it is freed.
@@ -157,6 +214,76 @@ typedef struct sp_str {
   const char *ptr;
   size_t len;
 } sp_str;
+
+/**
+ * A field kept as raw JSON: its name and its value exactly as the body wrote it.
+ */
+typedef struct sp_field {
+  struct sp_str name;
+  struct sp_str json;
+} sp_field;
+
+/**
+ * One game (spec 2.1). Every pointer is owned by the `sp_games` it came in.
+ */
+typedef struct sp_game {
+  int64_t game_id;
+  struct sp_str name;
+  /**
+   * `rules_len` elements, each the raw JSON of one rule (element type not shown by the spec).
+   */
+  const struct sp_str *rules;
+  size_t rules_len;
+  /**
+   * `SlotMachine` for a slot game.
+   */
+  struct sp_str game_type;
+  int64_t min_players;
+  int64_t max_players;
+  bool supports_tournament;
+  /**
+   * False when the service sent `categories: null`.
+   */
+  bool has_categories;
+  /**
+   * `categories_len` elements, each the raw JSON of one category.
+   */
+  const struct sp_str *categories;
+  size_t categories_len;
+  struct sp_str image_square;
+  struct sp_str image_background;
+  struct sp_str image_logo;
+  /**
+   * Plain text in the requested locale.
+   */
+  struct sp_str description_short;
+  /**
+   * HTML in the requested locale.
+   */
+  struct sp_str description_long;
+  /**
+   * Fields the spec does not define, as raw JSON.
+   */
+  const struct sp_field *extra_fields;
+  size_t extra_fields_len;
+} sp_game;
+
+/**
+ * The games of one `getGames` call: `len` entries at `games` (NULL when there are none). Owned
+ * by the caller until `sp_games_free`. One thread at a time.
+ */
+typedef struct sp_games {
+  const struct sp_game *games;
+  size_t len;
+} sp_games;
+
+/**
+ * A reply body the library allocated. `text` views it (NUL-terminated) until `sp_buffer_free`.
+ * One thread at a time.
+ */
+typedef struct sp_buffer {
+  struct sp_str text;
+} sp_buffer;
 
 /**
  * `gameSessionBuyRefund`. Absent optional strings are `{NULL, 0}`; at least one of the two player
@@ -209,14 +336,6 @@ typedef struct sp_balance_query {
 } sp_balance_query;
 
 /**
- * A field kept as raw JSON: its name and its value exactly as the body wrote it.
- */
-typedef struct sp_field {
-  struct sp_str name;
-  struct sp_str json;
-} sp_field;
-
-/**
  * A validated callback event. Owned by the caller from `sp_receiver_handle` until
  * `sp_event_free`; every pointer in it (and in the structs it points to) is owned by the event
  * and valid until then. Belongs to one thread at a time.
@@ -252,17 +371,165 @@ typedef struct sp_event {
   size_t extra_fields_len;
 } sp_event;
 
-/**
- * A reply body the library allocated. `text` views it (NUL-terminated) until `sp_buffer_free`.
- * One thread at a time.
- */
-typedef struct sp_buffer {
-  struct sp_str text;
-} sp_buffer;
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Creates a configuration for the service at `base_url` (`https://` only: an `http://` URL is
+ * refused here, before any connection, because the token would travel in clear) with the
+ * partner `token` (a UUID). Defaults: connect time-out 5000 ms, overall time-out 15000 ms,
+ * 2 retries of `getGames` after 200 ms then 400 ms, bundled Mozilla roots, no proxy (the
+ * environment is never consulted), answers up to 8 MiB, strict games. On success `*out` owns
+ * the configuration; free it with `sp_client_config_free`.
+ *
+ * # Safety
+ * The strings are NULL or NUL-terminated; `out` is NULL or writable.
+ */
+enum sp_status sp_client_config_new(const char *base_url,
+                                    const char *token,
+                                    struct sp_client_config **out);
+
+/**
+ * Frees a configuration. NULL is allowed and does nothing.
+ *
+ * # Safety
+ * `config` is NULL or came from `sp_client_config_new` and is not used afterwards.
+ */
+void sp_client_config_free(struct sp_client_config *config);
+
+/**
+ * Sets the time allowed to open a connection (TCP and TLS), in milliseconds (at least 1).
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_client_config_set_connect_timeout_ms(struct sp_client_config *config,
+                                                       uint64_t ms);
+
+/**
+ * Sets the time allowed for a whole call, answer included, in milliseconds (at least 1).
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_client_config_set_timeout_ms(struct sp_client_config *config, uint64_t ms);
+
+/**
+ * Sets how often `getGames` is tried again (0 to 10) after a connection failure, a time-out or
+ * a 5xx answer, waiting `backoff_ms`, then twice as long each time. `sp_client_call` is never
+ * retried: an action may not be safe to repeat.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_client_config_set_retries(struct sp_client_config *config,
+                                            uint32_t retries,
+                                            uint64_t backoff_ms);
+
+/**
+ * Sets which roots to trust besides extra certificates: an `sp_trust_roots` value.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_client_config_set_trust_roots(struct sp_client_config *config, int32_t roots);
+
+/**
+ * Trusts the CA certificates in the PEM text `pem` (`len` bytes) as well.
+ *
+ * # Safety
+ * `config` is NULL or live; `pem` is NULL (with `len` 0) or `len` readable bytes.
+ */
+enum sp_status sp_client_config_add_ca_pem(struct sp_client_config *config,
+                                           const uint8_t *pem,
+                                           size_t len);
+
+/**
+ * Trusts the CA certificates in the PEM file at `path` as well.
+ *
+ * # Safety
+ * `config` is NULL or live; `path` is NULL or NUL-terminated.
+ */
+enum sp_status sp_client_config_add_ca_file(struct sp_client_config *config, const char *path);
+
+/**
+ * Sends requests through the proxy at `url` (`http://host:port` or `socks5://host:port`, with
+ * optional `user:password@`); NULL for a direct connection (the default).
+ *
+ * # Safety
+ * `config` is NULL or live; `url` is NULL or NUL-terminated.
+ */
+enum sp_status sp_client_config_set_proxy(struct sp_client_config *config, const char *url);
+
+/**
+ * Sets the largest answer body accepted, in bytes (at least 1024; default 8 MiB).
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_client_config_set_max_response_bytes(struct sp_client_config *config,
+                                                       uint64_t bytes);
+
+/**
+ * When `lenient` is true, a game missing a field of spec 2.1 gets the field's empty value
+ * instead of failing the call (the spec does not show which fields are required; the default
+ * requires them all).
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_client_config_set_lenient_games(struct sp_client_config *config, bool lenient);
+
+/**
+ * Creates a client from `config` (which is copied: free it whenever you like). No connection is
+ * opened yet. On success `*out` owns the client; free it with `sp_client_free`.
+ *
+ * # Safety
+ * `config` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_client_new(const struct sp_client_config *config, struct sp_client **out);
+
+/**
+ * Frees a client and closes its connections. NULL is allowed and does nothing.
+ *
+ * # Safety
+ * `client` is NULL or came from `sp_client_new`, is used by no other thread now and not used
+ * afterwards.
+ */
+void sp_client_free(struct sp_client *client);
+
+/**
+ * Calls `getGames` in `locale` (`"en-US"`; `"en_US"` is sent as `"en-US"`; anything else is
+ * refused before any connection), for the game `game_id`, or for all games when `game_id` is
+ * negative. On success `*out` owns the games; free them with `sp_games_free`. Fails with
+ * `SP_ERR_HTTP_STATUS` (status and start of the body in the message), `SP_ERR_BAD_RESPONSE`
+ * (the field named), `SP_ERR_TIMEOUT`, `SP_ERR_TLS`, `SP_ERR_CONNECT` or
+ * `SP_ERR_RESPONSE_TOO_LARGE`. Blocks for up to the time-out times the tries.
+ *
+ * # Safety
+ * `client` is NULL or live; `locale` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+enum sp_status sp_client_get_games(const struct sp_client *client,
+                                   const char *locale,
+                                   int64_t game_id,
+                                   struct sp_games **out);
+
+/**
+ * Calls any `action` with `params`, the JSON text (`len` bytes) of an object of its parameters
+ * (NULL for none), sent as `{"action":<action>, ...params}`: how to reach operations the spec
+ * does not show. Not retried. On success `*out` owns the answer body (JSON); free it with
+ * `sp_buffer_free`. Fails like `sp_client_get_games`.
+ *
+ * # Safety
+ * `client` is NULL or live; `action` is NULL or NUL-terminated; `params` is NULL (with `len` 0)
+ * or `len` readable bytes; `out` is NULL or writable.
+ */
+enum sp_status sp_client_call(const struct sp_client *client,
+                              const char *action,
+                              const uint8_t *params,
+                              size_t len,
+                              struct sp_buffer **out);
 
 /**
  * The message of the last failure on this thread, such as
@@ -348,6 +615,14 @@ enum sp_status sp_event_reply_balance(struct sp_event *event,
  * `event` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
  */
 enum sp_status sp_event_field(const struct sp_event *event, const char *name, struct sp_str *out);
+
+/**
+ * Frees games and everything they point to. NULL is allowed and does nothing.
+ *
+ * # Safety
+ * `games` is NULL or came from `sp_client_get_games` and is not used afterwards.
+ */
+void sp_games_free(struct sp_games *games);
 
 /**
  * Creates a configuration with the defaults: no token (add one), sources `production`, no

@@ -38,6 +38,18 @@ pub enum ErrorKind {
     /// The event is not one of the known events, and the receiver refuses unknown events (or a
     /// reply was asked for an event that has no known reply wrapper).
     UnknownEvent,
+    /// The service could not be reached (connection refused, unknown host, proxy failure).
+    Connect,
+    /// A connect or overall time-out elapsed.
+    Timeout,
+    /// The TLS handshake failed (an untrusted or invalid certificate, among others).
+    Tls,
+    /// The service answered with an HTTP status other than 200.
+    HttpStatus,
+    /// The service's answer is not the expected shape (not JSON, a field missing or mistyped).
+    BadResponse,
+    /// The service's answer is larger than the configured limit.
+    ResponseTooLarge,
 }
 
 /// A failure with the field it concerns (when there is one) and a message naming the problem.
@@ -102,6 +114,12 @@ impl ErrorKind {
             ErrorKind::WrongToken => "wrong_token",
             ErrorKind::ForbiddenSource => "forbidden_source",
             ErrorKind::UnknownEvent => "unknown_event",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Tls => "tls",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::BadResponse => "bad_response",
+            ErrorKind::ResponseTooLarge => "response_too_large",
         }
     }
 }

@@ -4,11 +4,14 @@
 //! bytes in, `event::parse`, a typed `Event`, the partner's logic, `reply`, bytes out.
 
 pub mod auth;
+pub mod client;
 pub mod error;
 pub mod event;
 pub mod ffi;
 pub mod fields;
+pub mod games;
 pub mod json;
+pub mod locale;
 pub mod options;
 pub mod receiver;
 pub mod reply;

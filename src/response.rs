@@ -17,6 +17,13 @@ pub fn http_status(kind: ErrorKind) -> u16 {
         ErrorKind::ForbiddenSource => 403,
         ErrorKind::BodyTooLarge => 413,
         ErrorKind::InvalidArgument => 500,
+        // Failures of calls out to the service: a gateway's answer, should a host relay one.
+        ErrorKind::Connect
+        | ErrorKind::Tls
+        | ErrorKind::HttpStatus
+        | ErrorKind::BadResponse
+        | ErrorKind::ResponseTooLarge => 502,
+        ErrorKind::Timeout => 504,
         ErrorKind::InvalidUtf8
         | ErrorKind::InvalidJson
         | ErrorKind::DuplicateKey

@@ -21,10 +21,16 @@ macro_rules! log_line {
     };
 }
 
+/// Whether request logging is off (see [`crate::quiet_logs`]).
+pub static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Writes `line` to standard error from a logger thread. Request handling
 /// never waits for it: when stderr is a pipe nobody reads, lines are dropped
 /// instead of stalling the server.
 pub fn log_line(line: String) {
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     static LOGGER: OnceLock<Option<SyncSender<String>>> = OnceLock::new();
     let sender = LOGGER.get_or_init(|| {
         let (tx, rx) = mpsc::sync_channel::<String>(4096);

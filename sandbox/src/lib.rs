@@ -18,6 +18,12 @@ use std::sync::Arc;
 
 use rustls::pki_types::CertificateDer;
 
+/// Turns off the request log on standard error for the whole process (for test suites that run
+/// the sandbox in-process).
+pub fn quiet_logs() {
+    http::QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Partner token accepted when none is configured.
 pub const DEFAULT_TOKEN: &str = "6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f";
 

@@ -5,8 +5,10 @@
 #[macro_use]
 mod panic;
 pub mod args;
+pub mod client;
 pub mod error;
 pub mod event;
+pub mod games;
 pub mod receiver;
 pub mod reply;
 

@@ -23,7 +23,8 @@ struct BufferBox {
     bytes: Vec<u8>,
 }
 
-fn into_raw(text: String) -> *mut sp_buffer {
+/// Hands out `text` as a buffer the caller frees with `sp_buffer_free`.
+pub(crate) fn into_raw(text: String) -> *mut sp_buffer {
     let mut bytes = text.into_bytes();
     bytes.push(0);
     let view = sp_buffer { text: sp_str::of_nul_terminated(&bytes) };

@@ -44,10 +44,23 @@ pub enum sp_status {
     SP_ERR_WRONG_TOKEN = 15,
     /// The source address is not allowed (HTTP 403).
     SP_ERR_FORBIDDEN_SOURCE = 16,
+    /// The service could not be reached (connection refused, unknown host, proxy failure).
+    SP_ERR_CONNECT = 17,
+    /// A connect or overall time-out elapsed.
+    SP_ERR_TIMEOUT = 18,
+    /// The TLS handshake failed (an untrusted certificate, among others).
+    SP_ERR_TLS = 19,
+    /// The service answered with an HTTP status other than 200 (the message holds the status and
+    /// the start of the body).
+    SP_ERR_HTTP_STATUS = 20,
+    /// The service's answer is not the expected shape (the field names the culprit).
+    SP_ERR_BAD_RESPONSE = 21,
+    /// The service's answer is larger than the client's limit.
+    SP_ERR_RESPONSE_TOO_LARGE = 22,
 }
 
 /// Every status, in code order (used by `sp_status_name` and the tests).
-pub const ALL_STATUSES: [sp_status; 17] = {
+pub const ALL_STATUSES: [sp_status; 23] = {
     use sp_status::*;
     [
         SP_OK,
@@ -67,6 +80,12 @@ pub const ALL_STATUSES: [sp_status; 17] = {
         SP_ERR_MISSING_TOKEN,
         SP_ERR_WRONG_TOKEN,
         SP_ERR_FORBIDDEN_SOURCE,
+        SP_ERR_CONNECT,
+        SP_ERR_TIMEOUT,
+        SP_ERR_TLS,
+        SP_ERR_HTTP_STATUS,
+        SP_ERR_BAD_RESPONSE,
+        SP_ERR_RESPONSE_TOO_LARGE,
     ]
 };
 
@@ -89,6 +108,12 @@ impl From<ErrorKind> for sp_status {
             ErrorKind::MissingToken => SP_ERR_MISSING_TOKEN,
             ErrorKind::WrongToken => SP_ERR_WRONG_TOKEN,
             ErrorKind::ForbiddenSource => SP_ERR_FORBIDDEN_SOURCE,
+            ErrorKind::Connect => SP_ERR_CONNECT,
+            ErrorKind::Timeout => SP_ERR_TIMEOUT,
+            ErrorKind::Tls => SP_ERR_TLS,
+            ErrorKind::HttpStatus => SP_ERR_HTTP_STATUS,
+            ErrorKind::BadResponse => SP_ERR_BAD_RESPONSE,
+            ErrorKind::ResponseTooLarge => SP_ERR_RESPONSE_TOO_LARGE,
         }
     }
 }
@@ -115,6 +140,12 @@ impl sp_status {
             SP_ERR_MISSING_TOKEN => c"SP_ERR_MISSING_TOKEN",
             SP_ERR_WRONG_TOKEN => c"SP_ERR_WRONG_TOKEN",
             SP_ERR_FORBIDDEN_SOURCE => c"SP_ERR_FORBIDDEN_SOURCE",
+            SP_ERR_CONNECT => c"SP_ERR_CONNECT",
+            SP_ERR_TIMEOUT => c"SP_ERR_TIMEOUT",
+            SP_ERR_TLS => c"SP_ERR_TLS",
+            SP_ERR_HTTP_STATUS => c"SP_ERR_HTTP_STATUS",
+            SP_ERR_BAD_RESPONSE => c"SP_ERR_BAD_RESPONSE",
+            SP_ERR_RESPONSE_TOO_LARGE => c"SP_ERR_RESPONSE_TOO_LARGE",
         }
     }
 }
