@@ -11,12 +11,12 @@ EXDIR    := target/examples
 SANDIR   := target/examples-sanitized
 STRICT   := -Wall -Wextra -Werror -pedantic
 CFLAGS   ?= -O2 -g
-EXAMPLES := callback_cgi inspect_event
+EXAMPLES := callback_cgi inspect_event get_games
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # What a program linking the static library needs besides it (as `cargo rustc -- --print native-static-libs` says).
 STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: FORCE all lib examples sanitized test test-rust test-c header-check symbols-check header bench demo install clean
+.PHONY: FORCE all lib sandbox examples sanitized test test-rust test-c header-check symbols-check header bench demo install clean
 
 all: lib examples
 
@@ -42,7 +42,7 @@ $(SANDIR)/%: examples/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
-test: all sanitized test-rust header-check symbols-check test-c
+test: all sanitized sandbox test-rust header-check symbols-check test-c demo
 
 test-rust:
 	$(CARGO) fmt --all -- --check
@@ -61,7 +61,7 @@ symbols-check: lib
 	if [ -n "$$bad" ]; then echo "non-sp_ exported symbols:"; echo "$$bad"; exit 1; fi; \
 	echo "symbols-check: $$(nm -D --defined-only $(RELEASE)/libslotpartner.so | grep -c ' sp_') sp_ symbols, nothing else"
 
-test-c: examples sanitized
+test-c: examples sanitized sandbox
 	tests/c/run_examples.sh $(EXDIR)
 	tests/c/run_examples.sh $(SANDIR)
 
@@ -70,6 +70,12 @@ header:
 
 bench:
 	$(CARGO) bench --bench callback
+
+demo: all sandbox
+	scripts/demo.sh
+
+sandbox:
+	$(CARGO) build --release --locked -p slotpartner-sandbox
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -12,7 +12,7 @@ use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 use crate::auth;
 use crate::error::{Error, ErrorKind, Result};
 use crate::games::{self, Game};
-use crate::json::{excerpt, quoted};
+use crate::json::{excerpt, excerpt_of, quoted};
 use crate::locale;
 
 /// Where the client finds the certificate authorities it trusts, besides any extra ones.
@@ -328,7 +328,7 @@ impl Client {
             .read_to_string()
             .map_err(|e| transport_error(action, e));
         if status != 200 {
-            let start = text.as_deref().map(excerpt).unwrap_or_default();
+            let start = text.as_deref().map(|t| excerpt_of(t.trim(), 200)).unwrap_or_default();
             let problem = format!("the service answered HTTP {status}: {start}");
             return Err(Error::field(ErrorKind::HttpStatus, action, problem));
         }

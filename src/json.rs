@@ -76,10 +76,14 @@ pub fn check_value(raw: &RawValue, event: &str, field: &str, max_depth: usize) -
     })
 }
 
-/// Raw JSON text shortened for an error message.
+/// Raw JSON text shortened to 40 characters for an error message.
 pub fn excerpt(text: &str) -> String {
-    const MAX: usize = 40;
-    match text.char_indices().nth(MAX) {
+    excerpt_of(text, 40)
+}
+
+/// `text` shortened to `max` characters, `...` marking a cut.
+pub fn excerpt_of(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}...", &text[..cut]),
         None => text.to_owned(),
     }

@@ -78,5 +78,33 @@ for name in refund payout balance; do
   if [ "$(wc -l < "$work/cgi_$name.err")" = 1 ]; then passed=$((passed + 1)); else fail "cgi_${name}_log" "expected one log line, got: $(cat "$work/cgi_$name.err")"; fi
 done
 
+# get_games against the sandbox over HTTPS on loopback.
+sandbox=$root/target/release/slotpartner-sandbox
+"$sandbox" serve --listen 127.0.0.1:0 --token "$TOKEN" --ca-out "$work/ca.pem" --ready-file "$work/service" \
+  --exit-on-stdin-eof < <(sleep 60) > /dev/null 2>&1 &
+sandbox_pid=$!
+for _ in $(seq 200); do [ -s "$work/service" ] && break; sleep 0.1; done
+games() { # NAME EXPECTED_EXIT BASE_URL TOKEN CA_FILE ARGS...
+  local name=get_games_$1 want=$2 url=$3 token=$4 ca=$5; shift 5
+  env SLOTPARTNER_BASE_URL="$url" SLOTPARTNER_TOKEN="$token" SLOTPARTNER_CA_FILE="$ca" \
+    "$dir/get_games" "$@" > "$work/out" 2>&1; local rc=$?
+  echo "exit: $rc" >> "$work/out"
+  sed -i -e "s|$url|BASE_URL|g" -e 's|127.0.0.1:[0-9]*|127.0.0.1:PORT|g' "$work/out"
+  check "$name" "$work/out"
+  [ "$rc" = "$want" ] || fail "$name" "exit $rc, expected $want"
+}
+url=$(cat "$work/service")
+games all 0 "$url" "$TOKEN" "$work/ca.pem" en-US
+games one_german 0 "$url" "$TOKEN" "$work/ca.pem" de_DE 1003
+games none 0 "$url" "$TOKEN" "$work/ca.pem" en-US 99999
+games bad_locale 1 "$url" "$TOKEN" "$work/ca.pem" english
+games wrong_token 1 "$url" "$OTHER" "$work/ca.pem" en-US
+games untrusted 1 "$url" "$TOKEN" "" en-US
+games plain_http 1 "${url/https:/http:}" "$TOKEN" "$work/ca.pem" en-US
+games server_error 1 "$url/fault/status/503" "$TOKEN" "$work/ca.pem" en-US
+games malformed 1 "$url/fault/malformed" "$TOKEN" "$work/ca.pem" en-US
+games usage 2 "$url" "$TOKEN" "$work/ca.pem"
+kill "$sandbox_pid" 2> /dev/null; wait "$sandbox_pid" 2> /dev/null
+
 echo "examples ($dir): $passed passed, $failed failed"
 [ "$failed" = 0 ]
