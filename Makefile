@@ -70,6 +70,7 @@ header:
 
 bench:
 	$(CARGO) bench --bench callback
+	$(CARGO) bench --bench get_games
 
 demo: all sandbox
 	scripts/demo.sh

@@ -6,7 +6,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fields::FieldReader;
 use crate::json::{self, Field};
 use crate::options::ParseOptions;
-use crate::scan::{self, Name, Slots};
+use crate::scan::{self, Name, ScanError, Slots};
 
 /// The events this library knows by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -163,8 +163,16 @@ impl Event<'_> {
 /// event, carries it in `Error::event` so the reply can use the event's wrapper.
 pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
     let text = json::object_text(body, options.max_body_bytes)?;
-    let scan::Scanned { slots, others } = scan::scan(text, options.max_depth)?;
-    let (name_field, name) = event_name(&slots, options)?;
+    let (scanned, refused) = match scan::scan(text, options.max_depth) {
+        Ok(scanned) => (scanned, None),
+        Err(ScanError::Body(error)) => return Err(error),
+        Err(ScanError::InValue) => scan::rescan(text, options.max_depth)?,
+    };
+    let scan::Scanned { slots, others } = scanned;
+    if let Some((name @ (Name::Event | Name::Action), kind, problem)) = &refused {
+        return Err(Error::field(*kind, format!("body.{}", name.as_str()), problem));
+    }
+    let (name_field, name) = event_name(text, &slots, options)?;
     let known = match (name_field, name.as_ref()) {
         (Name::Event, "gameSessionBuyRefund") => Some(KnownEvent::BuyRefund),
         (Name::Event, "jackpotPayout") => Some(KnownEvent::JackpotPayout),
@@ -175,7 +183,11 @@ pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
         Some(k) => k.name(),
         None => &name,
     };
-    let reader = FieldReader { event: event_label, slots: &slots, max_identifier_bytes: options.max_identifier_bytes };
+    if let Some((name, kind, problem)) = refused {
+        return Err(Error::field(kind, format!("{event_label}.{}", name.as_str()), problem).for_event(known));
+    }
+    let reader =
+        FieldReader { event: event_label, slots: &slots, text, max_identifier_bytes: options.max_identifier_bytes };
     let typed = read_kind(known, &reader).map_err(|e| e.for_event(known))?;
     if known.is_none() && options.reject_unknown_events {
         let problem = format!("unknown event {}", json::quoted(&name));
@@ -187,15 +199,15 @@ pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
         json::check_value(field.raw, event_label, &field.name, options.max_depth).map_err(|e| e.for_event(known))?;
     }
     let index = match extra.iter().find(|f| f.name == options.index_field.as_str()) {
-        Some(field) => Some(index_value(field, &reader, options).map_err(|e| e.for_event(known))?),
+        Some(field) => index_value(field, &reader, options).map_err(|e| e.for_event(known))?,
         None => None,
     };
     Ok(Event { name: name.clone(), kind: typed, index, extra })
 }
 
-/// The fields outside the event's spec, in body order: `others`, the fields the scan kept raw,
-/// unless a field the scan decoded into a slot is outside the spec (a field of another event), its raw text comes from a second split of the
-/// body: a rare path, kept off the common one.
+/// The fields outside the event's spec, in body order: `others`, the fields the scan kept raw;
+/// but when a field the scan decoded into a slot is outside the spec (a field of another
+/// event), all of them come from a second split of the body, a rare path.
 fn extra_fields<'a>(
     text: &'a str,
     slots: &Slots<'a>,
@@ -210,15 +222,20 @@ fn extra_fields<'a>(
     Ok(fields.into_iter().filter(|f| Name::of(&f.name).is_none_or(|name| spec_mask & name.bit() == 0)).collect())
 }
 
-/// The service's consecutive index: a non-negative integer.
-fn index_value(field: &Field<'_>, reader: &FieldReader<'_, '_>, options: &ParseOptions) -> Result<i64> {
-    let value = scan::scalar_of(field.raw);
-    reader.non_negative(&options.index_field, &value, i64::MAX)
+/// The service's consecutive index: a non-negative integer; `null` counts as absent.
+fn index_value(field: &Field<'_>, reader: &FieldReader<'_, '_>, options: &ParseOptions) -> Result<Option<i64>> {
+    let value = match scan::scalar_of(field.raw, options.max_depth) {
+        Ok(scan::Scalar::Null) => return Ok(None),
+        Ok(value) => value,
+        // Valid JSON, or check_value would have refused it: a number beyond every type.
+        Err(_) => scan::Scalar::Float(f64::INFINITY),
+    };
+    reader.non_negative(&options.index_field, &value, i64::MAX).map(Some)
 }
 
 /// Which field names the event (`event`, else `action`) and its value.
-fn event_name<'a>(slots: &Slots<'a>, options: &ParseOptions) -> Result<(Name, Cow<'a, str>)> {
-    let reader = FieldReader { event: "body", slots, max_identifier_bytes: options.max_identifier_bytes };
+fn event_name<'a>(text: &'a str, slots: &Slots<'a>, options: &ParseOptions) -> Result<(Name, Cow<'a, str>)> {
+    let reader = FieldReader { event: "body", slots, text, max_identifier_bytes: options.max_identifier_bytes };
     for name_field in [Name::Event, Name::Action] {
         if let Some(name) = reader.opt_identifier(name_field)? {
             return Ok((name_field, name));

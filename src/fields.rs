@@ -16,6 +16,8 @@ pub type PlayerReference<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>);
 pub struct FieldReader<'f, 'a> {
     pub event: &'f str,
     pub slots: &'f Slots<'a>,
+    /// The whole body, to quote a refused number exactly as sent.
+    pub text: &'a str,
     pub max_identifier_bytes: usize,
 }
 
@@ -46,22 +48,37 @@ impl<'a> FieldReader<'_, 'a> {
         self.non_negative(name.as_str(), value, MAX_AMOUNT)
     }
 
-    /// A non-negative integer of at most `max`, from any decoded value.
+    /// A non-negative integer of at most `max`, from any decoded value of the field `name`.
     pub fn non_negative(&self, name: &str, value: &Scalar<'_>, max: i64) -> Result<i64> {
-        match *value {
-            Scalar::Unsigned(n) if n <= max as u64 => Ok(n as i64),
-            Scalar::Unsigned(_) => {
-                Err(self.error(ErrorKind::OutOfRange, name, format!("expected at most {max}, got {value}")))
+        let (kind, problem) = match *value {
+            Scalar::Unsigned(n) if n <= max as u64 => return Ok(n as i64),
+            Scalar::Unsigned(_) => (ErrorKind::OutOfRange, format!("expected at most {max}")),
+            Scalar::Negative(_) => (ErrorKind::OutOfRange, "expected a non-negative integer".to_owned()),
+            Scalar::Float(_) => {
+                // An integer beyond 64 bits arrives as a float: tell it from 1.5 or 1e3 by its text.
+                let text = self.raw_text(name).unwrap_or_default();
+                let digits = text.strip_prefix('-').unwrap_or(&text);
+                let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+                match (integer, text.starts_with('-')) {
+                    (true, false) => (ErrorKind::OutOfRange, format!("expected at most {max}")),
+                    (true, true) => (ErrorKind::OutOfRange, "expected a non-negative integer".to_owned()),
+                    (false, _) => (ErrorKind::WrongType, "expected a non-negative integer".to_owned()),
+                }
             }
-            Scalar::Negative(_) => {
-                Err(self.error(ErrorKind::OutOfRange, name, format!("expected a non-negative integer, got {value}")))
+            _ => {
+                let problem = format!("expected a non-negative integer, got {value}");
+                return Err(self.error(ErrorKind::WrongType, name, problem));
             }
-            // An integer too large for 64 bits arrives as a float without a fraction.
-            Scalar::Float(x) if x.fract() == 0.0 && x.abs() >= 9.2e18 => {
-                Err(self.error(ErrorKind::OutOfRange, name, format!("expected at most {max}, got {value}")))
-            }
-            _ => Err(self.error(ErrorKind::WrongType, name, format!("expected a non-negative integer, got {value}"))),
-        }
+        };
+        let got = self.raw_text(name).map_or_else(|| value.to_string(), |text| excerpt(&text));
+        Err(self.error(kind, name, format!("{problem}, got {got}")))
+    }
+
+    /// The raw JSON text of the top-level field `name`, for error messages only (it splits the
+    /// body again).
+    fn raw_text(&self, name: &str) -> Option<String> {
+        let fields = crate::json::split_object(self.text).ok()?;
+        fields.into_iter().find(|f| f.name == name).map(|f| f.raw.get().to_owned())
     }
 
     /// A required boolean.

@@ -50,7 +50,7 @@ pub fn object_text(body: &[u8], max_body_bytes: usize) -> Result<&str> {
 }
 
 /// Every field of the top-level object of `text` (from `object_text`), values as raw JSON, in
-/// body order. Names are not checked for uniqueness here (`scan` does that).
+/// body order. Names are not checked here (`scan` does that, and `rescan` with `key_error`).
 pub fn split_object(text: &str) -> Result<Vec<Field<'_>>> {
     let mut de = serde_json::Deserializer::from_str(text);
     let fields = de.deserialize_map(TopLevel).map_err(|e| invalid_json(&e))?;
@@ -102,9 +102,16 @@ pub fn json_problem(e: &serde_json::Error) -> String {
 }
 
 /// Why an object key is refused, if it is: a control character (it would reach C as a NUL or
-/// worse).
+/// worse). The JSON is valid, so this is an invalid value, not invalid JSON.
 pub fn key_problem(key: &str) -> Option<&'static str> {
     key.chars().any(char::is_control).then_some("an object key contains a control character")
+}
+
+/// The refusal of a top-level key with a control character, naming the key JSON-escaped.
+pub fn key_error(key: &str) -> Option<Error> {
+    let problem = key_problem(key)?;
+    let escaped = quoted(key);
+    Some(Error::field(ErrorKind::InvalidValue, &escaped[1..escaped.len() - 1], problem))
 }
 
 /// Visits the top-level object, keeping each value as raw JSON.
@@ -120,9 +127,6 @@ impl<'de> Visitor<'de> for TopLevel {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
         let mut fields = Vec::with_capacity(32);
         while let Some(name) = map.next_key_seed(KeySeed)? {
-            if let Some(problem) = key_problem(&name) {
-                return Err(de::Error::custom(problem));
-            }
             let raw: &'de RawValue = map.next_value()?;
             fields.push(Field { name, raw });
         }
@@ -230,7 +234,7 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
         let mut keys = Vec::new();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             if let Some(problem) = key_problem(&key) {
-                return Err(self.fail(ErrorKind::InvalidJson, problem.to_owned()));
+                return Err(self.fail(ErrorKind::InvalidValue, problem.to_owned()));
             }
             keys.push(key);
             map.next_value_seed(inner)?;

@@ -141,37 +141,90 @@ pub struct Scanned<'a> {
     pub others: Vec<Field<'a>>,
 }
 
-/// Scans the top-level object of `text` (already checked to start with `{` after white space).
-/// Duplicate names are refused; containers in slots are checked against `max_depth`.
-pub fn scan(text: &str, max_depth: usize) -> Result<Scanned<'_>> {
+/// Why the one pass stopped.
+#[derive(Debug)]
+pub enum ScanError {
+    /// A failure of the body as a whole: syntax, a repeated top-level key, a key with a control
+    /// character.
+    Body(Error),
+    /// A failure inside the value of a slotted field, which `rescan` looks at again to tell
+    /// the event it belongs to.
+    InValue,
+}
+
+/// Scans the top-level object of `text` (from `json::object_text`). Duplicate names and
+/// control characters in names are refused; containers in slots are checked against
+/// `max_depth`.
+pub fn scan(text: &str, max_depth: usize) -> std::result::Result<Scanned<'_>, ScanError> {
     let failure = Cell::new(None);
     let mut scanned = Scanned { slots: Default::default(), others: Vec::new() };
     let mut de = serde_json::Deserializer::from_str(text);
     let visitor =
         TopLevel { max_depth: max_depth.min(json::MAX_DEPTH_CEILING), failure: &failure, scanned: &mut scanned };
     de.deserialize_map(visitor).and_then(|()| de.end()).map_err(|e| match failure.take() {
-        Some((kind, field, problem)) => Error::field(kind, field, problem),
-        None => json::invalid_json(&e),
+        Some(Some(error)) => ScanError::Body(error),
+        Some(None) => ScanError::InValue,
+        None => ScanError::Body(json::invalid_json(&e)),
     })?;
-    let mut names: Vec<&str> = scanned.others.iter().map(|f| f.name.as_ref()).collect();
-    if names.len() > 1 {
-        names.sort_unstable();
-        if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
-            return Err(Error::field(ErrorKind::DuplicateKey, pair[0], "the key appears more than once"));
-        }
-    }
+    reject_repeated(scanned.others.iter().map(|f| f.name.as_ref())).map_err(ScanError::Body)?;
     Ok(scanned)
 }
 
-/// Decodes one raw value the way the scan decodes slotted ones (for the index, which is not
-/// slotted because its name is configurable). A value that fails to decode gives `Null`.
-pub fn scalar_of(raw: &RawValue) -> Scalar<'_> {
-    let failure = Cell::new(None);
-    let seed = ScalarSeed { strict: StrictValue::new(2, json::MAX_DEPTH_CEILING, &failure) };
-    seed.deserialize(&mut serde_json::Deserializer::from_str(raw.get())).unwrap_or(Scalar::Null)
+/// A slotted field whose value is refused: its name, the kind and the problem.
+pub type Refusal = (Name, ErrorKind, String);
+
+/// The rare path after `scan` stopped inside a value: every field split as raw text, each
+/// slotted one decoded on its own. Gives the slots and the first slotted field whose value is
+/// refused, with its kind and problem. A number too large for any type becomes an infinite
+/// float, so that the typed readers report it as the number it is.
+pub fn rescan(text: &str, max_depth: usize) -> Result<(Scanned<'_>, Option<Refusal>)> {
+    let fields = json::split_object(text)?;
+    reject_repeated(fields.iter().map(|f| f.name.as_ref()))?;
+    let mut scanned = Scanned { slots: Default::default(), others: Vec::new() };
+    let mut refused = None;
+    for field in fields {
+        if let Some(error) = json::key_error(&field.name) {
+            return Err(error);
+        }
+        let Some(name) = Name::of(&field.name) else {
+            scanned.others.push(field);
+            continue;
+        };
+        let value = match scalar_of(field.raw, max_depth) {
+            Ok(value) => value,
+            Err(_) if field.raw.get().starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) => {
+                Scalar::Float(f64::INFINITY)
+            }
+            Err((kind, problem)) => {
+                refused.get_or_insert((name, kind, problem));
+                Scalar::Null
+            }
+        };
+        scanned.slots[name as usize] = Some(value);
+    }
+    Ok((scanned, refused))
 }
 
-type Failure = Cell<Option<(ErrorKind, String, String)>>;
+fn reject_repeated<'n>(names: impl Iterator<Item = &'n str>) -> Result<()> {
+    let mut names: Vec<&str> = names.collect();
+    names.sort_unstable();
+    match names.windows(2).find(|pair| pair[0] == pair[1]) {
+        Some(pair) => Err(Error::field(ErrorKind::DuplicateKey, pair[0], "the key appears more than once")),
+        None => Ok(()),
+    }
+}
+
+/// Decodes one raw value the way the scan decodes slotted ones: containers are checked against
+/// `max_depth` (the value being at level 2). Gives the kind and problem of a refusal.
+pub fn scalar_of(raw: &RawValue, max_depth: usize) -> std::result::Result<Scalar<'_>, (ErrorKind, String)> {
+    let failure = Cell::new(None);
+    let seed = ScalarSeed { strict: StrictValue::new(2, max_depth.min(json::MAX_DEPTH_CEILING), &failure) };
+    seed.deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
+        .map_err(|e| failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, json::json_problem(&e))))
+}
+
+/// What stopped the scan: `Some(error)` for the body as a whole, `None` for a slotted value.
+type Failure = Cell<Option<Option<Error>>>;
 
 /// Fills `scanned` in place (it is large: moving it costs more than filling it).
 struct TopLevel<'f, 'de> {
@@ -190,22 +243,19 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
         let scanned = self.scanned;
         while let Some(name) = map.next_key_seed(KeySeed)? {
-            if let Some(problem) = json::key_problem(&name) {
-                return Err(de::Error::custom(problem));
+            if let Some(error) = json::key_error(&name) {
+                self.failure.set(Some(Some(error)));
+                return Err(de::Error::custom("key"));
             }
             match Name::of(&name) {
                 Some(slot) => {
                     let slot = slot as usize;
                     let value_failure = Cell::new(None);
                     let seed = ScalarSeed { strict: StrictValue::new(2, self.max_depth, &value_failure) };
-                    let value = map.next_value_seed(seed).inspect_err(|e: &A::Error| {
-                        let (kind, problem) =
-                            value_failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, e.to_string()));
-                        self.failure.set(Some((kind, name.to_string(), problem)));
-                    })?;
+                    let value = map.next_value_seed(seed).inspect_err(|_| self.failure.set(Some(None)))?;
                     if scanned.slots[slot].is_some() {
-                        let problem = "the key appears more than once".to_owned();
-                        self.failure.set(Some((ErrorKind::DuplicateKey, name.to_string(), problem)));
+                        let error = Error::field(ErrorKind::DuplicateKey, name, "the key appears more than once");
+                        self.failure.set(Some(Some(error)));
                         return Err(de::Error::custom("duplicate key"));
                     }
                     scanned.slots[slot] = Some(value);

@@ -1,0 +1,934 @@
+//! The C ABI called from Rust exactly as a C host calls it: raw pointers, sentinel out-params,
+//! string views read through `ptr`/`len` and checked for their NUL terminator.
+
+use std::ffi::{CStr, c_char};
+use std::ptr;
+
+use serde_json::{Value, json};
+use slotpartner::ffi::error::{sp_last_error_field, sp_last_error_message, sp_last_error_response};
+use slotpartner::ffi::event::{
+    sp_event, sp_event_field, sp_event_free, sp_event_kind, sp_event_reply, sp_event_reply_balance,
+};
+use slotpartner::ffi::receiver::*;
+use slotpartner::ffi::reply::{sp_buffer, sp_buffer_free, sp_reply_balance_new, sp_reply_result_new};
+use slotpartner::ffi::status::sp_status::{self, *};
+use slotpartner::ffi::status::{ALL_STATUSES, sp_status_name};
+use slotpartner::ffi::str::sp_str;
+use slotpartner::ffi::version::{SP_VERSION_MAJOR, SP_VERSION_MINOR, SP_VERSION_PATCH, sp_version};
+
+const TOKEN: &CStr = c"6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f";
+const OTHER_TOKEN: &CStr = c"11111111-2222-3333-4444-555555555555";
+const PRODUCTION: &CStr = c"18.203.30.17";
+const STAGING: &CStr = c"34.254.138.20";
+const BAD_UTF8: &CStr = c"\xff\xfe";
+
+const REFUND: &str = concat!(
+    r#"{"event":"gameSessionBuyRefund","index":42,"gameSessionIdentifier":"gs-1","playerIdentifier":"p-1","#,
+    r#""transactionId":1001,"buyTransactionId":1000,"gameSessionId":77,"partnerGameRequestIdentifier":"req-1","#,
+    r#""gameId":7,"isMobile":true,"bonusCode":"B\u00e9","traceId":{"a": [1, "x"]}}"#
+);
+const BALANCE: &str = r#"{"action":"getPlayerBalance","playerPartnerIdentifier":"pp-3"}"#;
+const OTHER: &str = r#"{"event":"gameSessionStart","index":3,"data":[1, 2]}"#;
+const BAD_PAYOUT_MESSAGE: &str = "jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5";
+
+fn payout() -> Value {
+    json!({
+        "event": "jackpotPayout",
+        "jackpotIdentifier": "jp-1",
+        "playerIdentifier": "p-2",
+        "playerPartnerIdentifier": "pp-2",
+        "currencyISO4217": "EUR",
+        "moneyWon": 150000,
+        "coinsWon": 25,
+        "isMoney": false,
+        "epochReleasedMillis": 1_700_000_000_123_i64,
+        "isPrimary": true,
+        "transactionId": 2001,
+        "buyTransactionId": 2000,
+        "partnerGameRequestIdentifier": "req-2",
+        "gameSessionId": 88,
+        "gameId": 9
+    })
+}
+
+fn bad_payout() -> Vec<u8> {
+    serde_json::to_string(&payout()).unwrap().replace("150000", "1500.5").into_bytes()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/// The text of a view: non-NULL, NUL at `ptr[len]`, no NUL inside, UTF-8.
+fn text<'a>(s: sp_str) -> &'a str {
+    assert!(!s.ptr.is_null(), "NULL view");
+    // SAFETY: the library promises `len` bytes and a NUL terminator at `ptr`.
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len + 1) };
+    assert_eq!(bytes[s.len], 0, "not NUL-terminated");
+    assert!(!bytes[..s.len].contains(&0), "NUL inside");
+    std::str::from_utf8(&bytes[..s.len]).expect("UTF-8")
+}
+
+/// An optional view: `{NULL, 0}` when absent.
+fn opt_text<'a>(s: sp_str) -> Option<&'a str> {
+    if s.ptr.is_null() {
+        assert_eq!(s.len, 0);
+        None
+    } else {
+        Some(text(s))
+    }
+}
+
+fn c_str<'a>(p: *const c_char) -> &'a str {
+    // SAFETY: the library returns static NUL-terminated strings.
+    unsafe { CStr::from_ptr(p) }.to_str().unwrap()
+}
+
+fn last_message() -> String {
+    text(sp_last_error_message()).to_owned()
+}
+
+fn last_field() -> String {
+    text(sp_last_error_field()).to_owned()
+}
+
+fn last_response() -> (u16, String) {
+    let (mut status, mut body) = (0, sp_str::NONE);
+    // SAFETY: both out-params are writable.
+    assert_eq!(unsafe { sp_last_error_response(&mut status, &mut body) }, SP_OK);
+    (status, text(body).to_owned())
+}
+
+/// Asserts a failure with `status` about `field`, its message starting with the field.
+fn assert_failed(got: sp_status, status: sp_status, field: &str) {
+    assert_eq!(got, status, "{}", last_message());
+    assert_eq!(last_field(), field);
+    let message = last_message();
+    assert!(message.starts_with(&format!("{field}: ")) && message.len() > field.len() + 2, "{message}");
+}
+
+fn sentinel_str() -> sp_str {
+    sp_str::from_static(c"sentinel")
+}
+
+fn assert_untouched(s: sp_str) {
+    assert!(ptr::eq(s.ptr, c"sentinel".as_ptr()) && s.len == 8, "out-param written on failure");
+}
+
+/// A receiver with the test token; `settings` may change the configuration first.
+fn receiver(settings: impl FnOnce(*mut sp_receiver_config)) -> *mut sp_receiver {
+    let (mut config, mut r) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: valid pointers throughout; the configuration is freed once the receiver exists.
+    unsafe {
+        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
+        assert_eq!(sp_receiver_config_add_token(config, TOKEN.as_ptr()), SP_OK);
+        settings(config);
+        assert_eq!(sp_receiver_new(config, &mut r), SP_OK);
+        sp_receiver_config_free(config);
+    }
+    assert!(!r.is_null());
+    r
+}
+
+fn opt_ptr(s: Option<&CStr>) -> *const c_char {
+    s.map_or(ptr::null(), CStr::as_ptr)
+}
+
+/// `sp_receiver_handle` with a sentinel out-param, which must be written exactly on success.
+fn handle(r: *const sp_receiver, token: Option<&CStr>, addr: &CStr, body: &[u8]) -> Result<*mut sp_event, sp_status> {
+    let sentinel = ptr::dangling_mut::<sp_event>();
+    let mut out = sentinel;
+    // SAFETY: valid pointers; `body` is readable for its length.
+    let status = unsafe {
+        sp_receiver_handle(r, opt_ptr(token), addr.as_ptr(), ptr::null(), body.as_ptr(), body.len(), &mut out)
+    };
+    if status == SP_OK {
+        assert!(!out.is_null() && out != sentinel);
+        assert!(last_message().is_empty() && last_field().is_empty());
+        Ok(out)
+    } else {
+        assert_eq!(out, sentinel, "out written on failure");
+        assert!(!last_message().is_empty());
+        Err(status)
+    }
+}
+
+fn handle_ok(r: *const sp_receiver, body: &str) -> *mut sp_event {
+    handle(r, Some(TOKEN), PRODUCTION, body.as_bytes()).unwrap_or_else(|s| panic!("{s:?}: {}", last_message()))
+}
+
+fn event<'a>(ev: *mut sp_event) -> &'a sp_event {
+    // SAFETY: a live event from handle_ok.
+    unsafe { &*ev }
+}
+
+fn extras(ev: &sp_event) -> Vec<(&str, &str)> {
+    if ev.extra_fields_len == 0 {
+        assert!(ev.extra_fields.is_null());
+        return Vec::new();
+    }
+    // SAFETY: the event owns `extra_fields_len` fields at `extra_fields`.
+    let fields = unsafe { std::slice::from_raw_parts(ev.extra_fields, ev.extra_fields_len) };
+    fields.iter().map(|f| (text(f.name), text(f.json))).collect()
+}
+
+fn field(ev: *mut sp_event, name: &CStr) -> Result<String, sp_status> {
+    let mut out = sentinel_str();
+    // SAFETY: valid pointers.
+    match unsafe { sp_event_field(ev, name.as_ptr(), &mut out) } {
+        SP_OK => Ok(text(out).to_owned()),
+        status => {
+            assert_untouched(out);
+            Err(status)
+        }
+    }
+}
+
+fn reply(ev: *mut sp_event, success: bool, message: Option<&CStr>) -> Result<String, sp_status> {
+    let mut out = sentinel_str();
+    // SAFETY: valid pointers.
+    match unsafe { sp_event_reply(ev, success, opt_ptr(message), &mut out) } {
+        SP_OK => Ok(text(out).to_owned()),
+        status => {
+            assert_untouched(out);
+            Err(status)
+        }
+    }
+}
+
+fn reply_balance(ev: *mut sp_event, money: i64, currency: Option<&CStr>, coins: i64) -> Result<String, sp_status> {
+    let mut out = sentinel_str();
+    // SAFETY: valid pointers.
+    match unsafe { sp_event_reply_balance(ev, money, opt_ptr(currency), coins, &mut out) } {
+        SP_OK => Ok(text(out).to_owned()),
+        status => {
+            assert_untouched(out);
+            Err(status)
+        }
+    }
+}
+
+/// Runs a buffer constructor with a sentinel out-param; the text on success (buffer freed).
+fn buffer(make: impl FnOnce(*mut *mut sp_buffer) -> sp_status) -> Result<String, sp_status> {
+    let sentinel = ptr::dangling_mut::<sp_buffer>();
+    let mut out = sentinel;
+    match make(&mut out) {
+        SP_OK => {
+            // SAFETY: a live buffer handed out on success; freed right after reading.
+            let t = text(unsafe { (*out).text }).to_owned();
+            unsafe { sp_buffer_free(out) };
+            Ok(t)
+        }
+        status => {
+            assert_eq!(out, sentinel, "out written on failure");
+            Err(status)
+        }
+    }
+}
+
+fn free_event(ev: *mut sp_event) {
+    // SAFETY: a live event, not used afterwards.
+    unsafe { sp_event_free(ev) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NULL and non-UTF-8 arguments
+
+#[test]
+fn null_pointer_arguments_are_refused_naming_them() {
+    let r = receiver(|_| {});
+    let ev = handle_ok(r, REFUND);
+    let bal = handle_ok(r, BALANCE);
+    let null = |got: sp_status, name: &str| {
+        assert_failed(got, SP_ERR_INVALID_ARGUMENT, name);
+        assert_eq!(last_message(), format!("{name}: must not be NULL"));
+    };
+    let body = REFUND.as_bytes();
+    let (mut config, dangling_r) = (ptr::null_mut(), ptr::dangling_mut::<sp_receiver>());
+    let (mut out_r, mut out_ev, mut out_s) = (dangling_r, ptr::dangling_mut::<sp_event>(), sentinel_str());
+    // SAFETY: every pointer is NULL or valid; NULL is what is being tested.
+    unsafe {
+        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
+        null(sp_receiver_config_new(ptr::null_mut()), "out");
+        let no_config = ptr::null_mut();
+        null(sp_receiver_config_add_token(no_config, TOKEN.as_ptr()), "config");
+        null(sp_receiver_config_set_sources(no_config, c"any".as_ptr()), "config");
+        null(sp_receiver_config_set_trusted_proxies(no_config, c"".as_ptr()), "config");
+        null(sp_receiver_config_set_max_body_bytes(no_config, 100), "config");
+        null(sp_receiver_config_set_max_depth(no_config, 3), "config");
+        null(sp_receiver_config_set_max_identifier_bytes(no_config, 3), "config");
+        null(sp_receiver_config_set_index_field(no_config, c"seq".as_ptr()), "config");
+        null(sp_receiver_config_set_reject_unknown_events(no_config, true), "config");
+        null(sp_receiver_config_set_balance_wrapper(no_config, c"b".as_ptr()), "config");
+        null(sp_receiver_config_set_balance_currency(no_config, c"USD".as_ptr()), "config");
+        null(sp_receiver_config_set_omit_empty_error_message(no_config, true), "config");
+        null(sp_receiver_config_add_token(config, ptr::null()), "token");
+        null(sp_receiver_config_set_sources(config, ptr::null()), "sources");
+        null(sp_receiver_config_set_trusted_proxies(config, ptr::null()), "trusted_proxies");
+        null(sp_receiver_config_set_index_field(config, ptr::null()), "index_field");
+        null(sp_receiver_config_set_balance_wrapper(config, ptr::null()), "balance_wrapper");
+        null(sp_receiver_config_set_balance_currency(config, ptr::null()), "balance_currency");
+        assert_eq!(sp_receiver_config_add_token(config, TOKEN.as_ptr()), SP_OK);
+        null(sp_receiver_new(ptr::null(), &mut out_r), "config");
+        null(sp_receiver_new(config, ptr::null_mut()), "out");
+        assert_eq!(out_r, dangling_r);
+
+        let (t, a) = (TOKEN.as_ptr(), PRODUCTION.as_ptr());
+        null(sp_receiver_handle(ptr::null(), t, a, ptr::null(), body.as_ptr(), body.len(), &mut out_ev), "receiver");
+        null(
+            sp_receiver_handle(ptr::null(), t, a, ptr::null(), body.as_ptr(), body.len(), ptr::null_mut()),
+            "receiver",
+        );
+        null(sp_receiver_handle(r, t, a, ptr::null(), body.as_ptr(), body.len(), ptr::null_mut()), "out");
+        null(sp_receiver_handle(r, t, a, ptr::null(), ptr::null(), 5, &mut out_ev), "body");
+        null(sp_receiver_parse(ptr::null(), body.as_ptr(), body.len(), &mut out_ev), "receiver");
+        null(sp_receiver_parse(r, body.as_ptr(), body.len(), ptr::null_mut()), "out");
+        null(sp_receiver_parse(r, ptr::null(), 1, &mut out_ev), "body");
+        assert_eq!(out_ev, ptr::dangling_mut());
+        // NULL token, address and empty body are not argument errors: they are what they say.
+        let missing = sp_receiver_handle(r, ptr::null(), a, ptr::null(), body.as_ptr(), body.len(), &mut out_ev);
+        assert_failed(missing, SP_ERR_MISSING_TOKEN, "X-Service-Token");
+        let unknown = sp_receiver_handle(r, t, ptr::null(), ptr::null(), body.as_ptr(), body.len(), &mut out_ev);
+        assert_failed(unknown, SP_ERR_FORBIDDEN_SOURCE, "remote_addr");
+        assert_eq!(sp_receiver_handle(r, t, a, ptr::null(), ptr::null(), 0, &mut out_ev), SP_ERR_INVALID_JSON);
+        assert_eq!(sp_receiver_parse(r, ptr::null(), 0, &mut out_ev), SP_ERR_INVALID_JSON);
+        assert_eq!(out_ev, ptr::dangling_mut());
+
+        null(sp_event_reply(ptr::null_mut(), true, ptr::null(), &mut out_s), "event");
+        null(sp_event_reply(ev, true, ptr::null(), ptr::null_mut()), "out");
+        null(sp_event_reply_balance(ptr::null_mut(), 1, ptr::null(), 0, &mut out_s), "event");
+        null(sp_event_reply_balance(bal, 1, ptr::null(), 0, ptr::null_mut()), "out");
+        null(sp_event_field(ptr::null(), c"gameId".as_ptr(), &mut out_s), "event");
+        null(sp_event_field(ev, ptr::null(), &mut out_s), "name");
+        null(sp_event_field(ev, c"gameId".as_ptr(), ptr::null_mut()), "out");
+        assert_untouched(out_s);
+    }
+    let (n, b) = (ptr::null(), c"b".as_ptr());
+    null(buffer(|out| unsafe { sp_reply_result_new(n, true, n, false, out) }).unwrap_err(), "wrapper");
+    null(buffer(|_| unsafe { sp_reply_result_new(b, true, n, false, ptr::null_mut()) }).unwrap_err(), "out");
+    null(buffer(|out| unsafe { sp_reply_balance_new(n, 1, c"EUR".as_ptr(), 0, n, out) }).unwrap_err(), "wrapper");
+    null(buffer(|out| unsafe { sp_reply_balance_new(b, 1, n, 0, n, out) }).unwrap_err(), "currency");
+    null(buffer(|_| unsafe { sp_reply_balance_new(b, 1, c"EUR".as_ptr(), 0, n, ptr::null_mut()) }).unwrap_err(), "out");
+    // Optional strings may be NULL.
+    assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+    assert!(reply_balance(bal, 1, None, 0).is_ok());
+    // SAFETY: the `_free` functions accept NULL; the objects are live and freed once.
+    unsafe {
+        sp_receiver_config_free(ptr::null_mut());
+        sp_receiver_free(ptr::null_mut());
+        sp_event_free(ptr::null_mut());
+        sp_buffer_free(ptr::null_mut());
+        sp_receiver_config_free(config);
+        sp_event_free(ev);
+        sp_event_free(bal);
+        sp_receiver_free(r);
+    }
+}
+
+/// The action-address client's functions check their pointers the same way (no network here).
+#[test]
+fn client_functions_refuse_null_arguments() {
+    use slotpartner::ffi::client::*;
+    use slotpartner::ffi::games::sp_games_free;
+    let null = |got: sp_status, name: &str| assert_failed(got, SP_ERR_INVALID_ARGUMENT, name);
+    let (url, token) = (c"https://service.example".as_ptr(), TOKEN.as_ptr());
+    let (mut config, mut client) = (ptr::null_mut(), ptr::dangling_mut::<sp_client>());
+    let mut games = ptr::dangling_mut();
+    let mut buf = ptr::dangling_mut::<sp_buffer>();
+    // SAFETY: every pointer is NULL or valid; NULL is what is being tested.
+    unsafe {
+        null(sp_client_config_new(ptr::null(), token, &mut config), "base_url");
+        null(sp_client_config_new(url, ptr::null(), &mut config), "token");
+        null(sp_client_config_new(url, token, ptr::null_mut()), "out");
+        assert!(config.is_null());
+        null(sp_client_config_set_connect_timeout_ms(ptr::null_mut(), 1), "config");
+        null(sp_client_config_set_timeout_ms(ptr::null_mut(), 1), "config");
+        null(sp_client_config_set_retries(ptr::null_mut(), 1, 1), "config");
+        null(sp_client_config_set_trust_roots(ptr::null_mut(), 0), "config");
+        null(sp_client_config_add_ca_pem(ptr::null_mut(), b"x".as_ptr(), 1), "config");
+        null(sp_client_config_add_ca_file(ptr::null_mut(), c"/x".as_ptr()), "config");
+        null(sp_client_config_set_proxy(ptr::null_mut(), ptr::null()), "config");
+        null(sp_client_config_set_max_response_bytes(ptr::null_mut(), 1), "config");
+        null(sp_client_config_set_lenient_games(ptr::null_mut(), true), "config");
+        assert_eq!(sp_client_config_new(url, token, &mut config), SP_OK);
+        null(sp_client_config_add_ca_pem(config, ptr::null(), 5), "pem");
+        null(sp_client_config_add_ca_file(config, ptr::null()), "path");
+        null(sp_client_new(ptr::null(), &mut client), "config");
+        null(sp_client_new(config, ptr::null_mut()), "out");
+        assert_eq!(client, ptr::dangling_mut());
+        assert_eq!(sp_client_new(config, &mut client), SP_OK);
+        null(sp_client_get_games(ptr::null(), c"en-GB".as_ptr(), -1, &mut games), "client");
+        null(sp_client_get_games(client, ptr::null(), -1, &mut games), "locale");
+        null(sp_client_get_games(client, c"en-GB".as_ptr(), -1, ptr::null_mut()), "out");
+        assert_eq!(games, ptr::dangling_mut());
+        null(sp_client_call(ptr::null(), c"getGames".as_ptr(), ptr::null(), 0, &mut buf), "client");
+        null(sp_client_call(client, ptr::null(), ptr::null(), 0, &mut buf), "action");
+        null(sp_client_call(client, c"getGames".as_ptr(), ptr::null(), 3, &mut buf), "params");
+        null(sp_client_call(client, c"getGames".as_ptr(), ptr::null(), 0, ptr::null_mut()), "out");
+        assert_eq!(buf, ptr::dangling_mut());
+        sp_client_free(ptr::null_mut());
+        sp_client_config_free(ptr::null_mut());
+        sp_games_free(ptr::null_mut());
+        sp_client_free(client);
+        sp_client_config_free(config);
+    }
+}
+
+#[test]
+fn last_error_response_with_null_out_params_writes_nothing_and_keeps_the_error() {
+    let r = receiver(|_| {});
+    assert_eq!(handle(r, Some(OTHER_TOKEN), PRODUCTION, b"{}"), Err(SP_ERR_WRONG_TOKEN));
+    let (mut status, mut body) = (7_u16, sentinel_str());
+    // SAFETY: NULL or writable out-params.
+    unsafe {
+        assert_eq!(sp_last_error_response(ptr::null_mut(), &mut body), SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(sp_last_error_response(&mut status, ptr::null_mut()), SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(sp_last_error_response(ptr::null_mut(), ptr::null_mut()), SP_ERR_INVALID_ARGUMENT);
+    }
+    assert_untouched(body);
+    assert_eq!(status, 7);
+    // It reads the last error and so does not replace it.
+    assert_eq!(last_field(), "X-Service-Token");
+    assert_eq!(last_response().0, 401);
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn non_utf8_strings_are_refused_naming_them() {
+    let r = receiver(|c| unsafe {
+        assert_eq!(sp_receiver_config_set_trusted_proxies(c, c"10.0.0.0/8".as_ptr()), SP_OK);
+    });
+    let body = REFUND.as_bytes();
+    let mut out = ptr::dangling_mut::<sp_event>();
+    let mut config = ptr::null_mut();
+    // SAFETY: valid pointers; the strings are NUL-terminated.
+    unsafe {
+        let got =
+            sp_receiver_handle(r, TOKEN.as_ptr(), BAD_UTF8.as_ptr(), ptr::null(), body.as_ptr(), body.len(), &mut out);
+        assert_failed(got, SP_ERR_INVALID_ARGUMENT, "remote_addr");
+        assert!(last_message().contains("UTF-8"));
+        let (t, proxy) = (TOKEN.as_ptr(), c"10.0.0.1".as_ptr());
+        let got = sp_receiver_handle(r, t, proxy, BAD_UTF8.as_ptr(), body.as_ptr(), body.len(), &mut out);
+        assert_failed(got, SP_ERR_INVALID_ARGUMENT, "forwarded_for");
+        // The token is compared as bytes: a non-UTF-8 one is just wrong.
+        let got = sp_receiver_handle(
+            r,
+            BAD_UTF8.as_ptr(),
+            PRODUCTION.as_ptr(),
+            ptr::null(),
+            body.as_ptr(),
+            body.len(),
+            &mut out,
+        );
+        assert_failed(got, SP_ERR_WRONG_TOKEN, "X-Service-Token");
+        assert_eq!(out, ptr::dangling_mut());
+
+        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
+        assert_failed(sp_receiver_config_add_token(config, BAD_UTF8.as_ptr()), SP_ERR_INVALID_ARGUMENT, "token");
+        assert_failed(sp_receiver_config_set_sources(config, BAD_UTF8.as_ptr()), SP_ERR_INVALID_ARGUMENT, "sources");
+        assert_failed(
+            sp_receiver_config_set_index_field(config, BAD_UTF8.as_ptr()),
+            SP_ERR_INVALID_ARGUMENT,
+            "index_field",
+        );
+        sp_receiver_config_free(config);
+    }
+    let ev = handle_ok(r, REFUND);
+    assert_eq!(reply(ev, false, Some(BAD_UTF8)), Err(SP_ERR_INVALID_ARGUMENT));
+    assert_eq!(last_field(), "message");
+    assert_eq!(field(ev, BAD_UTF8), Err(SP_ERR_INVALID_ARGUMENT));
+    assert_eq!(last_field(), "name");
+    let got = buffer(|o| unsafe { sp_reply_result_new(c"refund".as_ptr(), false, BAD_UTF8.as_ptr(), false, o) });
+    assert_failed(got.unwrap_err(), SP_ERR_INVALID_ARGUMENT, "message");
+    free_event(ev);
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events through sp_receiver_handle
+
+#[test]
+fn refund_is_read_from_plain_structs() {
+    let r = receiver(|_| {});
+    let ev = handle_ok(r, REFUND);
+    let e = event(ev);
+    assert_eq!(
+        (e.kind, text(e.name), e.has_index, e.index),
+        (sp_event_kind::SP_EVENT_KIND_BUY_REFUND, "gameSessionBuyRefund", true, 42)
+    );
+    assert!(e.jackpot_payout.is_null() && e.balance_query.is_null() && !e.buy_refund.is_null());
+    // SAFETY: non-NULL, owned by the live event.
+    let b = unsafe { &*e.buy_refund };
+    assert_eq!(text(b.game_session_identifier), "gs-1");
+    assert_eq!((opt_text(b.player_identifier), opt_text(b.player_partner_identifier)), (Some("p-1"), None));
+    assert_eq!((b.transaction_id, b.buy_transaction_id, b.game_session_id, b.game_id), (1001, 1000, 77, 7));
+    assert_eq!(
+        (text(b.partner_game_request_identifier), b.is_mobile, opt_text(b.bonus_code)),
+        ("req-1", true, Some("Bé"))
+    );
+    assert_eq!(extras(e), [("index", "42"), ("traceId", r#"{"a": [1, "x"]}"#)]);
+
+    // sp_event_field reads extra fields, exactly as sent; spec fields are read from the struct.
+    assert_eq!(field(ev, c"traceId").as_deref(), Ok(r#"{"a": [1, "x"]}"#));
+    assert_eq!(field(ev, c"index").as_deref(), Ok("42"));
+    assert_eq!(field(ev, c"gameId"), Err(SP_ERR_MISSING_FIELD));
+    assert_eq!(last_field(), "gameId");
+    assert_eq!(field(ev, c"playerPartnerIdentifier"), Err(SP_ERR_MISSING_FIELD));
+    assert_eq!(last_field(), "playerPartnerIdentifier");
+    assert!(last_message().starts_with("playerPartnerIdentifier: "));
+
+    assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+    assert_eq!(reply(ev, true, Some(c"")).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+    // A second reply replaces the first.
+    let failure = reply(ev, false, Some(c"session \"gs-1\" ended\n")).unwrap();
+    assert_eq!(failure, r#"{"refund":{"success":false,"errorMessage":"session \"gs-1\" ended\n"}}"#);
+    assert_eq!(reply(ev, true, Some(c"x")), Err(SP_ERR_INVALID_ARGUMENT));
+    assert_eq!(last_field(), "message");
+    assert_eq!(reply(ev, false, None), Err(SP_ERR_INVALID_ARGUMENT));
+    assert_eq!(reply_balance(ev, 1, None, 0), Err(SP_ERR_INVALID_ARGUMENT));
+    assert_eq!(last_field(), "event");
+    // Views stay valid after replies were built.
+    assert_eq!((text(b.game_session_identifier), field(ev, c"index").as_deref()), ("gs-1", Ok("42")));
+    free_event(ev);
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn payout_is_read_from_plain_structs() {
+    let r = receiver(|_| {});
+    for is_mobile in [None, Some(false), Some(true)] {
+        let mut v = payout();
+        if let Some(m) = is_mobile {
+            v["isMobile"] = json!(m);
+            v["bonusCode"] = json!("BC-1");
+        }
+        let ev = handle_ok(r, &v.to_string());
+        let e = event(ev);
+        assert_eq!(
+            (e.kind, text(e.name), e.has_index),
+            (sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT, "jackpotPayout", false)
+        );
+        assert!(e.buy_refund.is_null() && e.balance_query.is_null() && !e.jackpot_payout.is_null());
+        // SAFETY: non-NULL, owned by the live event.
+        let p = unsafe { &*e.jackpot_payout };
+        assert_eq!((text(p.jackpot_identifier), opt_text(p.player_identifier)), ("jp-1", Some("p-2")));
+        assert_eq!((opt_text(p.player_partner_identifier), text(p.currency_iso4217)), (Some("pp-2"), "EUR"));
+        assert_eq!(
+            (p.money_won, p.coins_won, p.is_money, p.epoch_released_millis),
+            (150000, 25, false, 1_700_000_000_123)
+        );
+        assert_eq!((p.is_primary, p.transaction_id, p.buy_transaction_id), (true, 2001, 2000));
+        assert_eq!((text(p.partner_game_request_identifier), p.game_session_id, p.game_id), ("req-2", 88, 9));
+        assert_eq!((p.has_is_mobile, p.is_mobile), (is_mobile.is_some(), is_mobile == Some(true)));
+        assert_eq!(opt_text(p.bonus_code), is_mobile.map(|_| "BC-1"));
+        assert!(extras(e).is_empty());
+        assert_eq!(reply(ev, true, None).unwrap(), r#"{"payout":{"success":true,"errorMessage":""}}"#);
+        assert_eq!(
+            reply(ev, false, Some(c"jackpot unknown")).unwrap(),
+            r#"{"payout":{"success":false,"errorMessage":"jackpot unknown"}}"#
+        );
+        free_event(ev);
+    }
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn balance_query_and_its_replies() {
+    let r = receiver(|_| {});
+    let ev = handle_ok(r, BALANCE);
+    let e = event(ev);
+    assert_eq!(
+        (e.kind, text(e.name), e.has_index),
+        (sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY, "getPlayerBalance", false)
+    );
+    assert!(e.buy_refund.is_null() && e.jackpot_payout.is_null() && e.extra_fields.is_null());
+    // SAFETY: non-NULL, owned by the live event.
+    let q = unsafe { &*e.balance_query };
+    assert_eq!((opt_text(q.player_identifier), opt_text(q.player_partner_identifier)), (None, Some("pp-3")));
+    assert_eq!(
+        reply_balance(ev, 12345, None, 0).unwrap(),
+        r#"{"playerBalance":{"money":12345,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}"#
+    );
+    assert_eq!(
+        reply_balance(ev, (1 << 53) - 1, Some(c"USD"), 3).unwrap(),
+        r#"{"playerBalance":{"money":9007199254740991,"currencyISO4217":"USD","coins":3,"errorMessage":""}}"#
+    );
+    for (money, currency, coins, name) in
+        [(-1, None, 0, "money"), (1 << 53, None, 0, "money"), (0, None, -1, "coins"), (0, Some(c"eur"), 0, "currency")]
+    {
+        assert_failed(reply_balance(ev, money, currency, coins).unwrap_err(), SP_ERR_INVALID_ARGUMENT, name);
+    }
+    assert_eq!(
+        reply(ev, false, Some(c"player blocked")).unwrap(),
+        r#"{"playerBalance":{"money":0,"currencyISO4217":"EUR","coins":0,"errorMessage":"player blocked"}}"#
+    );
+    assert_failed(reply(ev, true, None).unwrap_err(), SP_ERR_INVALID_ARGUMENT, "success");
+    free_event(ev);
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn unknown_event_is_passed_through_and_has_no_reply() {
+    let r = receiver(|_| {});
+    let ev = handle_ok(r, OTHER);
+    let e = event(ev);
+    assert_eq!(
+        (e.kind, text(e.name), e.has_index, e.index),
+        (sp_event_kind::SP_EVENT_KIND_OTHER, "gameSessionStart", true, 3)
+    );
+    assert!(e.buy_refund.is_null() && e.jackpot_payout.is_null() && e.balance_query.is_null());
+    assert_eq!(extras(e), [("index", "3"), ("data", "[1, 2]")]);
+    assert_eq!(field(ev, c"data").as_deref(), Ok("[1, 2]"));
+    assert_eq!(field(ev, c"event"), Err(SP_ERR_MISSING_FIELD), "the name is not an extra field");
+    assert_failed(reply(ev, true, None).unwrap_err(), SP_ERR_UNKNOWN_EVENT, "event");
+    let (status, body) = last_response();
+    assert_eq!(status, 400);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((v["error"]["code"].as_str(), v["error"]["field"].as_str()), (Some("unknown_event"), Some("event")));
+    assert!(v["error"]["message"].as_str().unwrap().contains("gameSessionStart"));
+    free_event(ev);
+    let bare = handle_ok(r, r#"{"action":"getGames"}"#);
+    assert_eq!((text(event(bare).name), extras(event(bare)).len(), event(bare).has_index), ("getGames", 0, false));
+    free_event(bare);
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures and the last error
+
+#[test]
+fn failures_give_status_and_http_answer() {
+    let r = receiver(|_| {});
+    let large = format!(r#"{{"event":"x","pad":"{}"}}"#, "x".repeat(65536));
+    let not_object = b"[1]";
+    for (token, addr, body, status, http, code, name) in [
+        (Some(OTHER_TOKEN), PRODUCTION, REFUND.as_bytes(), SP_ERR_WRONG_TOKEN, 401, "wrong_token", "X-Service-Token"),
+        (None, PRODUCTION, REFUND.as_bytes(), SP_ERR_MISSING_TOKEN, 401, "missing_token", "X-Service-Token"),
+        (Some(TOKEN), STAGING, REFUND.as_bytes(), SP_ERR_FORBIDDEN_SOURCE, 403, "forbidden_source", "remote_addr"),
+        (Some(OTHER_TOKEN), STAGING, b"\xff", SP_ERR_FORBIDDEN_SOURCE, 403, "forbidden_source", "remote_addr"),
+        (Some(OTHER_TOKEN), PRODUCTION, b"\xff", SP_ERR_WRONG_TOKEN, 401, "wrong_token", "X-Service-Token"),
+        (Some(TOKEN), PRODUCTION, large.as_bytes(), SP_ERR_BODY_TOO_LARGE, 413, "body_too_large", ""),
+        (Some(TOKEN), PRODUCTION, not_object, SP_ERR_NOT_AN_OBJECT, 400, "not_an_object", ""),
+    ] {
+        assert_eq!(handle(r, token, addr, body), Err(status));
+        assert_eq!(last_field(), name);
+        let (got_http, answer) = last_response();
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(
+            (got_http, v["error"]["code"].as_str(), v["error"]["field"].as_str()),
+            (http, Some(code), Some(name))
+        );
+        assert_eq!(v["error"]["message"].as_str(), Some(&last_message()[..]));
+    }
+    // A known event with an invalid field: the event's wrapper, HTTP 200.
+    assert_eq!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()), Err(SP_ERR_WRONG_TYPE));
+    assert_eq!((last_field(), last_message()), ("jackpotPayout.moneyWon".to_owned(), BAD_PAYOUT_MESSAGE.to_owned()));
+    let expected = format!(r#"{{"payout":{{"success":false,"errorMessage":"{BAD_PAYOUT_MESSAGE}"}}}}"#);
+    assert_eq!(last_response(), (200, expected));
+    for (change, status, name) in [
+        (("\"gameId\":9", "\"gameId\":-9"), SP_ERR_OUT_OF_RANGE, "jackpotPayout.gameId"),
+        (("\"EUR\"", "\"eur\""), SP_ERR_INVALID_VALUE, "jackpotPayout.currencyISO4217"),
+        (("\"jackpotIdentifier\":\"jp-1\",", ""), SP_ERR_MISSING_FIELD, "jackpotPayout.jackpotIdentifier"),
+        (("\"gameId\":9", "\"gameId\":9,\"x\":{\"k\":1,\"k\":2}"), SP_ERR_DUPLICATE_KEY, "jackpotPayout.x"),
+        (("\"gameId\":9", "\"gameId\":9,\"x\":\"\\udead\""), SP_ERR_INVALID_JSON, "jackpotPayout.x"),
+    ] {
+        let body = payout().to_string().replace(change.0, change.1);
+        assert_eq!(handle(r, Some(TOKEN), PRODUCTION, body.as_bytes()), Err(status), "{body}");
+        assert_eq!(last_field(), name);
+        let (http, answer) = last_response();
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(
+            (http, &v["payout"]["success"], v["payout"]["errorMessage"].as_str()),
+            (200, &json!(false), Some(&last_message()[..]))
+        );
+    }
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn last_error_persists_across_accessors_and_is_cleared_by_the_next_success() {
+    let r = receiver(|_| {});
+    let mut config = ptr::null_mut();
+    // SAFETY: a writable out-param.
+    assert_eq!(unsafe { sp_receiver_config_new(&mut config) }, SP_OK);
+    assert_eq!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()), Err(SP_ERR_WRONG_TYPE));
+    for _ in 0..3 {
+        assert_eq!(c_str(sp_status_name(SP_ERR_WRONG_TYPE as i32)), "SP_ERR_WRONG_TYPE");
+        assert_eq!(c_str(sp_version()), env!("CARGO_PKG_VERSION"));
+        assert_eq!(last_field(), "jackpotPayout.moneyWon");
+        assert_eq!(last_message(), BAD_PAYOUT_MESSAGE);
+        assert_eq!(last_response().0, 200);
+        // SAFETY: `_free` accepts NULL.
+        unsafe { sp_event_free(ptr::null_mut()) };
+    }
+    // The next failure replaces it; the next success clears it.
+    // SAFETY: a live configuration.
+    assert_failed(unsafe { sp_receiver_config_set_max_depth(config, 0) }, SP_ERR_INVALID_ARGUMENT, "max_depth");
+    assert_eq!(last_response().0, 500);
+    assert_eq!(unsafe { sp_receiver_config_set_max_depth(config, 10) }, SP_OK);
+    assert_eq!((last_message(), last_field()), (String::new(), String::new()));
+    let (mut status, mut body) = (7_u16, sentinel_str());
+    // SAFETY: writable out-params.
+    assert_eq!(unsafe { sp_last_error_response(&mut status, &mut body) }, SP_ERR_INVALID_ARGUMENT);
+    assert_eq!(status, 7);
+    assert_untouched(body);
+    // A successful handle clears a failure too.
+    assert_eq!(handle(r, None, PRODUCTION, REFUND.as_bytes()), Err(SP_ERR_MISSING_TOKEN));
+    free_event(handle_ok(r, REFUND));
+    assert!(last_message().is_empty());
+    // Last errors belong to their thread.
+    assert_eq!(handle(r, None, PRODUCTION, REFUND.as_bytes()), Err(SP_ERR_MISSING_TOKEN));
+    std::thread::spawn(|| assert!(last_message().is_empty() && last_field().is_empty())).join().unwrap();
+    assert_eq!(last_field(), "X-Service-Token");
+    // SAFETY: live objects, freed once.
+    unsafe {
+        sp_receiver_config_free(config);
+        sp_receiver_free(r);
+    }
+}
+
+#[test]
+fn configuration_reaches_the_receiver() {
+    let r = receiver(|c| unsafe {
+        assert_eq!(sp_receiver_config_set_sources(c, c"staging, 10.1.2.0/24".as_ptr()), SP_OK);
+        assert_eq!(sp_receiver_config_set_max_body_bytes(c, 300), SP_OK);
+        assert_eq!(sp_receiver_config_set_index_field(c, c"seq".as_ptr()), SP_OK);
+        assert_eq!(sp_receiver_config_set_reject_unknown_events(c, true), SP_OK);
+        assert_eq!(sp_receiver_config_set_balance_wrapper(c, c"balance".as_ptr()), SP_OK);
+        assert_eq!(sp_receiver_config_set_balance_currency(c, c"GBP".as_ptr()), SP_OK);
+        assert_eq!(sp_receiver_config_set_omit_empty_error_message(c, true), SP_OK);
+        assert_eq!(sp_receiver_config_add_token(c, OTHER_TOKEN.as_ptr()), SP_OK);
+        assert_failed(sp_receiver_config_add_token(c, OTHER_TOKEN.as_ptr()), SP_ERR_INVALID_ARGUMENT, "token");
+        assert_failed(sp_receiver_config_set_max_body_bytes(c, 1), SP_ERR_INVALID_ARGUMENT, "max_body_bytes");
+        assert_failed(sp_receiver_config_set_max_depth(c, 101), SP_ERR_INVALID_ARGUMENT, "max_depth");
+        assert_failed(
+            sp_receiver_config_set_max_identifier_bytes(c, 0),
+            SP_ERR_INVALID_ARGUMENT,
+            "max_identifier_bytes",
+        );
+        assert_failed(sp_receiver_config_set_index_field(c, c"".as_ptr()), SP_ERR_INVALID_ARGUMENT, "index_field");
+        assert_failed(sp_receiver_config_set_sources(c, c"10.0.0.300".as_ptr()), SP_ERR_INVALID_ARGUMENT, "sources");
+        assert_failed(
+            sp_receiver_config_set_balance_currency(c, c"gbp".as_ptr()),
+            SP_ERR_INVALID_ARGUMENT,
+            "balance_currency",
+        );
+        assert_failed(sp_receiver_config_add_token(c, c"secret".as_ptr()), SP_ERR_INVALID_ARGUMENT, "token");
+    });
+    let body = r#"{"action":"getPlayerBalance","playerIdentifier":"p","seq":12,"index":99}"#;
+    for addr in [STAGING, c"10.1.2.3"] {
+        let ev = handle(r, Some(OTHER_TOKEN), addr, body.as_bytes()).unwrap();
+        assert_eq!((event(ev).has_index, event(ev).index), (true, 12));
+        assert_eq!(
+            reply_balance(ev, 5, None, 0).unwrap(),
+            r#"{"balance":{"money":5,"currencyISO4217":"GBP","coins":0,"errorMessage":""}}"#
+        );
+        free_event(ev);
+    }
+    assert_eq!(handle(r, Some(TOKEN), PRODUCTION, body.as_bytes()), Err(SP_ERR_FORBIDDEN_SOURCE));
+    assert_eq!(handle(r, Some(TOKEN), STAGING, r#"{"event":"x"}"#.as_bytes()), Err(SP_ERR_UNKNOWN_EVENT));
+    assert_eq!(last_response().0, 400);
+    let padded = format!(r#"{{"event":"x","p":"{}"}}"#, "y".repeat(300 - 20));
+    assert_eq!(padded.len(), 300);
+    assert_eq!(handle(r, Some(TOKEN), STAGING, padded.as_bytes()), Err(SP_ERR_UNKNOWN_EVENT));
+    assert_eq!(handle(r, Some(TOKEN), STAGING, format!("{padded} ").as_bytes()), Err(SP_ERR_BODY_TOO_LARGE));
+    let ev = handle(r, Some(TOKEN), STAGING, REFUND.as_bytes()).unwrap();
+    assert!(!event(ev).has_index, "index is read from `seq` only");
+    assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true}}"#);
+    free_event(ev);
+    let mut config = ptr::null_mut();
+    let mut out = ptr::dangling_mut::<sp_receiver>();
+    // SAFETY: valid pointers; a configuration without a token cannot make a receiver.
+    unsafe {
+        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
+        assert_failed(sp_receiver_new(config, &mut out), SP_ERR_INVALID_ARGUMENT, "token");
+        assert_eq!(out, ptr::dangling_mut());
+        sp_receiver_config_free(config);
+        sp_receiver_free(r);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Status names, version, reply buffers
+
+#[test]
+fn status_names_for_every_code() {
+    // The callback codes 0..=16 are fixed (never renumbered); later codes are only appended.
+    let fixed = [
+        "SP_OK",
+        "SP_ERR_INVALID_ARGUMENT",
+        "SP_ERR_PANIC",
+        "SP_ERR_BODY_TOO_LARGE",
+        "SP_ERR_INVALID_UTF8",
+        "SP_ERR_INVALID_JSON",
+        "SP_ERR_DUPLICATE_KEY",
+        "SP_ERR_TOO_DEEP",
+        "SP_ERR_NOT_AN_OBJECT",
+        "SP_ERR_MISSING_FIELD",
+        "SP_ERR_WRONG_TYPE",
+        "SP_ERR_OUT_OF_RANGE",
+        "SP_ERR_INVALID_VALUE",
+        "SP_ERR_UNKNOWN_EVENT",
+        "SP_ERR_MISSING_TOKEN",
+        "SP_ERR_WRONG_TOKEN",
+        "SP_ERR_FORBIDDEN_SOURCE",
+    ];
+    assert!(ALL_STATUSES.len() >= fixed.len());
+    for (code, status) in ALL_STATUSES.iter().enumerate() {
+        let code = i32::try_from(code).unwrap();
+        let name = c_str(sp_status_name(code));
+        assert_eq!((*status as i32, format!("{status:?}")), (code, name.to_owned()));
+        assert!(name.starts_with("SP_ERR_") || code == 0, "{name}");
+        assert!(ptr::eq(sp_status_name(code), sp_status_name(code)), "not a static string");
+        if let Some(expected) = fixed.get(code as usize) {
+            assert_eq!(name, *expected);
+        }
+    }
+    let first_unused = i32::try_from(ALL_STATUSES.len()).unwrap();
+    for code in [-1, i32::MIN, first_unused, first_unused + 1, 1000, i32::MAX] {
+        assert_eq!(c_str(sp_status_name(code)), "SP_ERR_INVALID_ARGUMENT", "{code}");
+    }
+}
+
+#[test]
+fn version_matches_the_package() {
+    let version = c_str(sp_version());
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(version, format!("{SP_VERSION_MAJOR}.{SP_VERSION_MINOR}.{SP_VERSION_PATCH}"));
+}
+
+#[test]
+fn reply_buffers() {
+    let result = |wrapper: &CStr, success: bool, message: Option<&CStr>, omit: bool| {
+        buffer(|o| unsafe { sp_reply_result_new(wrapper.as_ptr(), success, opt_ptr(message), omit, o) })
+    };
+    assert_eq!(result(c"refund", true, None, false).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+    assert_eq!(result(c"refund", true, Some(c""), true).unwrap(), r#"{"refund":{"success":true}}"#);
+    assert_eq!(
+        result(c"bet", false, Some(c"no \"funds\"\\\n\x01 \xc3\xa9"), true).unwrap(),
+        r#"{"bet":{"success":false,"errorMessage":"no \"funds\"\\\n\u0001 é"}}"#
+    );
+    for (wrapper, success, message, name) in [
+        (c"refund", true, Some(c"oops"), "message"),
+        (c"refund", false, None, "message"),
+        (c"refund", false, Some(c""), "message"),
+        (c"", true, None, "wrapper"),
+        (c"a\x01", true, None, "wrapper"),
+    ] {
+        assert_failed(result(wrapper, success, message, false).unwrap_err(), SP_ERR_INVALID_ARGUMENT, name);
+        assert_eq!(last_response().0, 500);
+    }
+    let balance = |wrapper: &CStr, money: i64, currency: &CStr, coins: i64, message: Option<&CStr>| {
+        buffer(|o| unsafe {
+            sp_reply_balance_new(wrapper.as_ptr(), money, currency.as_ptr(), coins, opt_ptr(message), o)
+        })
+    };
+    assert_eq!(
+        balance(c"playerBalance", 100, c"EUR", 3, None).unwrap(),
+        r#"{"playerBalance":{"money":100,"currencyISO4217":"EUR","coins":3,"errorMessage":""}}"#
+    );
+    assert_eq!(
+        balance(c"b", 0, c"USD", 0, Some(c"player \"x\" blocked")).unwrap(),
+        r#"{"b":{"money":0,"currencyISO4217":"USD","coins":0,"errorMessage":"player \"x\" blocked"}}"#
+    );
+    for (wrapper, money, currency, coins, name) in [
+        (c"b", -1, c"EUR", 0, "money"),
+        (c"b", 1 << 53, c"EUR", 0, "money"),
+        (c"b", 0, c"EUR", i64::MIN, "coins"),
+        (c"b", 0, c"EURO", 0, "currency"),
+        (c"b", 0, c"", 0, "currency"),
+        (c"", 0, c"EUR", 0, "wrapper"),
+    ] {
+        assert_failed(balance(wrapper, money, currency, coins, None).unwrap_err(), SP_ERR_INVALID_ARGUMENT, name);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads and lifetimes
+
+/// A receiver pointer shared with scoped threads, as C hosts share it.
+struct Shared(*const sp_receiver);
+// SAFETY: the library documents receivers as usable from any number of threads at once.
+unsafe impl Sync for Shared {}
+impl Shared {
+    fn get(&self) -> *const sp_receiver {
+        self.0
+    }
+}
+
+/// An event handed from the thread that made it to another (one thread at a time).
+struct Owned(*mut sp_event);
+// SAFETY: events belong to one thread at a time; this one is moved, never shared.
+unsafe impl Send for Owned {}
+
+#[test]
+fn one_receiver_serves_many_threads_and_events_outlive_it() {
+    let r = receiver(|c| unsafe {
+        assert_eq!(sp_receiver_config_set_sources(c, c"any".as_ptr()), SP_OK);
+    });
+    let shared = Shared(r);
+    let kept: Vec<(i64, Owned)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4_i64)
+            .map(|t| {
+                let shared = &shared;
+                s.spawn(move || {
+                    let mut kept = Vec::new();
+                    for i in 0..1000_i64 {
+                        let id = t * 1000 + i;
+                        match i % 4 {
+                            0 | 1 => {
+                                let mut v = payout();
+                                (v["gameId"], v["n"]) = (json!(id), json!(id));
+                                let addr = if i % 2 == 0 { c"203.0.113.7" } else { c"::1" };
+                                let ev = handle(shared.get(), Some(TOKEN), addr, v.to_string().as_bytes()).unwrap();
+                                // SAFETY: a payout event made above.
+                                assert_eq!(unsafe { (*event(ev).jackpot_payout).game_id }, id);
+                                if i % 100 == 0 {
+                                    kept.push((id, Owned(ev)));
+                                } else {
+                                    assert!(reply(ev, true, None).unwrap().starts_with(r#"{"payout":"#));
+                                    free_event(ev);
+                                }
+                            }
+                            2 => {
+                                assert_eq!(
+                                    handle(shared.get(), Some(TOKEN), STAGING, &bad_payout()),
+                                    Err(SP_ERR_WRONG_TYPE)
+                                );
+                                assert_eq!(
+                                    (last_field(), last_response().0),
+                                    ("jackpotPayout.moneyWon".to_owned(), 200)
+                                );
+                            }
+                            _ => {
+                                assert_eq!(
+                                    handle(shared.get(), Some(OTHER_TOKEN), STAGING, b"{}"),
+                                    Err(SP_ERR_WRONG_TOKEN)
+                                );
+                                assert_eq!((last_field(), last_response().0), ("X-Service-Token".to_owned(), 401));
+                            }
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    assert_eq!(kept.len(), 40);
+    // SAFETY: no thread uses the receiver any more; it is freed once.
+    unsafe { sp_receiver_free(r) };
+    for (id, Owned(ev)) in kept {
+        // SAFETY: the payout event is still owned by this thread.
+        assert_eq!(unsafe { (*event(ev).jackpot_payout).game_id }, id);
+        assert_eq!(field(ev, c"n"), Ok(id.to_string()));
+        assert_eq!(reply(ev, false, Some(c"late")).unwrap(), r#"{"payout":{"success":false,"errorMessage":"late"}}"#);
+        free_event(ev);
+    }
+}
