@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the C++ test and example under ASan/UBSan (static library), starts the sandbox for
+# getGames, runs the test and checks the example's answers. Prints "N passed, N failed".
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$root/target/cpp
+work=$(mktemp -d)
+trap 'kill "${sandbox_pid:-}" 2> /dev/null; rm -rf "$work"' EXIT
+mkdir -p "$out"
+flags=(-std=c++17 -Wall -Wextra -Werror -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
+  -fno-omit-frame-pointer -I"$root/include" -I"$root/bindings/cpp")
+libs=("$root/target/release/libslotpartner.a" -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc)
+${CXX:-c++} "${flags[@]}" -DSLOTPARTNER_FIXTURES="\"$root/tests/fixtures\"" "$root/bindings/cpp/test_slotpartner.cpp" \
+  -o "$out/test_slotpartner" "${libs[@]}" || exit 1
+${CXX:-c++} "${flags[@]}" "$root/bindings/cpp/example_callback.cpp" -o "$out/example_callback" "${libs[@]}" || exit 1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+"$root/target/release/slotpartner-sandbox" serve --listen 127.0.0.1:0 --ca-out "$work/ca.pem" \
+  --ready-file "$work/url" > /dev/null 2>&1 &
+sandbox_pid=$!
+for _ in $(seq 200); do [ -s "$work/url" ] && break; sleep 0.1; done
+SLOTPARTNER_BASE_URL=$(cat "$work/url") SLOTPARTNER_CA_FILE=$work/ca.pem "$out/test_slotpartner" | tee "$work/result"
+rc=${PIPESTATUS[0]}
+read -r _ passed _ failed _ < <(tail -n 1 "$work/result")
+
+token=6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f
+example() { # EXPECTED TOKEN FIXTURE
+  local got
+  got=$(SLOTPARTNER_TOKEN=$token "$out/example_callback" "$2" 127.0.0.1 < "$root/tests/fixtures/$3" 2> /dev/null)
+  if [ "$got" = "$1" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL example $3: $got"; fi
+}
+example '200 {"payout":{"success":true,"errorMessage":""}}' "$token" payout.json
+example '200 {"playerBalance":{"money":100000,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}' "$token" balance.json
+example '401 {"error":{"code":"wrong_token","field":"X-Service-Token","message":"X-Service-Token: does not match the partner token"}}' \
+  0b7e3c55-1a2b-4c3d-8e9f-000000000001 refund.json
+example '200 {"payout":{"success":false,"errorMessage":"jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5"}}' \
+  "$token" invalid_money_float.json
+echo "cpp binding: $passed passed, $failed failed"
+[ "$rc" = 0 ] && [ "$failed" = 0 ]

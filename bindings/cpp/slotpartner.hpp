@@ -1,0 +1,486 @@
+// slotpartner.hpp: a header-only C++17 wrapper over the slotpartner C API (slotpartner.h).
+//
+// - RAII owners: every object the library allocates is freed by a destructor; nothing to free
+//   by hand. Owners are movable, not copyable.
+// - Strings are std::string_view borrowed from the owner that returned them (an Event, Games),
+//   valid while that owner lives. An absent optional string is std::nullopt.
+// - Failures throw slotpartner::Error carrying the status, the field and the message, and, for
+//   a refused callback, the HTTP status and body the endpoint should answer with.
+// - Threads: Receiver and Client are immutable and may be shared by any number of threads;
+//   ReceiverConfig, ClientConfig, Event and Games belong to one thread at a time.
+#ifndef SLOTPARTNER_HPP
+#define SLOTPARTNER_HPP
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "slotpartner.h"
+
+namespace slotpartner {
+
+/// A failed call: the library's status, the offending field (may be empty), the message and,
+/// when the failure has one, the HTTP answer an endpoint should give.
+class Error : public std::runtime_error {
+public:
+    Error(sp_status status, std::string field, const std::string &message, uint16_t http_status,
+          std::string response_body)
+        : std::runtime_error(message), status_(status), field_(std::move(field)), http_status_(http_status),
+          response_body_(std::move(response_body)) {}
+
+    sp_status status() const noexcept { return status_; }
+    const char *status_name() const noexcept { return sp_status_name(static_cast<int32_t>(status_)); }
+    /// The field, such as "jackpotPayout.moneyWon"; empty when the failure concerns none.
+    const std::string &field() const noexcept { return field_; }
+    /// The HTTP status an endpoint should answer with (401, 403, 413, 400, or 200 for a known
+    /// event with invalid fields).
+    uint16_t http_status() const noexcept { return http_status_; }
+    /// The JSON body an endpoint should answer with.
+    const std::string &response_body() const noexcept { return response_body_; }
+
+private:
+    sp_status status_;
+    std::string field_;
+    uint16_t http_status_;
+    std::string response_body_;
+};
+
+namespace detail {
+
+inline std::string_view view(sp_str s) noexcept { return s.ptr ? std::string_view(s.ptr, s.len) : std::string_view(); }
+
+inline std::optional<std::string_view> optional_view(sp_str s) noexcept {
+    return s.ptr ? std::optional<std::string_view>(std::string_view(s.ptr, s.len)) : std::nullopt;
+}
+
+/// Throws the calling thread's last failure when `status` is not SP_OK.
+inline void check(sp_status status) {
+    if (status == SP_OK) {
+        return;
+    }
+    std::string message(view(sp_last_error_message()));
+    std::string field(view(sp_last_error_field()));
+    uint16_t http_status = 0;
+    sp_str body{nullptr, 0};
+    std::string response;
+    if (sp_last_error_response(&http_status, &body) == SP_OK) {
+        response.assign(body.ptr, body.len);
+    }
+    throw Error(status, std::move(field), message, http_status, std::move(response));
+}
+
+template <class T, void (*Free)(T *)> struct Deleter {
+    void operator()(T *p) const noexcept { Free(p); }
+};
+
+template <class T, void (*Free)(T *)> using Owner = std::unique_ptr<T, Deleter<T, Free>>;
+
+/// A NUL-terminated copy for the C API (string_view need not be terminated).
+inline std::string terminated(std::string_view s) { return std::string(s); }
+
+} // namespace detail
+
+/// A field the spec does not define, as raw JSON.
+struct ExtraField {
+    std::string_view name;
+    std::string_view json;
+};
+
+/// gameSessionBuyRefund.
+struct BuyRefund {
+    std::string_view game_session_identifier;
+    std::optional<std::string_view> player_identifier;
+    std::optional<std::string_view> player_partner_identifier;
+    int64_t transaction_id;
+    int64_t buy_transaction_id;
+    int64_t game_session_id;
+    std::string_view partner_game_request_identifier;
+    int64_t game_id;
+    bool is_mobile;
+    std::optional<std::string_view> bonus_code;
+};
+
+/// jackpotPayout. money_won is in minor currency units.
+struct JackpotPayout {
+    std::string_view jackpot_identifier;
+    std::optional<std::string_view> player_identifier;
+    std::optional<std::string_view> player_partner_identifier;
+    std::string_view currency_iso4217;
+    int64_t money_won;
+    int64_t coins_won;
+    bool is_money;
+    int64_t epoch_released_millis;
+    bool is_primary;
+    int64_t transaction_id;
+    int64_t buy_transaction_id;
+    std::string_view partner_game_request_identifier;
+    int64_t game_session_id;
+    int64_t game_id;
+    std::optional<std::string_view> bonus_code;
+    std::optional<bool> is_mobile;
+};
+
+/// getPlayerBalance.
+struct BalanceQuery {
+    std::optional<std::string_view> player_identifier;
+    std::optional<std::string_view> player_partner_identifier;
+};
+
+/// A validated callback event. Owns everything its views point to; replies built for it are
+/// valid until the next reply or its destruction.
+class Event {
+public:
+    explicit Event(sp_event *event) : event_(event) {}
+
+    sp_event_kind kind() const noexcept { return event_->kind; }
+    /// The event (or action) name.
+    std::string_view name() const noexcept { return detail::view(event_->name); }
+    /// The service's consecutive index, when the body carries one.
+    std::optional<int64_t> index() const noexcept {
+        return event_->has_index ? std::optional<int64_t>(event_->index) : std::nullopt;
+    }
+
+    /// The refund; throws std::logic_error for another kind.
+    BuyRefund buy_refund() const {
+        const sp_buy_refund *r = require(event_->buy_refund, "gameSessionBuyRefund");
+        return BuyRefund{detail::view(r->game_session_identifier),
+                         detail::optional_view(r->player_identifier),
+                         detail::optional_view(r->player_partner_identifier),
+                         r->transaction_id,
+                         r->buy_transaction_id,
+                         r->game_session_id,
+                         detail::view(r->partner_game_request_identifier),
+                         r->game_id,
+                         r->is_mobile,
+                         detail::optional_view(r->bonus_code)};
+    }
+
+    /// The payout; throws std::logic_error for another kind.
+    JackpotPayout jackpot_payout() const {
+        const sp_jackpot_payout *p = require(event_->jackpot_payout, "jackpotPayout");
+        return JackpotPayout{detail::view(p->jackpot_identifier),
+                             detail::optional_view(p->player_identifier),
+                             detail::optional_view(p->player_partner_identifier),
+                             detail::view(p->currency_iso4217),
+                             p->money_won,
+                             p->coins_won,
+                             p->is_money,
+                             p->epoch_released_millis,
+                             p->is_primary,
+                             p->transaction_id,
+                             p->buy_transaction_id,
+                             detail::view(p->partner_game_request_identifier),
+                             p->game_session_id,
+                             p->game_id,
+                             detail::optional_view(p->bonus_code),
+                             p->has_is_mobile ? std::optional<bool>(p->is_mobile) : std::nullopt};
+    }
+
+    /// The balance query; throws std::logic_error for another kind.
+    BalanceQuery balance_query() const {
+        const sp_balance_query *q = require(event_->balance_query, "getPlayerBalance");
+        return BalanceQuery{detail::optional_view(q->player_identifier), detail::optional_view(q->player_partner_identifier)};
+    }
+
+    /// The fields the spec does not define (the index among them), in body order.
+    std::vector<ExtraField> extra_fields() const {
+        std::vector<ExtraField> fields;
+        fields.reserve(event_->extra_fields_len);
+        for (size_t i = 0; i < event_->extra_fields_len; i++) {
+            fields.push_back({detail::view(event_->extra_fields[i].name), detail::view(event_->extra_fields[i].json)});
+        }
+        return fields;
+    }
+
+    /// The raw JSON of the extra field `name`, or std::nullopt.
+    std::optional<std::string_view> extra_field(std::string_view name) const {
+        for (const ExtraField &field : extra_fields()) {
+            if (field.name == name) {
+                return field.json;
+            }
+        }
+        return std::nullopt;
+    }
+
+    /// The reply to a refund or payout: `{"refund":{"success":true,"errorMessage":""}}`, or with
+    /// success false and `message` (required then, forbidden on success).
+    std::string_view reply(bool success, std::string_view message = {}) {
+        std::string text = detail::terminated(message);
+        sp_str out{nullptr, 0};
+        detail::check(sp_event_reply(event_.get(), success, message.empty() ? nullptr : text.c_str(), &out));
+        return detail::view(out);
+    }
+
+    /// The successful reply to a balance query; `currency` empty for the configured one.
+    std::string_view reply_balance(int64_t money, std::string_view currency = {}, int64_t coins = 0) {
+        std::string text = detail::terminated(currency);
+        sp_str out{nullptr, 0};
+        detail::check(sp_event_reply_balance(event_.get(), money, currency.empty() ? nullptr : text.c_str(), coins, &out));
+        return detail::view(out);
+    }
+
+    /// The C event, owned by this object.
+    const sp_event *get() const noexcept { return event_.get(); }
+
+private:
+    template <class T> static const T *require(const T *typed, const char *expected) {
+        if (typed == nullptr) {
+            throw std::logic_error(std::string("the event is not a ") + expected);
+        }
+        return typed;
+    }
+
+    detail::Owner<sp_event, sp_event_free> event_;
+};
+
+/// A receiver's settings; every setter throws Error on a bad value.
+class ReceiverConfig {
+public:
+    ReceiverConfig() {
+        sp_receiver_config *config = nullptr;
+        detail::check(sp_receiver_config_new(&config));
+        config_.reset(config);
+    }
+
+    ReceiverConfig &add_token(std::string_view token) {
+        detail::check(sp_receiver_config_add_token(config_.get(), detail::terminated(token).c_str()));
+        return *this;
+    }
+    /// "staging", "production", "any", or a comma-separated list of addresses and CIDR ranges.
+    ReceiverConfig &sources(std::string_view sources) {
+        detail::check(sp_receiver_config_set_sources(config_.get(), detail::terminated(sources).c_str()));
+        return *this;
+    }
+    ReceiverConfig &trusted_proxies(std::string_view proxies) {
+        detail::check(sp_receiver_config_set_trusted_proxies(config_.get(), detail::terminated(proxies).c_str()));
+        return *this;
+    }
+    ReceiverConfig &max_body_bytes(size_t bytes) {
+        detail::check(sp_receiver_config_set_max_body_bytes(config_.get(), bytes));
+        return *this;
+    }
+    ReceiverConfig &max_depth(size_t depth) {
+        detail::check(sp_receiver_config_set_max_depth(config_.get(), depth));
+        return *this;
+    }
+    ReceiverConfig &max_identifier_bytes(size_t bytes) {
+        detail::check(sp_receiver_config_set_max_identifier_bytes(config_.get(), bytes));
+        return *this;
+    }
+    ReceiverConfig &index_field(std::string_view name) {
+        detail::check(sp_receiver_config_set_index_field(config_.get(), detail::terminated(name).c_str()));
+        return *this;
+    }
+    ReceiverConfig &reject_unknown_events(bool reject) {
+        detail::check(sp_receiver_config_set_reject_unknown_events(config_.get(), reject));
+        return *this;
+    }
+    ReceiverConfig &balance_wrapper(std::string_view wrapper) {
+        detail::check(sp_receiver_config_set_balance_wrapper(config_.get(), detail::terminated(wrapper).c_str()));
+        return *this;
+    }
+    ReceiverConfig &balance_currency(std::string_view currency) {
+        detail::check(sp_receiver_config_set_balance_currency(config_.get(), detail::terminated(currency).c_str()));
+        return *this;
+    }
+    ReceiverConfig &omit_empty_error_message(bool omit) {
+        detail::check(sp_receiver_config_set_omit_empty_error_message(config_.get(), omit));
+        return *this;
+    }
+
+    const sp_receiver_config *get() const noexcept { return config_.get(); }
+
+private:
+    detail::Owner<sp_receiver_config, sp_receiver_config_free> config_;
+};
+
+/// A configured callback receiver; share it among threads.
+class Receiver {
+public:
+    explicit Receiver(const ReceiverConfig &config) {
+        sp_receiver *receiver = nullptr;
+        detail::check(sp_receiver_new(config.get(), &receiver));
+        receiver_.reset(receiver);
+    }
+
+    /// Authenticates and parses one callback. `token` is the X-Service-Token header (nullopt when
+    /// absent), `remote_addr` the peer address. Throws Error whose http_status() and
+    /// response_body() are the answer to give.
+    Event handle(std::optional<std::string_view> token, std::string_view remote_addr, std::string_view body,
+                 std::optional<std::string_view> forwarded_for = std::nullopt) const {
+        std::string token_text = token ? detail::terminated(*token) : std::string();
+        std::string remote = detail::terminated(remote_addr);
+        std::string forwarded = forwarded_for ? detail::terminated(*forwarded_for) : std::string();
+        sp_event *event = nullptr;
+        detail::check(sp_receiver_handle(receiver_.get(), token ? token_text.c_str() : nullptr, remote.c_str(),
+                                         forwarded_for ? forwarded.c_str() : nullptr,
+                                         reinterpret_cast<const uint8_t *>(body.data()), body.size(), &event));
+        return Event(event);
+    }
+
+    /// Parses a body without authenticating it.
+    Event parse(std::string_view body) const {
+        sp_event *event = nullptr;
+        detail::check(sp_receiver_parse(receiver_.get(), reinterpret_cast<const uint8_t *>(body.data()), body.size(), &event));
+        return Event(event);
+    }
+
+private:
+    detail::Owner<sp_receiver, sp_receiver_free> receiver_;
+};
+
+/// `{"<wrapper>":{"success":...,"errorMessage":...}}` for any wrapper key.
+inline std::string reply_result(std::string_view wrapper, bool success, std::string_view message = {}) {
+    std::string wrapper_text = detail::terminated(wrapper), message_text = detail::terminated(message);
+    sp_buffer *buffer = nullptr;
+    detail::check(sp_reply_result_new(wrapper_text.c_str(), success, message.empty() ? nullptr : message_text.c_str(), false,
+                                      &buffer));
+    detail::Owner<sp_buffer, sp_buffer_free> owner(buffer);
+    return std::string(detail::view(owner->text));
+}
+
+/// One game (spec 2.1), viewing the Games it came in.
+struct Game {
+    int64_t game_id;
+    std::string_view name;
+    std::vector<std::string_view> rules; ///< raw JSON of each rule
+    std::string_view game_type;
+    int64_t min_players;
+    int64_t max_players;
+    bool supports_tournament;
+    std::optional<std::vector<std::string_view>> categories; ///< raw JSON of each; nullopt for null
+    std::string_view image_square;
+    std::string_view image_background;
+    std::string_view image_logo;
+    std::string_view description_short;
+    std::string_view description_long;
+};
+
+/// The games of one getGames call; owns every string its Game views point to.
+class Games {
+public:
+    explicit Games(sp_games *games) : games_(games) {}
+
+    size_t size() const noexcept { return games_->len; }
+
+    Game operator[](size_t i) const {
+        const sp_game &g = games_->games[i];
+        auto list = [](const sp_str *items, size_t len) {
+            std::vector<std::string_view> out;
+            out.reserve(len);
+            for (size_t k = 0; k < len; k++) {
+                out.push_back(detail::view(items[k]));
+            }
+            return out;
+        };
+        return Game{g.game_id,
+                    detail::view(g.name),
+                    list(g.rules, g.rules_len),
+                    detail::view(g.game_type),
+                    g.min_players,
+                    g.max_players,
+                    g.supports_tournament,
+                    g.has_categories ? std::optional<std::vector<std::string_view>>(list(g.categories, g.categories_len))
+                                     : std::nullopt,
+                    detail::view(g.image_square),
+                    detail::view(g.image_background),
+                    detail::view(g.image_logo),
+                    detail::view(g.description_short),
+                    detail::view(g.description_long)};
+    }
+
+private:
+    detail::Owner<sp_games, sp_games_free> games_;
+};
+
+/// A client's settings; every setter throws Error on a bad value.
+class ClientConfig {
+public:
+    /// `base_url` must be https://; `token` a UUID.
+    ClientConfig(std::string_view base_url, std::string_view token) {
+        sp_client_config *config = nullptr;
+        detail::check(
+            sp_client_config_new(detail::terminated(base_url).c_str(), detail::terminated(token).c_str(), &config));
+        config_.reset(config);
+    }
+
+    ClientConfig &add_ca_file(std::string_view path) {
+        detail::check(sp_client_config_add_ca_file(config_.get(), detail::terminated(path).c_str()));
+        return *this;
+    }
+    ClientConfig &add_ca_pem(std::string_view pem) {
+        detail::check(sp_client_config_add_ca_pem(config_.get(), reinterpret_cast<const uint8_t *>(pem.data()), pem.size()));
+        return *this;
+    }
+    ClientConfig &connect_timeout_ms(uint64_t ms) {
+        detail::check(sp_client_config_set_connect_timeout_ms(config_.get(), ms));
+        return *this;
+    }
+    ClientConfig &timeout_ms(uint64_t ms) {
+        detail::check(sp_client_config_set_timeout_ms(config_.get(), ms));
+        return *this;
+    }
+    ClientConfig &retries(uint32_t retries, uint64_t backoff_ms) {
+        detail::check(sp_client_config_set_retries(config_.get(), retries, backoff_ms));
+        return *this;
+    }
+    ClientConfig &trust_roots(sp_trust_roots roots) {
+        detail::check(sp_client_config_set_trust_roots(config_.get(), static_cast<int32_t>(roots)));
+        return *this;
+    }
+    ClientConfig &proxy(std::string_view url) {
+        detail::check(sp_client_config_set_proxy(config_.get(), detail::terminated(url).c_str()));
+        return *this;
+    }
+    ClientConfig &max_response_bytes(uint64_t bytes) {
+        detail::check(sp_client_config_set_max_response_bytes(config_.get(), bytes));
+        return *this;
+    }
+    ClientConfig &lenient_games(bool lenient) {
+        detail::check(sp_client_config_set_lenient_games(config_.get(), lenient));
+        return *this;
+    }
+
+    const sp_client_config *get() const noexcept { return config_.get(); }
+
+private:
+    detail::Owner<sp_client_config, sp_client_config_free> config_;
+};
+
+/// A client of the service's action address; share it among threads.
+class Client {
+public:
+    explicit Client(const ClientConfig &config) {
+        sp_client *client = nullptr;
+        detail::check(sp_client_new(config.get(), &client));
+        client_.reset(client);
+    }
+
+    /// getGames in `locale` ("en-US"), for one game when `game_id` is given.
+    Games get_games(std::string_view locale, std::optional<int64_t> game_id = std::nullopt) const {
+        sp_games *games = nullptr;
+        detail::check(sp_client_get_games(client_.get(), detail::terminated(locale).c_str(), game_id ? *game_id : -1, &games));
+        return Games(games);
+    }
+
+    /// Any action with `params_json`, a JSON object of its parameters; the answer JSON.
+    std::string call(std::string_view action, std::string_view params_json = "{}") const {
+        sp_buffer *buffer = nullptr;
+        detail::check(sp_client_call(client_.get(), detail::terminated(action).c_str(),
+                                     reinterpret_cast<const uint8_t *>(params_json.data()), params_json.size(), &buffer));
+        detail::Owner<sp_buffer, sp_buffer_free> owner(buffer);
+        return std::string(detail::view(owner->text));
+    }
+
+private:
+    detail::Owner<sp_client, sp_client_free> client_;
+};
+
+} // namespace slotpartner
+
+#endif // SLOTPARTNER_HPP
