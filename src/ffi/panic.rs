@@ -31,3 +31,44 @@ macro_rules! value_boundary {
         }
     }};
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ffi::error::{sp_last_error_message, sp_last_error_response};
+    use crate::ffi::status::sp_status;
+
+    fn panicking_export() -> sp_status {
+        status_boundary!({
+            if std::hint::black_box(true) {
+                panic!("a bug inside the library");
+            }
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn a_panic_becomes_sp_err_panic_with_a_message_and_a_500_answer() {
+        let status = panicking_export();
+        assert_eq!(status, sp_status::SP_ERR_PANIC);
+        let message = sp_last_error_message();
+        // SAFETY: the view is valid until the next status-returning call on this thread.
+        let text = unsafe { std::slice::from_raw_parts(message.ptr.cast::<u8>(), message.len) };
+        assert!(std::str::from_utf8(text).unwrap().contains("panicked"));
+        let mut http = 0u16;
+        let mut body = crate::ffi::str::sp_str::NONE;
+        // SAFETY: valid out-pointers.
+        assert_eq!(unsafe { sp_last_error_response(&mut http, &mut body) }, sp_status::SP_OK);
+        assert_eq!(http, 500);
+    }
+
+    #[test]
+    fn a_panicking_value_function_returns_its_fallback() {
+        let value: usize = value_boundary!(7, {
+            if std::hint::black_box(true) {
+                panic!("a bug inside the library");
+            }
+            1
+        });
+        assert_eq!(value, 7);
+    }
+}
