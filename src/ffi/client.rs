@@ -8,6 +8,7 @@ use crate::client::{Client, ClientConfig, TrustRoots};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ffi::args;
 use crate::ffi::games::{self, sp_games};
+use crate::ffi::owned;
 use crate::ffi::reply::{self, sp_buffer};
 use crate::ffi::status::sp_status;
 
@@ -57,7 +58,7 @@ pub unsafe extern "C" fn sp_client_config_new(
         let (base_url, token, out) =
             unsafe { (args::text("base_url", base_url)?, args::text("token", token)?, args::out("out", out)?) };
         let config = ClientConfig::new(base_url, token)?;
-        out.write(Box::into_raw(Box::new(sp_client_config { config })));
+        out.write(owned::into_raw(sp_client_config { config }));
         Ok(())
     })
 }
@@ -68,12 +69,8 @@ pub unsafe extern "C" fn sp_client_config_new(
 /// `config` is NULL or came from `sp_client_config_new` and is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_client_config_free(config: *mut sp_client_config) {
-    value_boundary!((), {
-        if !config.is_null() {
-            // SAFETY: the caller hands back ownership of a box made by sp_client_config_new.
-            drop(unsafe { Box::from_raw(config) });
-        }
-    })
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<sp_client_config, _>(config) } })
 }
 
 /// Applies `change` to the configuration behind `config`.
@@ -220,7 +217,7 @@ pub unsafe extern "C" fn sp_client_new(config: *const sp_client_config, out: *mu
         // SAFETY: the caller promises NULL or valid pointers.
         let (config, out) = unsafe { (args::object("config", config)?, args::out("out", out)?) };
         let client = Client::new(config.config.clone())?;
-        out.write(Box::into_raw(Box::new(sp_client { client })));
+        out.write(owned::into_raw(sp_client { client }));
         Ok(())
     })
 }
@@ -232,12 +229,8 @@ pub unsafe extern "C" fn sp_client_new(config: *const sp_client_config, out: *mu
 /// afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_client_free(client: *mut sp_client) {
-    value_boundary!((), {
-        if !client.is_null() {
-            // SAFETY: the caller hands back ownership of a box made by sp_client_new.
-            drop(unsafe { Box::from_raw(client) });
-        }
-    })
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<sp_client, _>(client) } })
 }
 
 /// Calls `getGames` in `locale` (`"en-US"`; `"en_US"` is sent as `"en-US"`; anything else is

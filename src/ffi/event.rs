@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::error::{Error, ErrorKind};
 use crate::event::{Event, EventKind, KnownEvent};
 use crate::ffi::args;
+use crate::ffi::owned;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::{Arena, Span, sp_str};
 use crate::receiver::Receiver;
@@ -262,12 +263,8 @@ fn fill(kind: &EventKind<'_>, s: [Option<Span>; 6], b: &mut EventBox) {
 /// afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_event_free(event: *mut sp_event) {
-    value_boundary!((), {
-        if !event.is_null() {
-            // SAFETY: `event` is the first field of a boxed EventBox made by into_raw.
-            drop(unsafe { Box::from_raw(event.cast::<EventBox>()) });
-        }
-    })
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<EventBox, _>(event) } })
 }
 
 /// The box behind an event pointer.

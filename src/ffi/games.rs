@@ -2,6 +2,7 @@
 //! `sp_game`, all owned by the `sp_games` and freed at once with `sp_games_free`.
 
 use crate::ffi::event::sp_field;
+use crate::ffi::owned;
 use crate::ffi::str::{Arena, Span, sp_str};
 use crate::games::Game;
 
@@ -133,7 +134,7 @@ pub fn into_raw(games: &[Game]) -> *mut sp_games {
         games: if game_views.is_empty() { std::ptr::null() } else { game_views.as_ptr() },
         len: game_views.len(),
     };
-    Box::into_raw(Box::new(GamesBox { view, games: game_views, lists, fields, arena })).cast()
+    owned::into_raw(GamesBox { view, games: game_views, lists, fields, arena })
 }
 
 /// Frees games and everything they point to. NULL is allowed and does nothing.
@@ -142,10 +143,6 @@ pub fn into_raw(games: &[Game]) -> *mut sp_games {
 /// `games` is NULL or came from `sp_client_get_games` and is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_games_free(games: *mut sp_games) {
-    value_boundary!((), {
-        if !games.is_null() {
-            // SAFETY: `games` is the first field of a boxed GamesBox made by into_raw.
-            drop(unsafe { Box::from_raw(games.cast::<GamesBox>()) });
-        }
-    })
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<GamesBox, _>(games) } })
 }

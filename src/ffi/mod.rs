@@ -9,6 +9,7 @@ pub mod client;
 pub mod error;
 pub mod event;
 pub mod games;
+pub mod owned;
 pub mod receiver;
 pub mod reply;
 

@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::ffi::args;
 use crate::ffi::error::Failure;
 use crate::ffi::event::{self, sp_event};
+use crate::ffi::owned;
 use crate::ffi::status::sp_status;
 use crate::receiver::{Receiver, ReceiverConfig, Request};
 
@@ -37,7 +38,7 @@ pub unsafe extern "C" fn sp_receiver_config_new(out: *mut *mut sp_receiver_confi
     status_boundary!({
         // SAFETY: the caller promises NULL or writable.
         let out = unsafe { args::out("out", out) }?;
-        out.write(Box::into_raw(Box::new(sp_receiver_config { config: ReceiverConfig::default() })));
+        out.write(owned::into_raw(sp_receiver_config { config: ReceiverConfig::default() }));
         Ok(())
     })
 }
@@ -48,12 +49,8 @@ pub unsafe extern "C" fn sp_receiver_config_new(out: *mut *mut sp_receiver_confi
 /// `config` is NULL or came from `sp_receiver_config_new` and is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_receiver_config_free(config: *mut sp_receiver_config) {
-    value_boundary!((), {
-        if !config.is_null() {
-            // SAFETY: the caller hands back ownership of a box made by sp_receiver_config_new.
-            drop(unsafe { Box::from_raw(config) });
-        }
-    })
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<sp_receiver_config, _>(config) } })
 }
 
 /// Applies `change` to the configuration behind `config`.
@@ -240,7 +237,7 @@ pub unsafe extern "C" fn sp_receiver_new(config: *const sp_receiver_config, out:
         // SAFETY: the caller promises NULL or live / writable pointers.
         let (config, out) = unsafe { (args::object("config", config)?, args::out("out", out)?) };
         let receiver = Receiver::new(config.config.clone())?;
-        out.write(Box::into_raw(Box::new(sp_receiver { inner: Arc::new(receiver) })));
+        out.write(owned::into_raw(sp_receiver { inner: Arc::new(receiver) }));
         Ok(())
     })
 }
@@ -252,12 +249,8 @@ pub unsafe extern "C" fn sp_receiver_new(config: *const sp_receiver_config, out:
 /// used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_receiver_free(receiver: *mut sp_receiver) {
-    value_boundary!((), {
-        if !receiver.is_null() {
-            // SAFETY: the caller hands back ownership of a box made by sp_receiver_new.
-            drop(unsafe { Box::from_raw(receiver) });
-        }
-    })
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<sp_receiver, _>(receiver) } })
 }
 
 /// Handles one callback: checks the source address, then the token, then parses and validates

@@ -4,6 +4,7 @@
 use std::ffi::c_char;
 
 use crate::ffi::args;
+use crate::ffi::owned;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::sp_str;
 use crate::reply;
@@ -28,7 +29,7 @@ pub(crate) fn into_raw(text: String) -> *mut sp_buffer {
     let mut bytes = text.into_bytes();
     bytes.push(0);
     let view = sp_buffer { text: sp_str::of_nul_terminated(&bytes) };
-    Box::into_raw(Box::new(BufferBox { view, bytes })).cast()
+    owned::into_raw::<BufferBox, _>(BufferBox { view, bytes })
 }
 
 /// Builds `{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}` for any wrapper key
@@ -95,10 +96,6 @@ pub unsafe extern "C" fn sp_reply_balance_new(
 /// `buffer` is NULL or came from an `sp_reply_*_new` function and is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_buffer_free(buffer: *mut sp_buffer) {
-    value_boundary!((), {
-        if !buffer.is_null() {
-            // SAFETY: `buffer` is the first field of a boxed BufferBox made by into_raw.
-            drop(unsafe { Box::from_raw(buffer.cast::<BufferBox>()) });
-        }
-    })
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<BufferBox, _>(buffer) } })
 }
