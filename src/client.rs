@@ -278,7 +278,7 @@ impl Client {
     /// Any action with `params`, a JSON object of its parameters (`{}` for none), sent as
     /// `{"action":<action>, ...params}`. Returns the answer body, which must be JSON. Not retried.
     pub fn call(&self, action: &str, params: &str) -> Result<String> {
-        if action.is_empty() || action.chars().any(char::is_control) {
+        if action.is_empty() || crate::json::first_control_char(action).is_some() {
             return Err(Error::field(
                 ErrorKind::InvalidArgument,
                 "action",

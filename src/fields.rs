@@ -113,7 +113,7 @@ impl<'a> FieldReader<'_, 'a> {
             let problem = format!("{} bytes, more than the limit of {}", value.len(), self.max_identifier_bytes);
             return Err(self.error(ErrorKind::InvalidValue, name.as_str(), problem));
         }
-        if let Some(c) = first_control_char(&value) {
+        if let Some(c) = crate::json::first_control_char(&value) {
             let problem = format!("contains the control character U+{:04X}", u32::from(c));
             return Err(self.error(ErrorKind::InvalidValue, name.as_str(), problem));
         }
@@ -149,15 +149,6 @@ impl<'a> FieldReader<'_, 'a> {
             other => Err(self.error(ErrorKind::WrongType, name.as_str(), format!("expected a string, got {other}"))),
         }
     }
-}
-
-/// The first control character (C0, DEL or C1) of `s`. Scans bytes first: the only bytes that
-/// can start one are below 0x20, 0x7F, and 0xC2 (the lead byte of U+0080..U+009F).
-fn first_control_char(s: &str) -> Option<char> {
-    if !s.bytes().any(|b| b < 0x20 || b == 0x7F || b == 0xC2) {
-        return None;
-    }
-    s.chars().find(|c| c.is_control())
 }
 
 /// Whether `code` is three uppercase ASCII letters.

@@ -104,8 +104,30 @@ pub fn json_problem(e: &serde_json::Error) -> String {
 /// Why an object key is refused, if it is: a control character (it would reach C as a NUL or
 /// worse). The JSON is valid, so this is an invalid value, not invalid JSON.
 pub fn key_problem(key: &str) -> Option<&'static str> {
-    key.chars().any(char::is_control).then_some("an object key contains a control character")
+    first_control_char(key).map(|_| "an object key contains a control character")
 }
+
+/// The first control character (C0, DEL or C1) of `s`. Scans bytes first: the only bytes that
+/// can start one are below 0x20, 0x7F, and 0xC2 (the lead byte of U+0080..U+009F).
+pub fn first_control_char(s: &str) -> Option<char> {
+    if !s.bytes().any(|b| CONTROL_LEAD[usize::from(b)]) {
+        return None;
+    }
+    s.chars().find(|c| c.is_control())
+}
+
+/// The bytes that can start a control character in UTF-8, for `first_control_char`.
+static CONTROL_LEAD: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[0x7F] = true;
+    table[0xC2] = true;
+    table
+};
 
 /// The refusal of a top-level key with a control character, naming the key JSON-escaped.
 pub fn key_error(key: &str) -> Option<Error> {

@@ -133,7 +133,7 @@ fn at_least(field: &str, value: usize, min: usize) -> Result<usize> {
 }
 
 fn non_empty_name(field: &str, name: &str) -> Result<String> {
-    if name.is_empty() || name.chars().any(char::is_control) {
+    if name.is_empty() || crate::json::first_control_char(name).is_some() {
         return Err(Error::field(
             ErrorKind::InvalidArgument,
             field,

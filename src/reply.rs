@@ -60,7 +60,7 @@ pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_mess
 
 /// A wrapper key must be a non-empty name without control characters.
 pub fn check_wrapper(wrapper: &str) -> Result<()> {
-    if wrapper.is_empty() || wrapper.chars().any(char::is_control) {
+    if wrapper.is_empty() || crate::json::first_control_char(wrapper).is_some() {
         return Err(Error::field(
             ErrorKind::InvalidArgument,
             "wrapper",

@@ -243,10 +243,6 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
         let scanned = self.scanned;
         while let Some(name) = map.next_key_seed(KeySeed)? {
-            if let Some(error) = json::key_error(&name) {
-                self.failure.set(Some(Some(error)));
-                return Err(de::Error::custom("key"));
-            }
             match Name::of(&name) {
                 Some(slot) => {
                     let slot = slot as usize;
@@ -261,6 +257,10 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                     scanned.slots[slot] = Some(value);
                 }
                 None => {
+                    if let Some(error) = json::key_error(&name) {
+                        self.failure.set(Some(Some(error)));
+                        return Err(de::Error::custom("key"));
+                    }
                     let raw: &'de RawValue = map.next_value()?;
                     scanned.others.push(Field { name, raw });
                 }
