@@ -227,3 +227,38 @@ fn configuration_is_validated() {
     config.set_trust_roots(TrustRoots::ExtraOnly);
     assert_eq!(Client::new(config).unwrap_err().field, "ca_pem", "no root at all is refused");
 }
+
+#[test]
+fn a_configured_proxy_is_used_and_the_environment_is_not() {
+    let server = sandbox();
+    // A port with nothing behind it: a client that goes through it cannot connect.
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut through_dead_proxy = config(&server, "");
+    through_dead_proxy.set_proxy(Some(&format!("http://{dead}"))).unwrap();
+    let err = Client::new(through_dead_proxy).unwrap().get_games("en-US", None).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Connect, "{err}");
+
+    // The same dead proxy in the environment changes nothing. A child process gets it, so that
+    // this test does not change its own environment.
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "proxy_from_environment_is_ignored_in_a_child", "--include-ignored"])
+        .env("SLOTPARTNER_TEST_CHILD", "1")
+        .env("HTTPS_PROXY", format!("http://{dead}"))
+        .env("https_proxy", format!("http://{dead}"))
+        .env("ALL_PROXY", format!("http://{dead}"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Run by the test above in a child process whose environment names a dead proxy.
+#[test]
+#[ignore = "run by a_configured_proxy_is_used_and_the_environment_is_not"]
+fn proxy_from_environment_is_ignored_in_a_child() {
+    if std::env::var_os("SLOTPARTNER_TEST_CHILD").is_none() {
+        return;
+    }
+    assert!(std::env::var_os("HTTPS_PROXY").is_some());
+    let server = sandbox();
+    assert!(!client(&server).get_games("en-US", None).unwrap().is_empty());
+}
