@@ -1,0 +1,275 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * The cost of one callback through the binding (authenticate, parse and validate, read every
+ * field, build the reply, free), next to json_decode() alone and to json_decode() plus the
+ * checks a careful partner writes by hand for the same fields.
+ *
+ *   php bindings/php/bench.php            # runs itself without and with opcache (+ JIT)
+ *   php bindings/php/bench.php --here     # only in this process, as configured
+ *
+ * Method: the variants run interleaved in rounds (so that a noisy neighbour hits them all
+ * alike); each round times 4,000 callbacks of one variant; the median and the fastest round
+ * are printed, in microseconds per callback. FFI crossings are counted by wrapping the loaded
+ * FFI object (tests/CountingFfi.php), in a separate pass.
+ */
+
+use SlotPartner\BalanceQuery;
+use SlotPartner\BuyRefund;
+use SlotPartner\Event;
+use SlotPartner\JackpotPayout;
+use SlotPartner\Library;
+use SlotPartner\Native;
+use SlotPartner\Receiver;
+
+require __DIR__ . '/autoload.php';
+require __DIR__ . '/tests/CountingFfi.php';
+
+const TOKEN = '6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f';
+const PEER = '127.0.0.1';
+const ROUNDS = 15;
+const PER_ROUND = 4000;
+
+if (!in_array('--here', $argv, true)) {
+    $configurations = [
+        'no opcache' => ['-d', 'opcache.enable_cli=0'],
+        'opcache' => ['-d', 'opcache.enable_cli=1', '-d', 'opcache.jit=off'],
+        'opcache + JIT (tracing)' => ['-d', 'opcache.enable_cli=1', '-d', 'opcache.jit=tracing', '-d', 'opcache.jit_buffer_size=64M'],
+    ];
+    $status = 0;
+    foreach ($configurations as $label => $options) {
+        echo "== $label\n";
+        passthru(escapeshellarg(PHP_BINARY) . ' ' . implode(' ', array_map('escapeshellarg', $options)) . ' ' . escapeshellarg(__FILE__) . ' --here', $rc);
+        $status = max($status, $rc);
+        echo "\n";
+    }
+    exit($status);
+}
+
+/** Checks a careful partner writes around json_decode(), for the same rules where PHP can. */
+final class HandChecked
+{
+    private const MAX_AMOUNT = 9007199254740991;
+    private const ALLOWED = ['127.0.0.1', '::1'];
+
+    /** @return array{0: int, 1: string} HTTP status and reply */
+    public static function handle(?string $token, string $peer, string $body): array
+    {
+        if (!in_array($peer, self::ALLOWED, true)) {
+            return [403, '{"error":"forbidden"}'];
+        }
+        if ($token === null || !hash_equals(TOKEN, $token)) {
+            return [401, '{"error":"unauthorized"}'];
+        }
+        if (strlen($body) > 65536) {
+            return [413, '{"error":"too large"}'];
+        }
+        try {
+            $data = json_decode($body, true, 32, JSON_THROW_ON_ERROR);
+        } catch (JsonException) {
+            return [400, '{"error":"invalid JSON"}'];
+        }
+        if (!is_array($data) || ($data !== [] && array_is_list($data))) {
+            return [400, '{"error":"not an object"}'];
+        }
+        $name = $data['event'] ?? $data['action'] ?? null;
+        return match ($name) {
+            'gameSessionBuyRefund' => self::refund($data),
+            'jackpotPayout' => self::payout($data),
+            'getPlayerBalance' => self::balance($data),
+            default => [400, '{"error":"unknown event"}'],
+        };
+    }
+
+    /** @param array<string, mixed> $d */
+    private static function refund(array $d): array
+    {
+        $ok = self::id($d, 'gameSessionIdentifier') && self::players($d)
+            && self::int($d, 'transactionId') && self::int($d, 'buyTransactionId') && self::int($d, 'gameSessionId')
+            && self::id($d, 'partnerGameRequestIdentifier') && self::int($d, 'gameId')
+            && is_bool($d['isMobile'] ?? null) && self::optionalId($d, 'bonusCode') && self::index($d);
+        $event = $ok ? [
+            $d['gameSessionIdentifier'], $d['playerIdentifier'] ?? null, $d['playerPartnerIdentifier'] ?? null, $d['transactionId'],
+            $d['buyTransactionId'], $d['gameSessionId'], $d['partnerGameRequestIdentifier'], $d['gameId'], $d['isMobile'],
+            $d['bonusCode'] ?? null, $d['index'] ?? null,
+        ] : null;
+        return [200, json_encode(['refund' => ['success' => $event !== null, 'errorMessage' => $event !== null ? '' : 'invalid']])];
+    }
+
+    /** @param array<string, mixed> $d */
+    private static function payout(array $d): array
+    {
+        $ok = self::id($d, 'jackpotIdentifier') && self::players($d)
+            && is_string($d['currencyISO4217'] ?? null) && preg_match('/^[A-Z]{3}$/D', $d['currencyISO4217']) === 1
+            && self::amount($d, 'moneyWon') && self::amount($d, 'coinsWon') && is_bool($d['isMoney'] ?? null)
+            && self::int($d, 'epochReleasedMillis') && is_bool($d['isPrimary'] ?? null)
+            && self::int($d, 'transactionId') && self::int($d, 'buyTransactionId')
+            && self::id($d, 'partnerGameRequestIdentifier') && self::int($d, 'gameSessionId') && self::int($d, 'gameId')
+            && self::optionalId($d, 'bonusCode') && (!isset($d['isMobile']) || is_bool($d['isMobile'])) && self::index($d);
+        $event = $ok ? [
+            $d['jackpotIdentifier'], $d['playerIdentifier'] ?? null, $d['playerPartnerIdentifier'] ?? null, $d['currencyISO4217'],
+            $d['moneyWon'], $d['coinsWon'], $d['isMoney'], $d['epochReleasedMillis'], $d['isPrimary'], $d['transactionId'],
+            $d['buyTransactionId'], $d['partnerGameRequestIdentifier'], $d['gameSessionId'], $d['gameId'],
+            $d['bonusCode'] ?? null, $d['isMobile'] ?? null, $d['index'] ?? null,
+        ] : null;
+        return [200, json_encode(['payout' => ['success' => $event !== null, 'errorMessage' => $event !== null ? '' : 'invalid']])];
+    }
+
+    /** @param array<string, mixed> $d */
+    private static function balance(array $d): array
+    {
+        $ok = self::players($d) && self::index($d);
+        $event = $ok ? [$d['playerIdentifier'] ?? null, $d['playerPartnerIdentifier'] ?? null, $d['index'] ?? null] : null;
+        return [200, json_encode(['playerBalance' => ['money' => $event !== null ? 100000 : 0, 'currencyISO4217' => 'EUR', 'coins' => 0, 'errorMessage' => $event !== null ? '' : 'invalid']])];
+    }
+
+    /** A non-empty identifier of at most 256 bytes without C0, DEL or C1 control characters. */
+    private static function id(array $d, string $key): bool
+    {
+        $v = $d[$key] ?? null;
+        return is_string($v) && $v !== '' && strlen($v) <= 256 && preg_match('/[\x00-\x1F\x7F\x{80}-\x{9F}]/u', $v) === 0;
+    }
+
+    private static function optionalId(array $d, string $key): bool
+    {
+        return !isset($d[$key]) || self::id($d, $key);
+    }
+
+    private static function players(array $d): bool
+    {
+        $service = isset($d['playerIdentifier']);
+        $partner = isset($d['playerPartnerIdentifier']);
+        return ($service || $partner) && (!$service || self::id($d, 'playerIdentifier')) && (!$partner || self::id($d, 'playerPartnerIdentifier'));
+    }
+
+    private static function int(array $d, string $key): bool
+    {
+        $v = $d[$key] ?? null;
+        return is_int($v) && $v >= 0;
+    }
+
+    private static function amount(array $d, string $key): bool
+    {
+        return self::int($d, $key) && $d[$key] <= self::MAX_AMOUNT;
+    }
+
+    private static function index(array $d): bool
+    {
+        return !isset($d['index']) || self::int($d, 'index');
+    }
+}
+
+/** One callback through the binding: handle, read every field, reply, free (destructor). */
+function throughBinding(Receiver $receiver, string $body): string
+{
+    $event = $receiver->handle(TOKEN, PEER, $body);
+    if ($event instanceof BuyRefund) {
+        $fields = [$event->gameSessionIdentifier, $event->playerIdentifier, $event->playerPartnerIdentifier, $event->transactionId,
+            $event->buyTransactionId, $event->gameSessionId, $event->partnerGameRequestIdentifier, $event->gameId, $event->isMobile,
+            $event->bonusCode, $event->index, $event->extra];
+        return $event->reply(true);
+    }
+    if ($event instanceof JackpotPayout) {
+        $fields = [$event->jackpotIdentifier, $event->playerIdentifier, $event->playerPartnerIdentifier, $event->currencyISO4217,
+            $event->moneyWon, $event->coinsWon, $event->isMoney, $event->epochReleasedMillis, $event->isPrimary, $event->transactionId,
+            $event->buyTransactionId, $event->partnerGameRequestIdentifier, $event->gameSessionId, $event->gameId, $event->bonusCode,
+            $event->isMobile, $event->index, $event->extra];
+        return $event->reply(true);
+    }
+    if ($event instanceof BalanceQuery) {
+        $fields = [$event->playerIdentifier, $event->playerPartnerIdentifier, $event->index, $event->extra];
+        return $event->replyBalance(100000);
+    }
+    throw new LogicException('unexpected event ' . $event->name);
+}
+
+/**
+ * @param array<string, callable(): mixed> $variants
+ * @return array<string, array{0: float, 1: float}> median and fastest round, µs per call
+ */
+function measure(array $variants): array
+{
+    foreach ($variants as $run) {
+        for ($i = 0; $i < 2000; $i++) {
+            $run();
+        }
+    }
+    $times = [];
+    for ($round = 0; $round < ROUNDS; $round++) {
+        foreach ($variants as $label => $run) {
+            $start = hrtime(true);
+            for ($i = 0; $i < PER_ROUND; $i++) {
+                $run();
+            }
+            $times[$label][] = (hrtime(true) - $start) / 1000 / PER_ROUND;
+        }
+    }
+    $result = [];
+    foreach ($times as $label => $list) {
+        sort($list);
+        $result[$label] = [$list[intdiv(count($list), 2)], $list[0]];
+    }
+    return $result;
+}
+
+$root = dirname(__DIR__, 2);
+$receiver = new Receiver(TOKEN, sources: '127.0.0.1,::1');
+$opcache = function_exists('opcache_get_status') && is_array(opcache_get_status(false));
+printf("PHP %s, opcache %s, JIT %s, library %s (%s)\n", PHP_VERSION, $opcache ? 'on' : 'off', $opcache ? ((string) ini_get('opcache.jit') ?: 'off') : 'off', Library::version(), Library::source());
+
+$counter = new CountingFfi(Library::ffi());
+$native = Native::get();
+$rawReceiver = (static fn (Receiver $r): FFI\CData => (fn () => $this->handle)->call($r))($receiver);
+printf("%-8s %6s | %11s %11s %11s %11s | %8s %8s | %s\n", 'event', 'bytes', 'json_decode', 'decode+hand', 'binding', 'library', 'bind/dec', 'bind/hand', 'FFI crossings per callback');
+foreach (['refund', 'payout', 'balance'] as $kind) {
+    // Compact JSON, as the service sends it.
+    $body = json_encode(json_decode((string) file_get_contents($root . '/tests/fixtures/' . $kind . '.json')), JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
+    if (HandChecked::handle(TOKEN, PEER, $body)[1] !== throughBinding($receiver, $body)) {
+        fwrite(STDERR, "bench: the two handlers answer $kind differently\n");
+        exit(1);
+    }
+    Native::useFfi($counter);
+    $counted = new Receiver(TOKEN, sources: '127.0.0.1,::1');
+    $counter->reset();
+    throughBinding($counted, $body);
+    $crossings = $counter->total();
+    $names = implode(', ', array_keys($counter->calls));
+    unset($counted);
+    Native::useFfi(null);
+
+    $r = measure([
+        'json_decode' => static fn () => json_decode($body, true),
+        'hand' => static fn () => HandChecked::handle(TOKEN, PEER, $body),
+        'binding' => static fn () => throughBinding($receiver, $body),
+        // The floor: the library's handle and free through FFI, no PHP objects, no reply.
+        'library' => static function () use ($native, $rawReceiver, $body): void {
+            $native->ffi->sp_receiver_handle($rawReceiver, TOKEN, PEER, null, $body, strlen($body), $native->eventOut);
+            $native->ffi->sp_event_free($native->eventOut[0]);
+        },
+    ]);
+    printf(
+        "%-8s %6d | %11.2f %11.2f %11.2f %11.2f | %7.2fx %7.2fx | %d (%s)\n",
+        $kind,
+        strlen($body),
+        $r['json_decode'][0],
+        $r['hand'][0],
+        $r['binding'][0],
+        $r['library'][0],
+        $r['binding'][0] / $r['json_decode'][0],
+        $r['binding'][0] / $r['hand'][0],
+        $crossings,
+        $names,
+    );
+    printf("%-8s %6s | %11.2f %11.2f %11.2f %11.2f | (fastest round)\n", '', '', $r['json_decode'][1], $r['hand'][1], $r['binding'][1], $r['library'][1]);
+}
+echo "µs per callback, median of ", ROUNDS, " rounds of ", PER_ROUND, " callbacks. decode+hand: json_decode() plus the same\n";
+echo "checks by hand (source, token, types, required fields, ranges, currency, identifiers) and json_encode()\n";
+echo "of the reply. binding: Receiver::handle(), every property read, reply, free. library: the bare\n";
+echo "sp_receiver_handle + sp_event_free through FFI (the floor). The binding also refuses duplicate keys,\n";
+echo "lone surrogates and 1.0 for an integer, which json_decode() lets through.\n";
+if (Event::liveCount() !== 0) {
+    fwrite(STDERR, "bench: events left unfreed\n");
+    exit(1);
+}

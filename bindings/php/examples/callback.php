@@ -1,0 +1,160 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * callback.php: a complete endpoint for the service's callbacks, answering exactly like
+ * examples/c/callback_cgi.c (same statuses, same JSON bodies).
+ *
+ *   SLOTPARTNER_TOKEN=6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f SLOTPARTNER_SOURCES=127.0.0.1 \
+ *     php -d ffi.enable=1 -S 127.0.0.1:8080 bindings/php/examples/callback.php
+ *
+ * (php -S is the cli-server SAPI: under the default ffi.enable=preload FFI works there only
+ * with preloading, `-d opcache.preload=bindings/php/preload.php`, see README.md.)
+ *
+ * Configuration (environment):
+ *   SLOTPARTNER_TOKEN    the partner token the service sends in X-Service-Token (a UUID)
+ *   SLOTPARTNER_SOURCES  staging, production, any, or a comma-separated list of addresses
+ *                        and CIDR ranges (default: production)
+ *   SLOTPARTNER_LIB      the library file (default: the checkout's target/release build)
+ *
+ * Answers: 405 for a method other than POST; 401 for a missing or wrong token; 403 for a source
+ * not allowed; 413 for a body over the limit; 400 with a JSON error body for a body that is not
+ * JSON, not an object, or names an unknown event; 200 with the event's wrapper, success false and
+ * the field-naming errorMessage for a known event with invalid fields; 200 with success true for
+ * a valid event. The demo business logic accepts every valid event and logs one line per event
+ * to stderr; replace handleEvent() with yours.
+ */
+
+use SlotPartner\BalanceQuery;
+use SlotPartner\BuyRefund;
+use SlotPartner\Event;
+use SlotPartner\JackpotPayout;
+use SlotPartner\Receiver;
+use SlotPartner\SlotPartnerException;
+
+$package = dirname(__DIR__);
+require is_file($package . '/vendor/autoload.php') ? $package . '/vendor/autoload.php' : $package . '/autoload.php';
+
+const MAX_BODY_BYTES = 65536;
+
+function respond(int $status, string $body, ?string $extraHeader = null): void
+{
+    http_response_code($status);
+    header_remove('X-Powered-By');
+    if ($extraHeader !== null) {
+        header($extraHeader);
+    }
+    header('Content-Type: application/json; charset=utf-8');
+    echo $body;
+}
+
+/** Answers with what the library says the failure deserves (status and JSON body). */
+function respondError(SlotPartnerException $e): void
+{
+    if ($e->httpStatus === null || $e->responseBody === null) {
+        respond(500, '{"error":{"code":"internal_error","field":"","message":"no error recorded"}}');
+        return;
+    }
+    respond($e->httpStatus, $e->responseBody);
+}
+
+function logLine(string $line): void
+{
+    file_put_contents('php://stderr', 'callback.php: ' . $line . "\n");
+}
+
+/** The demo business logic: accept every valid event, log it, and build its reply. */
+function handleEvent(Event $event): string
+{
+    if ($event instanceof BuyRefund) {
+        logLine(sprintf(
+            'refund transaction %d of purchase %d for player %s',
+            $event->transactionId,
+            $event->buyTransactionId,
+            $event->playerPartnerIdentifier ?? $event->playerIdentifier,
+        ));
+        return $event->reply(true);
+    }
+    if ($event instanceof JackpotPayout) {
+        logLine(sprintf(
+            'payout %d %s (minor units) of %s jackpot %s for player %s',
+            $event->moneyWon,
+            $event->currencyISO4217,
+            $event->isPrimary ? 'major' : 'minor',
+            $event->jackpotIdentifier,
+            $event->playerPartnerIdentifier ?? $event->playerIdentifier,
+        ));
+        return $event->reply(true);
+    }
+    if ($event instanceof BalanceQuery) {
+        logLine('balance query for player ' . ($event->playerPartnerIdentifier ?? $event->playerIdentifier));
+        return $event->replyBalance(100000, null, 0);
+    }
+    // Not reached: the receiver refuses unknown events.
+    return $event->reply(false, 'unsupported event');
+}
+
+/**
+ * Reads the body like the CGI: at most MAX_BODY_BYTES + 1 bytes, so that an oversized body is
+ * refused by the library's limit. Null when CONTENT_LENGTH is invalid or the body is shorter.
+ */
+function readBody(): ?string
+{
+    $lengthText = $_SERVER['CONTENT_LENGTH'] ?? $_SERVER['HTTP_CONTENT_LENGTH'] ?? '';
+    $length = 0;
+    if ($lengthText !== '') {
+        if (preg_match('/^[ \t\n\v\f\r]*\+?[0-9]+$/D', $lengthText) !== 1) {
+            return null;
+        }
+        $length = (int) ltrim($lengthText, " \t\n\v\f\r+");
+    }
+    $wanted = min($length, MAX_BODY_BYTES + 1);
+    $body = $wanted === 0 ? '' : file_get_contents('php://input', false, null, 0, $wanted);
+    if ($body === false || strlen($body) < $wanted) {
+        return null; // shorter than CONTENT_LENGTH
+    }
+    return $body;
+}
+
+if (($_SERVER['REQUEST_METHOD'] ?? '') !== 'POST') {
+    respond(405, '{"error":{"code":"method_not_allowed","field":"","message":"only POST is accepted"}}', 'Allow: POST');
+    return;
+}
+
+$token = getenv('SLOTPARTNER_TOKEN');
+$sources = getenv('SLOTPARTNER_SOURCES');
+try {
+    $receiver = new Receiver(
+        tokens: $token === false ? null : $token,
+        sources: $sources === false ? 'production' : $sources,
+        maxBodyBytes: MAX_BODY_BYTES,
+        rejectUnknownEvents: true,
+    );
+} catch (SlotPartnerException $e) {
+    logLine('configuration: ' . $e->getMessage());
+    respondError($e);
+    return;
+}
+
+$body = readBody();
+if ($body === null) {
+    respond(400, '{"error":{"code":"bad_request","field":"CONTENT_LENGTH","message":"CONTENT_LENGTH is invalid or the body is shorter"}}');
+    return;
+}
+
+try {
+    $event = $receiver->handle($_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null, $_SERVER['REMOTE_ADDR'] ?? null, $body);
+} catch (SlotPartnerException $e) {
+    logLine('refused: ' . $e->getMessage());
+    respondError($e);
+    return;
+}
+try {
+    $reply = handleEvent($event);
+} catch (SlotPartnerException $e) {
+    logLine('reply: ' . $e->getMessage());
+    respondError($e);
+    return;
+}
+respond(200, $reply);

@@ -1,0 +1,63 @@
+<?php
+
+declare(strict_types=1);
+
+namespace SlotPartner;
+
+use FFI\CData;
+
+/**
+ * `gameSessionBuyRefund`: the service refunds a game session purchase. Answer with
+ * reply(true) once the refund is booked, or reply(false, "why") when it cannot be.
+ *
+ * At least one of the two player identifiers is present; absent optional strings are null.
+ * Identifiers are 0 to 2^63-1. Lifetime and ownership: see Event.
+ */
+final class BuyRefund extends Event
+{
+    public readonly string $gameSessionIdentifier;
+
+    /** The service's player identifier; null when absent. */
+    public readonly ?string $playerIdentifier;
+
+    /** The partner's player identifier; null when absent. */
+    public readonly ?string $playerPartnerIdentifier;
+
+    /** This refund's transaction. */
+    public readonly int $transactionId;
+
+    /** The purchase being refunded. */
+    public readonly int $buyTransactionId;
+
+    public readonly int $gameSessionId;
+
+    public readonly string $partnerGameRequestIdentifier;
+
+    public readonly int $gameId;
+
+    public readonly bool $isMobile;
+
+    /** Null when absent. */
+    public readonly ?string $bonusCode;
+
+    /**
+     * Copies the fields of the native `sp_event *` and takes ownership of it.
+     *
+     * @internal Built by Receiver::handle()/parse() (Event::adopt), not by applications.
+     */
+    protected function __construct(Native $native, CData $event)
+    {
+        $r = $event->buy_refund;
+        $this->gameSessionIdentifier = $r->game_session_identifier->ptr;
+        $this->playerIdentifier = $r->player_identifier->ptr;
+        $this->playerPartnerIdentifier = $r->player_partner_identifier->ptr;
+        $this->transactionId = $r->transaction_id;
+        $this->buyTransactionId = $r->buy_transaction_id;
+        $this->gameSessionId = $r->game_session_id;
+        $this->partnerGameRequestIdentifier = $r->partner_game_request_identifier->ptr;
+        $this->gameId = $r->game_id;
+        $this->isMobile = $r->is_mobile;
+        $this->bonusCode = $r->bonus_code->ptr;
+        parent::__construct($native, $event);
+    }
+}

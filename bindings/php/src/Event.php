@@ -1,0 +1,153 @@
+<?php
+
+declare(strict_types=1);
+
+namespace SlotPartner;
+
+use FFI\CData;
+
+/**
+ * A validated callback event: BuyRefund, JackpotPayout, BalanceQuery or OtherEvent.
+ *
+ * Every field is copied into readonly PHP properties when the event is built, so they stay
+ * valid whatever happens to the native event. The native event (owned by this object) is kept
+ * only to build the reply: it is freed with sp_event_free when this object is destroyed (when
+ * the last reference goes, also when an exception unwinds past it) or by free(). A callback
+ * therefore costs three FFI calls: sp_receiver_handle, sp_event_reply(_balance), sp_event_free.
+ *
+ * One thread at a time; not cloneable.
+ */
+abstract class Event
+{
+    private const KIND_BUY_REFUND = 1;
+    private const KIND_JACKPOT_PAYOUT = 2;
+    private const KIND_BALANCE_QUERY = 3;
+
+    /** Native events owned by Event objects of this process, not yet freed. */
+    private static int $live = 0;
+
+    /** The owned `sp_event *`; null once freed. */
+    private ?CData $handle = null;
+
+    /** The `event` value (or `action` for the balance query and other actions). */
+    public readonly string $name;
+
+    /** The service's consecutive event index; null when the body has none. */
+    public readonly ?int $index;
+
+    /**
+     * The fields the spec does not define for this event (the index among them), name => raw
+     * JSON exactly as the body wrote it, in body order.
+     *
+     * @var array<string, string>
+     */
+    public readonly array $extra;
+
+    /**
+     * Copies the common fields of $event and takes ownership of it. Subclasses copy their own
+     * fields first and call this last, so that an event is owned only once fully built.
+     */
+    protected function __construct(protected readonly Native $native, CData $event)
+    {
+        $this->name = $event->name->ptr;
+        $this->index = $event->has_index ? $event->index : null;
+        $count = $event->extra_fields_len;
+        $this->extra = $count === 0 ? [] : Native::fields($event->extra_fields, $count);
+        $this->handle = $event;
+        ++self::$live;
+    }
+
+    /**
+     * Builds the typed event for a native `sp_event *`, taking ownership of it (it is freed here
+     * if building fails).
+     *
+     * @internal Called by Receiver.
+     */
+    public static function adopt(Native $native, CData $event): self
+    {
+        try {
+            return match ($event->kind) {
+                self::KIND_BUY_REFUND => new BuyRefund($native, $event),
+                self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, $event),
+                self::KIND_BALANCE_QUERY => new BalanceQuery($native, $event),
+                default => new OtherEvent($native, $event),
+            };
+        } catch (\Throwable $e) {
+            $native->ffi->sp_event_free($event);
+            throw $e;
+        }
+    }
+
+    /**
+     * The reply body for this event (sp_event_reply): `{"refund":{"success":true,"errorMessage":""}}`
+     * or `{"payout":{"success":false,"errorMessage":"<message>"}}`. $message must be null or ''
+     * when $success is true and must explain the failure when it is false. For a balance query
+     * only a failure is built here (use BalanceQuery::replyBalance for the balance); an
+     * OtherEvent has no reply: ValidationException (SP_ERR_UNKNOWN_EVENT, HTTP 400).
+     *
+     * Returns a PHP string (copied from the library); may be called again, the last call wins.
+     *
+     * @throws SlotPartnerException
+     */
+    public function reply(bool $success, ?string $message = null): string
+    {
+        $native = $this->native;
+        $status = $native->ffi->sp_event_reply(
+            $this->handle,
+            $success,
+            $message === null ? null : Native::cString($message, 'message'),
+            $native->strOut,
+        );
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
+        return $native->str->ptr;
+    }
+
+    /**
+     * Frees the native event now instead of when this object is destroyed. Idempotent; the
+     * properties stay readable, building a reply afterwards fails (ConfigurationException).
+     */
+    public function free(): void
+    {
+        $handle = $this->handle;
+        if ($handle !== null) {
+            $this->handle = null;
+            --self::$live;
+            $this->native->ffi->sp_event_free($handle);
+        }
+    }
+
+    public function __destruct()
+    {
+        $this->free();
+    }
+
+    /**
+     * The fields, and whether the native event is still held, for var_dump() and print_r().
+     *
+     * @return array<string, mixed>
+     */
+    public function __debugInfo(): array
+    {
+        $vars = get_object_vars($this);
+        unset($vars['handle'], $vars['native']);
+        return ['native' => $this->handle === null ? 'freed' : 'held'] + $vars;
+    }
+
+    /** How many native events Event objects of this process own right now (for leak checks). */
+    public static function liveCount(): int
+    {
+        return self::$live;
+    }
+
+    /** The owned `sp_event *` (null once freed: the library then refuses the call). */
+    protected function handle(): ?CData
+    {
+        return $this->handle;
+    }
+
+    private function __clone()
+    {
+    }
+}

@@ -1,0 +1,188 @@
+<?php
+
+declare(strict_types=1);
+
+namespace SlotPartner;
+
+use FFI;
+use FFI\CData;
+
+/**
+ * The loaded library plus the scratch out-parameters every call reuses, so that a callback
+ * allocates no FFI memory of its own. One per process (per request without preloading); the
+ * scratch memory is PHP-owned and lives as long as this object.
+ *
+ * @internal Used by the binding's classes; not part of the API.
+ */
+final class Native
+{
+    private static ?self $instance = null;
+
+    private static ?object $override = null;
+
+    /** @var array<int, string> sp_status_name() results, by code */
+    private static array $statusNames = [];
+
+    /** @var array<string, CData> out-parameter arrays by pointee type, see out() */
+    private array $outs = [];
+
+    /** `sp_event *[1]`: out-parameter of sp_receiver_handle/_parse (decays to sp_event **). */
+    public readonly CData $eventOut;
+
+    /** `sp_str`: the reply view written by sp_event_reply/_reply_balance and the error body. */
+    public readonly CData $str;
+
+    /** `sp_str *` pointing at $str. */
+    public readonly CData $strOut;
+
+    /** `uint16_t`: the HTTP status written by sp_last_error_response. */
+    private readonly CData $http;
+
+    /** `uint16_t *` pointing at $http. */
+    private readonly CData $httpOut;
+
+    /** @param FFI|object $ffi the library, or a call-forwarding double in tests */
+    private function __construct(public readonly object $ffi)
+    {
+        $this->eventOut = $this->out('sp_event');
+        $this->str = $ffi->new('sp_str');
+        $this->strOut = FFI::addr($this->str);
+        $this->http = $ffi->new('uint16_t');
+        $this->httpOut = FFI::addr($this->http);
+    }
+
+    public static function get(): self
+    {
+        return self::$instance ??= new self(self::$override ?? Library::ffi());
+    }
+
+    /**
+     * Routes the binding's calls through $ffi (null: the real library again). Objects created
+     * before keep the FFI object they were created with. For tests and the benchmark, which
+     * count the calls crossing into the library.
+     */
+    public static function useFfi(?object $ffi): void
+    {
+        self::$override = $ffi;
+        self::$instance = null;
+    }
+
+    /**
+     * A reusable `<type> *[1]`, the out-parameter of a _new function (it decays to `<type> **`).
+     * Read `[0]` right after the call: it copies the pointer. Reused rather than created per
+     * call because PHP FFI keeps the element type of every fresh array it reads from until the
+     * end of the request (about 120 bytes a call).
+     */
+    public function out(string $type): CData
+    {
+        return $this->outs[$type] ??= $this->ffi->new($type . ' *[1]');
+    }
+
+    /**
+     * The exception for the failure the library just reported with $status. Reads the calling
+     * thread's last error at once (it is valid only until the next status-returning sp_ call):
+     * three crossings, plus one for sp_status_name the first time a code is seen.
+     */
+    public function error(int $status): SlotPartnerException
+    {
+        $ffi = $this->ffi;
+        $message = self::text($ffi->sp_last_error_message());
+        $field = self::text($ffi->sp_last_error_field());
+        $httpStatus = null;
+        $body = null;
+        if ($ffi->sp_last_error_response($this->httpOut, $this->strOut) === Status::OK) {
+            $httpStatus = $this->http->cdata;
+            $body = self::text($this->str);
+        }
+        return SlotPartnerException::create($message, $status, $this->statusName($status), $field, $httpStatus, $body);
+    }
+
+    /** The name of a status code, such as "SP_ERR_WRONG_TYPE" (sp_status_name, cached). */
+    public function statusName(int $status): string
+    {
+        return self::$statusNames[$status] ??= (string) $this->ffi->sp_status_name($status);
+    }
+
+    /** Throws the exception for $status unless it is Status::OK. */
+    public function check(int $status): void
+    {
+        if ($status !== Status::OK) {
+            throw $this->error($status);
+        }
+    }
+
+    /**
+     * $value for a `const char *` argument of a setting. PHP hands C its bytes up to the first
+     * NUL, so a NUL inside would silently cut the value short: refused instead.
+     */
+    public static function cString(?string $value, string $field): ?string
+    {
+        if ($value !== null && str_contains($value, "\0")) {
+            throw new ConfigurationException($field . ': must not contain a NUL byte', Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', $field);
+        }
+        return $value;
+    }
+
+    /**
+     * A request header or address with its NUL bytes replaced by U+FFFD: a NUL would cut it
+     * short in C, the replacement makes the library refuse it as it refuses any bad value.
+     */
+    public static function withoutNul(string $value): string
+    {
+        return str_replace("\0", "\u{FFFD}", $value);
+    }
+
+    /** $value for an unsigned integer argument: refused when negative or above $max. */
+    public static function unsigned(int $value, string $field, int $max = PHP_INT_MAX): int
+    {
+        if ($value < 0 || $value > $max) {
+            throw new ConfigurationException($field . ': must be 0 to ' . $max . ', got ' . $value, Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', $field);
+        }
+        return $value;
+    }
+
+    /**
+     * The string an `sp_str` views, '' when absent. (Read `->ptr` plainly: PHP FFI turns a
+     * `const char *` into a PHP string only in a plain read, not under `??` or isset().)
+     */
+    public static function text(CData $str): string
+    {
+        $text = $str->ptr;
+        return $text ?? '';
+    }
+
+    /** Keeps var_dump() away from the scratch views, which may point into freed replies. */
+    public function __debugInfo(): array
+    {
+        return ['library' => Library::source()];
+    }
+
+    /**
+     * Extra fields (name => raw JSON) of an `sp_field` array of $count entries.
+     *
+     * @return array<string, string>
+     */
+    public static function fields(?CData $fields, int $count): array
+    {
+        $out = [];
+        for ($i = 0; $i < $count; $i++) {
+            $field = $fields[$i];
+            $out[$field->name->ptr] = $field->json->ptr;
+        }
+        return $out;
+    }
+
+    /**
+     * The strings of an `sp_str` array of $count entries.
+     *
+     * @return list<string>
+     */
+    public static function strings(?CData $items, int $count): array
+    {
+        $out = [];
+        for ($i = 0; $i < $count; $i++) {
+            $out[] = $items[$i]->ptr;
+        }
+        return $out;
+    }
+}

@@ -1,0 +1,177 @@
+<?php
+
+declare(strict_types=1);
+
+namespace SlotPartner;
+
+use FFI\CData;
+
+/**
+ * A configured callback receiver: authenticates the service's requests and parses and
+ * validates their bodies into typed events (sp_receiver).
+ *
+ * Build one per process (or per request without a persistent worker) and use it for every
+ * callback; it is immutable. The native receiver is freed when this object is destroyed; events
+ * it returned stay valid after that. Not cloneable.
+ *
+ * ```php
+ * $receiver = new Receiver(tokens: '6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f');
+ * $event = $receiver->handle($_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null, $_SERVER['REMOTE_ADDR'], $body);
+ * ```
+ */
+final class Receiver
+{
+    /** The owned `sp_receiver *`. */
+    private ?CData $handle = null;
+
+    private readonly Native $native;
+
+    /**
+     * Settings left null keep the library's default (shown in brackets).
+     *
+     * @param string|list<string>|null $tokens the partner token (a UUID) the service sends in
+     *     X-Service-Token; two during a rotation. Null (an unset environment variable) is
+     *     refused by the library like an empty list, naming the field `token`
+     * @param string $sources "any", or a comma-separated list of "staging", "production" (the
+     *     spec's addresses), IPv4/IPv6 addresses and CIDR ranges
+     * @param string|null $trustedProxies comma-separated addresses and ranges whose
+     *     X-Forwarded-For is believed [none]
+     * @param int|null $maxBodyBytes largest body accepted [65536]
+     * @param int|null $maxDepth deepest nesting accepted, 1 to 100, top-level object = 1 [32]
+     * @param int|null $maxIdentifierBytes longest identifier or code accepted [256]
+     * @param string|null $indexField name of the service's event index field ["index"]
+     * @param bool $rejectUnknownEvents refuse events other than the three known ones
+     *     (ValidationException, HTTP 400) instead of passing them through as OtherEvent
+     * @param string|null $balanceWrapper wrapper key of balance replies ["playerBalance"]
+     * @param string|null $balanceCurrency currency of balance replies when none is named ["EUR"]
+     * @param bool $omitEmptyErrorMessage leave `errorMessage` out of successful replies instead
+     *     of sending ""
+     *
+     * @throws ConfigurationException for an unusable setting (no token, a malformed one, ...)
+     */
+    public function __construct(
+        string|array|null $tokens,
+        string $sources = 'production',
+        ?string $trustedProxies = null,
+        ?int $maxBodyBytes = null,
+        ?int $maxDepth = null,
+        ?int $maxIdentifierBytes = null,
+        ?string $indexField = null,
+        bool $rejectUnknownEvents = false,
+        ?string $balanceWrapper = null,
+        ?string $balanceCurrency = null,
+        bool $omitEmptyErrorMessage = false,
+    ) {
+        $native = Native::get();
+        $this->native = $native;
+        $ffi = $native->ffi;
+        $configOut = $native->out('sp_receiver_config');
+        $native->check($ffi->sp_receiver_config_new($configOut));
+        $config = $configOut[0];
+        try {
+            foreach (is_array($tokens) ? $tokens : [$tokens] as $token) {
+                // A null token reaches the library, which refuses it ("token: must not be NULL").
+                $native->check($ffi->sp_receiver_config_add_token($config, Native::cString($token, 'token')));
+            }
+            $native->check($ffi->sp_receiver_config_set_sources($config, Native::cString($sources, 'sources')));
+            if ($trustedProxies !== null) {
+                $native->check($ffi->sp_receiver_config_set_trusted_proxies($config, Native::cString($trustedProxies, 'trusted_proxies')));
+            }
+            if ($maxBodyBytes !== null) {
+                $native->check($ffi->sp_receiver_config_set_max_body_bytes($config, Native::unsigned($maxBodyBytes, 'max_body_bytes')));
+            }
+            if ($maxDepth !== null) {
+                $native->check($ffi->sp_receiver_config_set_max_depth($config, Native::unsigned($maxDepth, 'max_depth')));
+            }
+            if ($maxIdentifierBytes !== null) {
+                $native->check($ffi->sp_receiver_config_set_max_identifier_bytes($config, Native::unsigned($maxIdentifierBytes, 'max_identifier_bytes')));
+            }
+            if ($indexField !== null) {
+                $native->check($ffi->sp_receiver_config_set_index_field($config, Native::cString($indexField, 'index_field')));
+            }
+            $native->check($ffi->sp_receiver_config_set_reject_unknown_events($config, $rejectUnknownEvents));
+            if ($balanceWrapper !== null) {
+                $native->check($ffi->sp_receiver_config_set_balance_wrapper($config, Native::cString($balanceWrapper, 'balance_wrapper')));
+            }
+            if ($balanceCurrency !== null) {
+                $native->check($ffi->sp_receiver_config_set_balance_currency($config, Native::cString($balanceCurrency, 'balance_currency')));
+            }
+            $native->check($ffi->sp_receiver_config_set_omit_empty_error_message($config, $omitEmptyErrorMessage));
+            $receiverOut = $native->out('sp_receiver');
+            $native->check($ffi->sp_receiver_new($config, $receiverOut));
+            $this->handle = $receiverOut[0];
+        } finally {
+            $ffi->sp_receiver_config_free($config);
+        }
+    }
+
+    /**
+     * Handles one callback: checks the source address, then the token, then parses and
+     * validates the body (one FFI call). Answer the returned event with its reply method.
+     *
+     * @param string|null $token the X-Service-Token header (null when absent)
+     * @param string|null $remoteAddr the peer address ($_SERVER['REMOTE_ADDR'])
+     * @param string $body the raw request body (php://input)
+     * @param string|null $forwardedFor the X-Forwarded-For header, believed only from a trusted proxy
+     *
+     * @throws AuthenticationException token missing or wrong (HTTP 401), source not allowed (403)
+     * @throws ValidationException body or event refused (HTTP 413, 400, or 200 with success false)
+     */
+    public function handle(?string $token, ?string $remoteAddr, string $body, ?string $forwardedFor = null): Event
+    {
+        $native = $this->native;
+        // C sees a string up to its first NUL: `<token>\0junk` would pass as `<token>`. A NUL
+        // becomes U+FFFD so that the library refuses the value with its usual answer. (Inline
+        // checks: this is the per-callback path.)
+        if ($token !== null && str_contains($token, "\0")) {
+            $token = Native::withoutNul($token);
+        }
+        if ($remoteAddr !== null && str_contains($remoteAddr, "\0")) {
+            $remoteAddr = Native::withoutNul($remoteAddr);
+        }
+        if ($forwardedFor !== null && str_contains($forwardedFor, "\0")) {
+            $forwardedFor = Native::withoutNul($forwardedFor);
+        }
+        $status = $native->ffi->sp_receiver_handle(
+            $this->handle,
+            $token,
+            $remoteAddr,
+            $forwardedFor,
+            $body,
+            \strlen($body),
+            $native->eventOut,
+        );
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
+        return Event::adopt($native, $native->eventOut[0]);
+    }
+
+    /**
+     * Parses and validates a body without checking source or token (for tools and tests).
+     *
+     * @throws ValidationException
+     */
+    public function parse(string $body): Event
+    {
+        $native = $this->native;
+        $status = $native->ffi->sp_receiver_parse($this->handle, $body, \strlen($body), $native->eventOut);
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
+        return Event::adopt($native, $native->eventOut[0]);
+    }
+
+    public function __destruct()
+    {
+        $handle = $this->handle;
+        if ($handle !== null) {
+            $this->handle = null;
+            $this->native->ffi->sp_receiver_free($handle);
+        }
+    }
+
+    private function __clone()
+    {
+    }
+}

@@ -1,0 +1,115 @@
+<?php
+
+declare(strict_types=1);
+
+// The binding and slotpartner_ffi.h agree: every declared function is callable through the
+// loaded FFI object, every sp_ function the binding calls is declared, and the constants match.
+
+require __DIR__ . '/helper.php';
+
+use SlotPartner\Library;
+use SlotPartner\Status;
+use SlotPartner\TrustRoots;
+
+$header = (string) file_get_contents(Library::headerPath());
+
+/**
+ * The functions of the header: name => list of parameter declarations.
+ *
+ * @return array<string, list<string>>
+ */
+function declaredFunctions(string $header): array
+{
+    preg_match_all('/^(?:[\w ]+?)\s*\*?\s*\b(sp_\w+)\(([^)]*)\);/m', $header, $m, PREG_SET_ORDER);
+    $functions = [];
+    foreach ($m as [, $name, $params]) {
+        $params = trim(preg_replace('/\s+/', ' ', $params) ?? '');
+        $functions[$name] = $params === 'void' || $params === '' ? [] : array_map('trim', explode(',', $params));
+    }
+    return $functions;
+}
+
+$functions = declaredFunctions($header);
+
+T::test('every declared function is callable', function () use ($functions): void {
+    T::true(count($functions) >= 40, 'found the declarations: ' . count($functions));
+    $ffi = Library::ffi();
+    foreach ($functions as $name => $params) {
+        // NULL for every pointer, 0 or false otherwise: each function must refuse or ignore it.
+        $args = array_map(static fn (string $p): mixed => str_contains($p, '*') ? null : (str_starts_with($p, 'bool') ? false : 0), $params);
+        $result = $ffi->$name(...$args);
+        if (str_ends_with($name, '_free')) {
+            T::true(!is_int($result), $name . '(NULL) returns, without a status');
+        } elseif ($name === 'sp_version' || $name === 'sp_status_name') {
+            T::true(is_string($result) && $result !== '', $name . ' gives a string');
+        } elseif ($name === 'sp_last_error_message' || $name === 'sp_last_error_field') {
+            T::true($result instanceof FFI\CData, $name . ' gives an sp_str');
+        } elseif ($name === 'sp_last_error_response') {
+            T::true(in_array($result, [Status::OK, Status::INVALID_ARGUMENT], true), $name . ' gives a status');
+        } else {
+            T::eq(Status::INVALID_ARGUMENT, $result, $name . ' refuses NULL arguments');
+        }
+    }
+});
+
+T::test('the binding calls only declared functions, and all of them but one', function () use ($functions): void {
+    $used = [];
+    foreach (glob(PACKAGE . '/src/*.php') ?: [] as $file) {
+        preg_match_all('/->(sp_\w+)\(/', (string) file_get_contents($file), $m);
+        foreach ($m[1] as $name) {
+            $used[$name] = true;
+        }
+    }
+    foreach (array_keys($used) as $name) {
+        T::true(isset($functions[$name]), $name . ' is declared');
+    }
+    // sp_event_field: the binding copies every extra field into Event::$extra instead.
+    T::eq(['sp_event_field'], array_values(array_diff(array_keys($functions), array_keys($used))), 'declared functions the binding does not call');
+});
+
+T::test('constants match the header', function () use ($header): void {
+    preg_match('/typedef enum sp_status \{(.*?)\} sp_status;/s', $header, $body);
+    preg_match_all('/SP_(OK|ERR_\w+) = (\d+)/', $body[1] ?? '', $m, PREG_SET_ORDER);
+    $declared = [];
+    foreach ($m as [, $name, $value]) {
+        $declared[$name === 'OK' ? 'OK' : substr($name, 4)] = (int) $value;
+    }
+    T::eq($declared, (new ReflectionClass(Status::class))->getConstants(), 'Status has every sp_status code');
+    preg_match_all('/SP_TRUST_ROOTS_(\w+) = (\d+)/', $header, $m, PREG_SET_ORDER);
+    $roots = [];
+    foreach ($m as [, $name, $value]) {
+        $roots[str_replace('_', '', ucwords(strtolower($name), '_'))] = (int) $value;
+    }
+    $cases = [];
+    foreach (TrustRoots::cases() as $case) {
+        $cases[$case->name] = $case->value;
+    }
+    T::eq($roots, $cases, 'TrustRoots has every sp_trust_roots value');
+    preg_match_all('/SP_EVENT_KIND_(\w+) = (\d+)/', $header, $m, PREG_SET_ORDER);
+    $kinds = [];
+    foreach ($m as [, $name, $value]) {
+        $kinds['KIND_' . $name] = (int) $value;
+    }
+    unset($kinds['KIND_OTHER']);
+    $constants = (new ReflectionClass(SlotPartner\Event::class))->getConstants();
+    T::eq($kinds, array_filter($constants, static fn (string $k): bool => str_starts_with($k, 'KIND_'), ARRAY_FILTER_USE_KEY), 'Event knows the typed kinds');
+});
+
+T::test('library, header and declarations', function () use ($header): void {
+    preg_match('/^version = "([^"]+)"/m', (string) file_get_contents(ROOT . '/Cargo.toml'), $m);
+    T::eq($m[1] ?? null, Library::version(), 'sp_version() is the crate version');
+    T::eq('cdef', Library::source(), 'loaded with FFI::cdef (no preloading here)');
+    T::eq(4, substr_count($header, 'const uint8_t *'), 'four byte-buffer parameters in the header');
+    T::eq(str_replace('const uint8_t *', 'const char *', $header), Library::declarations(), 'the declarations differ from the header only there');
+    T::eq(realpath(ROOT . '/target/release/libslotpartner.so'), realpath(Library::libraryPath()), 'the library found is the checkout\'s (or SLOTPARTNER_LIB)');
+});
+
+T::test('loading failures are ConfigurationExceptions that say what to do', function (): void {
+    $script = 'require "' . PACKAGE . '/autoload.php"; try { new SlotPartner\\Receiver("x"); } catch (SlotPartner\\ConfigurationException $e) { echo $e->field, ": ", $e->getMessage(); }';
+    [, $out] = runPhp(['-r', $script], ['SLOTPARTNER_LIB' => '/nonexistent/libslotpartner.so']);
+    T::true(str_starts_with($out, 'library: cannot load /nonexistent/libslotpartner.so') && str_contains($out, 'SLOTPARTNER_LIB'), 'a missing library: ' . $out);
+    [, $out] = runPhp(['-d', 'ffi.enable=0', '-r', $script]);
+    T::true(str_contains($out, 'FFI is disabled: ffi.enable=0'), 'FFI disabled: ' . $out);
+});
+
+T::finish();

@@ -1,0 +1,156 @@
+<?php
+
+declare(strict_types=1);
+
+// examples/callback.php served by `php -S`, answering like examples/c/callback_cgi.c: driven
+// by `slotpartner-sandbox send` and by raw HTTP requests compared with tests/c/expected/cgi_*.out.
+
+require __DIR__ . '/helper.php';
+
+const EXAMPLE = PACKAGE . '/examples/callback.php';
+const FFI_ON = ['-d', 'ffi.enable=1'];
+
+/**
+ * The status, extra header and body of tests/c/expected/cgi_NAME.out.
+ *
+ * @return array{0: int, 1: ?string, 2: string}
+ */
+function expected(string $name): array
+{
+    $text = (string) file_get_contents(EXPECTED . '/cgi_' . $name . '.out');
+    if (preg_match('/\AStatus: (\d{3}) [^\n]*\n(Allow: POST\n)?Content-Type: application\/json; charset=utf-8\n\n(.*)exit: 0\n?\z/s', $text, $m) !== 1) {
+        throw new RuntimeException('unexpected format of cgi_' . $name . '.out');
+    }
+    return [(int) $m[1], $m[2] === '' ? null : 'POST', $m[3]];
+}
+
+/** Sends one request and compares status, Content-Type, Allow and body with cgi_NAME.out. */
+function compareWithCgi(PhpServer $server, string $name, string $method, ?string $token, string $body, array $replace = []): void
+{
+    [$status, $allow, $expectedBody] = expected($name);
+    $expectedBody = strtr($expectedBody, $replace);
+    $answer = httpRequest($server->port, $method, $body, $token === null ? [] : ['X-Service-Token' => $token]);
+    if ($answer === null) {
+        T::fail($name . ': no answer');
+        return;
+    }
+    [$gotStatus, $headers, $gotBody] = $answer;
+    T::eq($status, $gotStatus, $name . ': status');
+    T::eq($expectedBody, $gotBody, $name . ': body');
+    T::eq('application/json; charset=utf-8', $headers['content-type'] ?? null, $name . ': content type');
+    T::eq($allow, $headers['allow'] ?? null, $name . ': Allow header');
+}
+
+/** Runs `slotpartner-sandbox send` against $url; returns [exit status, output]. */
+function send(string $url, array $args): array
+{
+    $process = proc_open(array_merge([SANDBOX, 'send', '--url', $url], $args), [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+    if ($process === false) {
+        throw new RuntimeException('cannot run the sandbox');
+    }
+    $out = stream_get_contents($pipes[1]) . stream_get_contents($pipes[2]);
+    fclose($pipes[1]);
+    fclose($pipes[2]);
+    return [proc_close($process), (string) $out];
+}
+
+$big = str_repeat(' ', 70000);
+$server = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1'], FFI_ON);
+
+T::test('answers like the CGI example', function () use ($server, $big): void {
+    compareWithCgi($server, 'get_refused', 'GET', TOKEN, '');
+    compareWithCgi($server, 'no_token', 'POST', null, fixture('refund.json'));
+    compareWithCgi($server, 'wrong_token', 'POST', OTHER_TOKEN, fixture('refund.json'));
+    compareWithCgi($server, 'too_large', 'POST', TOKEN, $big);
+    compareWithCgi($server, 'not_json', 'POST', TOKEN, fixture('not_json.json'));
+    compareWithCgi($server, 'not_object', 'POST', TOKEN, fixture('not_object.json'));
+    compareWithCgi($server, 'unknown_event', 'POST', TOKEN, fixture('other_event.json'));
+    compareWithCgi($server, 'invalid_payout', 'POST', TOKEN, fixture('invalid_money_float.json'));
+    compareWithCgi($server, 'invalid_refund', 'POST', TOKEN, fixture('invalid_string_id.json'));
+    compareWithCgi($server, 'invalid_balance', 'POST', TOKEN, fixture('invalid_no_player.json'));
+    compareWithCgi($server, 'refund', 'POST', TOKEN, fixture('refund.json'));
+    compareWithCgi($server, 'payout', 'POST', TOKEN, fixture('payout.json'));
+    compareWithCgi($server, 'balance', 'POST', TOKEN, fixture('balance.json'));
+});
+
+T::test('one log line per valid event, on stderr', function () use ($server): void {
+    foreach (['refund', 'payout', 'balance'] as $kind) {
+        $before = count($server->scriptLog());
+        $answer = httpRequest($server->port, 'POST', fixture($kind . '.json'), ['X-Service-Token' => TOKEN]);
+        T::eq(200, $answer[0] ?? null, $kind . ': status');
+        $lines = array_slice($server->scriptLog(), $before);
+        T::eq(1, count($lines), $kind . ': one log line, got ' . json_encode($lines));
+    }
+    $lines = $server->scriptLog();
+    T::true(in_array('callback.php: payout 150000 EUR (minor units) of major jackpot jp-major-eu for player partner-42', $lines, true), 'the payout line');
+});
+
+T::test('driven by slotpartner-sandbox send', function () use ($server): void {
+    foreach (['refund', 'payout', 'balance'] as $kind) {
+        [$rc, $out] = send($server->url, ['--expect-success', 'true', $kind]);
+        T::eq(0, $rc, $kind . ': send exit status (' . trim($out) . ')');
+        T::true(str_contains($out, 'verdict=ok'), $kind . ': verdict ok');
+    }
+    [$rc, $out] = send($server->url, ['--set', 'moneyWon=1500.5', '--expect-success', 'false', 'payout']);
+    T::eq(0, $rc, 'invalid payout: send exit status (' . trim($out) . ')');
+    T::true(str_contains($out, 'body={"payout":{"success":false,"errorMessage":"jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5"}} verdict=ok'), 'invalid payout answered with success false: ' . trim($out));
+    [$rc, $out] = send($server->url, ['--count', '3', '--expect-success', 'true', 'refund']);
+    T::eq(0, $rc, 'three refunds in a row (' . trim($out) . ')');
+    [$rc] = send($server->url, ['--expect-success', 'false', 'refund']);
+    T::eq(1, $rc, 'send itself fails when the verdict is wrong (the check can fail)');
+    [$rc, $out] = send($server->url, ['--token', OTHER_TOKEN, '--expect-http', '401', 'raw', '--body-file', FIXTURES . '/refund.json']);
+    T::eq(0, $rc, 'wrong token answered 401 (' . trim($out) . ')');
+});
+
+T::test('CONTENT_LENGTH cases', function () use ($server): void {
+    // php -S refuses these itself, closing the connection before the script runs.
+    T::eq(null, httpRequest($server->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN], '12x'), 'php -S: malformed Content-Length, no answer');
+    T::eq(null, httpRequest($server->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN], '100000'), 'php -S: body shorter than Content-Length, no answer');
+    // Behind a server that passes them on (CGI-style variables), the script answers like the CGI.
+    foreach (['bad_length' => '12x', 'short_body' => '100000'] as $name => $length) {
+        [$status, , $body] = expected($name);
+        [$rc, $out, $err] = runPhp(['-d', 'ffi.enable=1', __DIR__ . '/cgi_env.php'], [
+            'SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => 'staging', 'REQUEST_METHOD' => 'POST',
+            'CONTENT_LENGTH' => $length, 'REMOTE_ADDR' => '34.254.138.20', 'HTTP_X_SERVICE_TOKEN' => TOKEN,
+        ]);
+        T::eq(0, $rc, $name . ': exit status');
+        T::eq($body, $out, $name . ': body');
+        T::true(str_contains($err, 'status: ' . $status), $name . ': status ' . $status . ' (' . trim($err) . ')');
+    }
+});
+$server->stop();
+
+T::test('sources: a CIDR range, staging, the default', function (): void {
+    $range = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.0/24'], FFI_ON);
+    compareWithCgi($range, 'custom_range', 'POST', TOKEN, fixture('refund.json'));
+    $range->stop();
+    // The CGI case comes from 18.203.30.17; here the peer is 127.0.0.1.
+    $staging = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => 'staging'], FFI_ON);
+    compareWithCgi($staging, 'forbidden_source', 'POST', TOKEN, fixture('refund.json'), ['18.203.30.17' => '127.0.0.1']);
+    $staging->stop();
+    $default = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN], FFI_ON, ['SLOTPARTNER_SOURCES']);
+    compareWithCgi($default, 'forbidden_source', 'POST', TOKEN, fixture('refund.json'), ['18.203.30.17' => '127.0.0.1']);
+    $default->stop();
+});
+
+T::test('no token configured: the same answer as the CGI program', function (): void {
+    $server = new PhpServer(EXAMPLE, [], FFI_ON, ['SLOTPARTNER_TOKEN']);
+    $answer = httpRequest($server->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
+    $server->stop();
+    T::eq(500, $answer[0] ?? null, 'status');
+    T::eq('{"error":{"code":"invalid_argument","field":"token","message":"token: must not be NULL"}}', $answer[2] ?? null, 'body');
+    $cgi = ROOT . '/target/examples/callback_cgi';
+    if (!is_executable($cgi)) {
+        T::fail($cgi . ' is missing: run make');
+        return;
+    }
+    $process = proc_open([$cgi], [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes, null, ['REQUEST_METHOD' => 'POST', 'CONTENT_LENGTH' => '2', 'REMOTE_ADDR' => '127.0.0.1']);
+    fwrite($pipes[0], '{}');
+    fclose($pipes[0]);
+    $out = (string) stream_get_contents($pipes[1]);
+    fclose($pipes[1]);
+    proc_close($process);
+    T::eq("Status: 500 Internal Server Error\r\nContent-Type: application/json; charset=utf-8\r\n\r\n" . ($answer[2] ?? ''), $out, 'the CGI program answers the same');
+});
+
+T::finish();

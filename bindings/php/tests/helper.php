@@ -1,0 +1,312 @@
+<?php
+
+declare(strict_types=1);
+
+/*
+ * The tests' tiny harness: T::test() runs a named block, T::eq()/T::true()/T::throws() count one
+ * assertion each, T::finish() prints "N passed, N failed" (run_tests.sh adds them up) and exits
+ * non-zero on a failure. Plus the paths of the checkout and helpers to run processes.
+ */
+
+require dirname(__DIR__) . '/autoload.php';
+require __DIR__ . '/CountingFfi.php';
+
+const TOKEN = '6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f';
+const OTHER_TOKEN = '0b7e3c55-1a2b-4c3d-8e9f-000000000001';
+
+define('PACKAGE', dirname(__DIR__));
+define('ROOT', dirname(__DIR__, 3));
+define('FIXTURES', ROOT . '/tests/fixtures');
+define('EXPECTED', ROOT . '/tests/c/expected');
+define('SANDBOX', ROOT . '/target/release/slotpartner-sandbox');
+
+final class T
+{
+    public static int $passed = 0;
+    public static int $failed = 0;
+    private static string $current = '';
+
+    public static function test(string $name, callable $body): void
+    {
+        self::$current = $name;
+        try {
+            $body();
+        } catch (Throwable $e) {
+            self::fail('unexpected ' . get_class($e) . ': ' . $e->getMessage() . ' at ' . basename($e->getFile()) . ':' . $e->getLine());
+        }
+        self::$current = '';
+    }
+
+    public static function eq(mixed $expected, mixed $actual, string $what): void
+    {
+        if ($expected === $actual) {
+            self::$passed++;
+        } else {
+            self::fail($what . ': expected ' . self::show($expected) . ', got ' . self::show($actual));
+        }
+    }
+
+    public static function true(bool $condition, string $what): void
+    {
+        if ($condition) {
+            self::$passed++;
+        } else {
+            self::fail($what);
+        }
+    }
+
+    /**
+     * Runs $body and expects it to throw $class; returns the exception (null when it did not).
+     *
+     * @template E of Throwable
+     * @param class-string<E> $class
+     * @return E|null
+     */
+    public static function throws(string $class, callable $body, string $what): ?Throwable
+    {
+        try {
+            $body();
+        } catch (Throwable $e) {
+            if ($e instanceof $class) {
+                self::$passed++;
+                return $e;
+            }
+            self::fail($what . ': expected ' . $class . ', got ' . get_class($e) . ': ' . $e->getMessage());
+            return null;
+        }
+        self::fail($what . ': expected ' . $class . ', nothing was thrown');
+        return null;
+    }
+
+    public static function fail(string $message): void
+    {
+        self::$failed++;
+        echo 'FAIL ', self::$current === '' ? '' : '[' . self::$current . '] ', $message, "\n";
+    }
+
+    public static function finish(): never
+    {
+        echo self::$passed, ' passed, ', self::$failed, " failed\n";
+        exit(self::$failed === 0 && self::$passed > 0 ? 0 : 1);
+    }
+
+    private static function show(mixed $value): string
+    {
+        return is_string($value) ? json_encode($value, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_INVALID_UTF8_SUBSTITUTE) : var_export($value, true);
+    }
+}
+
+function fixture(string $name): string
+{
+    $text = file_get_contents(FIXTURES . '/' . $name);
+    if ($text === false) {
+        throw new RuntimeException('missing fixture ' . $name);
+    }
+    return $text;
+}
+
+function tempDir(): string
+{
+    $dir = sys_get_temp_dir() . '/slotpartner-php-' . getmypid() . '-' . bin2hex(random_bytes(4));
+    mkdir($dir, 0700);
+    register_shutdown_function(static function () use ($dir): void {
+        foreach (glob($dir . '/*') ?: [] as $file) {
+            @unlink($file);
+        }
+        @rmdir($dir);
+    });
+    return $dir;
+}
+
+function waitFor(callable $ready, float $seconds, string $what): void
+{
+    $deadline = microtime(true) + $seconds;
+    while (!$ready()) {
+        if (microtime(true) > $deadline) {
+            throw new RuntimeException('timed out waiting for ' . $what);
+        }
+        usleep(50_000);
+    }
+}
+
+/** A free loopback port (bound then released: the tests start the server right after). */
+function freePort(): int
+{
+    $server = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
+    if ($server === false) {
+        throw new RuntimeException('cannot bind: ' . $error);
+    }
+    $name = stream_socket_get_name($server, false);
+    fclose($server);
+    return (int) substr((string) $name, strrpos((string) $name, ':') + 1);
+}
+
+/** `slotpartner-sandbox serve` on 127.0.0.1:0; stopped by closing its standard input. */
+final class Sandbox
+{
+    /** @var resource */
+    private $process;
+    /** @var resource */
+    private $stdin;
+    public readonly string $url;
+    public readonly string $caFile;
+
+    public function __construct()
+    {
+        if (!is_executable(SANDBOX)) {
+            throw new RuntimeException(SANDBOX . ' is missing: cargo build --release -p slotpartner-sandbox');
+        }
+        $dir = tempDir();
+        $this->caFile = $dir . '/ca.pem';
+        $ready = $dir . '/ready';
+        $process = proc_open(
+            [SANDBOX, 'serve', '--listen', '127.0.0.1:0', '--token', TOKEN, '--ca-out', $this->caFile, '--ready-file', $ready, '--exit-on-stdin-eof'],
+            [0 => ['pipe', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
+            $pipes,
+        );
+        if ($process === false) {
+            throw new RuntimeException('cannot start the sandbox');
+        }
+        $this->process = $process;
+        $this->stdin = $pipes[0];
+        waitFor(static fn (): bool => is_file($ready) && filesize($ready) > 0, 20, 'the sandbox ready file');
+        $this->url = (string) file_get_contents($ready);
+    }
+
+    /** Closes the sandbox's standard input (it exits) and waits for it; returns its exit status. */
+    public function stop(): int
+    {
+        fclose($this->stdin);
+        return proc_close($this->process);
+    }
+}
+
+/** `php -S 127.0.0.1:PORT SCRIPT` with extra ini settings and environment; stderr kept in a file. */
+final class PhpServer
+{
+    /** @var resource */
+    private $process;
+    public readonly int $port;
+    public readonly string $url;
+    public readonly string $logFile;
+
+    /**
+     * @param array<string, string> $env added to the current environment
+     * @param list<string> $phpArgs such as ['-d', 'ffi.enable=1']
+     * @param list<string> $unsetEnv variables removed from the environment
+     */
+    public function __construct(string $script, array $env, array $phpArgs = [], array $unsetEnv = [])
+    {
+        $this->port = freePort();
+        $this->url = 'http://127.0.0.1:' . $this->port . '/';
+        $this->logFile = tempDir() . '/server.log';
+        $environment = getenv();
+        foreach ($unsetEnv as $name) {
+            unset($environment[$name]);
+        }
+        $command = array_merge([PHP_BINARY], $phpArgs, ['-S', '127.0.0.1:' . $this->port, $script]);
+        $process = proc_open(
+            $command,
+            [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', $this->logFile, 'w']],
+            $pipes,
+            PACKAGE,
+            array_merge($environment, $env),
+        );
+        if ($process === false) {
+            throw new RuntimeException('cannot start php -S');
+        }
+        $this->process = $process;
+        waitFor(function (): bool {
+            $socket = @stream_socket_client('tcp://127.0.0.1:' . $this->port, $errno, $error, 0.2);
+            if ($socket === false) {
+                if (!proc_get_status($this->process)['running']) {
+                    throw new RuntimeException('php -S exited: ' . file_get_contents($this->logFile));
+                }
+                return false;
+            }
+            fclose($socket);
+            return true;
+        }, 20, 'php -S on port ' . $this->port);
+    }
+
+    /** The lines the script wrote with the given prefix (the server's own log lines left out). */
+    public function scriptLog(string $prefix = 'callback.php: '): array
+    {
+        $lines = file($this->logFile, FILE_IGNORE_NEW_LINES) ?: [];
+        return array_values(array_filter($lines, static fn (string $line): bool => str_starts_with($line, $prefix)));
+    }
+
+    public function stop(): void
+    {
+        proc_terminate($this->process);
+        proc_close($this->process);
+    }
+}
+
+/**
+ * One raw HTTP/1.1 request to 127.0.0.1:$port; returns [status, headers (lower-case name =>
+ * value), body], or null when the server closed the connection without answering.
+ *
+ * @return array{0: int, 1: array<string, string>, 2: string}|null
+ */
+function httpRequest(int $port, string $method, string $body, array $headers = [], ?string $contentLength = null): ?array
+{
+    $socket = stream_socket_client('tcp://127.0.0.1:' . $port, $errno, $error, 5);
+    if ($socket === false) {
+        throw new RuntimeException('cannot connect: ' . $error);
+    }
+    $request = $method . " / HTTP/1.1\r\nHost: 127.0.0.1:" . $port . "\r\nConnection: close\r\n";
+    foreach ($headers as $name => $value) {
+        $request .= $name . ': ' . $value . "\r\n";
+    }
+    if ($method === 'POST') {
+        $request .= 'Content-Type: application/json; charset=utf-8' . "\r\n";
+        $request .= 'Content-Length: ' . ($contentLength ?? (string) strlen($body)) . "\r\n";
+    }
+    fwrite($socket, $request . "\r\n" . $body);
+    stream_socket_shutdown($socket, STREAM_SHUT_WR);
+    stream_set_timeout($socket, 10);
+    $answer = stream_get_contents($socket);
+    fclose($socket);
+    if ($answer === false || $answer === '') {
+        return null;
+    }
+    [$head, $content] = explode("\r\n\r\n", $answer, 2) + [1 => ''];
+    $lines = explode("\r\n", $head);
+    if (preg_match('#^HTTP/1\.[01] (\d{3})#', $lines[0], $m) !== 1) {
+        throw new RuntimeException('not an HTTP answer: ' . $lines[0]);
+    }
+    $fields = [];
+    foreach (array_slice($lines, 1) as $line) {
+        [$name, $value] = explode(':', $line, 2) + [1 => ''];
+        $fields[strtolower(trim($name))] = trim($value);
+    }
+    return [(int) $m[1], $fields, $content];
+}
+
+/**
+ * Runs a PHP script in a child process; returns [exit status, stdout, stderr].
+ *
+ * @param list<string> $args PHP options, the script and its arguments
+ * @return array{0: int, 1: string, 2: string}
+ */
+function runPhp(array $args, array $env = [], ?string $input = null, ?array $prefix = null): array
+{
+    $process = proc_open(
+        array_merge($prefix ?? [], [PHP_BINARY], $args),
+        [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']],
+        $pipes,
+        PACKAGE,
+        array_merge(getenv(), $env),
+    );
+    if ($process === false) {
+        throw new RuntimeException('cannot run php');
+    }
+    fwrite($pipes[0], $input ?? '');
+    fclose($pipes[0]);
+    $out = stream_get_contents($pipes[1]);
+    $err = stream_get_contents($pipes[2]);
+    fclose($pipes[1]);
+    fclose($pipes[2]);
+    return [proc_close($process), (string) $out, (string) $err];
+}

@@ -1,0 +1,139 @@
+<?php
+
+declare(strict_types=1);
+
+// Who frees what, when: destructors, exceptions between handle and reply, and the number of
+// calls crossing into the library per callback.
+
+require __DIR__ . '/helper.php';
+
+use SlotPartner\Event;
+use SlotPartner\Library;
+use SlotPartner\Native;
+use SlotPartner\Receiver;
+use SlotPartner\ConfigurationException;
+use SlotPartner\ValidationException;
+
+final class BookingFailed extends RuntimeException
+{
+}
+
+/** Business logic that fails after the event was handled and before it is answered. */
+function book(Event $event): string
+{
+    throw new BookingFailed('ledger unavailable for ' . $event->name);
+}
+
+T::test('events are freed when they go out of scope', function (): void {
+    $receiver = new Receiver(TOKEN, sources: 'any');
+    T::eq(0, Event::liveCount(), 'none live at the start');
+    $event = $receiver->parse(fixture('refund.json'));
+    T::eq(1, Event::liveCount(), 'one live event');
+    $event = null;
+    T::eq(0, Event::liveCount(), 'freed by the destructor');
+    $receiver->parse(fixture('refund.json'));
+    T::eq(0, Event::liveCount(), 'an unused result is freed at once');
+    $events = [$receiver->parse(fixture('payout.json')), $receiver->parse(fixture('balance.json'))];
+    T::eq(2, Event::liveCount(), 'two held in an array');
+    $events[0]->free();
+    $events[0]->free();
+    T::eq(1, Event::liveCount(), 'free() frees once');
+    T::eq('jp-major-eu', $events[0]->jackpotIdentifier, 'properties stay readable after free()');
+    $e = T::throws(ConfigurationException::class, fn () => $events[0]->reply(true), 'reply after free()');
+    T::eq('event', $e?->field, 'the library refuses the NULL event');
+    unset($events);
+    T::eq(0, Event::liveCount(), 'all freed');
+});
+
+T::test('an exception between handle and reply frees the event', function (): void {
+    $receiver = new Receiver(TOKEN, sources: 'any');
+    $handler = static function () use ($receiver): string {
+        $event = $receiver->handle(TOKEN, '127.0.0.1', fixture('payout.json'));
+        return book($event);
+    };
+    try {
+        $handler();
+        T::fail('book() threw nothing');
+    } catch (BookingFailed $e) {
+        T::eq('ledger unavailable for jackpotPayout', $e->getMessage(), 'the business exception');
+        // The exception's trace holds the event as an argument of book(): freed with it.
+        unset($e);
+    }
+    T::eq(0, Event::liveCount(), 'freed once the exception is gone');
+    for ($i = 0; $i < 1000; $i++) {
+        try {
+            $handler();
+        } catch (BookingFailed) {
+        }
+    }
+    T::eq(0, Event::liveCount(), 'none left after 1000 failed bookings');
+});
+
+T::test('refusals allocate nothing', function (): void {
+    $receiver = new Receiver(TOKEN, sources: 'any');
+    for ($i = 0; $i < 100; $i++) {
+        try {
+            $receiver->parse(fixture('invalid_money_float.json'));
+        } catch (ValidationException) {
+        }
+    }
+    T::eq(0, Event::liveCount(), 'no event held');
+});
+
+T::test('three FFI calls per callback', function (): void {
+    $counter = new CountingFfi(Library::ffi());
+    Native::useFfi($counter);
+    try {
+        $receiver = new Receiver(TOKEN, sources: 'any');
+        foreach (['refund', 'payout', 'balance'] as $kind) {
+            $body = fixture($kind . '.json');
+            $counter->reset();
+            $event = $receiver->handle(TOKEN, '127.0.0.1', $body, null);
+            $reply = $event instanceof SlotPartner\BalanceQuery ? $event->replyBalance(100000) : $event->reply(true);
+            $event = null;
+            T::true(str_starts_with($reply, '{'), $kind . ': a reply');
+            T::eq(3, $counter->total(), $kind . ': crossings (' . json_encode($counter->calls) . ')');
+            T::eq(1, $counter->calls['sp_receiver_handle'] ?? 0, $kind . ': one handle');
+            T::eq(1, $counter->calls['sp_event_free'] ?? 0, $kind . ': one free');
+        }
+        $counter->reset();
+        try {
+            $receiver->handle(null, '127.0.0.1', fixture('refund.json'));
+        } catch (SlotPartner\AuthenticationException) {
+        }
+        T::eq(['sp_receiver_handle' => 1, 'sp_last_error_message' => 1, 'sp_last_error_field' => 1, 'sp_last_error_response' => 1, 'sp_status_name' => 1], $counter->calls, 'a refusal: handle and the three last-error reads, the status name once');
+        $counter->reset();
+        try {
+            $receiver->handle(null, '127.0.0.1', fixture('refund.json'));
+        } catch (SlotPartner\AuthenticationException) {
+        }
+        T::eq(4, $counter->total(), 'the status name is cached');
+    } finally {
+        Native::useFfi(null);
+    }
+});
+
+T::test('receivers and clients are freed by their destructors', function (): void {
+    $counter = new CountingFfi(Library::ffi());
+    Native::useFfi($counter);
+    try {
+        $receiver = new Receiver(TOKEN, sources: 'any');
+        T::eq(1, $counter->calls['sp_receiver_config_free'] ?? 0, 'the configuration is freed at once');
+        $receiver = null;
+        T::eq(1, $counter->calls['sp_receiver_free'] ?? 0, 'the receiver is freed');
+        T::throws(ConfigurationException::class, fn () => new Receiver(TOKEN, sources: 'bogus'), 'a refused setting');
+        T::eq(2, $counter->calls['sp_receiver_config_free'] ?? 0, 'the configuration is freed when a setting is refused');
+        $client = new SlotPartner\Client('https://127.0.0.1:1', TOKEN);
+        T::eq(1, $counter->calls['sp_client_config_free'] ?? 0, 'the client configuration is freed');
+        $client = null;
+        T::eq(1, $counter->calls['sp_client_free'] ?? 0, 'the client is freed');
+        $counter->reset();
+        SlotPartner\Reply::result('refund', true);
+        T::eq(['sp_reply_result_new' => 1, 'sp_buffer_free' => 1], $counter->calls, 'a standalone reply frees its buffer');
+        T::throws(Error::class, fn () => clone new Receiver(TOKEN), 'receivers are not cloneable');
+    } finally {
+        Native::useFfi(null);
+    }
+});
+
+T::finish();
