@@ -16,7 +16,7 @@ SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # What a program linking the static library needs besides it (as `cargo rustc -- --print native-static-libs` says).
 STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: FORCE all lib sandbox test-cpp test-php examples sanitized test test-rust test-c header-check symbols-check header bench demo install clean
+.PHONY: FORCE all lib sandbox test-cpp test-php test-python examples sanitized test test-rust test-c header-check symbols-check header bench demo install clean
 
 all: lib examples
 
@@ -42,7 +42,7 @@ $(SANDIR)/%: examples/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
-test: all sanitized sandbox test-rust header-check symbols-check test-c test-cpp test-php demo
+test: all sanitized sandbox test-rust header-check symbols-check test-c test-cpp test-php test-python demo
 
 test-rust:
 	$(CARGO) fmt --all -- --check
@@ -71,6 +71,9 @@ test-cpp: lib sandbox
 test-php: examples sandbox
 	bindings/php/run_tests.sh
 
+test-python: examples sandbox
+	bindings/python/run_tests.sh
+
 header:
 	SLOTPARTNER_BLESS=1 $(CARGO) test --test header
 
@@ -78,6 +81,7 @@ bench:
 	$(CARGO) bench --bench callback
 	$(CARGO) bench --bench get_games
 	php bindings/php/bench.php
+	python3 bindings/python/bench.py
 
 demo: all sandbox
 	scripts/demo.sh

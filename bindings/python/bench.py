@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""Cost of one callback through the Python binding, next to what a partner would write instead.
+
+    python3 bindings/python/bench.py [--rounds N] [--quick]
+
+Per event (refund, payout, balance query; the bodies of tests/fixtures), one "callback" is:
+authenticate (token, source address), parse and validate the body, read the fields the business
+logic needs, build the reply bytes. Three ways:
+
+- binding:   Receiver.handle + field reads + event.reply()/reply_balance() (libslotpartner);
+- hand:      hmac.compare_digest + source set + size limit + json.loads + hand-written checks of
+             the same fields (object, event name, required fields, types with bool excluded from
+             int, integer ranges, non-empty strings without control characters up to 256 bytes,
+             one of the two player ids, currency = three uppercase letters) + json.dumps reply;
+- pydantic:  the same authentication + pydantic v2 strict models with the same constraints,
+             ``model_validate_json`` + json.dumps reply (skipped when pydantic is not installed).
+
+What the binding checks and the other two do not: duplicate keys, nesting depth, a byte order
+mark, lone surrogate escapes, and the exact reply JSON escaping of the library.
+
+Timing: the three run interleaved in rounds (the machine may be shared); each round times a
+batch of callbacks, and the fastest round counts (the least disturbed), with the median too.
+FFI crossings are counted by wrapping every library function the binding calls with a counter
+for one callback of each kind (not during the timed runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hmac
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import slotpartner  # noqa: E402
+from slotpartner import _lib  # noqa: E402
+
+TOKEN = "6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f"
+TOKEN_BYTES = TOKEN.encode()
+REMOTE = "18.203.30.17"
+PRODUCTION = frozenset({"18.203.30.17", "18.202.194.158", "18.203.7.167", "34.248.216.129", "18.203.175.80"})
+FIXTURES = HERE.parent.parent / "tests" / "fixtures"
+MAX_BODY = 65536
+MAX_ID = 2**63 - 1
+MAX_AMOUNT = 2**53 - 1
+BALANCE = 100000
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. The binding.
+
+receiver = slotpartner.Receiver(TOKEN, sources="production")
+
+
+def binding_callback(token: str | None, remote: str, body: bytes) -> bytes:
+    event = receiver.handle(token, remote, body)
+    if type(event) is slotpartner.JackpotPayout:
+        _ = (event.player_partner_identifier or event.player_identifier, event.money_won, event.currency_iso4217,
+             event.transaction_id, event.jackpot_identifier, event.is_primary)  # fmt: skip
+        return event.reply()
+    if type(event) is slotpartner.BuyRefund:
+        _ = (event.player_partner_identifier or event.player_identifier, event.transaction_id,
+             event.buy_transaction_id, event.game_session_identifier)  # fmt: skip
+        return event.reply()
+    if type(event) is slotpartner.BalanceQuery:
+        _ = event.player_partner_identifier or event.player_identifier
+        return event.reply_balance(BALANCE)
+    return event.reply(False, "unsupported event")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. json.loads and careful hand checks.
+
+
+class Invalid(Exception):
+    pass
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CURRENCY = re.compile(r"[A-Z]{3}\Z")
+
+
+def _identifier(d: dict[str, Any], key: str, required: bool = True) -> str | None:
+    value = d.get(key)
+    if value is None:
+        if required:
+            raise Invalid(f"{key}: required field is missing")
+        return None
+    if type(value) is not str:
+        raise Invalid(f"{key}: expected a string")
+    if not value or len(value.encode()) > 256 or _CONTROL.search(value):
+        raise Invalid(f"{key}: invalid value")
+    return value
+
+
+def _integer(d: dict[str, Any], key: str, maximum: int = MAX_ID) -> int:
+    value = d.get(key)
+    if value is None:
+        raise Invalid(f"{key}: required field is missing")
+    if type(value) is not int or not 0 <= value <= maximum:
+        raise Invalid(f"{key}: expected a non-negative integer")
+    return value
+
+
+def _boolean(d: dict[str, Any], key: str, required: bool = True) -> bool | None:
+    value = d.get(key)
+    if value is None:
+        if required:
+            raise Invalid(f"{key}: required field is missing")
+        return None
+    if type(value) is not bool:
+        raise Invalid(f"{key}: expected a boolean")
+    return value
+
+
+def _players(d: dict[str, Any]) -> tuple[str | None, str | None]:
+    player = _identifier(d, "playerIdentifier", False)
+    partner = _identifier(d, "playerPartnerIdentifier", False)
+    if player is None and partner is None:
+        raise Invalid("playerIdentifier: one of the two player identifiers must be present")
+    return player, partner
+
+
+def hand_callback(token: str | None, remote: str, body: bytes) -> bytes:
+    if remote not in PRODUCTION:
+        raise Invalid("forbidden source")
+    if token is None or not hmac.compare_digest(token.encode(), TOKEN_BYTES):
+        raise Invalid("wrong token")
+    if len(body) > MAX_BODY:
+        raise Invalid("too large")
+    d = json.loads(body)
+    if type(d) is not dict:
+        raise Invalid("not an object")
+    event = d.get("event")
+    if event == "jackpotPayout":
+        jackpot = _identifier(d, "jackpotIdentifier")
+        player, partner = _players(d)
+        currency = d.get("currencyISO4217")
+        if type(currency) is not str or not _CURRENCY.match(currency):
+            raise Invalid("currencyISO4217: expected three uppercase letters")
+        money = _integer(d, "moneyWon", MAX_AMOUNT)
+        _integer(d, "coinsWon", MAX_AMOUNT)
+        _boolean(d, "isMoney")
+        _integer(d, "epochReleasedMillis")
+        primary = _boolean(d, "isPrimary")
+        transaction = _integer(d, "transactionId")
+        _integer(d, "buyTransactionId")
+        _identifier(d, "partnerGameRequestIdentifier")
+        _integer(d, "gameSessionId")
+        _integer(d, "gameId")
+        _identifier(d, "bonusCode", False)
+        _boolean(d, "isMobile", False)
+        _integer(d, "index") if "index" in d else None
+        _ = (partner or player, money, currency, transaction, jackpot, primary)
+        return json.dumps({"payout": {"success": True, "errorMessage": ""}}, separators=(",", ":")).encode()
+    if event == "gameSessionBuyRefund":
+        session = _identifier(d, "gameSessionIdentifier")
+        player, partner = _players(d)
+        transaction = _integer(d, "transactionId")
+        buy = _integer(d, "buyTransactionId")
+        _integer(d, "gameSessionId")
+        _identifier(d, "partnerGameRequestIdentifier")
+        _integer(d, "gameId")
+        _boolean(d, "isMobile")
+        _identifier(d, "bonusCode", False)
+        _integer(d, "index") if "index" in d else None
+        _ = (partner or player, transaction, buy, session)
+        return json.dumps({"refund": {"success": True, "errorMessage": ""}}, separators=(",", ":")).encode()
+    if event is None and d.get("action") == "getPlayerBalance":
+        player, partner = _players(d)
+        _integer(d, "index") if "index" in d else None
+        _ = partner or player
+        reply = {"playerBalance": {"money": BALANCE, "currencyISO4217": "EUR", "coins": 0, "errorMessage": ""}}
+        return json.dumps(reply, separators=(",", ":")).encode()
+    raise Invalid("unknown event")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. pydantic v2, strict models with the same constraints.
+
+
+def make_pydantic_callback() -> Callable[[str | None, str, bytes], bytes] | None:
+    try:
+        import pydantic
+        from pydantic import (
+            BaseModel,
+            ConfigDict,
+            Discriminator,
+            Field,
+            StrictBool,
+            StrictInt,
+            StrictStr,
+            Tag,
+            model_validator,
+        )
+    except ImportError:
+        return None
+    from typing import Annotated, Literal, Optional
+
+    Ident = Annotated[StrictStr, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$")]
+    Id = Annotated[StrictInt, Field(ge=0, le=MAX_ID)]
+    Amount = Annotated[StrictInt, Field(ge=0, le=MAX_AMOUNT)]
+
+    class Players(BaseModel):
+        model_config = ConfigDict(extra="allow", strict=True)
+        playerIdentifier: Optional[Ident] = None
+        playerPartnerIdentifier: Optional[Ident] = None
+        index: Optional[Id] = None
+
+        @model_validator(mode="after")
+        def one_player(self) -> "Players":
+            if self.playerIdentifier is None and self.playerPartnerIdentifier is None:
+                raise ValueError("one of playerIdentifier and playerPartnerIdentifier must be present")
+            return self
+
+    class Payout(Players):
+        event: Literal["jackpotPayout"]
+        jackpotIdentifier: Ident
+        currencyISO4217: Annotated[StrictStr, Field(pattern=r"^[A-Z]{3}$")]
+        moneyWon: Amount
+        coinsWon: Amount
+        isMoney: StrictBool
+        epochReleasedMillis: Id
+        isPrimary: StrictBool
+        transactionId: Id
+        buyTransactionId: Id
+        partnerGameRequestIdentifier: Ident
+        gameSessionId: Id
+        gameId: Id
+        bonusCode: Optional[Ident] = None
+        isMobile: Optional[StrictBool] = None
+
+    class Refund(Players):
+        event: Literal["gameSessionBuyRefund"]
+        gameSessionIdentifier: Ident
+        transactionId: Id
+        buyTransactionId: Id
+        gameSessionId: Id
+        partnerGameRequestIdentifier: Ident
+        gameId: Id
+        isMobile: StrictBool
+        bonusCode: Optional[Ident] = None
+
+    class Balance(Players):
+        action: Literal["getPlayerBalance"]
+
+    def kind(value: Any) -> str | None:
+        if isinstance(value, dict):
+            return value.get("event") or value.get("action")
+        return None
+
+    Event = Annotated[
+        Annotated[Payout, Tag("jackpotPayout")]
+        | Annotated[Refund, Tag("gameSessionBuyRefund")]
+        | Annotated[Balance, Tag("getPlayerBalance")],
+        Discriminator(kind),
+    ]
+
+    class Callback(pydantic.RootModel[Event]):
+        pass
+
+    def pydantic_callback(token: str | None, remote: str, body: bytes) -> bytes:
+        if remote not in PRODUCTION:
+            raise Invalid("forbidden source")
+        if token is None or not hmac.compare_digest(token.encode(), TOKEN_BYTES):
+            raise Invalid("wrong token")
+        if len(body) > MAX_BODY:
+            raise Invalid("too large")
+        event = Callback.model_validate_json(body).root
+        if type(event) is Payout:
+            _ = (event.playerPartnerIdentifier or event.playerIdentifier, event.moneyWon, event.currencyISO4217,
+                 event.transactionId, event.jackpotIdentifier, event.isPrimary)  # fmt: skip
+            return json.dumps({"payout": {"success": True, "errorMessage": ""}}, separators=(",", ":")).encode()
+        if type(event) is Refund:
+            _ = (event.playerPartnerIdentifier or event.playerIdentifier, event.transactionId,
+                 event.buyTransactionId, event.gameSessionIdentifier)  # fmt: skip
+            return json.dumps({"refund": {"success": True, "errorMessage": ""}}, separators=(",", ":")).encode()
+        _ = event.playerPartnerIdentifier or event.playerIdentifier
+        reply = {"playerBalance": {"money": BALANCE, "currencyISO4217": "EUR", "coins": 0, "errorMessage": ""}}
+        return json.dumps(reply, separators=(",", ":")).encode()
+
+    pydantic_callback.version = pydantic.VERSION  # type: ignore[attr-defined]
+    return pydantic_callback
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring.
+
+
+def count_ffi_crossings(body: bytes) -> dict[str, int]:
+    """Calls into libslotpartner during one binding callback, by function name."""
+    counts: dict[str, int] = {}
+    patched: list[tuple[Any, str, Any]] = []
+
+    def counting(name: str, function: Any) -> Callable[..., Any]:
+        def wrapper(*args: Any) -> Any:
+            counts[name] = counts.get(name, 0) + 1
+            return function(*args)
+
+        return wrapper
+
+    modules = [sys.modules[m] for m in list(sys.modules) if m.startswith("slotpartner")]
+    for module in modules:
+        for attribute, value in list(vars(module).items()):
+            if isinstance(value, ctypes._CFuncPtr):  # type: ignore[attr-defined]
+                patched.append((module, attribute, value))
+                setattr(module, attribute, counting(getattr(value, "__name__", attribute), value))
+    for name in _lib.SIGNATURES:  # functions reached through the CDLL object (error path)
+        patched.append((_lib.lib, name, getattr(_lib.lib, name)))
+        setattr(_lib.lib, name, counting(name, getattr(_lib.lib, name)))
+    try:
+        binding_callback(TOKEN, REMOTE, body)
+    finally:
+        for owner, attribute, value in patched:
+            setattr(owner, attribute, value)
+    return counts
+
+
+def check_same_answers(callbacks: dict[str, Callable[[str | None, str, bytes], bytes]], bodies: dict[str, bytes]) -> None:
+    for kind, body in bodies.items():
+        answers = {name: json.loads(cb(TOKEN, REMOTE, body)) for name, cb in callbacks.items()}
+        if len({json.dumps(a, sort_keys=True) for a in answers.values()}) != 1:
+            raise SystemExit(f"bench: the implementations answer {kind} differently: {answers}")
+        # And all refuse the same invalid bodies.
+        for change in (b'"transactionId":"1","x"', b'"playerIdentifier":7,"x"', b'"moneyWon":1.5,"x"', b'"isMobile":1,"x"'):
+            invalid = body.replace(b'"' + change.split(b'"')[1] + b'"', change, 1)
+            if invalid == body:
+                continue
+            for name, cb in callbacks.items():
+                try:
+                    cb(TOKEN, REMOTE, invalid)
+                except (Invalid, slotpartner.SlotPartnerError, ValueError):
+                    continue
+                raise SystemExit(f"bench: {name} accepted {change!r} in {kind}")
+
+
+def measure(
+    callbacks: dict[str, Callable[[str | None, str, bytes], bytes]], body: bytes, rounds: int, batch: int
+) -> dict[str, tuple[float, float]]:
+    """(fastest round, median round) in microseconds per callback, interleaved rounds."""
+    times: dict[str, list[float]] = {name: [] for name in callbacks}
+    for cb in callbacks.values():
+        for _ in range(batch):
+            cb(TOKEN, REMOTE, body)
+    clock = time.perf_counter
+    loop = range(batch)
+    for _ in range(rounds):
+        for name, cb in callbacks.items():
+            start = clock()
+            for _ in loop:
+                cb(TOKEN, REMOTE, body)
+            times[name].append((clock() - start) / batch * 1e6)
+    return {name: (min(t), statistics.median(t)) for name, t in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="5 rounds of 500 (a smoke run)")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.batch = 5, 500
+
+    bodies = {kind: (FIXTURES / f"{kind}.json").read_bytes() for kind in ("refund", "payout", "balance")}
+    callbacks: dict[str, Callable[[str | None, str, bytes], bytes]] = {
+        "binding": binding_callback,
+        "hand": hand_callback,
+    }
+    pydantic_callback = make_pydantic_callback()
+    if pydantic_callback is not None:
+        callbacks["pydantic"] = pydantic_callback
+    check_same_answers(callbacks, bodies)
+
+    print(f"Python {sys.version.split()[0]}, libslotpartner {slotpartner.library_version} ({slotpartner.library_path})")
+    if pydantic_callback is None:
+        print("pydantic: not installed, skipped (pip install pydantic to compare)")
+    else:
+        print(f"pydantic {pydantic_callback.version}")  # type: ignore[attr-defined]
+    print(f"{os.cpu_count()} CPUs; {args.rounds} interleaved rounds of {args.batch} callbacks; "
+          "µs per callback, fastest round (median round)")  # fmt: skip
+    print()
+    header = f"{'event':<8} {'body':>5}  {'binding':>15} {'json+checks':>15} {'pydantic':>15}  {'hand/bind':>9} {'pyd/bind':>9}"
+    print(header)
+    print("-" * len(header))
+    for kind, body in bodies.items():
+        result = measure(callbacks, body, args.rounds, args.batch)
+
+        def cell(name: str) -> str:
+            if name not in result:
+                return f"{'-':>15}"
+            best, median = result[name]
+            return f"{best:7.2f} ({median:5.2f})"
+
+        bind = result["binding"][0]
+        ratio_hand = f"{result['hand'][0] / bind:8.2f}x"
+        ratio_pyd = f"{result['pydantic'][0] / bind:8.2f}x" if "pydantic" in result else f"{'-':>9}"
+        print(f"{kind:<8} {len(body):>5}  {cell('binding')} {cell('hand')} {cell('pydantic')}  {ratio_hand} {ratio_pyd}")
+    print()
+    for kind, body in bodies.items():
+        counts = count_ffi_crossings(body)
+        detail = ", ".join(f"{name} {n}" for name, n in counts.items())
+        print(f"FFI crossings per {kind} callback: {sum(counts.values())} ({detail})")
+
+
+if __name__ == "__main__":
+    main()

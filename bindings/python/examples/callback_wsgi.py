@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""callback_wsgi: the service's callback endpoint on the standard library's wsgiref.
+
+    SLOTPARTNER_TOKEN=<uuid> [SLOTPARTNER_SOURCES=production] python3 callback_wsgi.py HOST:PORT
+
+The Python twin of examples/c/callback_cgi.c, configured and answering exactly like it:
+
+Configuration (environment):
+  SLOTPARTNER_TOKEN    the partner token the service sends in X-Service-Token (a UUID)
+  SLOTPARTNER_SOURCES  staging, production, any, or a comma-separated list of addresses and
+                       CIDR ranges (default: production)
+Unknown events are refused, bodies are limited to 64 KiB.
+
+Answers: 405 (with ``Allow: POST``) for a method other than POST; 400 for a Content-Length that
+is not a number or a body shorter than it; 401 for a missing or wrong token; 403 for a source
+not allowed; 413 for a body over the limit; 400 with a JSON error body for a body that is not
+JSON, not an object, or names an unknown event; 200 with the event's wrapper, success false
+and the field-naming errorMessage for a known event with invalid fields; 200 with success true
+for a valid event (a balance of 100000 EUR minor units, 0 coins). The demo business logic
+accepts every valid event and logs one line per event to stderr; replace handle_event() with
+yours.
+
+Prints ``listening http://HOST:PORT`` once it accepts requests (port 0 picks a free port). The
+server handles each request on its own thread; they share one Receiver. Behind a TLS-terminating
+proxy, give the proxy's address in trusted_proxies and pass X-Forwarded-For to handle().
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+try:
+    import slotpartner
+except ImportError:  # run from a checkout: the package is next to this directory
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import slotpartner
+
+MAX_BODY_BYTES = 65536
+DRAIN_BYTES = 1 << 20
+JSON = ("Content-Type", "application/json; charset=utf-8")
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    405: "Method Not Allowed",
+    413: "Content Too Large",
+}
+METHOD_NOT_ALLOWED = b'{"error":{"code":"method_not_allowed","field":"","message":"only POST is accepted"}}'
+BAD_LENGTH = (
+    b'{"error":{"code":"bad_request","field":"CONTENT_LENGTH",'
+    b'"message":"CONTENT_LENGTH is invalid or the body is shorter"}}'
+)
+NO_ERROR = b'{"error":{"code":"internal_error","field":"","message":"no error recorded"}}'
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+
+def log(line: str) -> None:
+    sys.stderr.write(f"callback_wsgi: {line}\n")
+    sys.stderr.flush()
+
+
+def handle_event(event: slotpartner.Event) -> bytes:
+    """The demo business logic: accept every valid event, log it, and build its reply."""
+    if isinstance(event, slotpartner.BuyRefund):
+        player = event.player_partner_identifier or event.player_identifier
+        log(f"refund transaction {event.transaction_id} of purchase {event.buy_transaction_id} for player {player}")
+        return event.reply()
+    if isinstance(event, slotpartner.JackpotPayout):
+        player = event.player_partner_identifier or event.player_identifier
+        size = "major" if event.is_primary else "minor"
+        log(
+            f"payout {event.money_won} {event.currency_iso4217} (minor units) of {size} jackpot "
+            f"{event.jackpot_identifier} for player {player}"
+        )
+        return event.reply()
+    if isinstance(event, slotpartner.BalanceQuery):
+        player = event.player_partner_identifier or event.player_identifier
+        log(f"balance query for player {player}")
+        return event.reply_balance(100000)
+    # Not reached: the receiver refuses unknown events.
+    return event.reply(False, "unsupported event")
+
+
+_LENGTH = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
+
+
+def content_length(text: str | None) -> int | None:
+    """CONTENT_LENGTH read as callback_cgi reads it (strtoull, base 10, the whole text, no
+    leading '-'); None when it is invalid. Absent or empty means 0."""
+    if not text:
+        return 0
+    match = _LENGTH.fullmatch(text)
+    if text[0] == "-" or match is None:
+        return None
+    value = int(match.group(2))
+    if value >= 2**64:
+        return None
+    return (2**64 - value) % 2**64 if match.group(1) == "-" else value
+
+
+def read_body(environ: Mapping[str, Any]) -> bytes | None:
+    """At most MAX_BODY_BYTES + 1 bytes, so that an oversized body is refused without being
+    read whole; None when the request is bad (length invalid, body shorter)."""
+    length = content_length(environ.get("CONTENT_LENGTH"))
+    if length is None:
+        return None
+    wanted = min(length, MAX_BODY_BYTES + 1)
+    stream = environ["wsgi.input"]
+    chunks = []
+    got = 0
+    while got < wanted:
+        chunk = stream.read(wanted - got)
+        if not chunk:
+            return None  # shorter than CONTENT_LENGTH
+        chunks.append(chunk)
+        got += len(chunk)
+    if length > wanted:
+        discard(stream, min(length - wanted, DRAIN_BYTES))
+    return b"".join(chunks)
+
+
+def discard(stream: Any, count: int) -> None:
+    """Reads and drops the unread rest of an oversized body (up to DRAIN_BYTES): closing a
+    connection with unread data resets it, and the client would lose the 413 answer."""
+    while count > 0:
+        chunk = stream.read(min(count, 65536))
+        if not chunk:
+            return
+        count -= len(chunk)
+
+
+def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
+    """The WSGI application, configured from ``config`` (SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES)."""
+    receiver: slotpartner.Receiver | None = None
+    configuration_error: slotpartner.SlotPartnerError | None = None
+    try:
+        receiver = slotpartner.Receiver(
+            config.get("SLOTPARTNER_TOKEN"),
+            sources=config.get("SLOTPARTNER_SOURCES", "production"),
+            max_body_bytes=MAX_BODY_BYTES,
+            reject_unknown_events=True,
+        )
+    except slotpartner.SlotPartnerError as error:
+        configuration_error = error
+        log(f"configuration: {error.message}")
+
+    def respond(start_response: StartResponse, status: int, body: bytes, allow: bool = False) -> list[bytes]:
+        headers = [("Allow", "POST")] if allow else []
+        headers += [JSON, ("Content-Length", str(len(body)))]
+        start_response(f"{status} {REASONS.get(status, 'Internal Server Error')}", headers)
+        return [body]
+
+    def respond_error(start_response: StartResponse, error: slotpartner.SlotPartnerError) -> list[bytes]:
+        """Answers with what the library says the failure deserves (status and JSON body)."""
+        if error.http_status is None or error.response_body is None:
+            return respond(start_response, 500, NO_ERROR)
+        return respond(start_response, error.http_status, error.response_body)
+
+    def application(environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        if environ.get("REQUEST_METHOD") != "POST":
+            return respond(start_response, 405, METHOD_NOT_ALLOWED, allow=True)
+        if receiver is None:
+            assert configuration_error is not None
+            log(f"configuration: {configuration_error.message}")
+            return respond_error(start_response, configuration_error)
+        body = read_body(environ)
+        if body is None:
+            return respond(start_response, 400, BAD_LENGTH)
+        # WSGI gives header values as latin-1 text: encode back to the bytes that were sent.
+        token = environ.get("HTTP_X_SERVICE_TOKEN")
+        try:
+            event = receiver.handle(
+                token.encode("latin-1") if token is not None else None, environ.get("REMOTE_ADDR"), body
+            )
+        except slotpartner.SlotPartnerError as error:
+            log(f"refused: {error.message}")
+            return respond_error(start_response, error)
+        try:
+            reply = handle_event(event)
+        except slotpartner.SlotPartnerError as error:
+            log(f"reply: {error.message}")
+            return respond_error(start_response, error)
+        finally:
+            event.close()
+        return respond(start_response, 200, reply)
+
+    return application
+
+
+class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class ThreadingWSGIServer6(ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+
+class QuietHandler(WSGIRequestHandler):
+    """No access log: stderr holds one line per event, like callback_cgi."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or ":" not in argv[1]:
+        sys.stderr.write("usage: callback_wsgi.py HOST:PORT\n")
+        return 2
+    host, _, port = argv[1].rpartition(":")
+    host = host.strip("[]")
+    server_class = ThreadingWSGIServer6 if ":" in host else ThreadingWSGIServer
+    app = make_app(os.environ)
+    with make_server(host, int(port), app, server_class, QuietHandler) as server:
+        shown = f"[{host}]" if ":" in host else host
+        print(f"listening http://{shown}:{server.server_port}", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

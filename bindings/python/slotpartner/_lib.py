@@ -1,0 +1,408 @@
+"""Loading ``libslotpartner`` and declaring its C ABI for ctypes.
+
+This module is the only place that knows the C declarations of ``include/slotpartner.h``:
+the structs (as ctypes ``Structure`` classes, field for field), the function signatures
+(``argtypes``/``restype`` set once, at import), and fast readers derived from the structs.
+
+Where the library is found, first match wins:
+
+1. ``SLOTPARTNER_LIB``: the path of the shared library file (nothing else is tried when it is
+   set, so a wrong path fails loudly);
+2. ``libslotpartner.so`` next to this package (what ``pip install`` puts there);
+3. ``target/release/libslotpartner.so`` of the checkout this package sits in (run from a
+   checkout after ``make``);
+4. the system's loader (``make install`` into ``/usr/local/lib``, ``ldconfig``).
+
+Reading library memory: every string leaves the library as an ``sp_str`` view (pointer and
+length) owned by the object that returned it, and is copied out while that object is alive.
+Structs are read in place through ctypes *views* (``view()``: each ``sp_str`` seen as a
+``c_char_p`` and its length), whose string fields give the bytes directly. Arrays are copied
+with ``MEMORY``, a ctypes ``c_char`` array laid over the whole address space: slicing it
+(``MEMORY[ptr:ptr + n]``) copies ``n`` bytes into a new ``bytes`` object without a foreign call,
+about four times cheaper than ``ctypes.string_at``; ``layout()`` unpacks such bytes. Only
+addresses and lengths the library hands out, while their owner is alive, are ever read.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import sys
+import threading
+from ctypes import (
+    POINTER,
+    Structure,
+    c_bool,
+    c_char,
+    c_char_p,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint16,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+if sys.maxsize < 2**63 - 1:
+    raise ImportError("slotpartner: the Python binding needs a 64-bit Python")
+
+#: The header version this binding mirrors (``SP_VERSION_MAJOR``/``_MINOR`` of slotpartner.h).
+HEADER_VERSION = (0, 1)
+
+LIBRARY_NAME = "libslotpartner.so"
+
+# sp_status values the binding refers to by name.
+SP_OK = 0
+SP_ERR_INVALID_ARGUMENT = 1
+SP_ERR_PANIC = 2
+SP_ERR_UNKNOWN_EVENT = 13
+SP_ERR_BAD_RESPONSE = 21
+
+# sp_event_kind values.
+SP_EVENT_KIND_BUY_REFUND = 1
+SP_EVENT_KIND_JACKPOT_PAYOUT = 2
+SP_EVENT_KIND_BALANCE_QUERY = 3
+SP_EVENT_KIND_OTHER = 4
+
+# sp_trust_roots values.
+TRUST_ROOTS = {"bundled": 0, "system": 1, "extra-only": 2}
+
+
+class sp_str(Structure):
+    """``sp_str``: a borrowed UTF-8 view, ``{NULL, 0}`` for an absent optional value."""
+
+    _fields_ = [("ptr", c_void_p), ("len", c_size_t)]
+
+
+class sp_field(Structure):
+    """``sp_field``: an extra field's name and raw JSON value."""
+
+    _fields_ = [("name", sp_str), ("json", sp_str)]
+
+
+class sp_buy_refund(Structure):
+    _fields_ = [
+        ("game_session_identifier", sp_str),
+        ("player_identifier", sp_str),
+        ("player_partner_identifier", sp_str),
+        ("transaction_id", c_int64),
+        ("buy_transaction_id", c_int64),
+        ("game_session_id", c_int64),
+        ("partner_game_request_identifier", sp_str),
+        ("game_id", c_int64),
+        ("is_mobile", c_bool),
+        ("bonus_code", sp_str),
+    ]
+
+
+class sp_jackpot_payout(Structure):
+    _fields_ = [
+        ("jackpot_identifier", sp_str),
+        ("player_identifier", sp_str),
+        ("player_partner_identifier", sp_str),
+        ("currency_iso4217", sp_str),
+        ("money_won", c_int64),
+        ("coins_won", c_int64),
+        ("is_money", c_bool),
+        ("epoch_released_millis", c_int64),
+        ("is_primary", c_bool),
+        ("transaction_id", c_int64),
+        ("buy_transaction_id", c_int64),
+        ("partner_game_request_identifier", sp_str),
+        ("game_session_id", c_int64),
+        ("game_id", c_int64),
+        ("bonus_code", sp_str),
+        ("has_is_mobile", c_bool),
+        ("is_mobile", c_bool),
+    ]
+
+
+class sp_balance_query(Structure):
+    _fields_ = [("player_identifier", sp_str), ("player_partner_identifier", sp_str)]
+
+
+class sp_event(Structure):
+    _fields_ = [
+        ("kind", c_int),
+        ("name", sp_str),
+        ("has_index", c_bool),
+        ("index", c_int64),
+        ("buy_refund", c_void_p),
+        ("jackpot_payout", c_void_p),
+        ("balance_query", c_void_p),
+        ("extra_fields", c_void_p),
+        ("extra_fields_len", c_size_t),
+    ]
+
+
+class sp_game(Structure):
+    _fields_ = [
+        ("game_id", c_int64),
+        ("name", sp_str),
+        ("rules", c_void_p),
+        ("rules_len", c_size_t),
+        ("game_type", sp_str),
+        ("min_players", c_int64),
+        ("max_players", c_int64),
+        ("supports_tournament", c_bool),
+        ("has_categories", c_bool),
+        ("categories", c_void_p),
+        ("categories_len", c_size_t),
+        ("image_square", sp_str),
+        ("image_background", sp_str),
+        ("image_logo", sp_str),
+        ("description_short", sp_str),
+        ("description_long", sp_str),
+        ("extra_fields", c_void_p),
+        ("extra_fields_len", c_size_t),
+    ]
+
+
+class sp_games(Structure):
+    _fields_ = [("games", c_void_p), ("len", c_size_t)]
+
+
+class sp_buffer(Structure):
+    _fields_ = [("text", sp_str)]
+
+
+def layout(structure: type[Structure]) -> struct.Struct:
+    """A ``struct.Struct`` that unpacks the bytes of ``structure`` in one call.
+
+    Derived from the ctypes declaration (offsets, sizes, padding), so it cannot drift from it.
+    Nested ``sp_str`` fields become two values (pointer, length); a NULL pointer unpacks as 0.
+    """
+    codes = {c_bool: "?", c_int: "i", c_int64: "q"}
+    unsigned = {1: "B", 2: "H", 4: "I", 8: "Q"}
+    fmt = "="
+    position = 0
+
+    def add(ctype: Any, offset: int) -> None:
+        nonlocal fmt, position
+        if offset > position:
+            fmt += f"{offset - position}x"
+            position = offset
+        if isinstance(ctype, type) and issubclass(ctype, Structure):
+            for entry in ctype._fields_:
+                add(entry[1], offset + getattr(ctype, entry[0]).offset)
+            return
+        fmt += codes.get(ctype) or unsigned[ctypes.sizeof(ctype)]
+        position = offset + ctypes.sizeof(ctype)
+
+    add(structure, 0)
+    if ctypes.sizeof(structure) > position:
+        fmt += f"{ctypes.sizeof(structure) - position}x"
+    result = struct.Struct(fmt)
+    assert result.size == ctypes.sizeof(structure), (structure, fmt)
+    return result
+
+
+def view(structure: type[Structure]) -> type[Structure]:
+    """The same struct with each ``sp_str`` as ``(c_char_p ptr, c_size_t ptr_len)``.
+
+    Reading a ``c_char_p`` field of a view gives the string's bytes directly (None for NULL):
+    every ``sp_str`` is NUL-terminated without a NUL inside, so this equals its ``len`` bytes,
+    and it is the cheapest way to copy a string out of library memory with ctypes.
+    """
+    fields: list[tuple[str, Any]] = []
+    for entry in structure._fields_:
+        name, ctype = entry[0], entry[1]
+        if ctype is sp_str:
+            fields += [(name, c_char_p), (name + "_len", c_size_t)]
+        else:
+            fields.append((name, ctype))
+    result = type(structure.__name__ + "_view", (Structure,), {"_fields_": fields})
+    assert ctypes.sizeof(result) == ctypes.sizeof(structure)
+    return result
+
+
+class StrView(Structure):
+    """``sp_str`` read as ``(c_char_p ptr, c_size_t len)``: ``.ptr`` gives the bytes."""
+
+    _fields_ = [("ptr", c_char_p), ("len", c_size_t)]
+
+
+FieldView = view(sp_field)
+EventView = view(sp_event)
+BuyRefundView = view(sp_buy_refund)
+JackpotPayoutView = view(sp_jackpot_payout)
+BalanceQueryView = view(sp_balance_query)
+
+
+# Unpackers of the structs read as arrays (``.size`` bytes each).
+FIELD = layout(sp_field)
+STR = layout(sp_str)
+GAME = layout(sp_game)
+GAMES = layout(sp_games)
+
+
+class Memory(Protocol):
+    """What MEMORY offers: a slice copies bytes."""
+
+    def __getitem__(self, span: slice) -> bytes: ...
+
+
+#: The address space as one byte array: ``MEMORY[ptr:ptr + n]`` copies ``n`` bytes at ``ptr``.
+MEMORY = cast(Memory, (c_char * sys.maxsize).from_address(0))
+
+
+def read_str(ptr: int, length: int) -> str:
+    """Copies the sp_str view ``(ptr, length)`` into a Python str (the view must be alive)."""
+    return MEMORY[ptr : ptr + length].decode()
+
+
+def read_fields(ptr: int | None, count: int) -> dict[str, str]:
+    """Copies ``count`` ``sp_field`` entries at ``ptr`` into ``{name: raw JSON}``, in order."""
+    fields: dict[str, str] = {}
+    if count == 1 and ptr:  # the common case: the index alone
+        field = FieldView.from_address(ptr)
+        fields[field.name.decode()] = field.json.decode()
+    elif count and ptr:
+        memory = MEMORY
+        for n, nl, j, jl in FIELD.iter_unpack(memory[ptr : ptr + count * FIELD.size]):
+            fields[memory[n : n + nl].decode()] = memory[j : j + jl].decode()
+    return fields
+
+
+def read_str_array(ptr: int | None, count: int) -> list[str]:
+    """Copies ``count`` ``sp_str`` entries at ``ptr`` into a list of str."""
+    if not count or not ptr:
+        return []
+    memory = MEMORY
+    return [memory[p : p + n].decode() for p, n in STR.iter_unpack(memory[ptr : ptr + count * STR.size])]
+
+
+class OutSlots(threading.local):
+    """Per-thread out-parameters, allocated once per thread instead of once per call.
+
+    ``pointer`` receives an object pointer (``sp_event *``...), ``text`` an ``sp_str`` (read
+    through ``StrView``: ``text.ptr`` gives the bytes); the ``*_address`` attributes are what
+    the hot functions take (their out-parameters are declared ``c_void_p``, which costs less
+    per call than a checked ``byref``). Read a slot right after the call that wrote it.
+    """
+
+    def __init__(self) -> None:
+        self.pointer = c_void_p()
+        self.pointer_address = ctypes.addressof(self.pointer)
+        self.text = StrView()
+        self.text_address = ctypes.addressof(self.text)
+
+
+OUT = OutSlots()
+
+
+def _candidates() -> list[str]:
+    """Where to look for the library, in order (see the module docstring)."""
+    explicit = os.environ.get("SLOTPARTNER_LIB")
+    if explicit:
+        return [explicit]
+    here = Path(__file__).resolve().parent
+    found = [here / LIBRARY_NAME, here.parent.parent.parent / "target" / "release" / LIBRARY_NAME]
+    # Last, the bare name: the dynamic loader's own search (LD_LIBRARY_PATH, ld.so.cache).
+    return [str(path) for path in found if path.is_file()] + [LIBRARY_NAME]
+
+
+def load() -> ctypes.CDLL:
+    """Loads the library (see the module docstring) and checks its version against the header.
+
+    Raises ImportError when no library is found or its version does not match.
+    """
+    candidates = _candidates()
+    errors = []
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+            break
+        except OSError as error:
+            errors.append(f"{path}: {error}")
+    else:
+        tried = "; ".join(errors) or "nothing found"
+        raise ImportError(
+            f"slotpartner: cannot load {LIBRARY_NAME} ({tried}). Build it with `make` in the "
+            "checkout, install the package with `pip install ./bindings/python` after `make`, "
+            "or set SLOTPARTNER_LIB to the library file."
+        )
+    lib.sp_version.argtypes = []
+    lib.sp_version.restype = c_char_p
+    version = lib.sp_version().decode()
+    major, minor = (int(part) for part in version.split(".")[:2])
+    if (major, minor) != HEADER_VERSION:
+        raise ImportError(
+            f"slotpartner: {lib._name} is version {version}; this binding mirrors the header "
+            f"{HEADER_VERSION[0]}.{HEADER_VERSION[1]}.x"
+        )
+    _declare(lib)
+    return lib
+
+
+# name: (restype, argtypes). Every function of slotpartner.h; a test checks the list against it.
+# The out-parameters of the per-callback functions (handle, parse, event replies) are plain
+# ``c_void_p`` addresses of OUT slots; the others are checked pointers taking ``byref``.
+_OUT = POINTER(c_void_p)
+SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    # Version and errors.
+    "sp_version": (c_char_p, []),
+    "sp_status_name": (c_char_p, [c_int32]),
+    "sp_last_error_message": (sp_str, []),
+    "sp_last_error_field": (sp_str, []),
+    "sp_last_error_response": (c_int, [POINTER(c_uint16), POINTER(sp_str)]),
+    # Receiver configuration.
+    "sp_receiver_config_new": (c_int, [_OUT]),
+    "sp_receiver_config_free": (None, [c_void_p]),
+    "sp_receiver_config_add_token": (c_int, [c_void_p, c_char_p]),
+    "sp_receiver_config_set_sources": (c_int, [c_void_p, c_char_p]),
+    "sp_receiver_config_set_trusted_proxies": (c_int, [c_void_p, c_char_p]),
+    "sp_receiver_config_set_max_body_bytes": (c_int, [c_void_p, c_size_t]),
+    "sp_receiver_config_set_max_depth": (c_int, [c_void_p, c_size_t]),
+    "sp_receiver_config_set_max_identifier_bytes": (c_int, [c_void_p, c_size_t]),
+    "sp_receiver_config_set_index_field": (c_int, [c_void_p, c_char_p]),
+    "sp_receiver_config_set_reject_unknown_events": (c_int, [c_void_p, c_bool]),
+    "sp_receiver_config_set_balance_wrapper": (c_int, [c_void_p, c_char_p]),
+    "sp_receiver_config_set_balance_currency": (c_int, [c_void_p, c_char_p]),
+    "sp_receiver_config_set_omit_empty_error_message": (c_int, [c_void_p, c_bool]),
+    # Receiver and events.
+    "sp_receiver_new": (c_int, [c_void_p, _OUT]),
+    "sp_receiver_free": (None, [c_void_p]),
+    "sp_receiver_handle": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t, c_void_p]),
+    "sp_receiver_parse": (c_int, [c_void_p, c_char_p, c_size_t, c_void_p]),
+    "sp_event_free": (None, [c_void_p]),
+    "sp_event_reply": (c_int, [c_void_p, c_bool, c_char_p, c_void_p]),
+    "sp_event_reply_balance": (c_int, [c_void_p, c_int64, c_char_p, c_int64, c_void_p]),
+    "sp_event_field": (c_int, [c_void_p, c_char_p, POINTER(sp_str)]),
+    # Standalone replies.
+    "sp_reply_result_new": (c_int, [c_char_p, c_bool, c_char_p, c_bool, _OUT]),
+    "sp_reply_balance_new": (c_int, [c_char_p, c_int64, c_char_p, c_int64, c_char_p, _OUT]),
+    "sp_buffer_free": (None, [c_void_p]),
+    # Client.
+    "sp_client_config_new": (c_int, [c_char_p, c_char_p, _OUT]),
+    "sp_client_config_free": (None, [c_void_p]),
+    "sp_client_config_set_connect_timeout_ms": (c_int, [c_void_p, c_uint64]),
+    "sp_client_config_set_timeout_ms": (c_int, [c_void_p, c_uint64]),
+    "sp_client_config_set_retries": (c_int, [c_void_p, c_uint32, c_uint64]),
+    "sp_client_config_set_trust_roots": (c_int, [c_void_p, c_int32]),
+    "sp_client_config_add_ca_pem": (c_int, [c_void_p, c_char_p, c_size_t]),
+    "sp_client_config_add_ca_file": (c_int, [c_void_p, c_char_p]),
+    "sp_client_config_set_proxy": (c_int, [c_void_p, c_char_p]),
+    "sp_client_config_set_max_response_bytes": (c_int, [c_void_p, c_uint64]),
+    "sp_client_config_set_lenient_games": (c_int, [c_void_p, c_bool]),
+    "sp_client_new": (c_int, [c_void_p, _OUT]),
+    "sp_client_free": (None, [c_void_p]),
+    "sp_client_get_games": (c_int, [c_void_p, c_char_p, c_int64, _OUT]),
+    "sp_client_call": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, _OUT]),
+    "sp_games_free": (None, [c_void_p]),
+}
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    for name, (restype, argtypes) in SIGNATURES.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+
+
+lib = load()

@@ -1,0 +1,269 @@
+"""``Client``: calls the service's action address (``getGames`` and any other action)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _lib
+from .errors import ServiceError, argument_error, last_error
+from .replies import c_text
+
+_LIB = _lib.lib
+_MEMORY = _lib.MEMORY
+
+
+@dataclass(frozen=True, slots=True)
+class Game:
+    """One game of ``getGames`` (spec 2.1), copied out of the library's answer.
+
+    ``rules`` and ``categories`` hold the raw JSON text of each element (the spec does not show
+    their type); ``categories`` is None when the service sent ``null``. ``extra`` maps the
+    fields the spec does not define to their raw JSON.
+    """
+
+    game_id: int
+    name: str
+    rules: list[str]
+    game_type: str
+    min_players: int
+    max_players: int
+    supports_tournament: bool
+    categories: list[str] | None
+    image_square: str
+    image_background: str
+    image_logo: str
+    description_short: str
+    description_long: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _read_games(ptr: int) -> list[Game]:
+    """Copies an ``sp_games`` into Game objects (the caller frees it afterwards)."""
+    memory = _MEMORY
+    games_p, count = _lib.GAMES.unpack(memory[ptr : ptr + _lib.GAMES.size])
+    if not count:
+        return []
+    text = _lib.read_str
+    games = []
+    for (
+        game_id, name_p, name_n, rules_p, rules_n, type_p, type_n, min_players, max_players,
+        supports_tournament, has_categories, categories_p, categories_n,
+        square_p, square_n, background_p, background_n, logo_p, logo_n,
+        short_p, short_n, long_p, long_n, extra_p, extra_n,
+    ) in _lib.GAME.iter_unpack(memory[games_p : games_p + count * _lib.GAME.size]):  # fmt: skip
+        games.append(
+            Game(
+                game_id=game_id,
+                name=text(name_p, name_n),
+                rules=_lib.read_str_array(rules_p, rules_n),
+                game_type=text(type_p, type_n),
+                min_players=min_players,
+                max_players=max_players,
+                supports_tournament=supports_tournament,
+                categories=_lib.read_str_array(categories_p, categories_n) if has_categories else None,
+                image_square=text(square_p, square_n),
+                image_background=text(background_p, background_n),
+                image_logo=text(logo_p, logo_n),
+                description_short=text(short_p, short_n),
+                description_long=text(long_p, long_n),
+                extra=_lib.read_fields(extra_p, extra_n),
+            )
+        )
+    return games
+
+
+def _milliseconds(seconds: float, name: str) -> int:
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        raise argument_error(name, f"expected a positive number of seconds, got {seconds!r}")
+    return max(1, round(seconds * 1000))
+
+
+class Client:
+    """A client of the service's action address, safe to share between threads.
+
+    The library's client is thread-safe and keeps connections alive between calls: create one
+    and use it from every thread. ``close()`` (or leaving a ``with`` block) waits for calls in
+    progress on other threads, then frees it; later calls raise ConfigurationError.
+
+    Args:
+        base_url: the service's base URL (``https://`` only; the token must not travel in clear).
+        token: the partner token (a UUID), sent as ``X-Service-Token``.
+        ca_file, ca_pem: extra CA certificates to trust (PEM file path, PEM text).
+        connect_timeout, timeout: seconds allowed to connect and for a whole call.
+        retries, retry_backoff: how often ``getGames`` is tried again after a connection failure,
+            a time-out or a 5xx answer, and the first wait in seconds (doubling each time).
+            ``call`` is never retried.
+        trust_roots: ``"bundled"`` (Mozilla's roots, in the library), ``"system"`` (the OS store)
+            or ``"extra-only"`` (only ``ca_file``/``ca_pem``).
+        proxy: ``http://host:port`` or ``socks5://host:port`` (the environment is never read).
+        max_response_bytes: the largest answer accepted.
+        lenient_games: give a game missing a field that field's empty value instead of failing.
+
+    Raises ConfigurationError for an unusable setting (``field`` names it).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        ca_file: str | None = None,
+        ca_pem: str | bytes | None = None,
+        connect_timeout: float = 5.0,
+        timeout: float = 15.0,
+        retries: int = 2,
+        retry_backoff: float = 0.2,
+        trust_roots: str = "bundled",
+        proxy: str | None = None,
+        max_response_bytes: int = 8 << 20,
+        lenient_games: bool = False,
+    ) -> None:
+        self._ptr: int | None = None
+        self._lock = threading.Condition()
+        self._active = 0
+        roots = _lib.TRUST_ROOTS.get(trust_roots)
+        if roots is None:
+            raise argument_error("trust_roots", f"expected one of {', '.join(_lib.TRUST_ROOTS)}, got {trust_roots!r}")
+        if not 0 <= retries < 2**32:
+            raise argument_error("retries", f"expected 0 to 10, got {retries}")
+        if not 0 <= max_response_bytes < 2**64:
+            raise argument_error("max_response_bytes", f"expected a positive integer, got {max_response_bytes}")
+        backoff_ms = 0 if retry_backoff == 0 else _milliseconds(retry_backoff, "retry_backoff")
+        pem = ca_pem.encode() if isinstance(ca_pem, str) else ca_pem
+        lib = _LIB
+        config = ctypes.c_void_p()
+        status = lib.sp_client_config_new(c_text(base_url, "base_url"), c_text(token, "token"), ctypes.byref(config))
+        if status:
+            raise last_error(status)
+        try:
+            steps: list[tuple[Any, tuple[Any, ...]]] = [
+                (lib.sp_client_config_set_connect_timeout_ms, (_milliseconds(connect_timeout, "connect_timeout"),)),
+                (lib.sp_client_config_set_timeout_ms, (_milliseconds(timeout, "timeout"),)),
+                (lib.sp_client_config_set_retries, (retries, backoff_ms)),
+                (lib.sp_client_config_set_trust_roots, (roots,)),
+                (lib.sp_client_config_set_max_response_bytes, (max_response_bytes,)),
+                (lib.sp_client_config_set_lenient_games, (lenient_games,)),
+            ]
+            if ca_file is not None:
+                steps.append((lib.sp_client_config_add_ca_file, (c_text(ca_file, "ca_file"),)))
+            if pem is not None:
+                steps.append((lib.sp_client_config_add_ca_pem, (pem, len(pem))))
+            if proxy is not None:
+                steps.append((lib.sp_client_config_set_proxy, (c_text(proxy, "proxy"),)))
+            for setter, args in steps:
+                status = setter(config, *args)
+                if status:
+                    raise last_error(status)
+            client = ctypes.c_void_p()
+            status = lib.sp_client_new(config, ctypes.byref(client))
+            if status:
+                raise last_error(status)
+        finally:
+            lib.sp_client_config_free(config)
+        self._ptr = client.value
+
+    # Guarding close() against calls in progress: a call holds a count, close() waits for zero.
+    def _enter(self) -> int:
+        with self._lock:
+            if self._ptr is None:
+                raise argument_error("client", "is closed")
+            self._active += 1
+            return self._ptr
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._active -= 1
+            if not self._active:
+                self._lock.notify_all()
+
+    def get_games(self, locale: str, game_id: int | None = None) -> list[Game]:
+        """``getGames`` in ``locale`` (``"en-US"``; ``"en_US"`` is sent as ``"en-US"``) for one game
+        or, with ``game_id`` None, all of them. Blocks (without holding the GIL) for up to the
+        time-out times the tries.
+
+        Raises ServiceError (an HTTP status other than 200, its status in the message; a bad
+        answer, the field named), TransportError (connect, time-out, TLS, answer too large) or
+        ConfigurationError (a locale that is not one).
+        """
+        if game_id is not None and not 0 <= game_id < 2**63:
+            raise argument_error("game_id", f"expected a non-negative integer, got {game_id}")
+        locale_c = c_text(locale, "locale")
+        out = ctypes.c_void_p()
+        client = self._enter()
+        try:
+            status = _LIB.sp_client_get_games(client, locale_c, -1 if game_id is None else game_id, ctypes.byref(out))
+            if status:
+                raise last_error(status)
+        finally:
+            self._leave()
+        try:
+            assert out.value
+            return _read_games(out.value)
+        finally:
+            _LIB.sp_games_free(out.value)
+
+    def call(self, action: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Calls any ``action`` with ``params`` (sent as ``{"action": action, **params}``) and returns
+        the decoded answer object. Not retried: an action may not be safe to repeat. Raises like
+        ``get_games``; ServiceError (SP_ERR_BAD_RESPONSE) when the answer is not a JSON object.
+        """
+        action_c = c_text(action, "action")
+        try:
+            body = json.dumps(params, ensure_ascii=False, allow_nan=False).encode() if params is not None else None
+        except (TypeError, ValueError) as error:
+            raise argument_error("params", f"cannot be sent as JSON ({error})") from error
+        out = ctypes.c_void_p()
+        client = self._enter()
+        try:
+            status = _LIB.sp_client_call(client, action_c, body, len(body) if body else 0, ctypes.byref(out))
+            if status:
+                raise last_error(status)
+        finally:
+            self._leave()
+        try:
+            assert out.value
+            ptr, length = _lib.STR.unpack(_MEMORY[out.value : out.value + _lib.STR.size])
+            text = _lib.read_str(ptr, length)
+        finally:
+            _LIB.sp_buffer_free(out.value)
+        answer = json.loads(text)
+        if not isinstance(answer, dict):
+            raise ServiceError(_lib.SP_ERR_BAD_RESPONSE, action, f"{action}: the response is not a JSON object")
+        return answer
+
+    def close(self) -> None:
+        """Waits for calls in progress on other threads, then frees the client (idempotent)."""
+        with self._lock:
+            ptr, self._ptr = self._ptr, None
+            while self._active:
+                self._lock.wait()
+        if ptr is not None:
+            _LIB.sp_client_free(ptr)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __copy__(self) -> Client:
+        return self  # shared by design: a copy is the same client (and never a second owner)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Client:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a Client cannot be pickled: create one per process")
+
+    def __del__(self, _free: Any = _LIB.sp_client_free) -> None:
+        ptr = getattr(self, "_ptr", None)
+        if ptr is not None:
+            self._ptr = None
+            _free(ptr)
+
+
+__all__ = ["Client", "Game"]

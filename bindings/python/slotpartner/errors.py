@@ -1,0 +1,160 @@
+"""One exception hierarchy for every failure the library reports.
+
+========================  ==========================================  ===========================
+Exception                 ``status`` (``sp_status``)                  Raised by
+========================  ==========================================  ===========================
+``ConfigurationError``    1 (an unusable setting or argument)         configuration, replies
+``ValidationError``       3-13 (body, field, unknown event)           ``Receiver.handle/parse``
+``AuthenticationError``   14-16 (token missing/wrong, source)         ``Receiver.handle``
+``TransportError``        17-19, 22 (connect, time-out, TLS, size)    ``Client``
+``ServiceError``          20-21 (HTTP status, bad response)           ``Client``
+``SlotPartnerError``      2 (the library panicked), unknown codes     anything
+========================  ==========================================  ===========================
+
+Every error carries the library's ``status`` and its ``status_name``, the ``field`` it names
+(``jackpotPayout.moneyWon``; empty when none) and the ``message``. Errors the library reported
+also carry ``http_status`` and ``response_body``: the answer an HTTP endpoint should give for
+the failure (``sp_last_error_response``), such as 401 with a JSON error body for a wrong token,
+or 200 with ``{"payout":{"success":false,...}}`` for a payout whose fields are invalid.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from . import _lib
+
+_names: dict[int, str] = {}
+
+
+def status_name(status: int) -> str:
+    """The library's name of a status code, such as ``SP_ERR_WRONG_TYPE``."""
+    name = _names.get(status)
+    if name is None:
+        raw = _lib.lib.sp_status_name(status) if -(2**31) <= status < 2**31 else None
+        name = _names[status] = raw.decode() if raw else "SP_ERR_INVALID_ARGUMENT"
+    return name
+
+
+class SlotPartnerError(Exception):
+    """A failure reported by libslotpartner (or found by the binding before calling it).
+
+    Attributes:
+        status: the ``sp_status`` code (``SP_ERR_PANIC`` = 2 and unknown codes raise this class).
+        status_name: its name, such as ``SP_ERR_WRONG_TOKEN``.
+        field: the field concerned (``jackpotPayout.moneyWon``, ``X-Service-Token``, a setting);
+            empty when the failure concerns no single field.
+        message: a sentence naming field and problem.
+        http_status: the HTTP status an endpoint should answer with, or None when the failure
+            did not come from the library.
+        response_body: the JSON body to answer with (bytes), or None like ``http_status``.
+    """
+
+    status: int
+    field: str
+    message: str
+    http_status: int | None
+    response_body: bytes | None
+
+    def __init__(
+        self,
+        status: int,
+        field: str,
+        message: str,
+        *,
+        http_status: int | None = None,
+        response_body: bytes | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+        self.message = message
+        self.http_status = http_status
+        self.response_body = response_body
+
+    @property
+    def status_name(self) -> str:
+        return status_name(self.status)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(status={self.status} {self.status_name}, field={self.field!r}, "
+            f"message={self.message!r}, http_status={self.http_status!r})"
+        )
+
+
+class ConfigurationError(SlotPartnerError):
+    """Status 1 (``SP_ERR_INVALID_ARGUMENT``): an unusable setting, or an unusable argument
+    (a reply message given with success, a negative balance, a string with a NUL inside)."""
+
+
+class ValidationError(SlotPartnerError):
+    """Statuses 3-13: the callback body is too large, not UTF-8 or JSON, repeats a key, nests too
+    deep, is not an object, misses or mistypes a field, holds a value out of range or an invalid
+    string, or names an event the receiver refuses. ``field`` names the culprit."""
+
+
+class AuthenticationError(SlotPartnerError):
+    """Statuses 14-16: the ``X-Service-Token`` header is missing or wrong (HTTP 401), or the
+    source address is not allowed (HTTP 403)."""
+
+
+class TransportError(SlotPartnerError):
+    """Statuses 17-19 and 22: the service could not be reached, a time-out elapsed, the TLS
+    handshake failed, or the answer was larger than the client's limit."""
+
+
+class ServiceError(SlotPartnerError):
+    """Statuses 20-21: the service answered with an HTTP status other than 200 (the message
+    holds the status and the start of the body), or with a body of the wrong shape."""
+
+
+def error_class(status: int) -> type[SlotPartnerError]:
+    """The exception class of a status code."""
+    if status == 1:
+        return ConfigurationError
+    if 3 <= status <= 13:
+        return ValidationError
+    if 14 <= status <= 16:
+        return AuthenticationError
+    if 17 <= status <= 19 or status == 22:
+        return TransportError
+    if status in (20, 21):
+        return ServiceError
+    return SlotPartnerError
+
+
+
+
+def last_error(status: int) -> SlotPartnerError:
+    """The calling thread's last failure as an exception; call it right after the failing call.
+
+    Reads ``sp_last_error_message``, ``sp_last_error_field`` and ``sp_last_error_response``
+    (three foreign calls, on the failure path only) and copies everything: the library's views
+    are valid only until the thread's next status-returning call.
+    """
+    lib = _lib.lib
+    # Each view is copied before the next call: sp_last_error_response returns a status, and
+    # the views are documented valid only until the next such call.
+    view = lib.sp_last_error_message()
+    message = _lib.read_str(view.ptr, view.len) if view.ptr else ""
+    view = lib.sp_last_error_field()
+    field = _lib.read_str(view.ptr, view.len) if view.ptr else ""
+    http_status = ctypes.c_uint16()
+    body = _lib.sp_str()
+    has_response = lib.sp_last_error_response(ctypes.byref(http_status), ctypes.byref(body)) == _lib.SP_OK
+    return error_class(status)(
+        status,
+        field,
+        message,
+        http_status=http_status.value if has_response else None,
+        response_body=_lib.MEMORY[body.ptr : body.ptr + body.len] if has_response and body.ptr else None,
+    )
+
+
+def argument_error(field: str, problem: str) -> ConfigurationError:
+    """A status-1 error found by the binding before calling the library (no HTTP answer)."""
+    return ConfigurationError(_lib.SP_ERR_INVALID_ARGUMENT, field, f"{field}: {problem}")

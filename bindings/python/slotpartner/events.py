@@ -1,0 +1,474 @@
+"""Typed callback events: ``BuyRefund``, ``JackpotPayout``, ``BalanceQuery`` and ``OtherEvent``.
+
+Lifetime. ``Receiver.handle`` returns an event whose fields are already plain Python objects,
+copied out of the library's ``sp_event`` right after ``sp_receiver_handle``. The event keeps
+the ``sp_event`` only so that its reply can be built inside it: ``reply()`` (or
+``reply_balance()``) calls ``sp_event_reply``, copies the reply bytes and frees the
+``sp_event`` at once (``sp_event_free``). A callback thus costs three foreign calls: handle,
+reply, free.
+
+When no reply is built, the ``sp_event`` is freed by ``close()``, by leaving a ``with`` block,
+or at the latest when the event object is garbage collected (``__del__``): nothing leaks. A
+reply asked for after the ``sp_event`` is gone is rebuilt with the standalone builders
+(``replies.reply_result``/``reply_balance``), with the same result.
+
+An event belongs to one thread at a time (like ``sp_event``): do not reply to the same event
+from two threads at once. The fields are snapshots: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+from . import _lib
+from .errors import ValidationError, argument_error, last_error
+from .replies import c_text, check_amount, reply_balance, reply_result
+
+_LIB = _lib.lib
+_event_reply = _LIB.sp_event_reply
+_event_reply_balance = _LIB.sp_event_reply_balance
+_event_free = _LIB.sp_event_free
+_OUT = _lib.OUT
+_read_fields = _lib.read_fields
+
+
+class ReplySettings(NamedTuple):
+    """The receiver settings a reply depends on (kept by each event for rebuilt replies)."""
+
+    balance_wrapper: str = "playerBalance"
+    balance_currency: str = "EUR"
+    omit_empty_error_message: bool = False
+
+
+DEFAULT_REPLY_SETTINGS = ReplySettings()
+
+_E = TypeVar("_E", bound="Event")
+
+
+class Event:
+    """A validated callback event. Subclasses add the fields of their event.
+
+    Attributes:
+        name: the ``event`` value (``action`` for the balance query and other actions).
+        index: the service's consecutive event index, or None when the body has none.
+        extra: the fields the spec does not define for this event, name to raw JSON text,
+            in body order (the index among them, as the library reports it).
+    """
+
+    __slots__ = ("name", "index", "extra", "_ptr", "_replies")
+    _fields: ClassVar[tuple[str, ...]] = ()
+
+    name: str
+    index: int | None
+    extra: dict[str, str]
+    _ptr: int | None
+    _replies: ReplySettings
+
+    def reply(self, success: bool = True, message: str = "") -> bytes:
+        """The reply body for this event: ``{"refund"|"payout":{"success":..,"errorMessage":..}}``.
+
+        ``message`` must be empty when ``success`` is true and must explain the failure when it
+        is false (ConfigurationError otherwise). For a balance query only a failure can be built
+        here (zero money, the message); use ``reply_balance`` for the balance. For an
+        ``OtherEvent`` it raises ValidationError (SP_ERR_UNKNOWN_EVENT, HTTP 400).
+
+        Frees the library's copy of the event once the reply is built.
+        """
+        ptr = self._ptr
+        if ptr is None:
+            return self._rebuild_reply(success, message)
+        out = _OUT
+        status = _event_reply(ptr, success, c_text(message, "message") if message else None, out.text_address)
+        if status:
+            raise last_error(status)
+        data: bytes = out.text.ptr
+        self._ptr = None
+        _event_free(ptr)
+        return data
+
+    def _rebuild_reply(self, success: bool, message: str) -> bytes:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Frees the library's copy of the event now (idempotent). The fields stay readable."""
+        ptr = self._ptr
+        if ptr is not None:
+            self._ptr = None
+            _event_free(ptr)
+
+    def __enter__(self: _E) -> _E:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self, _free: Any = _event_free) -> None:
+        try:
+            ptr = self._ptr
+        except AttributeError:  # __init__ did not finish
+            return
+        if ptr is not None:
+            self._ptr = None
+            _free(ptr)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles hold the fields only, never the library's event (no double free)."""
+        return (_restore, (type(self), {field: getattr(self, field) for field in self._fields}, self._replies))
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, field) for field in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, Event)
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{field}={getattr(self, field)!r}" for field in self._fields)
+        return f"{type(self).__name__}({fields})"
+
+
+def _restore(cls: type[_E], fields: dict[str, Any], replies: ReplySettings) -> _E:
+    event = cls(**fields)
+    event._replies = replies
+    return event
+
+
+class BuyRefund(Event):
+    """``gameSessionBuyRefund``: money for a spin must be refunded. Reply with ``reply()``."""
+
+    __slots__ = (
+        "game_session_identifier",
+        "player_identifier",
+        "player_partner_identifier",
+        "transaction_id",
+        "buy_transaction_id",
+        "game_session_id",
+        "partner_game_request_identifier",
+        "game_id",
+        "is_mobile",
+        "bonus_code",
+    )
+    _fields = __slots__ + ("name", "index", "extra")
+
+    game_session_identifier: str
+    player_identifier: str | None
+    player_partner_identifier: str | None
+    transaction_id: int
+    buy_transaction_id: int
+    game_session_id: int
+    partner_game_request_identifier: str
+    game_id: int
+    is_mobile: bool
+    bonus_code: str | None
+
+    def __init__(
+        self,
+        game_session_identifier: str,
+        player_identifier: str | None,
+        player_partner_identifier: str | None,
+        transaction_id: int,
+        buy_transaction_id: int,
+        game_session_id: int,
+        partner_game_request_identifier: str,
+        game_id: int,
+        is_mobile: bool,
+        bonus_code: str | None = None,
+        index: int | None = None,
+        extra: dict[str, str] | None = None,
+        name: str = "gameSessionBuyRefund",
+    ) -> None:
+        self.game_session_identifier = game_session_identifier
+        self.player_identifier = player_identifier
+        self.player_partner_identifier = player_partner_identifier
+        self.transaction_id = transaction_id
+        self.buy_transaction_id = buy_transaction_id
+        self.game_session_id = game_session_id
+        self.partner_game_request_identifier = partner_game_request_identifier
+        self.game_id = game_id
+        self.is_mobile = is_mobile
+        self.bonus_code = bonus_code
+        self.index = index
+        self.extra = {} if extra is None else extra
+        self.name = name
+        self._ptr = None
+        self._replies = DEFAULT_REPLY_SETTINGS
+
+    def _rebuild_reply(self, success: bool, message: str) -> bytes:
+        return reply_result("refund", success, message, self._replies.omit_empty_error_message)
+
+
+class JackpotPayout(Event):
+    """``jackpotPayout``: a jackpot is paid out. ``money_won`` is in minor currency units.
+    ``is_mobile`` is None when the body does not say. Reply with ``reply()``."""
+
+    __slots__ = (
+        "jackpot_identifier",
+        "player_identifier",
+        "player_partner_identifier",
+        "currency_iso4217",
+        "money_won",
+        "coins_won",
+        "is_money",
+        "epoch_released_millis",
+        "is_primary",
+        "transaction_id",
+        "buy_transaction_id",
+        "partner_game_request_identifier",
+        "game_session_id",
+        "game_id",
+        "bonus_code",
+        "is_mobile",
+    )
+    _fields = __slots__ + ("name", "index", "extra")
+
+    jackpot_identifier: str
+    player_identifier: str | None
+    player_partner_identifier: str | None
+    currency_iso4217: str
+    money_won: int
+    coins_won: int
+    is_money: bool
+    epoch_released_millis: int
+    is_primary: bool
+    transaction_id: int
+    buy_transaction_id: int
+    partner_game_request_identifier: str
+    game_session_id: int
+    game_id: int
+    bonus_code: str | None
+    is_mobile: bool | None
+
+    def __init__(
+        self,
+        jackpot_identifier: str,
+        player_identifier: str | None,
+        player_partner_identifier: str | None,
+        currency_iso4217: str,
+        money_won: int,
+        coins_won: int,
+        is_money: bool,
+        epoch_released_millis: int,
+        is_primary: bool,
+        transaction_id: int,
+        buy_transaction_id: int,
+        partner_game_request_identifier: str,
+        game_session_id: int,
+        game_id: int,
+        bonus_code: str | None = None,
+        is_mobile: bool | None = None,
+        index: int | None = None,
+        extra: dict[str, str] | None = None,
+        name: str = "jackpotPayout",
+    ) -> None:
+        self.jackpot_identifier = jackpot_identifier
+        self.player_identifier = player_identifier
+        self.player_partner_identifier = player_partner_identifier
+        self.currency_iso4217 = currency_iso4217
+        self.money_won = money_won
+        self.coins_won = coins_won
+        self.is_money = is_money
+        self.epoch_released_millis = epoch_released_millis
+        self.is_primary = is_primary
+        self.transaction_id = transaction_id
+        self.buy_transaction_id = buy_transaction_id
+        self.partner_game_request_identifier = partner_game_request_identifier
+        self.game_session_id = game_session_id
+        self.game_id = game_id
+        self.bonus_code = bonus_code
+        self.is_mobile = is_mobile
+        self.index = index
+        self.extra = {} if extra is None else extra
+        self.name = name
+        self._ptr = None
+        self._replies = DEFAULT_REPLY_SETTINGS
+
+    def _rebuild_reply(self, success: bool, message: str) -> bytes:
+        return reply_result("payout", success, message, self._replies.omit_empty_error_message)
+
+
+class BalanceQuery(Event):
+    """``getPlayerBalance``: the service asks for a player's balance. Reply with
+    ``reply_balance(money)``, or ``reply(False, "why")`` when the balance cannot be given."""
+
+    __slots__ = ("player_identifier", "player_partner_identifier")
+    _fields = __slots__ + ("name", "index", "extra")
+
+    player_identifier: str | None
+    player_partner_identifier: str | None
+
+    def __init__(
+        self,
+        player_identifier: str | None,
+        player_partner_identifier: str | None,
+        index: int | None = None,
+        extra: dict[str, str] | None = None,
+        name: str = "getPlayerBalance",
+    ) -> None:
+        self.player_identifier = player_identifier
+        self.player_partner_identifier = player_partner_identifier
+        self.index = index
+        self.extra = {} if extra is None else extra
+        self.name = name
+        self._ptr = None
+        self._replies = DEFAULT_REPLY_SETTINGS
+
+    def reply_balance(self, money: int, currency: str | None = None, coins: int = 0) -> bytes:
+        """``{"playerBalance":{"money":..,"currencyISO4217":..,"coins":..,"errorMessage":""}}``.
+
+        ``money`` is in minor units; ``money`` and ``coins`` must be 0 to 2^53-1
+        (ConfigurationError otherwise). ``currency`` None means the receiver's currency.
+        Frees the library's copy of the event once the reply is built.
+        """
+        ptr = self._ptr
+        if ptr is None:
+            settings = self._replies
+            return reply_balance(money, currency or settings.balance_currency, coins, "", settings.balance_wrapper)
+        out = _OUT
+        status = _event_reply_balance(
+            ptr,
+            money if -(2**63) <= money < 2**63 else check_amount(money, "money"),
+            c_text(currency, "currency") if currency is not None else None,
+            coins if -(2**63) <= coins < 2**63 else check_amount(coins, "coins"),
+            out.text_address,
+        )
+        if status:
+            raise last_error(status)
+        data: bytes = out.text.ptr
+        self._ptr = None
+        _event_free(ptr)
+        return data
+
+    def _rebuild_reply(self, success: bool, message: str) -> bytes:
+        if success:
+            raise argument_error("success", "a successful balance reply needs the balance: use the balance reply")
+        if not message:
+            raise argument_error("message", "must explain the failure when success is false")
+        settings = self._replies
+        return reply_balance(0, settings.balance_currency, 0, message, settings.balance_wrapper)
+
+
+class OtherEvent(Event):
+    """Any other event or action, passed through when the receiver does not reject unknown
+    events: ``name`` and the raw JSON of its fields in ``extra``. No reply is defined for it."""
+
+    __slots__ = ()
+    _fields = ("name", "index", "extra")
+
+    def __init__(self, name: str, index: int | None = None, extra: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.index = index
+        self.extra = {} if extra is None else extra
+        self._ptr = None
+        self._replies = DEFAULT_REPLY_SETTINGS
+
+    def _rebuild_reply(self, success: bool, message: str) -> bytes:
+        quoted = '"' + self.name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        raise ValidationError(
+            _lib.SP_ERR_UNKNOWN_EVENT, "event", f"event: no reply is defined for the unknown event {quoted}"
+        )
+
+
+_PAYOUT = _lib.SP_EVENT_KIND_JACKPOT_PAYOUT
+_REFUND = _lib.SP_EVENT_KIND_BUY_REFUND
+_BALANCE = _lib.SP_EVENT_KIND_BALANCE_QUERY
+_EventView = _lib.EventView
+_FieldView = _lib.FieldView
+_RefundView = _lib.BuyRefundView
+_PayoutView = _lib.JackpotPayoutView
+_BalanceView = _lib.BalanceQueryView
+
+
+def read_event(ptr: int, replies: ReplySettings) -> Event:
+    """Copies the ``sp_event`` at ``ptr`` into a typed event that takes over its ownership.
+
+    No foreign call: the structs are read in place through ctypes views (``_lib.view``), every
+    string copied into a Python str. If copying fails the ``sp_event`` is freed before the
+    error propagates.
+    """
+    try:
+        view = _EventView.from_address(ptr)
+        kind = view.kind
+        count = view.extra_fields_len
+        if count == 1:  # the common case, the index alone, inline
+            field = _FieldView.from_address(view.extra_fields)
+            extra = {field.name.decode(): field.json.decode()}
+        else:
+            extra = _read_fields(view.extra_fields, count) if count else {}
+        index = view.index if view.has_index else None
+        name = view.name.decode()
+        event: Event
+        if kind == _PAYOUT:
+            p = _PayoutView.from_address(view.jackpot_payout)
+            player, partner_player, bonus_code = p.player_identifier, p.player_partner_identifier, p.bonus_code
+            event = JackpotPayout(
+                p.jackpot_identifier.decode(),
+                player.decode() if player is not None else None,
+                partner_player.decode() if partner_player is not None else None,
+                p.currency_iso4217.decode(),
+                p.money_won,
+                p.coins_won,
+                p.is_money,
+                p.epoch_released_millis,
+                p.is_primary,
+                p.transaction_id,
+                p.buy_transaction_id,
+                p.partner_game_request_identifier.decode(),
+                p.game_session_id,
+                p.game_id,
+                bonus_code.decode() if bonus_code is not None else None,
+                p.is_mobile if p.has_is_mobile else None,
+                index,
+                extra,
+                name,
+            )
+        elif kind == _REFUND:
+            r = _RefundView.from_address(view.buy_refund)
+            player, partner_player, bonus_code = r.player_identifier, r.player_partner_identifier, r.bonus_code
+            event = BuyRefund(
+                r.game_session_identifier.decode(),
+                player.decode() if player is not None else None,
+                partner_player.decode() if partner_player is not None else None,
+                r.transaction_id,
+                r.buy_transaction_id,
+                r.game_session_id,
+                r.partner_game_request_identifier.decode(),
+                r.game_id,
+                r.is_mobile,
+                bonus_code.decode() if bonus_code is not None else None,
+                index,
+                extra,
+                name,
+            )
+        elif kind == _BALANCE:
+            q = _BalanceView.from_address(view.balance_query)
+            player, partner_player = q.player_identifier, q.player_partner_identifier
+            event = BalanceQuery(
+                player.decode() if player is not None else None,
+                partner_player.decode() if partner_player is not None else None,
+                index,
+                extra,
+                name,
+            )
+        else:
+            event = OtherEvent(name, index, extra)
+    except BaseException:
+        _event_free(ptr)
+        raise
+    event._ptr = ptr
+    event._replies = replies
+    return event
+
+
+__all__ = [
+    "Event",
+    "BuyRefund",
+    "JackpotPayout",
+    "BalanceQuery",
+    "OtherEvent",
+    "ReplySettings",
+    "read_event",
+]

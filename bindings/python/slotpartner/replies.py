@@ -1,0 +1,102 @@
+"""Reply bodies built without an event: ``reply_result`` and ``reply_balance``.
+
+Each builds the exact JSON the service expects through the library (``sp_reply_result_new`` or
+``sp_reply_balance_new``, then ``sp_buffer_free``: two foreign calls) and returns it as bytes
+the caller owns. ``Event.reply`` is cheaper (one call into the event the library already holds)
+and uses these only when its event's library memory was already released.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from . import _lib
+from .errors import argument_error, last_error
+
+_lib_ = _lib.lib
+_result_new = _lib_.sp_reply_result_new
+_balance_new = _lib_.sp_reply_balance_new
+_buffer_free = _lib_.sp_buffer_free
+_MEMORY = _lib.MEMORY
+_STR = _lib.STR
+
+MAX_AMOUNT = 2**53 - 1
+
+
+def c_text(value: str | None, field: str) -> bytes | None:
+    """``value`` as a NUL-terminated C string argument (None stays NULL).
+
+    Raises ConfigurationError when ``value`` holds a NUL character, which a C string cannot
+    carry (it would silently cut the value short).
+    """
+    if value is None:
+        return None
+    data = value.encode("utf-8", "surrogateescape")
+    if b"\0" in data:
+        raise argument_error(field, "must not contain a NUL character")
+    return data
+
+
+def check_amount(value: int, field: str) -> int:
+    """``value`` unchanged when it fits an ``int64_t``; the library checks the real range."""
+    if not -(2**63) <= value < 2**63:
+        raise argument_error(field, f"expected an integer from 0 to {MAX_AMOUNT}, got {value}")
+    return value
+
+
+def _take_buffer(buffer: ctypes.c_void_p) -> bytes:
+    """Copies the text of an ``sp_buffer`` and frees the buffer."""
+    address = buffer.value
+    assert address
+    try:
+        ptr, length = _STR.unpack(_MEMORY[address : address + _STR.size])
+        return _MEMORY[ptr : ptr + length]
+    finally:
+        _buffer_free(address)
+
+
+def reply_result(wrapper: str, success: bool = True, message: str = "", omit_empty_message: bool = False) -> bytes:
+    """``{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}`` as bytes.
+
+    ``message`` must be empty when ``success`` is true and must explain the failure otherwise
+    (ConfigurationError if not). With ``omit_empty_message`` a success leaves ``errorMessage``
+    out. Works for any wrapper key (``refund``, ``payout``, or one the spec does not show).
+    """
+    buffer = ctypes.c_void_p()
+    status = _result_new(
+        c_text(wrapper, "wrapper"),
+        success,
+        c_text(message, "message") if message else None,
+        omit_empty_message,
+        ctypes.byref(buffer),
+    )
+    if status:
+        raise last_error(status)
+    return _take_buffer(buffer)
+
+
+def reply_balance(
+    money: int,
+    currency: str = "EUR",
+    coins: int = 0,
+    error_message: str = "",
+    wrapper: str = "playerBalance",
+) -> bytes:
+    """``{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":"<error_message>"}}``.
+
+    ``money`` is in minor units; ``money`` and ``coins`` must be 0 to 2^53-1 and ``currency``
+    three uppercase letters (ConfigurationError otherwise). An empty ``error_message`` means
+    success; a failure is reported with zero money and coins and a non-empty message.
+    """
+    buffer = ctypes.c_void_p()
+    status = _balance_new(
+        c_text(wrapper, "wrapper"),
+        check_amount(money, "money"),
+        c_text(currency, "currency"),
+        check_amount(coins, "coins"),
+        c_text(error_message, "error_message") if error_message else None,
+        ctypes.byref(buffer),
+    )
+    if status:
+        raise last_error(status)
+    return _take_buffer(buffer)

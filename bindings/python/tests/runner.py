@@ -1,0 +1,29 @@
+"""Runs every test module of this directory and ends with the line "N passed, N failed".
+
+Exit status 0 only when nothing failed. Used by ../run_tests.sh.
+"""
+
+from __future__ import annotations
+
+import sys
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    sys.path.insert(0, str(HERE))
+    suite = unittest.defaultTestLoader.discover(str(HERE), pattern="test_*.py", top_level_dir=str(HERE))
+    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    skipped = len(result.skipped)
+    passed = result.testsRun - failed - skipped
+    if skipped:
+        print(f"{skipped} skipped: " + "; ".join(f"{test.id()}: {why}" for test, why in result.skipped))
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 and result.testsRun > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Shared test helpers: checkout paths, the sandbox service, the WSGI example as a server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BINDING = HERE.parent
+ROOT = BINDING.parent.parent
+sys.path.insert(0, str(BINDING))
+
+FIXTURES = ROOT / "tests" / "fixtures"
+EXPECTED = ROOT / "tests" / "c" / "expected"
+HEADER = ROOT / "include" / "slotpartner.h"
+EXAMPLE = BINDING / "examples" / "callback_wsgi.py"
+SANDBOX = Path(os.environ.get("SLOTPARTNER_SANDBOX", ROOT / "target" / "release" / "slotpartner-sandbox"))
+
+TOKEN = "6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f"
+OTHER_TOKEN = "0b7e3c55-1a2b-4c3d-8e9f-000000000001"
+STAGING = "34.254.138.20"
+PRODUCTION = "18.203.30.17"
+
+
+def fixture(name: str) -> bytes:
+    return (FIXTURES / f"{name}.json").read_bytes()
+
+
+def wait_for(condition, timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class Sandbox:
+    """``slotpartner-sandbox serve`` on a free loopback port; it lives while we hold its stdin."""
+
+    def __init__(self) -> None:
+        if not SANDBOX.is_file():
+            raise AssertionError(f"{SANDBOX} is missing: run `cargo build --release -p slotpartner-sandbox`")
+        self.dir = tempfile.TemporaryDirectory(prefix="sp-sandbox-")
+        self.ca_file = os.path.join(self.dir.name, "ca.pem")
+        ready = os.path.join(self.dir.name, "ready")
+        self.process = subprocess.Popen(
+            [str(SANDBOX), "serve", "--listen", "127.0.0.1:0", "--token", TOKEN, "--ca-out", self.ca_file,
+             "--ready-file", ready, "--exit-on-stdin-eof"],  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(lambda: os.path.exists(ready) or self.process.poll() is not None, what="the sandbox")
+            if self.process.poll() is not None:
+                raise AssertionError(f"the sandbox exited with {self.process.returncode}")
+        except BaseException:
+            self.stop()
+            raise
+        with open(ready, encoding="utf-8") as f:
+            self.base_url = f.read().strip()
+        with open(self.ca_file, encoding="utf-8") as f:
+            self.ca_pem = f.read()
+
+    def send(self, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """``slotpartner-sandbox send --url URL --token TOKEN ARGS...``."""
+        return subprocess.run(
+            [str(SANDBOX), "send", "--url", url, "--token", TOKEN, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def stop(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.dir.cleanup()
+
+
+class WsgiExample:
+    """examples/callback_wsgi.py serving on a free loopback port, stderr captured to a file."""
+
+    def __init__(self, sources: str, host: str = "127.0.0.1") -> None:
+        self.stderr = tempfile.TemporaryFile()
+        env = dict(os.environ, SLOTPARTNER_TOKEN=TOKEN, SLOTPARTNER_SOURCES=sources)
+        self.process = subprocess.Popen(
+            [sys.executable, str(EXAMPLE), f"{host}:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=env,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("listening http://"):
+            self.stop()
+            raise AssertionError(f"callback_wsgi did not start: {line!r} {self.log()!r}")
+        self.url = line.split()[1]
+        self.host = host
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def log(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode()
+
+    def request(self, raw: bytes, shut_write: bool = True) -> bytes:
+        """Sends ``raw`` (a whole HTTP request) and returns everything the server answers."""
+        with socket.create_connection((self.host, self.port), timeout=20) as conn:
+            conn.sendall(raw)
+            if shut_write:
+                conn.shutdown(socket.SHUT_WR)
+            chunks = []
+            while chunk := conn.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout:
+            self.process.stdout.close()
+        self.stderr.close()
+
+
+def rss_bytes() -> int:
+    """Resident memory of this process (/proc/self/statm, second field, in pages)."""
+    with open("/proc/self/statm", encoding="ascii") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -1,0 +1,125 @@
+"""The ctypes declarations match include/slotpartner.h: structs field for field, every function
+with its signature, the version. A drift of the header makes these fail."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import unittest
+from typing import Any
+
+from support import HEADER
+
+import slotpartner
+from slotpartner import _lib
+
+TEXT = re.sub(r"/\*.*?\*/|//[^\n]*", "", HEADER.read_text(), flags=re.S)
+
+SCALARS: dict[str, Any] = {
+    "bool": ctypes.c_bool,
+    "int32_t": ctypes.c_int32,
+    "int64_t": ctypes.c_int64,
+    "uint16_t": ctypes.c_uint16,
+    "uint32_t": ctypes.c_uint32,
+    "uint64_t": ctypes.c_uint64,
+    "size_t": ctypes.c_size_t,
+    "enum sp_status": ctypes.c_int,
+    "enum sp_event_kind": ctypes.c_int,
+}
+
+
+def header_structs() -> dict[str, list[tuple[str, str]]]:
+    structs = {}
+    for name, body in re.findall(r"typedef struct (\w+) \{(.*?)\} \w+;", TEXT, re.S):
+        fields = re.findall(r"^\s*((?:const )?(?:struct |enum )?\w+ \*?)(\w+);", body, re.M)
+        structs[name] = [(field, ctype.strip()) for ctype, field in fields]
+    return structs
+
+
+def header_functions() -> dict[str, tuple[str, list[str]]]:
+    functions = {}
+    for restype, name, params in re.findall(r"^((?:const )?(?:enum |struct )?\w+ \*?)(sp_\w+)\((.*?)\);", TEXT, re.S | re.M):
+        args = [] if params.strip() == "void" else [re.sub(r"\s*\w+$", "", p.strip()) for p in params.split(",")]
+        functions[name] = (restype.strip(), [" ".join(a.split()) for a in args])
+    return functions
+
+
+def compatible(c_type: str, ctype: Any) -> bool:
+    """Whether the ctypes type ``ctype`` passes or returns the C type ``c_type`` correctly."""
+    if c_type in SCALARS:
+        wanted = SCALARS[c_type]
+        return ctypes.sizeof(ctype) == ctypes.sizeof(wanted) and (ctype(-1).value == -1) == (wanted(-1).value == -1)
+    if c_type == "struct sp_str":
+        return ctype is _lib.sp_str
+    if c_type == "void":
+        return ctype is None
+    if c_type in ("const char *", "const uint8_t *"):
+        return ctype is ctypes.c_char_p
+    if c_type.endswith("*"):  # any other pointer: an opaque object, an out-parameter
+        return ctype is ctypes.c_void_p or (isinstance(ctype, type) and issubclass(ctype, ctypes._Pointer))
+    raise AssertionError(f"unknown C type {c_type!r}")
+
+
+class AbiTest(unittest.TestCase):
+    def test_structs_match_the_header(self) -> None:
+        structs = header_structs()
+        mirrored = {
+            "sp_str": _lib.sp_str, "sp_field": _lib.sp_field, "sp_game": _lib.sp_game, "sp_games": _lib.sp_games,
+            "sp_buffer": _lib.sp_buffer, "sp_buy_refund": _lib.sp_buy_refund,
+            "sp_jackpot_payout": _lib.sp_jackpot_payout, "sp_balance_query": _lib.sp_balance_query,
+            "sp_event": _lib.sp_event,
+        }  # fmt: skip
+        self.assertEqual(sorted(structs), sorted(mirrored))
+        for name, fields in structs.items():
+            declared = mirrored[name]._fields_
+            self.assertEqual([f for f, _ in fields], [f for f, _ in declared], name)
+            for (field, c_type), (_, ctype) in zip(fields, declared):
+                if c_type.endswith("*"):
+                    self.assertIs(ctype, ctypes.c_void_p, f"{name}.{field}")
+                elif c_type == "struct sp_str":
+                    self.assertIs(ctype, _lib.sp_str, f"{name}.{field}")
+                else:
+                    self.assertTrue(compatible(c_type, ctype), f"{name}.{field}: {c_type} vs {ctype}")
+
+    def test_views_and_layouts_follow_the_structs(self) -> None:
+        for struct, view in (
+            (_lib.sp_event, _lib.EventView),
+            (_lib.sp_buy_refund, _lib.BuyRefundView),
+            (_lib.sp_jackpot_payout, _lib.JackpotPayoutView),
+            (_lib.sp_balance_query, _lib.BalanceQueryView),
+            (_lib.sp_field, _lib.FieldView),
+            (_lib.sp_str, _lib.StrView),
+        ):
+            self.assertEqual(ctypes.sizeof(view), ctypes.sizeof(struct))
+            for name, _ in struct._fields_:
+                self.assertEqual(getattr(view, name).offset, getattr(struct, name).offset, f"{struct.__name__}.{name}")
+        self.assertEqual(_lib.layout(_lib.sp_game).size, ctypes.sizeof(_lib.sp_game))
+
+    def test_every_function_is_declared_with_its_signature(self) -> None:
+        functions = header_functions()
+        self.assertEqual(sorted(functions), sorted(_lib.SIGNATURES))
+        for name, (restype, args) in functions.items():
+            declared_restype, declared_args = _lib.SIGNATURES[name]
+            self.assertTrue(compatible(restype, declared_restype), f"{name} returns {restype}")
+            self.assertEqual(len(args), len(declared_args), name)
+            for position, (c_type, ctype) in enumerate(zip(args, declared_args)):
+                self.assertTrue(compatible(c_type, ctype), f"{name} argument {position}: {c_type} vs {ctype}")
+            function = getattr(_lib.lib, name)
+            self.assertEqual(function.argtypes, declared_args, name)
+
+    def test_enums_match(self) -> None:
+        kinds = dict(re.findall(r"(SP_EVENT_KIND_\w+) = (\d+)", TEXT))
+        for name, value in kinds.items():
+            self.assertEqual(getattr(_lib, name), int(value))
+        roots = {name.removeprefix("SP_TRUST_ROOTS_").lower().replace("_", "-"): int(value)
+                 for name, value in re.findall(r"(SP_TRUST_ROOTS_\w+) = (\d+)", TEXT)}  # fmt: skip
+        self.assertEqual(roots, _lib.TRUST_ROOTS)
+
+    def test_version(self) -> None:
+        major, minor = (int(re.search(rf"#define SP_VERSION_{part} (\d+)", TEXT).group(1)) for part in ("MAJOR", "MINOR"))  # type: ignore[union-attr]
+        self.assertEqual((major, minor), _lib.HEADER_VERSION)
+        self.assertTrue(slotpartner.library_version.startswith(f"{major}.{minor}."))
+
+
+if __name__ == "__main__":
+    unittest.main()
