@@ -109,24 +109,26 @@ fn through_abi(receiver: *const sp_receiver, body: &[u8]) -> usize {
     }
 }
 
-/// Median ns per call of `f` over several rounds.
-fn measure(mut f: impl FnMut() -> usize) -> f64 {
-    const ROUNDS: usize = 15;
-    const CALLS: usize = 20_000;
+/// ns per call of `f` over one round.
+fn round(f: &mut impl FnMut() -> usize) -> f64 {
+    const CALLS: usize = 5_000;
+    let start = Instant::now();
     for _ in 0..CALLS {
         black_box(f());
     }
-    let mut samples: Vec<f64> = (0..ROUNDS)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..CALLS {
-                black_box(f());
-            }
-            start.elapsed().as_nanos() as f64 / CALLS as f64
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    samples[ROUNDS / 2]
+    start.elapsed().as_nanos() as f64 / CALLS as f64
+}
+
+/// Medians of ns per call of `ours` and `theirs`, measured in alternating rounds so that the
+/// drifting speed of a shared machine weighs on both alike.
+fn measure(mut ours: impl FnMut() -> usize, mut theirs: impl FnMut() -> usize) -> (f64, f64) {
+    const ROUNDS: usize = 41;
+    round(&mut ours);
+    round(&mut theirs);
+    let (mut a, mut b): (Vec<f64>, Vec<f64>) = (0..ROUNDS).map(|_| (round(&mut ours), round(&mut theirs))).unzip();
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    (a[ROUNDS / 2], b[ROUNDS / 2])
 }
 
 fn main() {
@@ -137,8 +139,7 @@ fn main() {
 
     println!("{:<22} {:>8} {:>14} {:>16} {:>7}", "callback", "bytes", "slotpartner", "serde_json", "ratio");
     let row = |name: &str, body: &[u8], peer: &dyn Fn(&[u8]) -> usize| {
-        let ours = measure(|| through_abi(receiver, black_box(body)));
-        let theirs = measure(|| peer(black_box(body)));
+        let (ours, theirs) = measure(|| through_abi(receiver, black_box(body)), || peer(black_box(body)));
         println!("{name:<22} {:>8} {ours:>11.0} ns {theirs:>13.0} ns {:>6.2}x", body.len(), ours / theirs);
     };
     row("gameSessionBuyRefund", &refund, &|b| {
