@@ -534,7 +534,8 @@ enum sp_status sp_client_call(const struct sp_client *client,
 /**
  * The message of the last failure on this thread, such as
  * `jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5`; empty when the last
- * call succeeded. Valid until the next `sp_` call on this thread that returns `sp_status`.
+ * call succeeded. Valid until the next status-returning `sp_` call on this thread other than
+ * `sp_last_error_response` (the accessors do not clear it).
  */
 struct sp_str sp_last_error_message(void);
 
@@ -549,7 +550,9 @@ struct sp_str sp_last_error_field(void);
  * The answer an HTTP endpoint should give for the last failure on this thread: the HTTP status
  * and the JSON body. After `sp_receiver_handle` fails on a known event with invalid fields, this
  * is HTTP 200 with the event's wrapper, `success` false and the field-naming message; after
- * other failures it is 401, 403, 413, 400 or 500 with `{"error":{"code","field","message"}}`.
+ * other refusals it is 401, 403, 413 or 400, and 500 for a bad argument or a panic, with
+ * `{"error":{"code","field","message"}}`; after a failed call to the service (`sp_client_*`),
+ * 502, or 504 for a time-out, should a host relay it.
  * Writes nothing and returns `SP_ERR_INVALID_ARGUMENT` when the last call succeeded. The body
  * is valid like `sp_last_error_message`. Does not clear the last error.
  *

@@ -210,8 +210,8 @@ impl Client {
         if roots.is_empty() {
             return Err(Error::field(
                 ErrorKind::InvalidArgument,
-                "ca_pem",
-                "no certificate authority is trusted: add one",
+                "trust_roots",
+                "no certificate authority is trusted: add a CA certificate, or trust bundled or system roots",
             ));
         }
         let proxy = match &config.proxy {

@@ -101,7 +101,9 @@ impl ReceiverConfig {
 
     /// Sets the wrapper key of the balance reply (default `playerBalance`).
     pub fn set_balance_wrapper(&mut self, wrapper: &str) -> Result<()> {
-        reply::check_wrapper(wrapper)?;
+        reply::check_wrapper(wrapper).map_err(|e| {
+            Error::field(e.kind, "balance_wrapper", "must be a non-empty name without control characters")
+        })?;
         self.balance_wrapper = wrapper.to_owned();
         Ok(())
     }

@@ -225,7 +225,7 @@ fn configuration_is_validated() {
     assert_eq!(config.set_timeout(Duration::ZERO).unwrap_err().field, "timeout");
     assert_eq!(config.set_proxy(Some("::not a proxy::")).unwrap_err().field, "proxy");
     config.set_trust_roots(TrustRoots::ExtraOnly);
-    assert_eq!(Client::new(config).unwrap_err().field, "ca_pem", "no root at all is refused");
+    assert_eq!(Client::new(config).unwrap_err().field, "trust_roots", "no root at all is refused");
 }
 
 #[test]

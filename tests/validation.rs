@@ -1225,7 +1225,7 @@ fn balance_replies_are_exact() {
     c.set_balance_wrapper("balance").unwrap();
     c.set_balance_currency("GBP").unwrap();
     assert_eq!(c.set_balance_currency("gbp").unwrap_err().field, "balance_currency");
-    assert_eq!(c.set_balance_wrapper("").unwrap_err().field, "wrapper");
+    assert_eq!(c.set_balance_wrapper("").unwrap_err().field, "balance_wrapper");
     let custom = Receiver::new(c).unwrap();
     assert_eq!(
         custom.balance_reply(5, None, 1).unwrap(),

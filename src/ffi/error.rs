@@ -1,6 +1,7 @@
 //! The calling thread's last failure: `sp_last_error_message`, `sp_last_error_field` and
-//! `sp_last_error_response`. Every status-returning call clears it on entry and sets it when it
-//! fails; the accessors read it without clearing it.
+//! `sp_last_error_response`. Every other status-returning call clears it on entry and sets it
+//! when it fails; these three accessors and `sp_status_name` read it without clearing it, so all
+//! of them may be read, in any order, for one failure.
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -80,7 +81,8 @@ fn read(pick: impl Fn(&LastError) -> sp_str) -> sp_str {
 
 /// The message of the last failure on this thread, such as
 /// `jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5`; empty when the last
-/// call succeeded. Valid until the next `sp_` call on this thread that returns `sp_status`.
+/// call succeeded. Valid until the next status-returning `sp_` call on this thread other than
+/// `sp_last_error_response` (the accessors do not clear it).
 #[unsafe(no_mangle)]
 pub extern "C" fn sp_last_error_message() -> sp_str {
     value_boundary!(sp_str::from_static(c""), { read(|e| sp_str::of_nul_terminated(e.message.as_bytes_with_nul())) })
@@ -97,7 +99,9 @@ pub extern "C" fn sp_last_error_field() -> sp_str {
 /// The answer an HTTP endpoint should give for the last failure on this thread: the HTTP status
 /// and the JSON body. After `sp_receiver_handle` fails on a known event with invalid fields, this
 /// is HTTP 200 with the event's wrapper, `success` false and the field-naming message; after
-/// other failures it is 401, 403, 413, 400 or 500 with `{"error":{"code","field","message"}}`.
+/// other refusals it is 401, 403, 413 or 400, and 500 for a bad argument or a panic, with
+/// `{"error":{"code","field","message"}}`; after a failed call to the service (`sp_client_*`),
+/// 502, or 504 for a time-out, should a host relay it.
 /// Writes nothing and returns `SP_ERR_INVALID_ARGUMENT` when the last call succeeded. The body
 /// is valid like `sp_last_error_message`. Does not clear the last error.
 ///
