@@ -163,16 +163,18 @@ impl Event<'_> {
 /// event, carries it in `Error::event` so the reply can use the event's wrapper.
 pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
     let text = json::object_text(body, options.max_body_bytes)?;
-    let (scanned, refused) = match scan::scan(text, options.max_depth) {
-        Ok(scanned) => (scanned, None),
+    let mut scanned = scan::Scanned::default();
+    let refused = match scan::scan(text, options.max_depth, &mut scanned) {
+        Ok(()) => None,
         Err(ScanError::Body(error)) => return Err(error),
-        Err(ScanError::InValue) => scan::rescan(text, options.max_depth)?,
+        Err(ScanError::InValue) => scan::rescan(text, options.max_depth, &mut scanned)?,
     };
-    let scan::Scanned { slots, others } = scanned;
+    let scan::Scanned { slots, others } = &mut scanned;
+    let (slots, others) = (&*slots, std::mem::take(others));
     if let Some((name @ (Name::Event | Name::Action), kind, problem)) = &refused {
         return Err(Error::field(*kind, format!("body.{}", name.as_str()), problem));
     }
-    let (name_field, name) = event_name(text, &slots, options)?;
+    let (name_field, name) = event_name(text, slots, options)?;
     let known = match (name_field, name.as_ref()) {
         (Name::Event, "gameSessionBuyRefund") => Some(KnownEvent::BuyRefund),
         (Name::Event, "jackpotPayout") => Some(KnownEvent::JackpotPayout),
@@ -186,15 +188,14 @@ pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
     if let Some((name, kind, problem)) = refused {
         return Err(Error::field(kind, format!("{event_label}.{}", name.as_str()), problem).for_event(known));
     }
-    let reader =
-        FieldReader { event: event_label, slots: &slots, text, max_identifier_bytes: options.max_identifier_bytes };
+    let reader = FieldReader { event: event_label, slots, text, max_identifier_bytes: options.max_identifier_bytes };
     let typed = read_kind(known, &reader).map_err(|e| e.for_event(known))?;
     if known.is_none() && options.reject_unknown_events {
         let problem = format!("unknown event {}", json::quoted(&name));
         return Err(Error::field(ErrorKind::UnknownEvent, name_field.as_str(), problem));
     }
     let spec_mask = known.map_or(0, KnownEvent::spec_mask) | name_field.bit();
-    let extra = extra_fields(text, &slots, others, spec_mask)?;
+    let extra = extra_fields(text, slots, others, spec_mask)?;
     for field in &extra {
         json::check_value(field.raw, event_label, &field.name, options.max_depth).map_err(|e| e.for_event(known))?;
     }

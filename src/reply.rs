@@ -2,8 +2,6 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::fields::{MAX_AMOUNT, is_currency_code};
-use std::fmt::Write as _;
-
 use crate::json::{push_quoted, quoted};
 
 /// `{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}`.
@@ -52,7 +50,14 @@ pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_mess
     let mut out = String::with_capacity(96 + wrapper.len() + error_message.len());
     out.push('{');
     push_quoted(&mut out, wrapper);
-    let _ = write!(out, r#":{{"money":{money},"currencyISO4217":"{currency}","coins":{coins},"errorMessage":"#);
+    let mut digits = itoa::Buffer::new();
+    out.push_str(r#":{"money":"#);
+    out.push_str(digits.format(money));
+    out.push_str(r#","currencyISO4217":""#);
+    out.push_str(currency);
+    out.push_str(r#"","coins":"#);
+    out.push_str(digits.format(coins));
+    out.push_str(r#","errorMessage":"#);
     push_quoted(&mut out, error_message);
     out.push_str("}}");
     Ok(out)

@@ -134,7 +134,7 @@ impl fmt::Display for Scalar<'_> {
 pub type Slots<'a> = [Option<Scalar<'a>>; Name::COUNT];
 
 /// A body after the one pass.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Scanned<'a> {
     pub slots: Slots<'a>,
     /// Fields `Name` does not name, in body order, values as raw JSON.
@@ -152,22 +152,20 @@ pub enum ScanError {
     InValue,
 }
 
-/// Scans the top-level object of `text` (from `json::object_text`). Duplicate names and
+/// Scans the top-level object of `text` (from `json::object_text`) into `scanned`, which the
+/// caller owns so that its slots are filled in place (the slots are large to move). Duplicate names and
 /// control characters in names are refused; containers in slots are checked against
 /// `max_depth`.
-pub fn scan(text: &str, max_depth: usize) -> std::result::Result<Scanned<'_>, ScanError> {
+pub fn scan<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -> std::result::Result<(), ScanError> {
     let failure = Cell::new(None);
-    let mut scanned = Scanned { slots: Default::default(), others: Vec::new() };
     let mut de = serde_json::Deserializer::from_str(text);
-    let visitor =
-        TopLevel { max_depth: max_depth.min(json::MAX_DEPTH_CEILING), failure: &failure, scanned: &mut scanned };
+    let visitor = TopLevel { max_depth: max_depth.min(json::MAX_DEPTH_CEILING), failure: &failure, scanned };
     de.deserialize_map(visitor).and_then(|()| de.end()).map_err(|e| match failure.take() {
         Some(Some(error)) => ScanError::Body(error),
         Some(None) => ScanError::InValue,
         None => ScanError::Body(json::invalid_json(&e)),
     })?;
-    reject_repeated(scanned.others.iter().map(|f| f.name.as_ref())).map_err(ScanError::Body)?;
-    Ok(scanned)
+    reject_repeated(scanned.others.iter().map(|f| f.name.as_ref())).map_err(ScanError::Body)
 }
 
 /// A slotted field whose value is refused: its name, the kind and the problem.
@@ -177,10 +175,10 @@ pub type Refusal = (Name, ErrorKind, String);
 /// slotted one decoded on its own. Gives the slots and the first slotted field whose value is
 /// refused, with its kind and problem. A number too large for any type becomes an infinite
 /// float, so that the typed readers report it as the number it is.
-pub fn rescan(text: &str, max_depth: usize) -> Result<(Scanned<'_>, Option<Refusal>)> {
+pub fn rescan<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -> Result<Option<Refusal>> {
     let fields = json::split_object(text)?;
     reject_repeated(fields.iter().map(|f| f.name.as_ref()))?;
-    let mut scanned = Scanned { slots: Default::default(), others: Vec::new() };
+    *scanned = Scanned::default();
     let mut refused = None;
     for field in fields {
         if let Some(error) = json::key_error(&field.name) {
@@ -202,7 +200,7 @@ pub fn rescan(text: &str, max_depth: usize) -> Result<(Scanned<'_>, Option<Refus
         };
         scanned.slots[name as usize] = Some(value);
     }
-    Ok((scanned, refused))
+    Ok(refused)
 }
 
 fn reject_repeated<'n>(names: impl Iterator<Item = &'n str>) -> Result<()> {

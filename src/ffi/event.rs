@@ -9,7 +9,7 @@ use crate::event::{Event, EventKind, KnownEvent};
 use crate::ffi::args;
 use crate::ffi::owned;
 use crate::ffi::status::sp_status;
-use crate::ffi::str::{Arena, Span, sp_str};
+use crate::ffi::str::{Arena, sp_str};
 use crate::receiver::Receiver;
 
 /// Which typed struct an `sp_event` carries.
@@ -116,7 +116,6 @@ struct EventBox {
     jackpot_payout: Option<sp_jackpot_payout>,
     balance_query: Option<sp_balance_query>,
     extra_fields: Vec<sp_field>,
-    name: Span,
     arena: Arena,
     /// The last reply built, NUL-terminated.
     reply: String,
@@ -125,18 +124,16 @@ struct EventBox {
 
 /// Builds the C view of `event` and hands out its ownership as a raw pointer.
 pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
-    let text_len: usize = event.extra.iter().map(|f| f.name.len() + f.raw.get().len() + 2).sum();
-    let mut arena = Arena::with_capacity(text_len + 256);
-    let name = arena.push(&event.name);
-    let fields: Vec<(Span, Span)> =
-        event.extra.iter().map(|f| (arena.push(&f.name), arena.push(f.raw.get()))).collect();
-    let strings = push_strings(&event.kind, &mut arena);
-    let extra_fields =
-        fields.iter().map(|&(name, json)| sp_field { name: arena.view(name), json: arena.view(json) }).collect();
+    let typed = typed_strings(&event.kind);
+    let extra_text = event.extra.iter().flat_map(|f| [f.name.as_ref(), f.raw.get()]);
+    let mut arena = Arena::for_strings(typed.iter().flatten().copied().chain(extra_text).chain([event.name.as_ref()]));
+    let strings = typed.map(|s| arena.push_opt(s));
+    let extra_fields: Vec<sp_field> =
+        event.extra.iter().map(|f| sp_field { name: arena.push(&f.name), json: arena.push(f.raw.get()) }).collect();
     let mut boxed = Box::new(EventBox {
         view: sp_event {
             kind: kind_of(&event.kind),
-            name: arena.view(name),
+            name: arena.push(&event.name),
             has_index: event.index.is_some(),
             index: event.index.unwrap_or(0),
             buy_refund: std::ptr::null(),
@@ -149,7 +146,6 @@ pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
         jackpot_payout: None,
         balance_query: None,
         extra_fields,
-        name,
         arena,
         reply: String::new(),
         receiver: Arc::clone(receiver),
@@ -166,33 +162,28 @@ pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
     Box::into_raw(boxed).cast::<sp_event>()
 }
 
-/// Pushes the typed strings of `kind` into the arena, in the order `fill` reads them.
-fn push_strings(kind: &EventKind<'_>, arena: &mut Arena) -> [Option<Span>; 6] {
+/// The strings of a typed event, in the order `fill` reads them.
+fn typed_strings<'e>(kind: &'e EventKind<'_>) -> [Option<&'e str>; 6] {
     match kind {
         EventKind::BuyRefund(r) => [
-            Some(arena.push(&r.game_session_identifier)),
-            arena.push_opt(r.player_identifier.as_deref()),
-            arena.push_opt(r.player_partner_identifier.as_deref()),
-            Some(arena.push(&r.partner_game_request_identifier)),
-            arena.push_opt(r.bonus_code.as_deref()),
+            Some(&r.game_session_identifier),
+            r.player_identifier.as_deref(),
+            r.player_partner_identifier.as_deref(),
+            Some(&r.partner_game_request_identifier),
+            r.bonus_code.as_deref(),
             None,
         ],
         EventKind::JackpotPayout(p) => [
-            Some(arena.push(&p.jackpot_identifier)),
-            arena.push_opt(p.player_identifier.as_deref()),
-            arena.push_opt(p.player_partner_identifier.as_deref()),
-            Some(arena.push(&p.currency_iso4217)),
-            Some(arena.push(&p.partner_game_request_identifier)),
-            arena.push_opt(p.bonus_code.as_deref()),
+            Some(&p.jackpot_identifier),
+            p.player_identifier.as_deref(),
+            p.player_partner_identifier.as_deref(),
+            Some(&p.currency_iso4217),
+            Some(&p.partner_game_request_identifier),
+            p.bonus_code.as_deref(),
         ],
-        EventKind::BalanceQuery(q) => [
-            arena.push_opt(q.player_identifier.as_deref()),
-            arena.push_opt(q.player_partner_identifier.as_deref()),
-            None,
-            None,
-            None,
-            None,
-        ],
+        EventKind::BalanceQuery(q) => {
+            [q.player_identifier.as_deref(), q.player_partner_identifier.as_deref(), None, None, None, None]
+        }
         EventKind::Other => [None; 6],
     }
 }
@@ -206,30 +197,29 @@ fn kind_of(kind: &EventKind<'_>) -> sp_event_kind {
     }
 }
 
-/// Fills the typed struct of `kind` into the box, strings from the spans `push_strings` gave.
-fn fill(kind: &EventKind<'_>, s: [Option<Span>; 6], b: &mut EventBox) {
-    let a = &b.arena;
+/// Fills the typed struct of `kind` into the box, with the views of `typed_strings`.
+fn fill(kind: &EventKind<'_>, s: [sp_str; 6], b: &mut EventBox) {
     match kind {
         EventKind::BuyRefund(r) => {
             b.buy_refund = Some(sp_buy_refund {
-                game_session_identifier: a.view_opt(s[0]),
-                player_identifier: a.view_opt(s[1]),
-                player_partner_identifier: a.view_opt(s[2]),
+                game_session_identifier: s[0],
+                player_identifier: s[1],
+                player_partner_identifier: s[2],
                 transaction_id: r.transaction_id,
                 buy_transaction_id: r.buy_transaction_id,
                 game_session_id: r.game_session_id,
-                partner_game_request_identifier: a.view_opt(s[3]),
+                partner_game_request_identifier: s[3],
                 game_id: r.game_id,
                 is_mobile: r.is_mobile,
-                bonus_code: a.view_opt(s[4]),
+                bonus_code: s[4],
             })
         }
         EventKind::JackpotPayout(p) => {
             b.jackpot_payout = Some(sp_jackpot_payout {
-                jackpot_identifier: a.view_opt(s[0]),
-                player_identifier: a.view_opt(s[1]),
-                player_partner_identifier: a.view_opt(s[2]),
-                currency_iso4217: a.view_opt(s[3]),
+                jackpot_identifier: s[0],
+                player_identifier: s[1],
+                player_partner_identifier: s[2],
+                currency_iso4217: s[3],
                 money_won: p.money_won,
                 coins_won: p.coins_won,
                 is_money: p.is_money,
@@ -237,19 +227,16 @@ fn fill(kind: &EventKind<'_>, s: [Option<Span>; 6], b: &mut EventBox) {
                 is_primary: p.is_primary,
                 transaction_id: p.transaction_id,
                 buy_transaction_id: p.buy_transaction_id,
-                partner_game_request_identifier: a.view_opt(s[4]),
+                partner_game_request_identifier: s[4],
                 game_session_id: p.game_session_id,
                 game_id: p.game_id,
-                bonus_code: a.view_opt(s[5]),
+                bonus_code: s[5],
                 has_is_mobile: p.is_mobile.is_some(),
                 is_mobile: p.is_mobile.unwrap_or(false),
             })
         }
         EventKind::BalanceQuery(_) => {
-            b.balance_query = Some(sp_balance_query {
-                player_identifier: a.view_opt(s[0]),
-                player_partner_identifier: a.view_opt(s[1]),
-            })
+            b.balance_query = Some(sp_balance_query { player_identifier: s[0], player_partner_identifier: s[1] })
         }
         EventKind::Other => {}
     }
@@ -290,7 +277,7 @@ fn known(b: &EventBox) -> crate::Result<KnownEvent> {
         sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT => Ok(KnownEvent::JackpotPayout),
         sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY => Ok(KnownEvent::BalanceQuery),
         sp_event_kind::SP_EVENT_KIND_OTHER => {
-            let name = String::from_utf8_lossy(b.arena.text(b.name));
+            let name = String::from_utf8_lossy(b.arena.text_of(b.view.name).unwrap_or_default());
             let problem = format!("no reply is defined for the unknown event {}", crate::json::quoted(&name));
             Err(Error::field(ErrorKind::UnknownEvent, "event", problem))
         }

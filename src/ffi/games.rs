@@ -3,7 +3,9 @@
 
 use crate::ffi::event::sp_field;
 use crate::ffi::owned;
-use crate::ffi::str::{Arena, Span, sp_str};
+use std::ops::Range;
+
+use crate::ffi::str::{Arena, sp_str};
 use crate::games::Game;
 
 /// One game (spec 2.1). Every pointer is owned by the `sp_games` it came in.
@@ -56,85 +58,91 @@ struct GamesBox {
     arena: Arena,
 }
 
-/// Where one game's strings sit in the arena, and its lists in `lists` and `fields`.
-struct GameSpans {
-    text: [Span; 7],
-    rules: std::ops::Range<usize>,
-    categories: Option<std::ops::Range<usize>>,
-    extra: std::ops::Range<usize>,
+/// Where one game's lists sit in `lists` and `fields`, with its views of text.
+struct GameParts {
+    text: [sp_str; 7],
+    rules: Range<usize>,
+    categories: Option<Range<usize>>,
+    extra: Range<usize>,
+}
+
+/// Every string of a game, for sizing the arena.
+fn strings(g: &Game) -> impl Iterator<Item = &str> {
+    text_fields(g)
+        .into_iter()
+        .chain(g.rules.iter().map(String::as_str))
+        .chain(g.categories.iter().flatten().map(String::as_str))
+        .chain(g.extra.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
+}
+
+/// The text fields of a game, in the order of `GameParts::text`.
+fn text_fields(g: &Game) -> [&str; 7] {
+    [
+        &g.name,
+        &g.game_type,
+        &g.image_square,
+        &g.image_background,
+        &g.image_logo,
+        &g.description_short,
+        &g.description_long,
+    ]
 }
 
 /// Builds the C view of `games` and hands out its ownership.
 pub fn into_raw(games: &[Game]) -> *mut sp_games {
-    let mut arena = Arena::default();
-    let mut list_spans = Vec::new();
-    let mut field_spans = Vec::new();
-    let mut push_list = |arena: &mut Arena, items: &[String]| {
-        let start = list_spans.len();
-        list_spans.extend(items.iter().map(|item| arena.push(item)));
-        start..list_spans.len()
-    };
-    let spans: Vec<GameSpans> = games
+    let mut arena = Arena::for_strings(games.iter().flat_map(strings));
+    let mut lists: Vec<sp_str> = Vec::new();
+    let mut fields: Vec<sp_field> = Vec::new();
+    let parts: Vec<GameParts> = games
         .iter()
-        .map(|g| GameSpans {
-            text: [
-                &g.name,
-                &g.game_type,
-                &g.image_square,
-                &g.image_background,
-                &g.image_logo,
-                &g.description_short,
-                &g.description_long,
-            ]
-            .map(|s| arena.push(s)),
-            rules: push_list(&mut arena, &g.rules),
-            categories: g.categories.as_deref().map(|c| push_list(&mut arena, c)),
-            extra: {
-                let start = field_spans.len();
-                field_spans.extend(g.extra.iter().map(|(k, v)| (arena.push(k), arena.push(v))));
-                start..field_spans.len()
-            },
+        .map(|g| {
+            let text = text_fields(g).map(|s| arena.push(s));
+            let mut list = |items: &[String]| {
+                let start = lists.len();
+                lists.extend(items.iter().map(|item| arena.push(item)));
+                start..lists.len()
+            };
+            let rules = list(&g.rules);
+            let categories = g.categories.as_deref().map(list);
+            let start = fields.len();
+            fields.extend(g.extra.iter().map(|(k, v)| sp_field { name: arena.push(k), json: arena.push(v) }));
+            GameParts { text, rules, categories, extra: start..fields.len() }
         })
         .collect();
-    let lists: Vec<sp_str> = list_spans.iter().map(|&s| arena.view(s)).collect();
-    let fields: Vec<sp_field> =
-        field_spans.iter().map(|&(name, json)| sp_field { name: arena.view(name), json: arena.view(json) }).collect();
-    let slice_ptr =
-        |v: &[sp_str], r: &std::ops::Range<usize>| if r.is_empty() { std::ptr::null() } else { v[r.clone()].as_ptr() };
-    let game_views = games
-        .iter()
-        .zip(&spans)
-        .map(|(g, s)| {
-            let [name, game_type, image_square, image_background, image_logo, description_short, description_long] =
-                s.text.map(|span| arena.view(span));
-            let categories = s.categories.clone().unwrap_or(0..0);
-            sp_game {
-                game_id: g.game_id,
-                name,
-                rules: slice_ptr(&lists, &s.rules),
-                rules_len: s.rules.len(),
-                game_type,
-                min_players: g.min_players,
-                max_players: g.max_players,
-                supports_tournament: g.supports_tournament,
-                has_categories: s.categories.is_some(),
-                categories: slice_ptr(&lists, &categories),
-                categories_len: categories.len(),
-                image_square,
-                image_background,
-                image_logo,
-                description_short,
-                description_long,
-                extra_fields: if s.extra.is_empty() { std::ptr::null() } else { fields[s.extra.clone()].as_ptr() },
-                extra_fields_len: s.extra.len(),
-            }
-        })
-        .collect::<Vec<_>>();
-    let view = sp_games {
-        games: if game_views.is_empty() { std::ptr::null() } else { game_views.as_ptr() },
-        len: game_views.len(),
-    };
+    // `lists` and `fields` are complete: pointers into them stay valid from here on.
+    let game_views: Vec<sp_game> = games.iter().zip(&parts).map(|(g, p)| view(g, p, &lists, &fields)).collect();
+    let view = sp_games { games: first(&game_views), len: game_views.len() };
     owned::into_raw(GamesBox { view, games: game_views, lists, fields, arena })
+}
+
+/// A pointer to the first element, NULL for none.
+fn first<T>(items: &[T]) -> *const T {
+    if items.is_empty() { std::ptr::null() } else { items.as_ptr() }
+}
+
+fn view(g: &Game, p: &GameParts, lists: &[sp_str], fields: &[sp_field]) -> sp_game {
+    let [name, game_type, image_square, image_background, image_logo, description_short, description_long] = p.text;
+    let categories = p.categories.clone().unwrap_or(0..0);
+    sp_game {
+        game_id: g.game_id,
+        name,
+        rules: first(&lists[p.rules.clone()]),
+        rules_len: p.rules.len(),
+        game_type,
+        min_players: g.min_players,
+        max_players: g.max_players,
+        supports_tournament: g.supports_tournament,
+        has_categories: p.categories.is_some(),
+        categories: first(&lists[categories.clone()]),
+        categories_len: categories.len(),
+        image_square,
+        image_background,
+        image_logo,
+        description_short,
+        description_long,
+        extra_fields: first(&fields[p.extra.clone()]),
+        extra_fields_len: p.extra.len(),
+    }
 }
 
 /// Frees games and everything they point to. NULL is allowed and does nothing.

@@ -30,48 +30,34 @@ impl sp_str {
     }
 }
 
-/// Where a string sits in an `Arena`.
-#[derive(Debug, Clone, Copy)]
-pub struct Span {
-    start: usize,
-    len: usize,
-}
-
-/// One buffer holding many NUL-terminated strings. Push every string first, then take views:
-/// views stay valid as long as the arena is neither pushed to again nor dropped.
-#[derive(Debug, Default)]
+/// One buffer holding many NUL-terminated strings, sized once for all of them: it never grows,
+/// so a view taken when a string is pushed stays valid as long as the arena lives (moving the
+/// arena does not move its buffer).
+#[derive(Debug)]
 pub struct Arena {
     bytes: Vec<u8>,
 }
 
 impl Arena {
-    pub fn with_capacity(capacity: usize) -> Arena {
-        Arena { bytes: Vec::with_capacity(capacity) }
+    /// An arena for `strings`, which must be every string that will be pushed (more bytes would
+    /// panic rather than move the buffer under earlier views).
+    pub fn for_strings<'s>(strings: impl IntoIterator<Item = &'s str>) -> Arena {
+        Arena { bytes: Vec::with_capacity(strings.into_iter().map(|s| s.len() + 1).sum()) }
     }
 
-    /// Appends `s` and a NUL terminator. Strings reaching the C side hold no NUL: identifiers and
-    /// names are validated free of control characters, raw JSON escapes them.
-    pub fn push(&mut self, s: &str) -> Span {
+    /// Appends `s` and a NUL terminator and views it. Strings reaching the C side hold no NUL:
+    /// identifiers and names are validated free of control characters, raw JSON escapes them.
+    pub fn push(&mut self, s: &str) -> sp_str {
+        assert!(self.bytes.capacity() - self.bytes.len() > s.len(), "arena sized too small");
         let start = self.bytes.len();
         self.bytes.extend_from_slice(s.as_bytes());
         self.bytes.push(0);
-        Span { start, len: s.len() }
+        sp_str { ptr: self.bytes[start..].as_ptr().cast(), len: s.len() }
     }
 
-    pub fn push_opt(&mut self, s: Option<&str>) -> Option<Span> {
-        s.map(|s| self.push(s))
-    }
-
-    pub fn view(&self, span: Span) -> sp_str {
-        sp_str { ptr: self.bytes[span.start..].as_ptr().cast(), len: span.len }
-    }
-
-    pub fn view_opt(&self, span: Option<Span>) -> sp_str {
-        span.map_or(sp_str::NONE, |span| self.view(span))
-    }
-
-    pub fn text(&self, span: Span) -> &[u8] {
-        &self.bytes[span.start..span.start + span.len]
+    /// `push` for an optional string; `{NULL, 0}` when absent.
+    pub fn push_opt(&mut self, s: Option<&str>) -> sp_str {
+        s.map_or(sp_str::NONE, |s| self.push(s))
     }
 
     /// The bytes a view of this arena shows, found by address arithmetic alone (no pointer is
