@@ -169,8 +169,8 @@ pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
         Err(ScanError::Body(error)) => return Err(error),
         Err(ScanError::InValue) => scan::rescan(text, options.max_depth, &mut scanned)?,
     };
-    let scan::Scanned { slots, others } = &mut scanned;
-    let (slots, others) = (&*slots, std::mem::take(others));
+    let scan::Scanned { slots, others } = scanned;
+    let slots = &slots;
     if let Some((name @ (Name::Event | Name::Action), kind, problem)) = &refused {
         return Err(Error::field(*kind, format!("body.{}", name.as_str()), problem));
     }
