@@ -264,12 +264,12 @@ impl Client {
         let mut attempt = 0;
         let answer = loop {
             match self.post("getGames", &body) {
-                Err(e) if attempt < self.retries && retryable(&e) => {
+                Err(failed) if attempt < self.retries && failed.is_retryable() => {
                     std::thread::sleep(wait);
                     wait = wait.saturating_mul(2);
                     attempt += 1;
                 }
-                other => break other?,
+                other => break other.map_err(|failed| failed.error)?,
             }
         };
         games::parse_games(&answer, self.lenient_games)
@@ -298,7 +298,7 @@ impl Client {
         body.insert("action".to_owned(), serde_json::Value::String(action.to_owned()));
         body.extend(object);
         let body = serde_json::Value::Object(body).to_string();
-        let answer = self.post(action, &body)?;
+        let answer = self.post(action, &body).map_err(|failed| failed.error)?;
         serde_json::from_str::<serde::de::IgnoredAny>(&answer).map_err(|e| {
             Error::field(
                 ErrorKind::BadResponse,
@@ -310,7 +310,7 @@ impl Client {
     }
 
     /// One POST to the action address; the answer body when the status is 200.
-    fn post(&self, action: &str, body: &str) -> Result<String> {
+    fn post(&self, action: &str, body: &str) -> std::result::Result<String, FailedPost> {
         let response = self
             .agent
             .post(&self.action_url)
@@ -318,7 +318,7 @@ impl Client {
             .header("Content-Type", "application/json; charset=utf-8")
             .header("Accept", "application/json")
             .send(body)
-            .map_err(|e| transport_error(action, e))?;
+            .map_err(|e| FailedPost { error: transport_error(action, e), http_status: None })?;
         let status = response.status().as_u16();
         let mut response = response;
         let text = response
@@ -330,9 +330,12 @@ impl Client {
         if status != 200 {
             let start = text.as_deref().map(|t| excerpt_of(t.trim(), 200)).unwrap_or_default();
             let problem = format!("the service answered HTTP {status}: {start}");
-            return Err(Error::field(ErrorKind::HttpStatus, action, problem));
+            return Err(FailedPost {
+                error: Error::field(ErrorKind::HttpStatus, action, problem),
+                http_status: Some(status),
+            });
         }
-        text
+        text.map_err(|error| FailedPost { error, http_status: None })
     }
 }
 
@@ -345,12 +348,16 @@ fn system_roots() -> Result<Vec<Certificate<'static>>> {
     Ok(found.certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect())
 }
 
-/// Whether a failed `getGames` is worth trying again.
-fn retryable(error: &Error) -> bool {
-    match error.kind {
-        ErrorKind::Connect | ErrorKind::Timeout => true,
-        ErrorKind::HttpStatus => error.message.contains("HTTP 5"),
-        _ => false,
+/// A failed POST, with the HTTP status when the service answered.
+struct FailedPost {
+    error: Error,
+    http_status: Option<u16>,
+}
+
+impl FailedPost {
+    /// Whether a failed `getGames` is worth trying again: no connection, a time-out, or a 5xx.
+    fn is_retryable(&self) -> bool {
+        matches!(self.error.kind, ErrorKind::Connect | ErrorKind::Timeout) || self.http_status.is_some_and(|s| s >= 500)
     }
 }
 

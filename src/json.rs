@@ -71,7 +71,7 @@ pub fn check_value(raw: &RawValue, event: &str, field: &str, max_depth: usize) -
     let seed = StrictValue { depth: 2, max_depth: max_depth.min(MAX_DEPTH_CEILING), failure: &failure };
     let mut de = serde_json::Deserializer::from_str(text);
     seed.deserialize(&mut de).map_err(|e| {
-        let (kind, problem) = failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, json_problem(&e)));
+        let (kind, problem) = failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, e.to_string()));
         Error::field(kind, format!("{event}.{field}"), problem)
     })
 }
@@ -92,13 +92,9 @@ pub fn excerpt_of(text: &str, max: usize) -> String {
 /// The error for a body the JSON parser refused.
 pub fn invalid_json(e: &serde_json::Error) -> Error {
     if e.to_string().starts_with("recursion limit exceeded") {
-        return Error::new(ErrorKind::TooDeep, format!("body: nested too deeply ({})", json_problem(e)));
+        return Error::new(ErrorKind::TooDeep, format!("body: nested too deeply ({})", e));
     }
-    Error::new(ErrorKind::InvalidJson, format!("body: invalid JSON: {}", json_problem(e)))
-}
-
-pub fn json_problem(e: &serde_json::Error) -> String {
-    e.to_string()
+    Error::new(ErrorKind::InvalidJson, format!("body: invalid JSON: {}", e))
 }
 
 /// Why an object key is refused, if it is: a control character (it would reach C as a NUL or

@@ -218,7 +218,7 @@ pub fn scalar_of(raw: &RawValue, max_depth: usize) -> std::result::Result<Scalar
     let failure = Cell::new(None);
     let seed = ScalarSeed { strict: StrictValue::new(2, max_depth.min(json::MAX_DEPTH_CEILING), &failure) };
     seed.deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
-        .map_err(|e| failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, json::json_problem(&e))))
+        .map_err(|e| failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, e.to_string())))
 }
 
 /// What stopped the scan: `Some(error)` for the body as a whole, `None` for a slotted value.

@@ -262,3 +262,18 @@ fn proxy_from_environment_is_ignored_in_a_child() {
     let server = sandbox();
     assert!(!client(&server).get_games("en-US", None).unwrap().is_empty());
 }
+
+#[test]
+fn only_5xx_answers_are_retried() {
+    let server = sandbox();
+    let timed = |path: &str| {
+        let mut config = config(&server, path);
+        config.set_retries(2, Duration::from_millis(300)).unwrap();
+        let started = Instant::now();
+        let err = Client::new(config).unwrap().get_games("en-US", None).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::HttpStatus);
+        started.elapsed()
+    };
+    assert!(timed("/fault/status/503") >= Duration::from_millis(900), "waited 300 ms then 600 ms");
+    assert!(timed("/fault/status/404") < Duration::from_millis(300), "a 404 is not tried again");
+}
