@@ -46,7 +46,7 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
 if sys.maxsize < 2**63 - 1:
     raise ImportError("slotpartner: the Python binding needs a 64-bit Python")
@@ -406,3 +406,31 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 
 lib = load()
+
+
+class SharedHandle:
+    """A library object shared by design (a receiver, a client): a copy is the same object and
+    never a second owner, it cannot be pickled, and the library's object is freed once when this
+    one is collected. Subclasses set ``_free`` to the library's ``_free`` function and keep the
+    pointer in ``_ptr``."""
+
+    __slots__ = ()
+
+    _free: ClassVar[Any]
+    _ptr: int | None
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"a {type(self).__name__} cannot be pickled: create one per process")
+
+    def __del__(self) -> None:
+        # Python finalizes an object once. `_free` is read through the class, not a module
+        # global: globals may be gone at interpreter shutdown.
+        ptr = getattr(self, "_ptr", None)
+        if ptr is not None:
+            type(self)._free(ptr)

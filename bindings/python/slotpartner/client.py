@@ -83,7 +83,7 @@ def _milliseconds(seconds: float, name: str) -> int:
     return max(1, round(seconds * 1000))
 
 
-class Client:
+class Client(_lib.SharedHandle):
     """A client of the service's action address, safe to share between threads.
 
     The library's client is thread-safe and keeps connections alive between calls: create one
@@ -106,6 +106,8 @@ class Client:
 
     Raises ConfigurationError for an unusable setting (``field`` names it).
     """
+
+    _free = _LIB.sp_client_free
 
     def __init__(
         self,
@@ -180,6 +182,16 @@ class Client:
             if not self._active:
                 self._lock.notify_all()
 
+    def _invoke(self, function: Any, *args: Any) -> None:
+        """Calls ``function(client, *args)`` with ``close()`` held off; raises the library's error."""
+        client = self._enter()
+        try:
+            status = function(client, *args)
+        finally:
+            self._leave()
+        if status:
+            raise last_error(status)
+
     def get_games(self, locale: str, game_id: int | None = None) -> list[Game]:
         """``getGames`` in ``locale`` (``"en-US"``; ``"en_US"`` is sent as ``"en-US"``) for one game
         or, with ``game_id`` None, all of them. Blocks (without holding the GIL) for up to the
@@ -193,13 +205,7 @@ class Client:
             raise argument_error("game_id", f"expected a non-negative integer, got {game_id}")
         locale_c = c_text(locale, "locale")
         out = ctypes.c_void_p()
-        client = self._enter()
-        try:
-            status = _LIB.sp_client_get_games(client, locale_c, -1 if game_id is None else game_id, ctypes.byref(out))
-            if status:
-                raise last_error(status)
-        finally:
-            self._leave()
+        self._invoke(_LIB.sp_client_get_games, locale_c, -1 if game_id is None else game_id, ctypes.byref(out))
         try:
             assert out.value
             return _read_games(out.value)
@@ -217,13 +223,7 @@ class Client:
         except (TypeError, ValueError) as error:
             raise argument_error("params", f"cannot be sent as JSON ({error})") from error
         out = ctypes.c_void_p()
-        client = self._enter()
-        try:
-            status = _LIB.sp_client_call(client, action_c, body, len(body) if body else 0, ctypes.byref(out))
-            if status:
-                raise last_error(status)
-        finally:
-            self._leave()
+        self._invoke(_LIB.sp_client_call, action_c, body, len(body) if body else 0, ctypes.byref(out))
         try:
             assert out.value
             ptr, length = _lib.STR.unpack(_MEMORY[out.value : out.value + _lib.STR.size])
@@ -250,20 +250,6 @@ class Client:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def __copy__(self) -> Client:
-        return self  # shared by design: a copy is the same client (and never a second owner)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Client:
-        return self
-
-    def __reduce__(self) -> Any:
-        raise TypeError("a Client cannot be pickled: create one per process")
-
-    def __del__(self, _free: Any = _LIB.sp_client_free) -> None:
-        ptr = getattr(self, "_ptr", None)
-        if ptr is not None:
-            self._ptr = None
-            _free(ptr)
 
 
 __all__ = ["Client", "Game"]

@@ -26,7 +26,7 @@ def _header(value: str | bytes | bytearray | memoryview | None) -> bytes | None:
     return data.replace(b"\0", b"\xff") if b"\0" in data else data
 
 
-class Receiver:
+class Receiver(_lib.SharedHandle):
     """A configured callback receiver, immutable and safe to share between threads.
 
     Create one at start-up and use it for every callback::
@@ -56,6 +56,8 @@ class Receiver:
     """
 
     __slots__ = ("_ptr", "_replies", "__weakref__")
+
+    _free = _LIB.sp_receiver_free
 
     _ptr: int | None
     _replies: ReplySettings
@@ -175,17 +177,3 @@ class Receiver:
             raise last_error(status)
         return read_event(out.pointer.value, self._replies)  # type: ignore[arg-type]  # set on success
 
-    def __copy__(self) -> Receiver:
-        return self  # immutable: a copy is the same receiver (and never a second owner)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Receiver:
-        return self
-
-    def __reduce__(self) -> Any:
-        raise TypeError("a Receiver cannot be pickled: create one per process")
-
-    def __del__(self, _free: Any = _LIB.sp_receiver_free) -> None:
-        ptr = getattr(self, "_ptr", None)
-        if ptr is not None:
-            self._ptr = None
-            _free(ptr)
