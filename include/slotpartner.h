@@ -207,8 +207,8 @@ typedef struct sp_receiver_config sp_receiver_config;
 /**
  * A borrowed UTF-8 string: `len` bytes at `ptr`, followed by a NUL byte that `len` does not
  * count, with no NUL inside. Owned by the object that returned it and valid until that object
- * is freed (or, for `sp_last_error_*`, until the next `sp_` call on the same thread). An absent
- * optional field is `{NULL, 0}`.
+ * is freed (for `sp_last_error_*`: until the next status-returning `sp_` call on the same
+ * thread returns, so it may be passed to that call). An absent optional field is `{NULL, 0}`.
  */
 typedef struct sp_str {
   const char *ptr;
@@ -347,7 +347,8 @@ typedef struct sp_event {
    */
   struct sp_str name;
   /**
-   * Whether the body carries the service's consecutive event index (field `index` by default).
+   * Whether the body carries the service's consecutive event index (field `index` by default)
+   * as a non-negative integer; `index` is meaningful only then.
    */
   bool has_index;
   int64_t index;
@@ -369,6 +370,20 @@ typedef struct sp_event {
    */
   const struct sp_field *extra_fields;
   size_t extra_fields_len;
+  /**
+   * True when the body carries the index field but its value is not a non-negative integer
+   * (`"42"`, `-1`, `1.5`): the event is handled with no index (`has_index` false) and the raw
+   * value is readable with `sp_event_field`. Never true under
+   * `sp_receiver_config_set_strict_index`, which refuses such events.
+   */
+  bool index_unreadable;
+  /**
+   * The HTTP status to send the last reply built for this event with: 200, except for a
+   * refused balance query (500 by default, see
+   * `sp_receiver_config_set_balance_failure_http_status`). 0 until a reply is built. Written
+   * by the library, never read back.
+   */
+  uint16_t reply_http_status;
 } sp_event;
 
 #ifdef __cplusplus
@@ -534,8 +549,8 @@ enum sp_status sp_client_call(const struct sp_client *client,
 /**
  * The message of the last failure on this thread, such as
  * `jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5`; empty when the last
- * call succeeded. Valid until the next status-returning `sp_` call on this thread other than
- * `sp_last_error_response` (the accessors do not clear it).
+ * call succeeded. Valid until the next status-returning `sp_` call on this thread returns (so it
+ * may be passed to that call), or until the thread exits; the accessors do not clear it.
  */
 struct sp_str sp_last_error_message(void);
 
@@ -574,9 +589,13 @@ void sp_event_free(struct sp_event *event);
 /**
  * Builds the reply to a refund or payout: `{"refund":{"success":true,"errorMessage":""}}` or
  * `{"payout":{"success":false,"errorMessage":"<message>"}}`. `message` must be NULL or empty
- * when `success` is true and must explain the failure when it is false. For a balance query
- * only a failure can be built here (use `sp_event_reply_balance` for the balance); an unknown
- * event fails with `SP_ERR_UNKNOWN_EVENT` (answer it with `sp_last_error_response`: HTTP 400).
+ * when `success` is true and must explain the failure when it is false; it may be the thread's
+ * own `sp_last_error_message().ptr`. For a balance query only a failure can be built here
+ * (`{"playerBalance":{"errorMessage":"<message>"}}`, stating no balance; use
+ * `sp_event_reply_balance` for the balance); an unknown event fails with
+ * `SP_ERR_UNKNOWN_EVENT` (answer it with `sp_last_error_response`: HTTP 400). Send the reply
+ * with the HTTP status in `event->reply_http_status` (200, except for a refused balance query:
+ * 500 by default).
  *
  * On success `*out` views the reply, owned by the event: valid until the next reply built for
  * the same event or `sp_event_free`.
@@ -629,8 +648,8 @@ void sp_games_free(struct sp_games *games);
 
 /**
  * Creates a configuration with the defaults: no token (add one), sources `production`, no
- * trusted proxies, 64 KiB bodies, depth 32, identifiers up to 256 bytes, index field `index`,
- * unknown events passed through, balance wrapper `playerBalance` in `EUR`, `errorMessage: ""`
+ * trusted proxies, 64 KiB bodies, depth 32, identifiers up to 256 bytes, index field `index`
+ * read leniently (an unreadable index leaves the event without one), unknown events passed through, balance wrapper `playerBalance` in `EUR`, `errorMessage: ""`
  * on success. On success `*out` owns the configuration; free it with `sp_receiver_config_free`.
  *
  * # Safety
@@ -714,6 +733,19 @@ enum sp_status sp_receiver_config_set_index_field(struct sp_receiver_config *con
                                                   const char *name);
 
 /**
+ * When `strict` is true, an event whose index field (see `sp_receiver_config_set_index_field`)
+ * is present but not a non-negative integer is refused, naming the field (HTTP 200 with the
+ * event's wrapper and `success` false). By default (false) such an event is handled with no
+ * index: `has_index` false, `index_unreadable` true, the raw value readable with
+ * `sp_event_field`. The spec shows neither the index's name nor its format, so a guess about it
+ * never refuses money unless asked to.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_receiver_config_set_strict_index(struct sp_receiver_config *config, bool strict);
+
+/**
  * When `reject` is true, events other than `gameSessionBuyRefund`, `jackpotPayout` and
  * `getPlayerBalance` fail with `SP_ERR_UNKNOWN_EVENT` (HTTP 400) instead of being passed
  * through as `SP_EVENT_KIND_OTHER` (the default).
@@ -742,6 +774,18 @@ enum sp_status sp_receiver_config_set_balance_wrapper(struct sp_receiver_config 
  */
 enum sp_status sp_receiver_config_set_balance_currency(struct sp_receiver_config *config,
                                                        const char *currency);
+
+/**
+ * Sets the HTTP status a refused balance query is answered with: 200, or an error status from
+ * 400 to 599 (default 500, so that no client reads the answer as a wallet). The body states no
+ * balance either way: `{"playerBalance":{"errorMessage":"..."}}`. After `sp_event_reply`,
+ * `sp_event.reply_http_status` holds the status to send.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_receiver_config_set_balance_failure_http_status(struct sp_receiver_config *config,
+                                                                  uint16_t http_status);
 
 /**
  * When `omit` is true, successful replies leave `errorMessage` out instead of sending `""`
@@ -775,8 +819,9 @@ void sp_receiver_free(struct sp_receiver *receiver);
 /**
  * Handles one callback: checks the source address, then the token, then parses and validates
  * the body. `token` is the `X-Service-Token` header (NULL when absent), `remote_addr` the peer
- * address (CGI `REMOTE_ADDR`), `forwarded_for` the `X-Forwarded-For` header (NULL when absent;
- * believed only from a trusted proxy), `body`/`len` the raw body (not NUL-terminated).
+ * address (CGI `REMOTE_ADDR`; not looked at under sources `any`), `forwarded_for` the
+ * `X-Forwarded-For` header as bytes (NULL when absent; read only when the peer is a trusted
+ * proxy, ignored unread otherwise), `body`/`len` the raw body (not NUL-terminated).
  *
  * On success `*out` owns the event: read its fields directly, answer with `sp_event_reply` or
  * `sp_event_reply_balance`, then free it with `sp_event_free`. On failure `*out` is not written;
@@ -823,10 +868,13 @@ enum sp_status sp_reply_result_new(const char *wrapper,
                                    struct sp_buffer **out);
 
 /**
- * Builds `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":"<error_message>"}}`
- * (the balance reply shape existing integrations use; an empty or NULL `error_message` means
- * success). `money` and `coins` must be 0 to 2^53-1, `currency` three uppercase letters. On
- * success `*out` owns the buffer; free it with `sp_buffer_free`.
+ * Builds `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":""}}`
+ * (the balance reply shape existing integrations use) when `error_message` is NULL or empty;
+ * `money` and `coins` must then be 0 to 2^53-1, `currency` three uppercase letters. A
+ * non-empty `error_message` builds a failure that states no balance (a `"money":0` could show
+ * the player an empty wallet): `{"<wrapper>":{"errorMessage":"<error_message>"}}`, with
+ * `money`, `currency` and `coins` unused; send it with an error status (the receiver uses 500
+ * by default). On success `*out` owns the buffer; free it with `sp_buffer_free`.
  *
  * # Safety
  * The strings are NULL or NUL-terminated; `out` is NULL or writable.

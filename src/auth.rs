@@ -32,11 +32,26 @@ pub fn validate_token(field: &str, token: &str) -> Result<()> {
     }
 }
 
-/// Checks the presented header value against the configured tokens. Every configured token is
-/// compared, whatever the outcome of the others, so timing tells nothing about which matched.
+/// The form a token is kept and compared in: UUIDs are case-insensitive, so `A1B2…` and `a1b2…`
+/// are the same token.
+pub fn canonical_token(token: &str) -> String {
+    token.to_ascii_lowercase()
+}
+
+/// Checks the presented header value against the configured tokens (kept in `canonical_token`
+/// form), ignoring the case of its letters. Every configured token is compared, whatever the
+/// outcome of the others, so timing tells nothing about which matched.
 pub fn check(configured: &[String], presented: Option<&[u8]>) -> Result<()> {
     let Some(presented) = presented.filter(|p| !p.is_empty()) else {
         return Err(Error::field(ErrorKind::MissingToken, "X-Service-Token", "header is missing"));
+    };
+    // A token of another length cannot match: it is compared as it is.
+    let mut lowered = [0u8; 36];
+    let presented = if presented.len() == lowered.len() {
+        lowered.iter_mut().zip(presented).for_each(|(to, from)| *to = from.to_ascii_lowercase());
+        &lowered[..]
+    } else {
+        presented
     };
     let matched = configured.iter().fold(subtle::Choice::from(0), |any, token| any | token.as_bytes().ct_eq(presented));
     if bool::from(matched) {
@@ -70,5 +85,13 @@ mod tests {
         assert_eq!(check(&tokens[..1], Some(B.as_bytes())).unwrap_err().kind, ErrorKind::WrongToken);
         assert_eq!(check(&tokens, None).unwrap_err().kind, ErrorKind::MissingToken);
         assert_eq!(check(&tokens, Some(b"")).unwrap_err().kind, ErrorKind::MissingToken);
+    }
+
+    #[test]
+    fn tokens_are_compared_without_regard_to_case() {
+        let tokens = [canonical_token(&A.to_ascii_uppercase())];
+        assert!(check(&tokens, Some(A.as_bytes())).is_ok());
+        assert!(check(&tokens, Some(A.to_ascii_uppercase().as_bytes())).is_ok());
+        assert_eq!(check(&tokens, Some(B.to_ascii_uppercase().as_bytes())).unwrap_err().kind, ErrorKind::WrongToken);
     }
 }

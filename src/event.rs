@@ -135,8 +135,13 @@ pub struct Event<'a> {
     /// The `event` value (or the `action` value for the balance query and other actions).
     pub name: Cow<'a, str>,
     pub kind: EventKind<'a>,
-    /// The service's consecutive event index, when the body carries one.
+    /// The service's consecutive event index, when the body carries one as a non-negative
+    /// integer.
     pub index: Option<i64>,
+    /// The body carries the index field, but its value is not a non-negative integer (`"42"`,
+    /// `-1`, `1.5`, ...): `index` is `None` and the raw value is among `extra`. Only possible
+    /// when `ParseOptions::strict_index` is false (the default).
+    pub index_unreadable: bool,
     /// The fields the spec does not define for this event (for `Other` events: every field but
     /// the name), in body order, values as raw JSON exactly as sent. The index is one of them.
     pub extra: Vec<Field<'a>>,
@@ -199,11 +204,15 @@ pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
     for field in &extra {
         json::check_value(field.raw, event_label, &field.name, options.max_depth).map_err(|e| e.for_event(known))?;
     }
-    let index = match extra.iter().find(|f| f.name == options.index_field.as_str()) {
-        Some(field) => index_value(field, &reader, options).map_err(|e| e.for_event(known))?,
-        None => None,
+    let (index, index_unreadable) = match extra.iter().find(|f| f.name == options.index_field.as_str()) {
+        Some(field) => match index_value(field, &reader, options) {
+            Ok(index) => (index, false),
+            Err(error) if options.strict_index => return Err(error.for_event(known)),
+            Err(_) => (None, true),
+        },
+        None => (None, false),
     };
-    Ok(Event { name: name.clone(), kind: typed, index, extra })
+    Ok(Event { name: name.clone(), kind: typed, index, index_unreadable, extra })
 }
 
 /// The fields outside the event's spec, in body order: `others`, the fields the scan kept raw;

@@ -84,6 +84,13 @@ struct GameReader<'r> {
 
 impl GameReader<'_> {
     fn read(&self) -> Result<Game> {
+        if let Some(key) = self.object.keys().find(|k| k.contains('\0')) {
+            let problem = format!(
+                "a field name holds NUL ({}), which C strings cannot carry",
+                excerpt(&Value::from(key.as_str()).to_string())
+            );
+            return Err(Error::field(ErrorKind::BadResponse, self.path, problem));
+        }
         Ok(Game {
             game_id: self.integer("gameId")?,
             name: self.string("name")?,
@@ -170,6 +177,14 @@ mod tests {
         assert!(g.supports_tournament);
         assert_eq!(g.description_short, "Glück");
         assert_eq!(g.extra, vec![("volatility".to_owned(), r#""high""#.to_owned())]);
+    }
+
+    #[test]
+    fn a_field_name_holding_nul_is_refused_like_a_value() {
+        let body = r#"{"games":[{"gameId":1,"a\u0000b":1}]}"#;
+        let err = parse_games(body, true).unwrap_err();
+        assert_eq!((err.kind, err.field.as_str()), (ErrorKind::BadResponse, "getGames.games[0]"));
+        assert!(err.message.contains("NUL"), "{}", err.message);
     }
 
     #[test]

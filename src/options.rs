@@ -14,6 +14,12 @@ pub struct ParseOptions {
     /// Name of the service's consecutive event index field. Default `index` (the spec does not
     /// show it; the service's own events use `index`).
     pub index_field: String,
+    /// Refuse an event whose index field is present but not a non-negative integer (within
+    /// `i64`). Default false: the spec shows neither the index's name nor its format, so such an
+    /// event is handled with no index (`Event::index` is `None`, `Event::index_unreadable` is
+    /// true, the raw value stays readable among the extra fields); a guessed field never
+    /// refuses money.
+    pub strict_index: bool,
     /// Refuse events other than the three known ones instead of passing them through. Default
     /// false: unknown events are passed through as `EventKind::Other`.
     pub reject_unknown_events: bool,
@@ -26,6 +32,7 @@ impl Default for ParseOptions {
             max_depth: 32,
             max_identifier_bytes: 256,
             index_field: "index".to_owned(),
+            strict_index: false,
             reject_unknown_events: false,
         }
     }

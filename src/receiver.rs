@@ -11,9 +11,14 @@ use crate::reply;
 use crate::response::{self, Response};
 use crate::sources::{self, SourcePolicy};
 
+/// The HTTP status of a refused balance query's answer by default: an error status, so that no
+/// client reads the answer as a wallet. Its body states no balance either.
+pub const DEFAULT_BALANCE_FAILURE_HTTP_STATUS: u16 = 500;
+
 /// Everything a receiver needs, set once. Defaults: no token (one must be added), sources
 /// `production`, no trusted proxies, `ParseOptions::default()`, balance wrapper `playerBalance`,
-/// balance currency `EUR`, `errorMessage: ""` sent on success.
+/// balance currency `EUR`, refused balance queries answered HTTP 500 without a balance,
+/// `errorMessage: ""` sent on success.
 #[derive(Debug, Clone)]
 pub struct ReceiverConfig {
     tokens: Vec<String>,
@@ -22,6 +27,7 @@ pub struct ReceiverConfig {
     parse: ParseOptions,
     balance_wrapper: String,
     balance_currency: String,
+    balance_failure_http_status: u16,
     omit_empty_error_message: bool,
 }
 
@@ -34,6 +40,7 @@ impl Default for ReceiverConfig {
             parse: ParseOptions::default(),
             balance_wrapper: "playerBalance".to_owned(),
             balance_currency: "EUR".to_owned(),
+            balance_failure_http_status: DEFAULT_BALANCE_FAILURE_HTTP_STATUS,
             omit_empty_error_message: false,
         }
     }
@@ -48,7 +55,7 @@ impl ReceiverConfig {
             let problem = format!("at most {} tokens (the current one and the next one)", auth::MAX_TOKENS);
             return Err(Error::field(ErrorKind::InvalidArgument, "token", problem));
         }
-        self.tokens.push(token.to_owned());
+        self.tokens.push(auth::canonical_token(token));
         Ok(())
     }
 
@@ -94,6 +101,12 @@ impl ReceiverConfig {
         Ok(())
     }
 
+    /// Refuses an event whose index field is present but not a non-negative integer, instead of
+    /// handling it with no index (the default; see `ParseOptions::strict_index`).
+    pub fn set_strict_index(&mut self, strict: bool) {
+        self.parse.strict_index = strict;
+    }
+
     /// Refuses unknown events with `ErrorKind::UnknownEvent` instead of passing them through.
     pub fn set_reject_unknown_events(&mut self, reject: bool) {
         self.parse.reject_unknown_events = reject;
@@ -118,6 +131,18 @@ impl ReceiverConfig {
             ));
         }
         self.balance_currency = currency.to_owned();
+        Ok(())
+    }
+
+    /// Sets the HTTP status of a refused balance query's answer: 200, or an error status 400 to
+    /// 599 (default 500). The body never states a balance either way:
+    /// `{"playerBalance":{"errorMessage":"..."}}`.
+    pub fn set_balance_failure_http_status(&mut self, status: u16) -> Result<()> {
+        if status != 200 && !(400..=599).contains(&status) {
+            let problem = format!("expected 200 or an error status from 400 to 599, got {status}");
+            return Err(Error::field(ErrorKind::InvalidArgument, "balance_failure_http_status", problem));
+        }
+        self.balance_failure_http_status = status;
         Ok(())
     }
 
@@ -152,8 +177,9 @@ pub struct Request<'a> {
     pub token: Option<&'a [u8]>,
     /// The peer address of the connection (CGI `REMOTE_ADDR`).
     pub remote_addr: Option<&'a str>,
-    /// The `X-Forwarded-For` header value, believed only from a trusted proxy.
-    pub forwarded_for: Option<&'a str>,
+    /// The `X-Forwarded-For` header value as raw bytes, read only when the peer is a trusted
+    /// proxy (an untrusted peer's header is ignored, whatever its bytes).
+    pub forwarded_for: Option<&'a [u8]>,
     /// The raw request body.
     pub body: &'a [u8],
 }
@@ -185,8 +211,16 @@ impl Receiver {
         self.parse(request.body)
     }
 
-    /// The source and token checks alone.
+    /// The source and token checks alone. Under sources `any` the address is not looked at (a
+    /// missing or unusual `REMOTE_ADDR` does not matter).
     pub fn authenticate(&self, request: &Request<'_>) -> Result<()> {
+        if self.config.sources != SourcePolicy::Any {
+            self.check_source(request)?;
+        }
+        auth::check(&self.config.tokens, request.token)
+    }
+
+    fn check_source(&self, request: &Request<'_>) -> Result<()> {
         let client = sources::client_address(request.remote_addr, request.forwarded_for, &self.config.trusted_proxies)?;
         if !self.config.sources.allows(client) {
             return Err(Error::field(
@@ -195,7 +229,7 @@ impl Receiver {
                 format!("{client} is not an allowed source"),
             ));
         }
-        auth::check(&self.config.tokens, request.token)
+        Ok(())
     }
 
     /// Parses and validates a body without authenticating it (for tools and tests).
@@ -213,8 +247,9 @@ impl Receiver {
     }
 
     /// The reply to `event`: its wrapper with `success` and `message` (which must be empty on
-    /// success and must explain a failure). For a balance query, a failure reply carries zero
-    /// money and coins in the configured currency; a successful one needs `balance_reply`.
+    /// success and must explain a failure). For a balance query, a failure reply states no
+    /// balance (`{"playerBalance":{"errorMessage":"..."}}`, sent with `reply_http_status`); a
+    /// successful one needs `balance_reply`.
     pub fn reply(&self, event: &Event<'_>, success: bool, message: &str) -> Result<String> {
         let Some(known) = event.known() else {
             let problem = format!("no reply is defined for the unknown event {}", crate::json::quoted(&event.name));
@@ -236,14 +271,13 @@ impl Receiver {
                 "a successful balance reply needs the balance: use the balance reply",
             ));
         }
-        if message.is_empty() {
-            return Err(Error::field(
-                ErrorKind::InvalidArgument,
-                "message",
-                "must explain the failure when success is false",
-            ));
-        }
-        reply::balance(wrapper, 0, &self.config.balance_currency, 0, message)
+        reply::balance_failure(wrapper, message)
+    }
+
+    /// The HTTP status to send a reply with: 200, except for a refused balance query (500 by
+    /// default, see `ReceiverConfig::set_balance_failure_http_status`).
+    pub fn reply_http_status(&self, known: KnownEvent, success: bool) -> u16 {
+        if known == KnownEvent::BalanceQuery && !success { self.config.balance_failure_http_status } else { 200 }
     }
 
     /// The successful balance reply; `currency` defaults to the configured one.
@@ -253,8 +287,9 @@ impl Receiver {
     }
 
     /// What the endpoint answers when `handle` fails: for a known event whose fields are
-    /// invalid, HTTP 200 with the event's wrapper, `success` false and the field-naming message
-    /// (the spec's way to report a failed handling); otherwise the status of the failure (401,
+    /// invalid, the event's failure reply with the field-naming message (HTTP 200 with the
+    /// wrapper and `success` false, the spec's way to report a failed handling; a balance query's
+    /// failure reply and status as `reply` and `reply_http_status` say); otherwise the status of the failure (401,
     /// 403, 413, 400, ...) with a JSON error body.
     pub fn error_response(&self, error: &Error) -> Response {
         let field_error = matches!(
@@ -269,7 +304,7 @@ impl Receiver {
         );
         if let (true, Some(known)) = (field_error, error.event) {
             if let Ok(body) = self.reply_to(known, false, &error.message) {
-                return Response { http_status: 200, body };
+                return Response { http_status: self.reply_http_status(known, false), body };
             }
         }
         response::error_body(error)

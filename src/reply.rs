@@ -32,10 +32,15 @@ pub fn result(wrapper: &str, success: bool, message: &str, omit_empty_message: b
     Ok(out)
 }
 
-/// `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":"<message>"}}`,
-/// the balance reply shape existing integrations use (the spec does not show one). An empty
-/// `error_message` means success.
+/// `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":""}}`,
+/// the balance reply shape existing integrations use (the spec does not show one), when
+/// `error_message` is empty. A non-empty `error_message` gives `balance_failure` instead: a
+/// failure never states a balance (a `"money":0` could show the player an empty wallet), so
+/// `money`, `currency` and `coins` are then not used.
 pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_message: &str) -> Result<String> {
+    if !error_message.is_empty() {
+        return balance_failure(wrapper, error_message);
+    }
     check_wrapper(wrapper)?;
     for (name, value) in [("money", money), ("coins", coins)] {
         if !(0..=MAX_AMOUNT).contains(&value) {
@@ -57,8 +62,25 @@ pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_mess
     out.push_str(currency);
     out.push_str(r#"","coins":"#);
     out.push_str(digits.format(coins));
-    out.push_str(r#","errorMessage":"#);
-    push_quoted(&mut out, error_message);
+    out.push_str(r#","errorMessage":""}}"#);
+    Ok(out)
+}
+
+/// `{"<wrapper>":{"errorMessage":"<message>"}}`: a refused balance query, stating no balance.
+pub fn balance_failure(wrapper: &str, message: &str) -> Result<String> {
+    check_wrapper(wrapper)?;
+    if message.is_empty() {
+        return Err(Error::field(
+            ErrorKind::InvalidArgument,
+            "message",
+            "must explain the failure when success is false",
+        ));
+    }
+    let mut out = String::with_capacity(24 + wrapper.len() + message.len());
+    out.push('{');
+    push_quoted(&mut out, wrapper);
+    out.push_str(r#":{"errorMessage":"#);
+    push_quoted(&mut out, message);
     out.push_str("}}");
     Ok(out)
 }
@@ -105,5 +127,13 @@ mod tests {
         assert_eq!(balance("playerBalance", -1, "EUR", 0, "").unwrap_err().field, "money");
         assert_eq!(balance("playerBalance", 0, "EUR", MAX_AMOUNT + 1, "").unwrap_err().field, "coins");
         assert_eq!(balance("playerBalance", 0, "eur", 0, "").unwrap_err().field, "currency");
+    }
+
+    #[test]
+    fn a_balance_failure_states_no_balance() {
+        let expected = r#"{"playerBalance":{"errorMessage":"player \"p1\" unknown"}}"#;
+        assert_eq!(balance_failure("playerBalance", "player \"p1\" unknown").unwrap(), expected);
+        assert_eq!(balance("playerBalance", 500, "EUR", 3, "player \"p1\" unknown").unwrap(), expected);
+        assert_eq!(balance_failure("playerBalance", "").unwrap_err().field, "message");
     }
 }

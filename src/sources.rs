@@ -54,17 +54,21 @@ pub fn parse_list(field: &str, spec: &str) -> Result<Vec<IpNet>> {
 }
 
 /// The address that delivered the request: `remote_addr`, or, when `remote_addr` is a trusted
-/// proxy, the right-most address of `forwarded_for` (an `X-Forwarded-For` value) that is not a
-/// trusted proxy. Forwarding headers from any other peer are ignored.
+/// proxy, the right-most address of `forwarded_for` (an `X-Forwarded-For` value, raw bytes)
+/// that is not a trusted proxy. Forwarding headers from any other peer are ignored unread,
+/// whatever their bytes; a trusted proxy's header that is not UTF-8 is refused as a source.
 pub fn client_address(
     remote_addr: Option<&str>,
-    forwarded_for: Option<&str>,
+    forwarded_for: Option<&[u8]>,
     trusted_proxies: &[IpNet],
 ) -> Result<IpAddr> {
     let remote = remote_addr.ok_or_else(|| forbidden("the remote address is unknown"))?;
     let mut client =
         parse_addr(remote).ok_or_else(|| forbidden(format!("the remote address {remote:?} is not an IP address")))?;
     if let Some(forwarded) = forwarded_for.filter(|_| contains(trusted_proxies, client)) {
+        let forwarded = std::str::from_utf8(forwarded).map_err(|e| {
+            forbidden(format!("X-Forwarded-For from trusted proxy {client} is not UTF-8 (byte {})", e.valid_up_to()))
+        })?;
         for hop in forwarded.rsplit(',').map(str::trim) {
             client = parse_addr(hop)
                 .ok_or_else(|| forbidden(format!("X-Forwarded-For holds {hop:?}, not an IP address")))?;
@@ -93,14 +97,31 @@ fn host_net(addr: IpAddr) -> IpNet {
     IpNet::from(addr)
 }
 
+/// An address or CIDR range. A range of IPv4-mapped IPv6 addresses (`::ffff:10.0.0.0/104`) is
+/// taken as the IPv4 range it maps (`10.0.0.0/8`), since mapped peer addresses are compared as
+/// IPv4; a range that only partly covers the mapped block (prefix below 96) is refused, as it
+/// could not mean what it says.
 fn parse_net(field: &str, item: &str) -> Result<IpNet> {
     if let Some(addr) = parse_addr(item) {
         return Ok(host_net(addr));
     }
-    item.parse::<IpNet>().map(|net| net.trunc()).map_err(|_| {
+    let net = item.parse::<IpNet>().map(|net| net.trunc()).map_err(|_| {
         let problem = format!("{item:?} is not staging, production, any, an IP address or a CIDR range");
         Error::field(ErrorKind::InvalidArgument, field, problem)
-    })
+    })?;
+    match net {
+        IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.network().to_ipv4_mapped() {
+            Some(v4) => Ok(IpNet::V4(ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96).expect("prefix 0 to 32"))),
+            None => Ok(net),
+        },
+        IpNet::V6(v6) if v6.contains(&std::net::Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0)) && v6.prefix_len() > 0 => {
+            let problem = format!(
+                "{item:?} covers IPv4-mapped addresses (::ffff:0:0/96) only in part; name the IPv4 range instead"
+            );
+            Err(Error::field(ErrorKind::InvalidArgument, field, problem))
+        }
+        _ => Ok(net),
+    }
 }
 
 #[cfg(test)]
@@ -140,13 +161,29 @@ mod tests {
     }
 
     #[test]
+    fn mapped_ranges_are_taken_as_ipv4_ranges() {
+        let policy = SourcePolicy::parse("sources", "::ffff:10.0.0.0/104").unwrap();
+        assert_eq!(policy, SourcePolicy::Only(vec!["10.0.0.0/8".parse().unwrap()]));
+        let client = client_address(Some("::ffff:10.1.2.3"), None, &[]).unwrap();
+        assert!(policy.allows(client) && policy.allows(ip("10.9.9.9")) && !policy.allows(ip("11.0.0.1")));
+        let host = SourcePolicy::parse("sources", "::ffff:18.203.30.17/128").unwrap();
+        assert!(host.allows(ip("18.203.30.17")));
+        let err = SourcePolicy::parse("sources", "::ffff:0:0/80").unwrap_err();
+        assert!(err.message.contains("in part"), "{}", err.message);
+    }
+
+    #[test]
     fn forwarded_for_is_read_only_from_trusted_proxies() {
         let proxies = parse_list("trusted_proxies", "10.0.0.0/8").unwrap();
-        let via_proxy = client_address(Some("10.0.0.5"), Some("1.2.3.4, 34.254.138.20, 10.0.0.7"), &proxies).unwrap();
+        let via_proxy = client_address(Some("10.0.0.5"), Some(b"1.2.3.4, 34.254.138.20, 10.0.0.7"), &proxies).unwrap();
         assert_eq!(via_proxy, ip("34.254.138.20"));
-        let spoofed = client_address(Some("198.51.100.1"), Some("34.254.138.20"), &proxies).unwrap();
+        let spoofed = client_address(Some("198.51.100.1"), Some(b"34.254.138.20"), &proxies).unwrap();
         assert_eq!(spoofed, ip("198.51.100.1"));
-        let untrusted = client_address(Some("10.0.0.5"), Some("34.254.138.20"), &[]).unwrap();
+        let not_utf8_untrusted = client_address(Some("198.51.100.1"), Some(b"\xff\xfe"), &proxies).unwrap();
+        assert_eq!(not_utf8_untrusted, ip("198.51.100.1"));
+        let not_utf8_trusted = client_address(Some("10.0.0.5"), Some(b"\xff\xfe"), &proxies).unwrap_err();
+        assert_eq!(not_utf8_trusted.kind, ErrorKind::ForbiddenSource);
+        let untrusted = client_address(Some("10.0.0.5"), Some(b"34.254.138.20"), &[]).unwrap();
         assert_eq!(untrusted, ip("10.0.0.5"));
         assert_eq!(client_address(None, None, &proxies).unwrap_err().kind, ErrorKind::ForbiddenSource);
         assert_eq!(client_address(Some("nope"), None, &proxies).unwrap_err().kind, ErrorKind::ForbiddenSource);

@@ -408,8 +408,10 @@ fn non_utf8_strings_are_refused_naming_them() {
         assert_failed(got, SP_ERR_INVALID_ARGUMENT, "remote_addr");
         assert!(last_message().contains("UTF-8"));
         let (t, proxy) = (TOKEN.as_ptr(), c"10.0.0.1".as_ptr());
+        // X-Forwarded-For is bytes: from a trusted proxy, non-UTF-8 is a refused source (403),
+        // never an internal error.
         let got = sp_receiver_handle(r, t, proxy, BAD_UTF8.as_ptr(), body.as_ptr(), body.len(), &mut out);
-        assert_failed(got, SP_ERR_INVALID_ARGUMENT, "forwarded_for");
+        assert_failed(got, SP_ERR_FORBIDDEN_SOURCE, "remote_addr");
         // The token is compared as bytes: a non-UTF-8 one is just wrong.
         let got = sp_receiver_handle(
             r,
@@ -561,10 +563,13 @@ fn balance_query_and_its_replies() {
     {
         assert_failed(reply_balance(ev, money, currency, coins).unwrap_err(), SP_ERR_INVALID_ARGUMENT, name);
     }
+    assert_eq!(event(ev).reply_http_status, 200);
+    // A refused balance query states no balance, and is sent with an error status by default.
     assert_eq!(
         reply(ev, false, Some(c"player blocked")).unwrap(),
-        r#"{"playerBalance":{"money":0,"currencyISO4217":"EUR","coins":0,"errorMessage":"player blocked"}}"#
+        r#"{"playerBalance":{"errorMessage":"player blocked"}}"#
     );
+    assert_eq!(event(ev).reply_http_status, 500);
     assert_failed(reply(ev, true, None).unwrap_err(), SP_ERR_INVALID_ARGUMENT, "success");
     free_event(ev);
     // SAFETY: a live receiver, freed once.
@@ -834,8 +839,8 @@ fn reply_buffers() {
         r#"{"playerBalance":{"money":100,"currencyISO4217":"EUR","coins":3,"errorMessage":""}}"#
     );
     assert_eq!(
-        balance(c"b", 0, c"USD", 0, Some(c"player \"x\" blocked")).unwrap(),
-        r#"{"b":{"money":0,"currencyISO4217":"USD","coins":0,"errorMessage":"player \"x\" blocked"}}"#
+        balance(c"b", 70, c"USD", 0, Some(c"player \"x\" blocked")).unwrap(),
+        r#"{"b":{"errorMessage":"player \"x\" blocked"}}"#
     );
     for (wrapper, money, currency, coins, name) in [
         (c"b", -1, c"EUR", 0, "money"),

@@ -174,6 +174,7 @@ fn receiver_for(o: &ParseOptions) -> Receiver {
     c.set_max_identifier_bytes(o.max_identifier_bytes).unwrap();
     c.set_index_field(&o.index_field).unwrap();
     c.set_reject_unknown_events(o.reject_unknown_events);
+    c.set_strict_index(o.strict_index);
     Receiver::new(c).unwrap()
 }
 
@@ -375,12 +376,45 @@ fn index_cases() -> Vec<Case> {
         "other.index",
         "at most",
     ));
+    // Refused only in strict mode: by default a guessed field never refuses the event.
+    for c in &mut cases {
+        c.options.strict_index = true;
+    }
     cases
 }
 
 #[test]
-fn invalid_index_is_refused_naming_the_field() {
+fn invalid_index_is_refused_naming_the_field_in_strict_mode() {
     check_all(&index_cases());
+}
+
+#[test]
+fn an_unreadable_index_leaves_the_event_without_one_by_default() {
+    let cases = index_cases();
+    assert!(cases.len() >= 10);
+    for c in cases {
+        let options = ParseOptions { strict_index: false, ..c.options.clone() };
+        let event = parse(&c.body, &options).unwrap_or_else(|e| panic!("{}: refused: {}", c.label, e.message));
+        assert_eq!((event.index, event.index_unreadable), (None, true), "{}", c.label);
+        // The raw value stays readable.
+        let raw = event.field(&options.index_field).unwrap_or_else(|| panic!("{}: raw value lost", c.label));
+        assert!(
+            c.label.ends_with(raw) || c.label == "index too big" || c.label == "custom index",
+            "{}: {raw}",
+            c.label
+        );
+        let r = receiver_for(&options);
+        assert!(r.handle(&request(Some(TOKEN), PRODUCTION_ADDR, &c.body)).is_ok(), "{}", c.label);
+    }
+    // A readable index, a null one and an absent one are not unreadable.
+    for (raw, index) in [("42", Some(42)), ("null", None)] {
+        let bytes = raw_body(&payout(), "index", raw);
+        let event = parse(&bytes, &ParseOptions::default()).unwrap();
+        assert_eq!((event.index, event.index_unreadable), (index, false), "{raw}");
+    }
+    let bytes = body(&payout());
+    let event = parse(&bytes, &ParseOptions::default()).unwrap();
+    assert_eq!((event.index, event.index_unreadable), (None, false));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -928,7 +962,8 @@ fn sources_are_checked() {
             &[STAGING_ADDR, "127.0.0.1"][..],
         ),
         ("staging", &[STAGING_ADDR, "34.254.59.104"], &[PRODUCTION_ADDR, "34.254.59.105"]),
-        ("any", &["203.0.113.9", "::1", PRODUCTION_ADDR], &["not-an-address", ""]),
+        ("any", &["203.0.113.9", "::1", PRODUCTION_ADDR, "not-an-address", ""], &[]),
+        ("::ffff:10.0.0.0/104", &["10.0.0.1", "::ffff:10.200.3.4"], &["11.0.0.1", "::ffff:11.0.0.1", "::1"]),
         (
             "10.1.2.0/24, 2001:db8::/32",
             &["10.1.2.0", "10.1.2.255", "2001:db8::5"],
@@ -950,7 +985,12 @@ fn sources_are_checked() {
             );
         }
         let no_addr = Request { token: Some(TOKEN.as_bytes()), remote_addr: None, forwarded_for: None, body: &bytes };
-        assert_eq!(r.handle(&no_addr).unwrap_err().kind, ErrorKind::ForbiddenSource, "{sources}: no address");
+        if sources == "any" {
+            // Under `any` the address does not matter, not even a missing one.
+            assert!(r.handle(&no_addr).is_ok(), "{sources}: no address");
+        } else {
+            assert_eq!(r.handle(&no_addr).unwrap_err().kind, ErrorKind::ForbiddenSource, "{sources}: no address");
+        }
     }
     let mut c = config();
     let err = c.set_sources("staging, 10.0.0.300").unwrap_err();
@@ -973,12 +1013,18 @@ fn tokens_are_checked_and_either_rotation_token_works() {
         (Some("11111111-2222-3333-4444-555555555555"), ErrorKind::WrongToken),
         (Some(&TOKEN[..35]), ErrorKind::WrongToken),
         (Some(&format!("{TOKEN} ")[..]), ErrorKind::WrongToken),
-        (Some(&TOKEN.to_uppercase()[..]), ErrorKind::WrongToken),
+        (Some(&NEXT_TOKEN.replace('0', "O")[..]), ErrorKind::WrongToken),
     ] {
         let err = r.handle(&request(token, PRODUCTION_ADDR, &bytes)).unwrap_err();
         assert_eq!((err.kind, err.field.as_str()), (kind, "X-Service-Token"), "{token:?}");
         assert_eq!(r.error_response(&err).http_status, 401);
     }
+    // UUIDs are case-insensitive: a token sent or configured in upper case is the same token.
+    assert!(r.handle(&request(Some(&TOKEN.to_uppercase()), PRODUCTION_ADDR, &bytes)).is_ok());
+    let mut upper = ReceiverConfig::default();
+    upper.add_token(&TOKEN.to_uppercase()).unwrap();
+    let upper = Receiver::new(upper).unwrap();
+    assert!(upper.handle(&request(Some(TOKEN), PRODUCTION_ADDR, &bytes)).is_ok());
     // Only one token configured: the other one is wrong.
     let single = Receiver::new(config()).unwrap();
     assert_eq!(
@@ -1023,7 +1069,7 @@ fn forwarded_for_is_believed_only_from_trusted_proxies() {
         let req = Request {
             token: Some(TOKEN.as_bytes()),
             remote_addr: Some(remote),
-            forwarded_for: forwarded,
+            forwarded_for: forwarded.map(str::as_bytes),
             body: &bytes,
         };
         r.handle(&req).map(|_| ()).map_err(|e| e.kind)
@@ -1035,6 +1081,18 @@ fn forwarded_for_is_believed_only_from_trusted_proxies() {
     assert_eq!(via("10.0.0.5", Some("garbage")), Err(ErrorKind::ForbiddenSource));
     assert_eq!(via("198.51.100.1", Some(STAGING_ADDR)), Err(ErrorKind::ForbiddenSource));
     assert_eq!(via(STAGING_ADDR, Some("198.51.100.1")), Ok(()));
+    // Not UTF-8: ignored unread from an untrusted peer, refused as a source from a trusted proxy.
+    let raw = |remote: &'static str, forwarded: &'static [u8]| {
+        let req = Request {
+            token: Some(TOKEN.as_bytes()),
+            remote_addr: Some(remote),
+            forwarded_for: Some(forwarded),
+            body: &bytes,
+        };
+        r.handle(&req).map(|_| ()).map_err(|e| (e.kind, r.error_response(&e).http_status))
+    };
+    assert_eq!(raw(STAGING_ADDR, b"\xff\xfe 1.2.3.4"), Ok(()));
+    assert_eq!(raw("10.0.0.5", b"\xff\xfe"), Err((ErrorKind::ForbiddenSource, 403)));
     assert_eq!(config().set_trusted_proxies("10.0.0.0/33").unwrap_err().field, "trusted_proxies");
 }
 
@@ -1083,11 +1141,16 @@ fn error_response_status_and_body() {
     );
     let bad = body(&set(balance(), "playerIdentifier", json!("")));
     let (status, v) = error_json(&r, &r.handle(&request(Some(TOKEN), PRODUCTION_ADDR, &bad)).unwrap_err());
+    // A refused balance query states no balance, with an error status by default.
+    assert_eq!(status, 500);
+    assert_eq!(v, json!({"playerBalance": {"errorMessage": "getPlayerBalance.playerIdentifier: must not be empty"}}));
+    let mut c = config();
+    c.set_balance_failure_http_status(200).unwrap();
+    assert_eq!(c.set_balance_failure_http_status(302).unwrap_err().field, "balance_failure_http_status");
+    let r200 = Receiver::new(c).unwrap();
+    let (status, v) = error_json(&r200, &r200.handle(&request(Some(TOKEN), PRODUCTION_ADDR, &bad)).unwrap_err());
     assert_eq!(status, 200);
-    assert_eq!(
-        v,
-        json!({"playerBalance": {"money": 0, "currencyISO4217": "EUR", "coins": 0, "errorMessage": "getPlayerBalance.playerIdentifier: must not be empty"}})
-    );
+    assert!(v["playerBalance"].get("money").is_none() && v["playerBalance"].get("coins").is_none(), "{v}");
 }
 
 #[test]
@@ -1117,7 +1180,7 @@ fn no_invalid_case_is_ever_answered_with_success() {
         let answer = match wrapper {
             Some(w) if w == "playerBalance" => {
                 let inner = &v[w];
-                (response.http_status, &inner["errorMessage"], &inner["money"]) == (200, &json!(err.message), &json!(0))
+                (response.http_status, &inner["errorMessage"], inner.get("money")) == (500, &json!(err.message), None)
             }
             Some(w) => {
                 let inner = &v[w];
@@ -1208,7 +1271,7 @@ fn balance_replies_are_exact() {
     );
     assert_eq!(
         r.reply(&query, false, "unknown \"player\"").unwrap(),
-        r#"{"playerBalance":{"money":0,"currencyISO4217":"EUR","coins":0,"errorMessage":"unknown \"player\""}}"#
+        r#"{"playerBalance":{"errorMessage":"unknown \"player\""}}"#
     );
     assert_eq!(r.reply(&query, true, "").unwrap_err().field, "success");
     assert_eq!(r.reply(&query, false, "").unwrap_err().field, "message");

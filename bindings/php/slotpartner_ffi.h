@@ -138,6 +138,8 @@ typedef struct sp_event {
   const struct sp_balance_query *balance_query;
   const struct sp_field *extra_fields;
   size_t extra_fields_len;
+  bool index_unreadable;
+  uint16_t reply_http_status;
 } sp_event;
 
 enum sp_status sp_client_config_new(const char *base_url,
@@ -231,6 +233,8 @@ enum sp_status sp_receiver_config_set_max_identifier_bytes(struct sp_receiver_co
 enum sp_status sp_receiver_config_set_index_field(struct sp_receiver_config *config,
                                                   const char *name);
 
+enum sp_status sp_receiver_config_set_strict_index(struct sp_receiver_config *config, bool strict);
+
 enum sp_status sp_receiver_config_set_reject_unknown_events(struct sp_receiver_config *config,
                                                             bool reject);
 
@@ -239,6 +243,9 @@ enum sp_status sp_receiver_config_set_balance_wrapper(struct sp_receiver_config 
 
 enum sp_status sp_receiver_config_set_balance_currency(struct sp_receiver_config *config,
                                                        const char *currency);
+
+enum sp_status sp_receiver_config_set_balance_failure_http_status(struct sp_receiver_config *config,
+                                                                  uint16_t http_status);
 
 enum sp_status sp_receiver_config_set_omit_empty_error_message(struct sp_receiver_config *config,
                                                                bool omit);

@@ -41,11 +41,17 @@ pub unsafe fn opt_bytes_z<'a>(ptr: *const c_char) -> Option<&'a [u8]> {
     (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) }.to_bytes())
 }
 
-/// `len` bytes at `data`; NULL is allowed only with `len` 0.
+/// `len` bytes at `data`; NULL is allowed only with `len` 0. A length above `isize::MAX` (such
+/// as `(size_t)-1` from a failed `read`) is refused before the bytes are touched: no buffer can
+/// be that long.
 ///
 /// # Safety
 /// `data` is NULL or points to `len` readable bytes that outlive `'a`.
 pub unsafe fn bytes<'a>(name: &str, data: *const u8, len: usize) -> Result<&'a [u8]> {
+    if isize::try_from(len).is_err() {
+        let problem = format!("length {len} is larger than any buffer can be (a failed read returning -1?)");
+        return Err(Error::field(ErrorKind::InvalidArgument, name, problem));
+    }
     if data.is_null() {
         return if len == 0 { Ok(&[]) } else { Err(null(name)) };
     }

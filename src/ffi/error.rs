@@ -1,7 +1,17 @@
 //! The calling thread's last failure: `sp_last_error_message`, `sp_last_error_field` and
-//! `sp_last_error_response`. Every other status-returning call clears it on entry and sets it
-//! when it fails; these three accessors and `sp_status_name` read it without clearing it, so all
-//! of them may be read, in any order, for one failure.
+//! `sp_last_error_response`. Every other status-returning call replaces it: it returns with the
+//! last error cleared when it succeeds and set when it fails; these three accessors and
+//! `sp_status_name` read it without clearing it, so all of them may be read, in any order, for
+//! one failure.
+//!
+//! **Lifetime** (the one rule every view of the last error follows): a view returned by these
+//! accessors stays valid until the next status-returning `sp_` call on the same thread
+//! *returns*, so it may be handed to that very call as an argument (for instance
+//! `sp_event_reply(ev, false, sp_last_error_message().ptr, &out)`), or until the thread exits.
+//!
+//! Every access to the thread-local slot goes through `try_with`, so calls from a thread that is
+//! being torn down (a `pthread_key_create` destructor runs after Rust's thread-locals are gone)
+//! neither panic nor abort: they work, only without a last error to read.
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -25,7 +35,8 @@ impl From<Error> for Failure {
     }
 }
 
-struct LastError {
+/// One recorded failure, as C strings the accessors view.
+pub struct LastError {
     message: CString,
     field: CString,
     http_status: u16,
@@ -44,8 +55,15 @@ fn c_string(s: String) -> CString {
     })
 }
 
-pub fn clear() {
-    LAST_ERROR.with(|last| last.borrow_mut().take());
+/// Takes the thread's last error out of its slot, leaving none. The caller keeps it alive until
+/// its call returns (see the lifetime rule above). `None` also when the thread is exiting.
+pub fn take() -> Option<LastError> {
+    LAST_ERROR.try_with(|last| last.try_borrow_mut().ok().and_then(|mut slot| slot.take())).ok().flatten()
+}
+
+/// Stores `last` as the thread's last error; does nothing on a thread being torn down.
+fn store(last: LastError) {
+    let _ = LAST_ERROR.try_with(|slot| slot.try_borrow_mut().map(|mut s| *s = Some(last)));
 }
 
 /// Records `error` as the thread's last failure, with the answer an endpoint should give (by
@@ -58,7 +76,7 @@ pub fn record(error: &Error, response: Option<Response>) -> sp_status {
         http_status: response.http_status,
         body: c_string(response.body),
     };
-    LAST_ERROR.with(|slot| *slot.borrow_mut() = Some(last));
+    store(last);
     sp_status::from(error.kind)
 }
 
@@ -70,19 +88,20 @@ pub fn record_panic() -> sp_status {
         http_status: 500,
         body: c_string(r#"{"error":{"code":"internal_error","field":"","message":"internal error"}}"#.to_owned()),
     };
-    // try_with: a panic while the thread is being torn down must not panic again.
-    let _ = LAST_ERROR.try_with(|slot| slot.try_borrow_mut().map(|mut s| *s = Some(last)));
+    store(last);
     sp_status::SP_ERR_PANIC
 }
 
-fn read(pick: impl Fn(&LastError) -> sp_str) -> sp_str {
-    LAST_ERROR.with(|last| last.borrow().as_ref().map(pick)).unwrap_or(sp_str::from_static(c""))
+/// What `pick` views of the last error, or `""` when there is none (or the thread is exiting).
+fn read(pick: impl FnOnce(&LastError) -> sp_str) -> sp_str {
+    let picked = LAST_ERROR.try_with(|last| last.try_borrow().ok().and_then(|e| e.as_ref().map(pick)));
+    picked.ok().flatten().unwrap_or(sp_str::from_static(c""))
 }
 
 /// The message of the last failure on this thread, such as
 /// `jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5`; empty when the last
-/// call succeeded. Valid until the next status-returning `sp_` call on this thread other than
-/// `sp_last_error_response` (the accessors do not clear it).
+/// call succeeded. Valid until the next status-returning `sp_` call on this thread returns (so it
+/// may be passed to that call), or until the thread exits; the accessors do not clear it.
 #[unsafe(no_mangle)]
 pub extern "C" fn sp_last_error_message() -> sp_str {
     value_boundary!(sp_str::from_static(c""), { read(|e| sp_str::of_nul_terminated(e.message.as_bytes_with_nul())) })
@@ -116,13 +135,16 @@ pub unsafe extern "C" fn sp_last_error_response(http_status: *mut u16, body: *mu
         else {
             return sp_status::SP_ERR_INVALID_ARGUMENT;
         };
-        LAST_ERROR.with(|last| match last.borrow().as_ref() {
-            Some(e) => {
-                status_out.write(e.http_status);
-                body_out.write(sp_str::of_nul_terminated(e.body.as_bytes_with_nul()));
-                sp_status::SP_OK
-            }
-            None => sp_status::SP_ERR_INVALID_ARGUMENT,
-        })
+        let mut http = 0u16;
+        let body = read(|e| {
+            http = e.http_status;
+            sp_str::of_nul_terminated(e.body.as_bytes_with_nul())
+        });
+        if http == 0 {
+            return sp_status::SP_ERR_INVALID_ARGUMENT;
+        }
+        status_out.write(http);
+        body_out.write(body);
+        sp_status::SP_OK
     })
 }

@@ -93,7 +93,8 @@ pub struct sp_event {
     pub kind: sp_event_kind,
     /// The `event` value (or `action` for the balance query and other actions).
     pub name: sp_str,
-    /// Whether the body carries the service's consecutive event index (field `index` by default).
+    /// Whether the body carries the service's consecutive event index (field `index` by default)
+    /// as a non-negative integer; `index` is meaningful only then.
     pub has_index: bool,
     pub index: i64,
     /// Non-NULL exactly when `kind` is `SP_EVENT_KIND_BUY_REFUND`.
@@ -106,12 +107,28 @@ pub struct sp_event {
     /// order, values as raw JSON. `extra_fields_len` entries; NULL when there are none.
     pub extra_fields: *const sp_field,
     pub extra_fields_len: usize,
+    /// True when the body carries the index field but its value is not a non-negative integer
+    /// (`"42"`, `-1`, `1.5`): the event is handled with no index (`has_index` false) and the raw
+    /// value is readable with `sp_event_field`. Never true under
+    /// `sp_receiver_config_set_strict_index`, which refuses such events.
+    pub index_unreadable: bool,
+    /// The HTTP status to send the last reply built for this event with: 200, except for a
+    /// refused balance query (500 by default, see
+    /// `sp_receiver_config_set_balance_failure_http_status`). 0 until a reply is built. Written
+    /// by the library, never read back.
+    pub reply_http_status: u16,
 }
 
 /// The allocation behind an `sp_event` pointer: the public struct first, then what it points to.
+/// The host may write into `view` (PHP and Python can), so the library never reads it back: it
+/// keeps its own copy of what it needs (`known`, `name`).
 #[repr(C)]
 struct EventBox {
     view: sp_event,
+    /// The event's kind, the library's own copy: `view.kind` may hold any integer by now.
+    known: Option<KnownEvent>,
+    /// The view of the event's name in `arena`, the library's own copy of `view.name`.
+    name: sp_str,
     buy_refund: Option<sp_buy_refund>,
     jackpot_payout: Option<sp_jackpot_payout>,
     balance_query: Option<sp_balance_query>,
@@ -130,10 +147,11 @@ pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
     let strings = typed.map(|s| arena.push_opt(s));
     let extra_fields: Vec<sp_field> =
         event.extra.iter().map(|f| sp_field { name: arena.push(&f.name), json: arena.push(f.raw.get()) }).collect();
+    let name = arena.push(&event.name);
     let mut boxed = Box::new(EventBox {
         view: sp_event {
             kind: kind_of(&event.kind),
-            name: arena.push(&event.name),
+            name,
             has_index: event.index.is_some(),
             index: event.index.unwrap_or(0),
             buy_refund: std::ptr::null(),
@@ -141,7 +159,11 @@ pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
             balance_query: std::ptr::null(),
             extra_fields: std::ptr::null(),
             extra_fields_len: 0,
+            index_unreadable: event.index_unreadable,
+            reply_http_status: 0,
         },
+        known: event.known(),
+        name,
         buy_refund: None,
         jackpot_payout: None,
         balance_query: None,
@@ -254,41 +276,52 @@ pub unsafe extern "C" fn sp_event_free(event: *mut sp_event) {
     value_boundary!((), { unsafe { owned::free::<EventBox, _>(event) } })
 }
 
-/// The box behind an event pointer.
+/// The box behind an event pointer, to change it (build a reply).
 ///
 /// # Safety
-/// `event` is NULL or came from `into_raw` and is live.
-unsafe fn event_box<'a>(event: *mut sp_event) -> crate::Result<&'a mut EventBox> {
+/// `event` is NULL or came from `into_raw`, is live and used by no other thread.
+unsafe fn event_box_mut<'a>(event: *mut sp_event) -> crate::Result<&'a mut EventBox> {
     // SAFETY: sp_event is the first field of the repr(C) EventBox that into_raw allocated.
     unsafe { args::object_mut("event", event.cast::<EventBox>()) }
 }
 
-/// Stores `reply` in the event and points `out` at it.
-fn keep_reply(b: &mut EventBox, mut reply: String, out: &mut std::mem::MaybeUninit<sp_str>) {
+/// The box behind an event pointer, to read it: a shared reference, so that threads reading one
+/// event at once alias nothing mutable.
+///
+/// # Safety
+/// `event` is NULL or came from `into_raw`, is live and not changed during `'a`.
+unsafe fn event_box<'a>(event: *const sp_event) -> crate::Result<&'a EventBox> {
+    // SAFETY: sp_event is the first field of the repr(C) EventBox that into_raw allocated.
+    unsafe { args::object("event", event.cast::<EventBox>()) }
+}
+
+/// Stores `reply` in the event with the HTTP status to send it with, and points `out` at it.
+fn keep_reply(b: &mut EventBox, mut reply: String, http_status: u16, out: &mut std::mem::MaybeUninit<sp_str>) {
     reply.push('\0');
     b.reply = reply;
+    b.view.reply_http_status = http_status;
     out.write(sp_str::of_nul_terminated(b.reply.as_bytes()));
 }
 
 /// The known event of a box, or the error of asking a reply for an unknown one.
+/// Reads the library's own copies, never what the host can write in `view`.
 fn known(b: &EventBox) -> crate::Result<KnownEvent> {
-    match b.view.kind {
-        sp_event_kind::SP_EVENT_KIND_BUY_REFUND => Ok(KnownEvent::BuyRefund),
-        sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT => Ok(KnownEvent::JackpotPayout),
-        sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY => Ok(KnownEvent::BalanceQuery),
-        sp_event_kind::SP_EVENT_KIND_OTHER => {
-            let name = String::from_utf8_lossy(b.arena.text_of(b.view.name).unwrap_or_default());
-            let problem = format!("no reply is defined for the unknown event {}", crate::json::quoted(&name));
-            Err(Error::field(ErrorKind::UnknownEvent, "event", problem))
-        }
-    }
+    b.known.ok_or_else(|| {
+        let name = String::from_utf8_lossy(b.arena.text_of(b.name).unwrap_or_default());
+        let problem = format!("no reply is defined for the unknown event {}", crate::json::quoted(&name));
+        Error::field(ErrorKind::UnknownEvent, "event", problem)
+    })
 }
 
 /// Builds the reply to a refund or payout: `{"refund":{"success":true,"errorMessage":""}}` or
 /// `{"payout":{"success":false,"errorMessage":"<message>"}}`. `message` must be NULL or empty
-/// when `success` is true and must explain the failure when it is false. For a balance query
-/// only a failure can be built here (use `sp_event_reply_balance` for the balance); an unknown
-/// event fails with `SP_ERR_UNKNOWN_EVENT` (answer it with `sp_last_error_response`: HTTP 400).
+/// when `success` is true and must explain the failure when it is false; it may be the thread's
+/// own `sp_last_error_message().ptr`. For a balance query only a failure can be built here
+/// (`{"playerBalance":{"errorMessage":"<message>"}}`, stating no balance; use
+/// `sp_event_reply_balance` for the balance); an unknown event fails with
+/// `SP_ERR_UNKNOWN_EVENT` (answer it with `sp_last_error_response`: HTTP 400). Send the reply
+/// with the HTTP status in `event->reply_http_status` (200, except for a refused balance query:
+/// 500 by default).
 ///
 /// On success `*out` views the reply, owned by the event: valid until the next reply built for
 /// the same event or `sp_event_free`.
@@ -306,9 +339,11 @@ pub unsafe extern "C" fn sp_event_reply(
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (b, message, out) =
-            unsafe { (event_box(event)?, args::opt_text("message", message)?, args::out("out", out)?) };
-        let reply = b.receiver.reply_to(known(b)?, success, message.unwrap_or(""))?;
-        keep_reply(b, reply, out);
+            unsafe { (event_box_mut(event)?, args::opt_text("message", message)?, args::out("out", out)?) };
+        let known = known(b)?;
+        let reply = b.receiver.reply_to(known, success, message.unwrap_or(""))?;
+        let http_status = b.receiver.reply_http_status(known, success);
+        keep_reply(b, reply, http_status, out);
         Ok(())
     })
 }
@@ -333,14 +368,14 @@ pub unsafe extern "C" fn sp_event_reply_balance(
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (b, currency, out) =
-            unsafe { (event_box(event)?, args::opt_text("currency", currency)?, args::out("out", out)?) };
-        if b.view.kind != sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY {
+            unsafe { (event_box_mut(event)?, args::opt_text("currency", currency)?, args::out("out", out)?) };
+        if b.known != Some(KnownEvent::BalanceQuery) {
             return Err(
                 Error::field(ErrorKind::InvalidArgument, "event", "is not a balance query (getPlayerBalance)").into()
             );
         }
         let reply = b.receiver.balance_reply(money, currency, coins)?;
-        keep_reply(b, reply, out);
+        keep_reply(b, reply, 200, out);
         Ok(())
     })
 }
@@ -357,8 +392,7 @@ pub unsafe extern "C" fn sp_event_reply_balance(
 pub unsafe extern "C" fn sp_event_field(event: *const sp_event, name: *const c_char, out: *mut sp_str) -> sp_status {
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented; only read here.
-        let (b, name, out) =
-            unsafe { (event_box(event.cast_mut())?, args::text("name", name)?, args::out("out", out)?) };
+        let (b, name, out) = unsafe { (event_box(event)?, args::text("name", name)?, args::out("out", out)?) };
         let found = b.extra_fields.iter().find(|f| b.arena.text_of(f.name) == Some(name.as_bytes()));
         let field =
             found.ok_or_else(|| Error::field(ErrorKind::MissingField, name, "the event has no such extra field"))?;

@@ -16,3 +16,8 @@ pub mod reply;
 pub mod status;
 pub mod str;
 pub mod version;
+
+/// Compiles only for `T: Send + Sync`: the shared objects' docs promise any number of threads.
+const fn assert_send_sync<T: Send + Sync>() {}
+const _: () = assert_send_sync::<receiver::sp_receiver>();
+const _: () = assert_send_sync::<client::sp_client>();

@@ -1,20 +1,28 @@
-//! The boundary every exported function runs inside: the thread's last error is cleared on entry,
-//! and a panic is caught and reported instead of unwinding into C.
+//! The boundary every exported function runs inside: a panic is caught and reported instead of
+//! unwinding into C, and every touch of the thread's last error happens inside it.
 
 /// Runs `$body` (a block evaluating to `Result<(), Failure>`; `?` converts core errors) and
 /// returns its `sp_status`: `SP_OK`, the status of the failure (recorded as the thread's last
 /// error), or `SP_ERR_PANIC`.
+///
+/// The previous last error is taken out on entry but dropped only when the call returns, so that
+/// an argument pointing into it (`sp_last_error_message().ptr` handed back in) stays readable
+/// for the whole call.
 macro_rules! status_boundary {
     ($body:block) => {{
-        $crate::ffi::error::clear();
-        let outcome = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(
-            || -> ::std::result::Result<(), $crate::ffi::error::Failure> { $body },
-        ));
-        match outcome {
-            Ok(Ok(())) => $crate::ffi::status::sp_status::SP_OK,
-            Ok(Err(failure)) => $crate::ffi::error::record(&failure.error, failure.response),
-            Err(_) => $crate::ffi::error::record_panic(),
-        }
+        let outcome = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
+            let previous = $crate::ffi::error::take();
+            // A closure, so that `return` in the body returns from the body alone.
+            #[allow(clippy::redundant_closure_call)]
+            let result = (|| -> ::std::result::Result<(), $crate::ffi::error::Failure> { $body })();
+            let status = match result {
+                Ok(()) => $crate::ffi::status::sp_status::SP_OK,
+                Err(failure) => $crate::ffi::error::record(&failure.error, failure.response),
+            };
+            drop(previous);
+            status
+        }));
+        outcome.unwrap_or_else(|_| $crate::ffi::error::record_panic())
     }};
 }
 
@@ -51,7 +59,7 @@ mod tests {
         let status = panicking_export();
         assert_eq!(status, sp_status::SP_ERR_PANIC);
         let message = sp_last_error_message();
-        // SAFETY: the view is valid until the next status-returning call on this thread.
+        // SAFETY: the view is valid until the next status-returning call on this thread returns.
         let text = unsafe { std::slice::from_raw_parts(message.ptr.cast::<u8>(), message.len) };
         assert!(std::str::from_utf8(text).unwrap().contains("panicked"));
         let mut http = 0u16;

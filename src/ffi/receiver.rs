@@ -27,8 +27,8 @@ pub struct sp_receiver {
 }
 
 /// Creates a configuration with the defaults: no token (add one), sources `production`, no
-/// trusted proxies, 64 KiB bodies, depth 32, identifiers up to 256 bytes, index field `index`,
-/// unknown events passed through, balance wrapper `playerBalance` in `EUR`, `errorMessage: ""`
+/// trusted proxies, 64 KiB bodies, depth 32, identifiers up to 256 bytes, index field `index`
+/// read leniently (an unreadable index leaves the event without one), unknown events passed through, balance wrapper `playerBalance` in `EUR`, `errorMessage: ""`
 /// on success. On success `*out` owns the configuration; free it with `sp_receiver_config_free`.
 ///
 /// # Safety
@@ -159,6 +159,29 @@ pub unsafe extern "C" fn sp_receiver_config_set_index_field(
     unsafe { configure(config, |c| c.set_index_field(args::text("index_field", name)?)) }
 }
 
+/// When `strict` is true, an event whose index field (see `sp_receiver_config_set_index_field`)
+/// is present but not a non-negative integer is refused, naming the field (HTTP 200 with the
+/// event's wrapper and `success` false). By default (false) such an event is handled with no
+/// index: `has_index` false, `index_unreadable` true, the raw value readable with
+/// `sp_event_field`. The spec shows neither the index's name nor its format, so a guess about it
+/// never refuses money unless asked to.
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_strict_index(
+    config: *mut sp_receiver_config,
+    strict: bool,
+) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe {
+        configure(config, |c| {
+            c.set_strict_index(strict);
+            Ok(())
+        })
+    }
+}
+
 /// When `reject` is true, events other than `gameSessionBuyRefund`, `jackpotPayout` and
 /// `getPlayerBalance` fail with `SP_ERR_UNKNOWN_EVENT` (HTTP 400) instead of being passed
 /// through as `SP_EVENT_KIND_OTHER` (the default).
@@ -204,6 +227,22 @@ pub unsafe extern "C" fn sp_receiver_config_set_balance_currency(
 ) -> sp_status {
     // SAFETY: forwarded caller promises.
     unsafe { configure(config, |c| c.set_balance_currency(args::text("balance_currency", currency)?)) }
+}
+
+/// Sets the HTTP status a refused balance query is answered with: 200, or an error status from
+/// 400 to 599 (default 500, so that no client reads the answer as a wallet). The body states no
+/// balance either way: `{"playerBalance":{"errorMessage":"..."}}`. After `sp_event_reply`,
+/// `sp_event.reply_http_status` holds the status to send.
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_balance_failure_http_status(
+    config: *mut sp_receiver_config,
+    http_status: u16,
+) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe { configure(config, |c| c.set_balance_failure_http_status(http_status)) }
 }
 
 /// When `omit` is true, successful replies leave `errorMessage` out instead of sending `""`
@@ -255,8 +294,9 @@ pub unsafe extern "C" fn sp_receiver_free(receiver: *mut sp_receiver) {
 
 /// Handles one callback: checks the source address, then the token, then parses and validates
 /// the body. `token` is the `X-Service-Token` header (NULL when absent), `remote_addr` the peer
-/// address (CGI `REMOTE_ADDR`), `forwarded_for` the `X-Forwarded-For` header (NULL when absent;
-/// believed only from a trusted proxy), `body`/`len` the raw body (not NUL-terminated).
+/// address (CGI `REMOTE_ADDR`; not looked at under sources `any`), `forwarded_for` the
+/// `X-Forwarded-For` header as bytes (NULL when absent; read only when the peer is a trusted
+/// proxy, ignored unread otherwise), `body`/`len` the raw body (not NUL-terminated).
 ///
 /// On success `*out` owns the event: read its fields directly, answer with `sp_event_reply` or
 /// `sp_event_reply_balance`, then free it with `sp_event_free`. On failure `*out` is not written;
@@ -283,7 +323,7 @@ pub unsafe extern "C" fn sp_receiver_handle(
             let request = Request {
                 token: args::opt_bytes_z(token),
                 remote_addr: args::opt_text("remote_addr", remote_addr)?,
-                forwarded_for: args::opt_text("forwarded_for", forwarded_for)?,
+                forwarded_for: args::opt_bytes_z(forwarded_for),
                 body: args::bytes("body", body, len)?,
             };
             (receiver, out, request)

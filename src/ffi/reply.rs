@@ -58,10 +58,13 @@ pub unsafe extern "C" fn sp_reply_result_new(
     })
 }
 
-/// Builds `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":"<error_message>"}}`
-/// (the balance reply shape existing integrations use; an empty or NULL `error_message` means
-/// success). `money` and `coins` must be 0 to 2^53-1, `currency` three uppercase letters. On
-/// success `*out` owns the buffer; free it with `sp_buffer_free`.
+/// Builds `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":""}}`
+/// (the balance reply shape existing integrations use) when `error_message` is NULL or empty;
+/// `money` and `coins` must then be 0 to 2^53-1, `currency` three uppercase letters. A
+/// non-empty `error_message` builds a failure that states no balance (a `"money":0` could show
+/// the player an empty wallet): `{"<wrapper>":{"errorMessage":"<error_message>"}}`, with
+/// `money`, `currency` and `coins` unused; send it with an error status (the receiver uses 500
+/// by default). On success `*out` owns the buffer; free it with `sp_buffer_free`.
 ///
 /// # Safety
 /// The strings are NULL or NUL-terminated; `out` is NULL or writable.

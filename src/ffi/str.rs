@@ -5,8 +5,8 @@ use std::ffi::c_char;
 
 /// A borrowed UTF-8 string: `len` bytes at `ptr`, followed by a NUL byte that `len` does not
 /// count, with no NUL inside. Owned by the object that returned it and valid until that object
-/// is freed (or, for `sp_last_error_*`, until the next `sp_` call on the same thread). An absent
-/// optional field is `{NULL, 0}`.
+/// is freed (for `sp_last_error_*`: until the next status-returning `sp_` call on the same
+/// thread returns, so it may be passed to that call). An absent optional field is `{NULL, 0}`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct sp_str {
