@@ -61,9 +61,15 @@ symbols-check: lib
 	if [ -n "$$bad" ]; then echo "non-sp_ exported symbols:"; echo "$$bad"; exit 1; fi; \
 	echo "symbols-check: $$(nm -D --defined-only $(RELEASE)/libslotpartner.so | grep -c ' sp_') sp_ symbols, nothing else"
 
-test-c: examples sanitized sandbox
+test-c: examples sanitized sandbox $(SANDIR)/careless_host
 	tests/c/run_examples.sh $(EXDIR)
 	tests/c/run_examples.sh $(SANDIR)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(SANDIR)/careless_host
+
+# The C ABI used as a careless host would use it, under the sanitizers.
+$(SANDIR)/careless_host: tests/c/careless_host.c include/slotpartner.h $(RELEASE)/libslotpartner.a
+	@mkdir -p $(SANDIR)
+	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -pthread -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
 test-cpp: lib sandbox
 	bindings/cpp/run_tests.sh

@@ -937,3 +937,96 @@ fn one_receiver_serves_many_threads_and_events_outlive_it() {
         free_event(ev);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A careless host (also run under miri where a nightly toolchain is present)
+
+#[test]
+fn the_last_error_message_may_be_handed_back_in() {
+    let r = receiver(|_| {});
+    let ev = handle_ok(r, REFUND);
+    assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
+    let message = sp_last_error_message();
+    let mut out = sentinel_str();
+    // SAFETY: the message stays valid until this call returns, which is the point of the test.
+    assert_eq!(unsafe { sp_event_reply(ev, false, message.ptr, &mut out) }, SP_OK);
+    let reply: Value = serde_json::from_str(text(out)).unwrap();
+    assert_eq!(reply["refund"]["errorMessage"], json!(BAD_PAYOUT_MESSAGE));
+    assert_eq!(last_message(), "", "a successful call leaves no last error");
+    // A failing call may read its own previous error, and replaces it.
+    assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
+    let message = sp_last_error_message();
+    let mut config = ptr::null_mut();
+    // SAFETY: valid pointers; the message is valid during the call.
+    unsafe {
+        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
+        assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
+        let message_again = sp_last_error_message();
+        assert_eq!(sp_receiver_config_set_sources(config, message_again.ptr), SP_ERR_INVALID_ARGUMENT);
+        assert!(last_message().contains("moneyWon"), "{}", last_message());
+        sp_receiver_config_free(config);
+    }
+    let _ = message;
+    free_event(ev);
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn fields_the_host_overwrites_are_never_read_back() {
+    let r = receiver(|_| {});
+    let ev = handle_ok(r, REFUND);
+    // SAFETY: the host owns the event and may write into it; 99 is no sp_event_kind value, so it
+    // is written as a plain integer, as C, PHP or Python would.
+    unsafe {
+        (&raw mut (*ev).kind).cast::<i32>().write(99);
+        (*ev).name = sp_str::from_static(c"bogus");
+    }
+    assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+    free_event(ev);
+    let ev = handle_ok(r, OTHER);
+    // SAFETY: as above.
+    unsafe { (&raw mut (*ev).kind).cast::<i32>().write(sp_event_kind::SP_EVENT_KIND_BUY_REFUND as i32) };
+    assert_eq!(reply(ev, true, None), Err(SP_ERR_UNKNOWN_EVENT));
+    assert!(last_message().contains("gameSessionStart"), "{}", last_message());
+    free_event(ev);
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn one_event_is_read_from_two_threads_at_once() {
+    let r = receiver(|_| {});
+    let ev = handle_ok(r, OTHER);
+    let shared = ev as usize;
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(move || {
+                for _ in 0..20 {
+                    let mut out = sentinel_str();
+                    // SAFETY: a live event, only read by both threads.
+                    let got = unsafe { sp_event_field(shared as *const sp_event, c"data".as_ptr(), &mut out) };
+                    assert_eq!((got, text(out)), (SP_OK, "[1, 2]"));
+                }
+            })
+        })
+        .collect();
+    readers.into_iter().for_each(|t| t.join().unwrap());
+    free_event(ev);
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn lengths_no_buffer_can_have_are_refused_before_reading() {
+    let r = receiver(|_| {});
+    let mut out = ptr::null_mut();
+    for len in [usize::MAX, isize::MAX as usize + 1] {
+        // SAFETY: the length is a lie the library must refuse before touching the bytes.
+        let got = unsafe { sp_receiver_parse(r, REFUND.as_ptr(), len, &mut out) };
+        assert_failed(got, SP_ERR_INVALID_ARGUMENT, "body");
+        assert!(out.is_null());
+    }
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}

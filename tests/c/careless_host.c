@@ -1,0 +1,292 @@
+/* The C ABI used as a careless host would use it, run under AddressSanitizer and
+ * UndefinedBehaviorSanitizer by `make test`: the library's own pointers handed back in (the last
+ * error's message as an argument), fields of returned structs overwritten, SIZE_MAX lengths,
+ * one event read from two threads at once, and calls from a thread that is exiting (a
+ * pthread_key destructor runs after the thread's other thread-locals are gone).
+ *
+ * Prints one line per failed check and "N passed, N failed"; exits non-zero on any failure. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "slotpartner.h"
+
+#define TOKEN "6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f"
+
+static int passed, failed;
+
+static void check(int ok, const char *what) {
+    if (ok) {
+        passed++;
+    } else {
+        failed++;
+        printf("FAIL %s (last error: %s)\n", what, sp_last_error_message().ptr);
+    }
+}
+
+static const char REFUND[] =
+    "{\"event\":\"gameSessionBuyRefund\",\"index\":41,\"gameSessionIdentifier\":\"gs-1\","
+    "\"playerIdentifier\":\"p-1\",\"transactionId\":900001,\"buyTransactionId\":899990,"
+    "\"gameSessionId\":5551,\"partnerGameRequestIdentifier\":\"req-1\",\"gameId\":12,"
+    "\"isMobile\":true,\"note\":\"kept\"}";
+static const char BALANCE[] = "{\"action\":\"getPlayerBalance\",\"playerIdentifier\":\"p-1\"}";
+static const char OTHER[] = "{\"event\":\"somethingNew\",\"index\":7}";
+
+static struct sp_receiver *new_receiver(void) {
+    struct sp_receiver_config *config = NULL;
+    struct sp_receiver *receiver = NULL;
+    if (sp_receiver_config_new(&config) != SP_OK || sp_receiver_config_add_token(config, TOKEN) != SP_OK ||
+        sp_receiver_config_set_sources(config, "any") != SP_OK || sp_receiver_new(config, &receiver) != SP_OK) {
+        printf("FAIL setting up a receiver: %s\n", sp_last_error_message().ptr);
+        failed++;
+    }
+    sp_receiver_config_free(config);
+    return receiver;
+}
+
+static struct sp_event *parse(const struct sp_receiver *receiver, const char *body) {
+    struct sp_event *event = NULL;
+    if (sp_receiver_parse(receiver, (const uint8_t *)body, strlen(body), &event) != SP_OK) {
+        printf("FAIL parsing %s: %s\n", body, sp_last_error_message().ptr);
+        failed++;
+    }
+    return event;
+}
+
+/* Makes the thread's last error hold `text`-like content, by failing a call on purpose. */
+static struct sp_str fail_on_purpose(const struct sp_receiver *receiver) {
+    struct sp_event *event = NULL;
+    static const char bad[] = "{\"event\":\"jackpotPayout\"}";
+    check(sp_receiver_parse(receiver, (const uint8_t *)bad, strlen(bad), &event) != SP_OK && event == NULL,
+          "a bad payout is refused");
+    struct sp_str message = sp_last_error_message();
+    check(message.len > 0, "the refusal has a message");
+    return message;
+}
+
+/* 1. The last error's own message handed back to every call that takes a string. */
+static void last_error_as_argument(const struct sp_receiver *receiver) {
+    char copy[512];
+    struct sp_event *event = parse(receiver, REFUND);
+    struct sp_str reply = {0};
+
+    struct sp_str message = fail_on_purpose(receiver);
+    snprintf(copy, sizeof copy, "%s", message.ptr);
+    check(sp_event_reply(event, false, message.ptr, &reply) == SP_OK, "sp_event_reply with the last error");
+    check(strstr(reply.ptr, "required field is missing") != NULL, "the reply carries the last error's text");
+    check(sp_last_error_message().len == 0, "a successful call leaves no last error");
+
+    struct sp_buffer *buffer = NULL;
+    message = fail_on_purpose(receiver);
+    check(sp_reply_result_new("refund", false, message.ptr, false, &buffer) == SP_OK,
+          "sp_reply_result_new with the last error as message");
+    check(buffer != NULL && strstr(buffer->text.ptr, "required field is missing") != NULL, "its reply carries the text");
+    sp_buffer_free(buffer);
+    buffer = NULL;
+    message = fail_on_purpose(receiver);
+    check(sp_reply_result_new(message.ptr, true, NULL, false, &buffer) == SP_OK,
+          "sp_reply_result_new with the last error as wrapper");
+    sp_buffer_free(buffer);
+    buffer = NULL;
+    message = fail_on_purpose(receiver);
+    check(sp_reply_balance_new("playerBalance", 0, "EUR", 0, message.ptr, &buffer) == SP_OK,
+          "sp_reply_balance_new with the last error as error message");
+    sp_buffer_free(buffer);
+
+    /* Setters refuse the text (it is no token, address or currency), reading it whole. */
+    struct sp_receiver_config *config = NULL;
+    check(sp_receiver_config_new(&config) == SP_OK, "a receiver config");
+    message = fail_on_purpose(receiver);
+    check(sp_receiver_config_add_token(config, message.ptr) == SP_ERR_INVALID_ARGUMENT, "add_token reads it");
+    message = sp_last_error_message();
+    check(sp_receiver_config_set_sources(config, message.ptr) == SP_ERR_INVALID_ARGUMENT,
+          "set_sources reads its own last error");
+    message = sp_last_error_message();
+    check(sp_receiver_config_set_trusted_proxies(config, message.ptr) == SP_ERR_INVALID_ARGUMENT,
+          "set_trusted_proxies reads its own last error");
+    message = sp_last_error_message();
+    check(sp_receiver_config_set_balance_currency(config, message.ptr) == SP_ERR_INVALID_ARGUMENT,
+          "set_balance_currency reads its own last error");
+    message = fail_on_purpose(receiver);
+    check(sp_receiver_config_set_balance_wrapper(config, message.ptr) == SP_OK, "set_balance_wrapper reads it");
+    message = fail_on_purpose(receiver);
+    check(sp_receiver_config_set_index_field(config, message.ptr) == SP_OK, "set_index_field reads it");
+    sp_receiver_config_free(config);
+
+    struct sp_client_config *client_config = NULL;
+    message = fail_on_purpose(receiver);
+    check(sp_client_config_new(message.ptr, TOKEN, &client_config) == SP_ERR_INVALID_ARGUMENT,
+          "sp_client_config_new reads it as base URL");
+    message = sp_last_error_message();
+    check(sp_client_config_new("https://127.0.0.1:1", message.ptr, &client_config) == SP_ERR_INVALID_ARGUMENT,
+          "sp_client_config_new reads its own last error as token");
+    check(sp_client_config_new("https://127.0.0.1:1", TOKEN, &client_config) == SP_OK, "a client config");
+    message = fail_on_purpose(receiver);
+    check(sp_client_config_set_proxy(client_config, message.ptr) == SP_ERR_INVALID_ARGUMENT, "set_proxy reads it");
+    message = sp_last_error_message();
+    check(sp_client_config_add_ca_file(client_config, message.ptr) != SP_OK, "add_ca_file reads it");
+    message = sp_last_error_message();
+    check(sp_client_config_add_ca_pem(client_config, (const uint8_t *)message.ptr, message.len) != SP_OK,
+          "add_ca_pem reads it");
+    sp_client_config_free(client_config);
+
+    /* Every string argument of the callback entry point, and the body itself. */
+    struct sp_event *other = NULL;
+    message = fail_on_purpose(receiver);
+    check(sp_receiver_handle(receiver, message.ptr, message.ptr, message.ptr, (const uint8_t *)message.ptr,
+                             message.len, &other) == SP_ERR_WRONG_TOKEN && other == NULL,
+          "sp_receiver_handle reads it as token, address, header and body");
+    message = fail_on_purpose(receiver);
+    check(sp_receiver_parse(receiver, (const uint8_t *)message.ptr, message.len, &other) == SP_ERR_INVALID_JSON,
+          "sp_receiver_parse reads it as body");
+    message = fail_on_purpose(receiver);
+    struct sp_str field = {0};
+    check(sp_event_field(event, message.ptr, &field) == SP_ERR_MISSING_FIELD, "sp_event_field reads it as name");
+    check(strncmp(copy, "jackpotPayout.playerIdentifier: required field is missing", 57) == 0,
+          "the message names the field");
+    sp_event_free(event);
+}
+
+/* 2. Fields of the returned event overwritten by the host: the library never reads them back. */
+static void written_fields(const struct sp_receiver *receiver) {
+    struct sp_event *event = parse(receiver, REFUND);
+    struct sp_str reply = {0};
+    memset(&event->kind, 0x5a, sizeof event->kind); /* no sp_event_kind value */
+    event->name.ptr = "bogus";
+    event->name.len = 5;
+    event->has_index = false;
+    check(sp_event_reply(event, true, NULL, &reply) == SP_OK, "a reply to an event whose kind was overwritten");
+    check(strcmp(reply.ptr, "{\"refund\":{\"success\":true,\"errorMessage\":\"\"}}") == 0,
+          "the reply uses the event's real kind");
+    check(sp_event_reply_balance(event, 1, NULL, 0, &reply) == SP_ERR_INVALID_ARGUMENT,
+          "a refund stays no balance query");
+    sp_event_free(event);
+
+    event = parse(receiver, OTHER);
+    event->kind = SP_EVENT_KIND_BUY_REFUND;
+    event->name.ptr = NULL;
+    check(sp_event_reply(event, true, NULL, &reply) == SP_ERR_UNKNOWN_EVENT,
+          "an unknown event stays unknown when its kind is overwritten");
+    check(strstr(sp_last_error_message().ptr, "somethingNew") != NULL, "the error names the real event");
+    sp_event_free(event);
+
+    event = parse(receiver, BALANCE);
+    event->kind = SP_EVENT_KIND_OTHER;
+    check(sp_event_reply_balance(event, 100, NULL, 0, &reply) == SP_OK, "a balance query stays one");
+    check(event->reply_http_status == 200, "a balance is sent with 200");
+    check(sp_event_reply(event, false, "player blocked", &reply) == SP_OK, "a refused balance query");
+    check(strcmp(reply.ptr, "{\"playerBalance\":{\"errorMessage\":\"player blocked\"}}") == 0,
+          "a refused balance query states no balance");
+    check(event->reply_http_status == 500, "and is sent with an error status");
+    sp_event_free(event);
+}
+
+/* 3. One event read from two threads at once (shared reads only). */
+struct reader {
+    const struct sp_event *event;
+    int ok;
+};
+
+static void *read_fields(void *arg) {
+    struct reader *r = arg;
+    r->ok = 1;
+    for (int i = 0; i < 2000; i++) {
+        struct sp_str out = {0};
+        if (sp_event_field(r->event, "note", &out) != SP_OK || strcmp(out.ptr, "\"kept\"") != 0) r->ok = 0;
+        if (sp_event_field(r->event, "absent", &out) != SP_ERR_MISSING_FIELD) r->ok = 0;
+    }
+    return NULL;
+}
+
+static void shared_reads(const struct sp_receiver *receiver) {
+    struct sp_event *event = parse(receiver, REFUND);
+    struct reader a = {event, 0}, b = {event, 0};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, read_fields, &a);
+    pthread_create(&tb, NULL, read_fields, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    check(a.ok && b.ok, "two threads read one event's fields at once");
+    sp_event_free(event);
+}
+
+/* 4. SIZE_MAX lengths are refused before any byte is read. */
+static void huge_lengths(const struct sp_receiver *receiver) {
+    struct sp_event *event = NULL;
+    check(sp_receiver_handle(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)REFUND, SIZE_MAX, &event) ==
+                  SP_ERR_INVALID_ARGUMENT &&
+              event == NULL,
+          "sp_receiver_handle refuses SIZE_MAX");
+    check(strcmp(sp_last_error_field().ptr, "body") == 0, "naming the body");
+    check(sp_receiver_parse(receiver, (const uint8_t *)REFUND, (size_t)-1, &event) == SP_ERR_INVALID_ARGUMENT,
+          "sp_receiver_parse refuses (size_t)-1");
+    check(sp_receiver_parse(receiver, (const uint8_t *)REFUND, (size_t)INTPTR_MAX + 1, &event) ==
+              SP_ERR_INVALID_ARGUMENT,
+          "sp_receiver_parse refuses PTRDIFF_MAX + 1");
+    struct sp_client_config *config = NULL;
+    check(sp_client_config_new("https://127.0.0.1:1", TOKEN, &config) == SP_OK, "a client config");
+    check(sp_client_config_add_ca_pem(config, (const uint8_t *)"x", SIZE_MAX) == SP_ERR_INVALID_ARGUMENT,
+          "add_ca_pem refuses SIZE_MAX");
+    struct sp_client *client = NULL;
+    check(sp_client_new(config, &client) == SP_OK, "a client");
+    struct sp_buffer *answer = NULL;
+    check(sp_client_call(client, "echo", (const uint8_t *)"{}", SIZE_MAX, &answer) == SP_ERR_INVALID_ARGUMENT &&
+              answer == NULL,
+          "sp_client_call refuses SIZE_MAX");
+    sp_client_free(client);
+    sp_client_config_free(config);
+}
+
+/* 5. Calls from a thread that is exiting: pthread_key destructors run after Rust's own
+ * thread-locals are destroyed. Nothing may abort; calls work, without a last error to read. */
+static pthread_key_t exiting_key;
+static int exiting_ok = -1;
+
+static void on_thread_exit(void *arg) {
+    const struct sp_receiver *receiver = arg;
+    struct sp_event *event = NULL;
+    int ok = 1;
+    ok &= sp_receiver_parse(receiver, (const uint8_t *)REFUND, strlen(REFUND), &event) == SP_OK;
+    struct sp_str reply = {0};
+    ok &= sp_event_reply(event, true, NULL, &reply) == SP_OK && reply.len > 0;
+    sp_event_free(event);
+    ok &= sp_receiver_parse(receiver, (const uint8_t *)"{", 1, &event) == SP_ERR_INVALID_JSON;
+    struct sp_str message = sp_last_error_message();
+    ok &= message.ptr != NULL; /* empty or the message: never a crash */
+    uint16_t http = 0;
+    struct sp_str body = {0};
+    (void)sp_last_error_response(&http, &body);
+    ok &= sp_receiver_config_new(NULL) == SP_ERR_INVALID_ARGUMENT;
+    exiting_ok = ok;
+}
+
+static void *exiting_thread(void *arg) {
+    struct sp_event *event = NULL;
+    /* Fail once first, so that the library's thread-local exists and is torn down before the key. */
+    (void)sp_receiver_parse(arg, (const uint8_t *)"[", 1, &event);
+    pthread_setspecific(exiting_key, arg);
+    return NULL;
+}
+
+static void exiting_threads(struct sp_receiver *receiver) {
+    pthread_key_create(&exiting_key, on_thread_exit);
+    pthread_t t;
+    pthread_create(&t, NULL, exiting_thread, receiver);
+    pthread_join(t, NULL);
+    check(exiting_ok == 1, "calls from a thread-exit destructor work and do not abort");
+    pthread_key_delete(exiting_key);
+}
+
+int main(void) {
+    struct sp_receiver *receiver = new_receiver();
+    if (receiver == NULL) return 1;
+    last_error_as_argument(receiver);
+    written_fields(receiver);
+    shared_reads(receiver);
+    huge_lengths(receiver);
+    exiting_threads(receiver);
+    sp_receiver_free(receiver);
+    printf("careless_host: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
