@@ -1,5 +1,5 @@
 //! Routing of `POST {prefix}/rest/action`: token check, fault prefixes and
-//! the actions `getGames` and `echo`.
+//! the actions `getGames`, `getEvent` and `echo`.
 
 use std::io::Write;
 use std::thread;
@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::burst::{EventSet, GET_EVENT_ACTION, GET_EVENT_INDEX};
 use crate::catalogue;
 use crate::http::{Body, Request, Response};
 
@@ -51,8 +52,14 @@ pub fn route(path: &str) -> Option<Fault> {
     }
 }
 
-/// Handles one request on the HTTPS listener.
+/// Handles one request on the HTTPS listener (no events: `getEvent` answers
+/// notFound for every index).
 pub fn handle(req: &Request, token: &str) -> Response {
+    handle_with(req, token, None)
+}
+
+/// Handles one request on the HTTPS listener; `getEvent` answers from `events`.
+pub fn handle_with(req: &Request, token: &str, events: Option<&EventSet>) -> Response {
     let Some(fault) = route(req.path()) else {
         return Response::error(404, "notFound", &format!("no route for {}", req.path()));
     };
@@ -73,14 +80,15 @@ pub fn handle(req: &Request, token: &str) -> Response {
     }
     let action = action_name(&req.body);
     let resp = match fault {
-        Fault::None => dispatch(&req.body),
+        Fault::None => dispatch_with(&req.body, events),
         Fault::Slow(ms) => {
             thread::sleep(Duration::from_millis(ms));
-            dispatch(&req.body)
+            dispatch_with(&req.body, events)
         }
         Fault::Status(code) => {
             Response::error(code, "injectedFault", &format!("status {code} injected by /fault/status"))
         }
+        Fault::Malformed if action.as_deref() == Some(GET_EVENT_ACTION) => malformed_event(&req.body, events),
         Fault::Malformed => Response::json(200, &json!({"games": [{"gameId": "not-a-number"}]})),
         Fault::NotJson => Response {
             status: 200,
@@ -112,8 +120,13 @@ fn bad_request(message: &str) -> Response {
     Response::error(400, "badRequest", message)
 }
 
-/// Answers an action request body.
+/// Answers an action request body (no events: `getEvent` answers notFound).
 pub fn dispatch(body: &[u8]) -> Response {
+    dispatch_with(body, None)
+}
+
+/// Answers an action request body; `getEvent` answers from `events`.
+pub fn dispatch_with(body: &[u8], events: Option<&EventSet>) -> Response {
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => return bad_request(&format!("body is not valid JSON: {e}")),
@@ -128,6 +141,7 @@ pub fn dispatch(body: &[u8]) -> Response {
     };
     match action {
         "getGames" => get_games(object),
+        GET_EVENT_ACTION => get_event(object, events),
         "echo" => {
             // The request text itself (already checked to be a JSON object),
             // so key order and number forms come back unchanged.
@@ -165,6 +179,49 @@ fn get_games(params: &Map<String, Value>) -> Response {
         games: Vec<catalogue::Game>,
     }
     Response::json(200, &Games { games: catalogue::games(locale, game_id) })
+}
+
+/// The `index` parameter of `getEvent`.
+fn event_index(params: &Map<String, Value>) -> Result<u64, Response> {
+    match params.get(GET_EVENT_INDEX) {
+        None | Some(Value::Null) => Err(bad_request(&format!("missing field '{GET_EVENT_INDEX}'"))),
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| bad_request(&format!("field '{GET_EVENT_INDEX}' must be a non-negative integer, got {v}"))),
+    }
+}
+
+/// `getEvent`: `{"event":{…}}` with the event body exactly as `send --burst`
+/// posts it, or 404 notFound for an index outside `events`.
+fn get_event(params: &Map<String, Value>, events: Option<&EventSet>) -> Response {
+    let index = match event_index(params) {
+        Ok(i) => i,
+        Err(resp) => return resp,
+    };
+    match events.and_then(|set| set.get(index)) {
+        Some(event) => {
+            let mut resp = Response::json(200, &Value::Null);
+            resp.body = Body::Bytes(format!("{{\"event\":{}}}", event.body).into_bytes());
+            resp
+        }
+        None => Response::error(404, "notFound", &format!("no event with index {index}")),
+    }
+}
+
+/// `/fault/malformed` for `getEvent`: the event (or just its index) with a
+/// string `transactionId`, so that a client's validation must refuse it.
+fn malformed_event(body: &[u8], events: Option<&EventSet>) -> Response {
+    let params: Map<String, Value> = serde_json::from_slice(body).unwrap_or_default();
+    let index = event_index(&params).ok();
+    let mut event: Map<String, Value> = index
+        .and_then(|i| events.and_then(|set| set.get(i)))
+        .and_then(|e| serde_json::from_str(&e.body).ok())
+        .unwrap_or_default();
+    if let Some(i) = index {
+        event.entry("index").or_insert(json!(i));
+    }
+    event.insert("transactionId".into(), json!("not-a-number"));
+    Response::json(200, &json!({ "event": event }))
 }
 
 /// `{"games":[],"padding":"xxx…"}` of [`BIG_BODY_LEN`] bytes, streamed.

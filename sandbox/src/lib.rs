@@ -2,11 +2,14 @@
 //!
 //! [`run_server`] starts the HTTPS action address (and optionally the plain
 //! HTTP listener that always answers 401) in the background; the [`send`]
-//! module posts callback events to a partner URL and judges the replies.
+//! module posts callback events to a partner URL and judges the replies, and
+//! [`burst`] sends many of them with losses, repeats and reordering, built
+//! deterministically by index so that the server can answer `getEvent`.
 
 #![forbid(unsafe_code)]
 
 pub mod actions;
+pub mod burst;
 pub mod catalogue;
 pub mod http;
 pub mod send;
@@ -36,6 +39,9 @@ pub struct ServerConfig {
     pub http_listen: Option<SocketAddr>,
     /// The accepted `X-Service-Token` value.
     pub token: String,
+    /// The events `getEvent` answers by index (those of a `send --burst` with
+    /// the same seed, kind and range); `None`: every index is unknown.
+    pub events: Option<burst::EventSet>,
 }
 
 impl Default for ServerConfig {
@@ -44,6 +50,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             http_listen: None,
             token: DEFAULT_TOKEN.to_string(),
+            events: None,
         }
     }
 }
@@ -57,6 +64,8 @@ pub enum ServerError {
     Tls(String),
     /// Binding or starting a listener failed.
     Io(SocketAddr, std::io::Error),
+    /// The `events` range is invalid.
+    Events(String),
 }
 
 impl fmt::Display for ServerError {
@@ -67,6 +76,7 @@ impl fmt::Display for ServerError {
             }
             ServerError::Tls(e) => write!(f, "certificate generation failed: {e}"),
             ServerError::Io(a, e) => write!(f, "cannot listen on {a}: {e}"),
+            ServerError::Events(e) => write!(f, "events: {e}"),
         }
     }
 }
@@ -134,13 +144,16 @@ pub fn run_server(config: ServerConfig) -> Result<ServerHandle, ServerError> {
             return Err(ServerError::NotLoopback(addr));
         }
     }
+    if let Some(events) = &config.events {
+        events.validate().map_err(ServerError::Events)?;
+    }
     let certs = tls::generate().map_err(ServerError::Tls)?;
     let bind = |addr| TcpListener::bind(addr).map_err(|e| ServerError::Io(addr, e));
     let https_listener = bind(config.listen)?;
     let http_listener = config.http_listen.map(bind).transpose()?;
 
-    let token = config.token.clone();
-    let handler: http::Handler = Arc::new(move |req| actions::handle(req, &token));
+    let (token, events) = (config.token.clone(), config.events);
+    let handler: http::Handler = Arc::new(move |req| actions::handle_with(req, &token, events.as_ref()));
     let https = http::spawn(https_listener, Some(Arc::clone(&certs.server_config)), "https", handler)
         .map_err(|e| ServerError::Io(config.listen, e))?;
     let http = match http_listener {

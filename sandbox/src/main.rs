@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::thread;
 
+use slotpartner_sandbox::burst::{self, BurstOptions, EventMix, EventSet};
 use slotpartner_sandbox::send::{self, Edit, EventKind, SendOptions};
 use slotpartner_sandbox::{DEFAULT_TOKEN, ServerConfig, ServerError, run_server, url_for};
 
@@ -18,14 +19,21 @@ fn usage() -> String {
 USAGE:
   slotpartner-sandbox serve [--listen ADDR] [--http-listen ADDR] [--token UUID]
                             [--ca-out FILE] [--ready-file FILE] [--exit-on-stdin-eof]
+                            [--events-count N [--events-seed S] [--events-index I]
+                             [--events-kind mixed|refund|payout]]
   slotpartner-sandbox send --url URL [--token UUID] [--ca-file PEM] [--index N] [--count N]
                            [--set FIELD=VALUE]... [--unset FIELD]... [--body-file FILE]
                            [--expect-success true|false] [--expect-http CODE]
                            refund|payout|balance|raw
+  slotpartner-sandbox send --url URL --burst N [--token UUID] [--ca-file PEM] [--index I]
+                           [--seed S] [--lose P] [--repeat P] [--reorder P]
+                           [--concurrency K] [--report-json FILE] [--quiet]
+                           [--expect-success true|false]
+                           mixed|refund|payout
   slotpartner-sandbox --help | --version
 
-serve: HTTPS action address POST {{base_url}}/rest/action (getGames, echo) with a
-  fresh CA and localhost certificate; prints 'listening https://127.0.0.1:PORT'
+serve: HTTPS action address POST {{base_url}}/rest/action (getGames, getEvent, echo)
+  with a fresh CA and localhost certificate; prints 'listening https://127.0.0.1:PORT'
   (and 'listening-http http://127.0.0.1:PORT' with --http-listen) when ready.
   --listen ADDR        HTTPS address, loopback only (default 127.0.0.1:0 = free port)
   --http-listen ADDR   plain HTTP listener answering every request with 401
@@ -33,6 +41,10 @@ serve: HTTPS action address POST {{base_url}}/rest/action (getGames, echo) with 
   --ca-out FILE        write the CA certificate (PEM) there
   --ready-file FILE    write the https base URL there once ready (atomically)
   --exit-on-stdin-eof  exit when standard input reaches end of file
+  --events-count N     getEvent knows N events: those 'send --burst' builds with the
+                       same --events-seed (default 1), --events-kind (default mixed)
+                       and first --events-index (default 1); without it none
+  getEvent {{\"action\":\"getEvent\",\"index\":I}}: 200 {{\"event\":{{...}}}} or 404 notFound.
   Fault prefixes before /rest/action: /fault/status/CODE, /fault/malformed,
   /fault/notjson, /fault/slow/MS, /fault/redirect, /fault/big, /fault/close.
 
@@ -49,8 +61,24 @@ send: POST callback events to a partner URL and judge each reply; prints
   --expect-success B   refund/payout: 'success' must be B; balance: B = empty errorMessage
   --expect-http CODE   raw: the HTTP status must be CODE
   Exit status: 0 all verdicts ok, 1 otherwise, 2 usage error.
+
+send --burst N: N refund/payout events with indexes I..I+N-1 (transactionId
+  {tx_base} + index), delivered by a seeded schedule; every reply is judged and a
+  repeat must get the byte-identical reply of the first delivery. Lines
+  'index=N event=NAME delivery=D http=STATUS body=BODY verdict=...', then 'summary ...'.
+  --seed S             events and schedule; same seed, same run (default 1)
+  --lose P             share of events never delivered (0..1, default 0)
+  --repeat P           share of delivered events sent again, byte-identical (default 0)
+  --reorder P          share of delivered events swapped with a later one (default 0)
+  --concurrency K      send over K connections at once (1..{max_k}, default 1)
+  --report-json FILE   write the report (lost/repeated indexes, totals) as JSON
+  --quiet              print only failed deliveries and the summary
+  mixed|refund|payout  both kinds (each index either, by the seed) or one
+  Exit status: 0 every check passed, 1 otherwise, 2 usage error.
 ",
-        version = env!("CARGO_PKG_VERSION")
+        version = env!("CARGO_PKG_VERSION"),
+        tx_base = burst::TRANSACTION_BASE,
+        max_k = burst::MAX_CONCURRENCY,
     )
 }
 
@@ -167,9 +195,25 @@ fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), Failure> {
     })
 }
 
+fn default_events() -> EventSet {
+    EventSet { seed: 1, mix: EventMix::Mixed, first_index: 1, count: 0 }
+}
+
+fn parse_mix(flag: &str, s: &str) -> Result<EventMix, Failure> {
+    EventMix::parse(s).ok_or_else(|| Failure::Usage(format!("{flag}: '{s}' is not mixed, refund or payout")))
+}
+
+fn parse_share(flag: &str, s: &str) -> Result<f64, Failure> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => usage_err(format!("{flag}: '{s}' is not a share between 0 and 1 (e.g. 0.02)")),
+    }
+}
+
 fn serve(mut args: Args) -> Result<ExitCode, Failure> {
     let mut config = ServerConfig::default();
     let (mut ca_out, mut ready_file, mut exit_on_eof) = (None::<PathBuf>, None::<PathBuf>, false);
+    let (mut events, mut events_count) = (default_events(), None::<u64>);
     while let Some(arg) = args.next() {
         match arg {
             Arg::Help => {
@@ -189,10 +233,25 @@ fn serve(mut args: Args) -> Result<ExitCode, Failure> {
                 "--ca-out" => ca_out = Some(args.value(&name, inline)?.into()),
                 "--ready-file" => ready_file = Some(args.value(&name, inline)?.into()),
                 "--exit-on-stdin-eof" if inline.is_none() => exit_on_eof = true,
+                "--events-count" => events_count = Some(parse_num(&name, &args.value(&name, inline)?)?),
+                "--events-seed" => events.seed = parse_num(&name, &args.value(&name, inline)?)?,
+                "--events-index" => events.first_index = parse_num(&name, &args.value(&name, inline)?)?,
+                "--events-kind" => events.mix = parse_mix(&name, &args.value(&name, inline)?)?,
                 _ => return usage_err(format!("serve: unknown option '{name}'")),
             },
             Arg::Pos(p) => return usage_err(format!("serve: unexpected argument '{p}'")),
         }
+    }
+    match events_count {
+        Some(count) => {
+            events.count = count;
+            events.validate().map_err(|e| Failure::Usage(format!("--events-count/--events-index: {e}")))?;
+            config.events = Some(events);
+        }
+        None if events != default_events() => {
+            return usage_err("--events-seed, --events-index and --events-kind need --events-count N");
+        }
+        None => {}
     }
 
     let handle = run_server(config).map_err(|e| match e {
@@ -238,12 +297,21 @@ fn serve(mut args: Args) -> Result<ExitCode, Failure> {
 
 fn send_cmd(mut args: Args) -> Result<ExitCode, Failure> {
     let mut opts = SendOptions::new("", EventKind::Raw);
-    let (mut url, mut kind) = (None, None);
+    let (mut url, mut kind) = (None, None::<String>);
+    let mut count_given = false;
+    // Burst mode: --burst N and its options.
+    let (mut burst_count, mut burst_only) = (None::<u64>, None::<String>);
+    let mut bopts = BurstOptions::new("", 1);
+    let mut report_json = None::<PathBuf>;
     while let Some(arg) = args.next() {
         match arg {
             Arg::Help => {
                 print!("{}", usage());
                 return Ok(ExitCode::SUCCESS);
+            }
+            Arg::Opt(name, None) if name == "--quiet" => {
+                bopts.quiet = true;
+                burst_only = Some(name);
             }
             Arg::Opt(name, inline) => {
                 let value = args.value(&name, inline)?;
@@ -252,7 +320,10 @@ fn send_cmd(mut args: Args) -> Result<ExitCode, Failure> {
                     "--token" => opts.token = value,
                     "--ca-file" => opts.ca_file = Some(value.into()),
                     "--index" => opts.index = parse_num(&name, &value)?,
-                    "--count" => opts.count = parse_num(&name, &value)?,
+                    "--count" => {
+                        opts.count = parse_num(&name, &value)?;
+                        count_given = true;
+                    }
                     "--set" => opts.edits.push(send::parse_set(&value).map_err(Failure::Usage)?),
                     "--unset" => opts.edits.push(Edit::Unset(value)),
                     "--body-file" => opts.body_file = Some(value.into()),
@@ -264,21 +335,73 @@ fn send_cmd(mut args: Args) -> Result<ExitCode, Failure> {
                         })
                     }
                     "--expect-http" => opts.expect_http = Some(parse_num(&name, &value)?),
+                    "--burst" => burst_count = Some(parse_num(&name, &value)?),
+                    "--seed" | "--lose" | "--repeat" | "--reorder" | "--concurrency" | "--report-json" => {
+                        match name.as_str() {
+                            "--seed" => bopts.seed = parse_num(&name, &value)?,
+                            "--lose" => bopts.shares.lose = parse_share(&name, &value)?,
+                            "--repeat" => bopts.shares.repeat = parse_share(&name, &value)?,
+                            "--reorder" => bopts.shares.reorder = parse_share(&name, &value)?,
+                            "--concurrency" => bopts.concurrency = parse_num(&name, &value)?,
+                            _ => report_json = Some(value.into()),
+                        }
+                        burst_only = Some(name);
+                    }
                     _ => return usage_err(format!("send: unknown option '{name}'")),
                 }
             }
-            Arg::Pos(p) if kind.is_none() => {
-                kind = Some(EventKind::parse(&p).ok_or_else(|| {
-                    Failure::Usage(format!("send: unknown event kind '{p}' (refund, payout, balance or raw)"))
-                })?)
-            }
+            Arg::Pos(p) if kind.is_none() => kind = Some(p),
             Arg::Pos(p) => return usage_err(format!("send: unexpected argument '{p}'")),
         }
     }
-    opts.url = url.ok_or_else(|| Failure::Usage("send needs --url URL".into()))?;
-    opts.kind =
-        kind.ok_or_else(|| Failure::Usage("send needs an event kind: refund, payout, balance or raw".into()))?;
+    let url = url.ok_or_else(|| Failure::Usage("send needs --url URL".into()))?;
+    if let Some(count) = burst_count {
+        return burst_cmd(url, count, opts, count_given, kind, bopts, report_json);
+    }
+    if let Some(flag) = burst_only {
+        return usage_err(format!("{flag} applies to --burst N only"));
+    }
+    let kind = kind.ok_or_else(|| Failure::Usage("send needs an event kind: refund, payout, balance or raw".into()))?;
+    opts.url = url;
+    opts.kind = EventKind::parse(&kind)
+        .ok_or_else(|| Failure::Usage(format!("send: unknown event kind '{kind}' (refund, payout, balance or raw)")))?;
     opts.validate().map_err(Failure::Usage)?;
     let all_ok = send::run(&opts, &mut io::stdout().lock()).map_err(Failure::Usage)?;
     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `send --burst N`: the shared options come from `single`.
+fn burst_cmd(
+    url: String,
+    count: u64,
+    single: SendOptions,
+    count_given: bool,
+    kind: Option<String>,
+    mut opts: BurstOptions,
+    report_json: Option<PathBuf>,
+) -> Result<ExitCode, Failure> {
+    if count_given {
+        return usage_err("--count does not apply to --burst (its value is the count)");
+    }
+    if !single.edits.is_empty() || single.body_file.is_some() || single.expect_http.is_some() {
+        return usage_err(
+            "--set, --unset, --body-file and --expect-http do not apply to --burst (its events are fixed by the seed, so that serve's getEvent returns them unchanged)",
+        );
+    }
+    let kind = kind.ok_or_else(|| Failure::Usage("send --burst needs a kind: mixed, refund or payout".into()))?;
+    opts.mix = EventMix::parse(&kind).ok_or_else(|| {
+        Failure::Usage(format!("send --burst: the kind must be mixed, refund or payout, not '{kind}'"))
+    })?;
+    opts.url = url;
+    opts.count = count;
+    opts.token = single.token;
+    opts.ca_file = single.ca_file;
+    opts.first_index = single.index;
+    opts.expect_success = single.expect_success;
+    opts.validate().map_err(Failure::Usage)?;
+    let report = burst::run(&opts, &mut io::stdout().lock()).map_err(Failure::Usage)?;
+    if let Some(path) = &report_json {
+        write_atomically(path, report.to_json().as_bytes())?;
+    }
+    Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

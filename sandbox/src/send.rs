@@ -357,7 +357,7 @@ pub fn compact_json_text(text: &str) -> String {
 }
 
 /// How a reply body is shown on the result line.
-fn show_body(body: &[u8]) -> String {
+pub(crate) fn show_body(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let shown =
         if serde_json::from_slice::<Value>(body).is_ok() { compact_json_text(&text) } else { format!("{text:?}") };
@@ -370,6 +370,12 @@ fn show_body(body: &[u8]) -> String {
 }
 
 fn agent(ca_file: Option<&PathBuf>) -> Result<ureq::Agent, String> {
+    agent_with(ca_file, 0)
+}
+
+/// The client agent; `connections` > 0 lets it keep that many idle
+/// connections to the partner (one per `--burst` worker), 0 keeps ureq's default.
+pub(crate) fn agent_with(ca_file: Option<&PathBuf>, connections: usize) -> Result<ureq::Agent, String> {
     let roots = match ca_file {
         None => RootCerts::WebPki,
         Some(path) => {
@@ -388,15 +394,17 @@ fn agent(ca_file: Option<&PathBuf>) -> Result<ureq::Agent, String> {
             RootCerts::new_with_certs(&certs)
         }
     };
-    let config = ureq::Agent::config_builder()
+    let mut config = ureq::Agent::config_builder()
         .tls_config(TlsConfig::builder().root_certs(roots).build())
         .http_status_as_error(false)
         .max_redirects(0)
         .proxy(None)
         .timeout_global(Some(Duration::from_secs(30)))
-        .user_agent("slotpartner-sandbox-send")
-        .build();
-    Ok(config.new_agent())
+        .user_agent("slotpartner-sandbox-send");
+    if connections > 0 {
+        config = config.max_idle_connections_per_host(connections).max_idle_connections(connections.max(10));
+    }
+    Ok(config.build().new_agent())
 }
 
 /// Sends the events and writes one result line each to `out`. `Ok(true)`
