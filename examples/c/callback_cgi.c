@@ -5,15 +5,19 @@
  *   SLOTPARTNER_TOKEN    the partner token the service sends in X-Service-Token (a UUID)
  *   SLOTPARTNER_SOURCES  staging, production, any, or a comma-separated list of addresses
  *                        and CIDR ranges (default: production)
+ *   SLOTPARTNER_TRUSTED_PROXIES  proxies whose X-Forwarded-For is believed (default: none)
+ *   SLOTPARTNER_STRICT_INDEX     1 to refuse an event whose index is not a non-negative integer
+ *                                (default: handle it with no index)
  * Request (set by the web server): REQUEST_METHOD, CONTENT_LENGTH, HTTP_X_SERVICE_TOKEN,
- * REMOTE_ADDR, and the body on stdin.
+ * REMOTE_ADDR, HTTP_X_FORWARDED_FOR, and the body on stdin.
  *
  * Answers: 405 for a method other than POST; 401 for a missing or wrong token; 403 for a source
  * not allowed; 413 for a body over the limit; 400 with a JSON error body for a body that is not
  * JSON, not an object, or names an unknown event; 200 with the event's wrapper, success false and
  * the field-naming errorMessage for a known event with invalid fields; 200 with success true for
- * a valid event. The demo business logic accepts every valid event and logs one line per event
- * to stderr; replace handle_event() with yours.
+ * a valid event; a refused balance query is answered 500 with a body that states no balance. The
+ * demo business logic accepts every valid event (but knows no player called "unknown-player")
+ * and logs one line per event to stderr; replace handle_event() with yours.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +37,7 @@ static const char *reason_phrase(unsigned status) {
     case 403: return "Forbidden";
     case 405: return "Method Not Allowed";
     case 413: return "Content Too Large";
+    case 503: return "Service Unavailable";
     default: return "Internal Server Error";
     }
 }
@@ -87,6 +92,10 @@ static sp_status handle_event(sp_event *event, sp_str *reply) {
         player = event->balance_query->player_partner_identifier.ptr ? event->balance_query->player_partner_identifier.ptr
                                                                      : event->balance_query->player_identifier.ptr;
         fprintf(stderr, "callback_cgi: balance query for player %s\n", player);
+        if (strcmp(player, "unknown-player") == 0) {
+            /* No balance is stated; send it with event->reply_http_status (500 by default). */
+            return sp_event_reply(event, false, "player unknown-player is not known", reply);
+        }
         return sp_event_reply_balance(event, 100000, NULL, 0, reply);
     case SP_EVENT_KIND_OTHER:
     default:
@@ -95,9 +104,22 @@ static sp_status handle_event(sp_event *event, sp_str *reply) {
     }
 }
 
+/* The index, as the log shows it: the number, or why there is none. */
+static void log_index(const sp_event *event) {
+    if (event->has_index) {
+        fprintf(stderr, "callback_cgi: index %" PRId64 "\n", event->index);
+    } else if (event->index_unreadable) {
+        sp_str raw = {NULL, 0};
+        sp_event_field(event, "index", &raw);
+        fprintf(stderr, "callback_cgi: index unreadable (%s), handled without one\n", raw.ptr ? raw.ptr : "?");
+    }
+}
+
 static sp_receiver *make_receiver(void) {
     const char *token = getenv("SLOTPARTNER_TOKEN");
     const char *sources = getenv("SLOTPARTNER_SOURCES");
+    const char *proxies = getenv("SLOTPARTNER_TRUSTED_PROXIES");
+    const char *strict_index = getenv("SLOTPARTNER_STRICT_INDEX");
     sp_receiver_config *config = NULL;
     sp_receiver *receiver = NULL;
     if (sp_receiver_config_new(&config) != SP_OK) {
@@ -105,6 +127,8 @@ static sp_receiver *make_receiver(void) {
     }
     if (sp_receiver_config_add_token(config, token) == SP_OK &&
         (sources == NULL || sp_receiver_config_set_sources(config, sources) == SP_OK) &&
+        (proxies == NULL || sp_receiver_config_set_trusted_proxies(config, proxies) == SP_OK) &&
+        sp_receiver_config_set_strict_index(config, strict_index != NULL && strcmp(strict_index, "1") == 0) == SP_OK &&
         sp_receiver_config_set_max_body_bytes(config, MAX_BODY_BYTES) == SP_OK &&
         sp_receiver_config_set_reject_unknown_events(config, true) == SP_OK) {
         sp_receiver_new(config, &receiver);
@@ -165,15 +189,16 @@ int main(void) {
         return respond_text(400, NULL,
                             "{\"error\":{\"code\":\"bad_request\",\"field\":\"CONTENT_LENGTH\",\"message\":\"CONTENT_LENGTH is invalid or the body is shorter\"}}");
     }
-    if (sp_receiver_handle(receiver, getenv("HTTP_X_SERVICE_TOKEN"), getenv("REMOTE_ADDR"), NULL, body, (size_t)len,
-                           &event) != SP_OK) {
+    if (sp_receiver_handle(receiver, getenv("HTTP_X_SERVICE_TOKEN"), getenv("REMOTE_ADDR"),
+                           getenv("HTTP_X_FORWARDED_FOR"), body, (size_t)len, &event) != SP_OK) {
         log_failure("refused");
         rc = respond_last_error();
     } else if (handle_event(event, &reply) != SP_OK) {
         log_failure("reply");
         rc = respond_last_error();
     } else {
-        rc = respond(200, NULL, reply.ptr, reply.len);
+        log_index(event);
+        rc = respond(event->reply_http_status, NULL, reply.ptr, reply.len);
     }
     sp_event_free(event);
     sp_receiver_free(receiver);

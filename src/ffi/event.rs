@@ -129,9 +129,11 @@ struct EventBox {
     known: Option<KnownEvent>,
     /// The view of the event's name in `arena`, the library's own copy of `view.name`.
     name: sp_str,
-    buy_refund: Option<sp_buy_refund>,
-    jackpot_payout: Option<sp_jackpot_payout>,
-    balance_query: Option<sp_balance_query>,
+    /// The typed structs live in allocations of their own, so that the views handed out stay
+    /// valid whatever the library later borrows of the box itself.
+    buy_refund: Option<Box<sp_buy_refund>>,
+    jackpot_payout: Option<Box<sp_jackpot_payout>>,
+    balance_query: Option<Box<sp_balance_query>>,
     extra_fields: Vec<sp_field>,
     arena: Arena,
     /// The last reply built, NUL-terminated.
@@ -173,15 +175,19 @@ pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
         receiver: Arc::clone(receiver),
     });
     fill(&event.kind, strings, &mut boxed);
-    let b = &mut *boxed;
-    b.view.buy_refund = b.buy_refund.as_ref().map_or(std::ptr::null(), |s| s);
-    b.view.jackpot_payout = b.jackpot_payout.as_ref().map_or(std::ptr::null(), |s| s);
-    b.view.balance_query = b.balance_query.as_ref().map_or(std::ptr::null(), |s| s);
+    // The box is handed out first and its views taken through the pointer handed out, so that
+    // no later move of the box invalidates them.
+    let raw = Box::into_raw(boxed);
+    // SAFETY: `raw` is the live allocation just made; no other reference to it exists yet.
+    let b = unsafe { &mut *raw };
+    b.view.buy_refund = b.buy_refund.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
+    b.view.jackpot_payout = b.jackpot_payout.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
+    b.view.balance_query = b.balance_query.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
     if !b.extra_fields.is_empty() {
         b.view.extra_fields = b.extra_fields.as_ptr();
         b.view.extra_fields_len = b.extra_fields.len();
     }
-    Box::into_raw(boxed).cast::<sp_event>()
+    raw.cast::<sp_event>()
 }
 
 /// The strings of a typed event, in the order `fill` reads them.
@@ -223,7 +229,7 @@ fn kind_of(kind: &EventKind<'_>) -> sp_event_kind {
 fn fill(kind: &EventKind<'_>, s: [sp_str; 6], b: &mut EventBox) {
     match kind {
         EventKind::BuyRefund(r) => {
-            b.buy_refund = Some(sp_buy_refund {
+            b.buy_refund = Some(Box::new(sp_buy_refund {
                 game_session_identifier: s[0],
                 player_identifier: s[1],
                 player_partner_identifier: s[2],
@@ -234,10 +240,10 @@ fn fill(kind: &EventKind<'_>, s: [sp_str; 6], b: &mut EventBox) {
                 game_id: r.game_id,
                 is_mobile: r.is_mobile,
                 bonus_code: s[4],
-            })
+            }))
         }
         EventKind::JackpotPayout(p) => {
-            b.jackpot_payout = Some(sp_jackpot_payout {
+            b.jackpot_payout = Some(Box::new(sp_jackpot_payout {
                 jackpot_identifier: s[0],
                 player_identifier: s[1],
                 player_partner_identifier: s[2],
@@ -255,10 +261,11 @@ fn fill(kind: &EventKind<'_>, s: [sp_str; 6], b: &mut EventBox) {
                 bonus_code: s[5],
                 has_is_mobile: p.is_mobile.is_some(),
                 is_mobile: p.is_mobile.unwrap_or(false),
-            })
+            }))
         }
         EventKind::BalanceQuery(_) => {
-            b.balance_query = Some(sp_balance_query { player_identifier: s[0], player_partner_identifier: s[1] })
+            b.balance_query =
+                Some(Box::new(sp_balance_query { player_identifier: s[0], player_partner_identifier: s[1] }))
         }
         EventKind::Other => {}
     }

@@ -46,7 +46,7 @@ head -c 70000 /dev/zero | tr '\0' ' ' > "$work/big.json"
 cgi() {
   local name=cgi_$1 method=$2 token=$3 remote=$4 sources=$5 body=$6 length=${7:-}
   [ -n "$length" ] || length=$(wc -c < "$body")
-  env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
+  env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" "${cgi_env[@]}" \
     SLOTPARTNER_TOKEN=$TOKEN SLOTPARTNER_SOURCES="$sources" GATEWAY_INTERFACE=CGI/1.1 \
     REQUEST_METHOD="$method" CONTENT_LENGTH="$length" REMOTE_ADDR="$remote" \
     ${token:+HTTP_X_SERVICE_TOKEN="$token"} CONTENT_TYPE=application/json \
@@ -56,6 +56,7 @@ cgi() {
   check "$name" "$work/out.lf"
   cp "$work/err" "$work/$name.err"
 }
+cgi_env=() # extra environment for the next cgi calls
 cgi get_refused GET "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json"
 cgi no_token POST "" 34.254.138.20 staging "$fixtures/refund.json"
 cgi wrong_token POST "$OTHER" 34.254.138.20 staging "$fixtures/refund.json"
@@ -73,9 +74,27 @@ cgi balance POST "$TOKEN" ::1 "any" "$fixtures/balance.json"
 cgi custom_range POST "$TOKEN" 10.1.2.3 "10.1.2.0/24" "$fixtures/refund.json"
 cgi bad_length POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json" 12x
 cgi short_body POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json" 100000
-# One log line per valid event on stderr, none on stdout.
+# A guessed index field never refuses money: "42" as a string leaves the event without an index.
+sed 's/"index": *[0-9]*/"index":"42"/' "$fixtures/payout.json" > "$work/payout_index_string.json"
+cgi index_string POST "$TOKEN" 18.203.30.17 production "$work/payout_index_string.json"
+grep -q 'index unreadable ("42")' "$work/cgi_index_string.err" && passed=$((passed + 1)) || fail cgi_index_string_log "$(cat "$work/cgi_index_string.err")"
+cgi_env=(SLOTPARTNER_STRICT_INDEX=1)
+cgi index_string_strict POST "$TOKEN" 18.203.30.17 production "$work/payout_index_string.json"
+cgi_env=()
+# A refused balance query states no balance and is answered with an error status.
+sed 's/"playerPartnerIdentifier":"[^"]*"/"playerPartnerIdentifier":"unknown-player"/' "$fixtures/balance.json" > "$work/balance_unknown.json"
+cgi balance_unknown_player POST "$TOKEN" 34.254.138.20 staging "$work/balance_unknown.json"
+# X-Forwarded-For is bytes, read only from trusted proxies; sources any ignores the address.
+cgi_env=("HTTP_X_FORWARDED_FOR=$(printf '\xff\xfe')" SLOTPARTNER_TRUSTED_PROXIES=10.0.0.0/8)
+cgi forwarded_not_utf8_untrusted POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json"
+cgi forwarded_not_utf8_trusted POST "$TOKEN" 10.0.0.5 staging "$fixtures/refund.json"
+cgi_env=()
+cgi any_without_address POST "$TOKEN" "" any "$fixtures/refund.json"
+cgi mapped_range POST "$TOKEN" 34.254.138.20 "::ffff:34.254.138.0/120" "$fixtures/refund.json"
+cgi upper_case_token POST "${TOKEN^^}" 34.254.138.20 staging "$fixtures/refund.json"
+# One log line per valid event on stderr (and one for its index), none on stdout.
 for name in refund payout balance; do
-  if [ "$(wc -l < "$work/cgi_$name.err")" = 1 ]; then passed=$((passed + 1)); else fail "cgi_${name}_log" "expected one log line, got: $(cat "$work/cgi_$name.err")"; fi
+  if [ "$(grep -vc 'callback_cgi: index' "$work/cgi_$name.err")" = 1 ]; then passed=$((passed + 1)); else fail "cgi_${name}_log" "expected one log line, got: $(cat "$work/cgi_$name.err")"; fi
 done
 
 # get_games against the sandbox over HTTPS on loopback.
