@@ -23,6 +23,8 @@ pub enum Fault {
     None,
     Status(u16),
     Malformed,
+    /// A game with a field whose name holds NUL (`"a\u0000b"`), which C strings cannot carry.
+    NulKey,
     NotJson,
     Slow(u64),
     Redirect,
@@ -44,6 +46,7 @@ pub fn route(path: &str) -> Option<Fault> {
         ["status", code] => number(code).filter(|c| (200..=599).contains(c)).map(|c| Fault::Status(c as u16)),
         ["slow", ms] => number(ms).filter(|ms| *ms <= MAX_SLOW_MS).map(Fault::Slow),
         ["malformed"] => Some(Fault::Malformed),
+        ["nulkey"] => Some(Fault::NulKey),
         ["notjson"] => Some(Fault::NotJson),
         ["redirect"] => Some(Fault::Redirect),
         ["big"] => Some(Fault::Big),
@@ -90,6 +93,7 @@ pub fn handle_with(req: &Request, token: &str, events: Option<&EventSet>) -> Res
         }
         Fault::Malformed if action.as_deref() == Some(GET_EVENT_ACTION) => malformed_event(&req.body, events),
         Fault::Malformed => Response::json(200, &json!({"games": [{"gameId": "not-a-number"}]})),
+        Fault::NulKey => nul_key_games(&req.body, events),
         Fault::NotJson => Response {
             status: 200,
             content_type: Some("text/html; charset=utf-8"),
@@ -108,6 +112,22 @@ pub fn handle_with(req: &Request, token: &str, events: Option<&EventSet>) -> Res
         }
     };
     resp.with_action(action)
+}
+
+/// `/fault/nulkey`: the normal answer with a field named `"a\u0000b"` added to its first game.
+fn nul_key_games(body: &[u8], events: Option<&EventSet>) -> Response {
+    let mut resp = dispatch_with(body, events);
+    let answer = match &resp.body {
+        Body::Bytes(bytes) => serde_json::from_slice::<Value>(bytes).ok(),
+        _ => None,
+    };
+    if let Some(mut answer) = answer
+        && let Some(game) = answer.pointer_mut("/games/0").and_then(Value::as_object_mut)
+    {
+        game.insert("a\u{0}b".to_owned(), json!(1));
+        resp.body = Body::Bytes(serde_json::to_vec(&answer).expect("serializable"));
+    }
+    resp
 }
 
 /// The `action` string of a body, for logging.
@@ -268,6 +288,7 @@ mod tests {
         assert_eq!(route("/fault/close/rest/action"), Some(Fault::Close));
         assert_eq!(route("/fault/redirect/rest/action"), Some(Fault::Redirect));
         assert_eq!(route("/fault/malformed/rest/action"), Some(Fault::Malformed));
+        assert_eq!(route("/fault/nulkey/rest/action"), Some(Fault::NulKey));
         assert_eq!(route("/fault/notjson/rest/action"), Some(Fault::NotJson));
         assert_eq!(route("/rest/action/"), None);
         assert_eq!(route("/fault/rest/action"), None);

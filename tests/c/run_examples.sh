@@ -122,6 +122,7 @@ games untrusted 1 "$url" "$TOKEN" "" en-US
 games plain_http 1 "${url/https:/http:}" "$TOKEN" "$work/ca.pem" en-US
 games server_error 1 "$url/fault/status/503" "$TOKEN" "$work/ca.pem" en-US
 games malformed 1 "$url/fault/malformed" "$TOKEN" "$work/ca.pem" en-US
+games nul_key 1 "$url/fault/nulkey" "$TOKEN" "$work/ca.pem" en-US
 games usage 2 "$url" "$TOKEN" "$work/ca.pem"
 kill "$sandbox_pid" 2> /dev/null; wait "$sandbox_pid" 2> /dev/null
 
