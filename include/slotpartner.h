@@ -286,6 +286,45 @@ typedef struct sp_buffer {
 } sp_buffer;
 
 /**
+ * The whole last failure of the calling thread, from `sp_last_error`. Every view is valid like
+ * `sp_last_error_message`.
+ */
+typedef struct sp_error {
+  /**
+   * What the failed call returned.
+   */
+  enum sp_status status;
+  /**
+   * As `sp_last_error_message`.
+   */
+  struct sp_str message;
+  /**
+   * As `sp_last_error_field`.
+   */
+  struct sp_str field;
+  /**
+   * As `sp_last_error_response`: the HTTP status and JSON body an endpoint should answer.
+   */
+  uint16_t http_status;
+  struct sp_str response_body;
+  /**
+   * For a refused callback body: the event's name (`event`, or `action`) as far as the body
+   * let it be read; `{NULL, 0}` when it could not be, and for every other failure.
+   */
+  struct sp_str event_name;
+  /**
+   * The event's index, when the refused body carried a readable one.
+   */
+  bool has_index;
+  int64_t index;
+  /**
+   * The event's `transactionId`, when the refused body carried a readable one.
+   */
+  bool has_transaction_id;
+  int64_t transaction_id;
+} sp_error;
+
+/**
  * `gameSessionBuyRefund`. Absent optional strings are `{NULL, 0}`; at least one of the two player
  * identifiers is present.
  */
@@ -575,6 +614,18 @@ struct sp_str sp_last_error_field(void);
  * `http_status` and `body` are NULL or writable.
  */
 enum sp_status sp_last_error_response(uint16_t *http_status, struct sp_str *body);
+
+/**
+ * The whole last failure of the calling thread in one call: its status, message, field, HTTP
+ * answer, and for a refused callback body the event's name, index and `transactionId` as far as
+ * the body let them be read (so that a host can log which delivery it refused). Writes `*out`
+ * and returns `SP_OK`; writes nothing and returns `SP_ERR_INVALID_ARGUMENT` when the last call
+ * succeeded. The views are valid like `sp_last_error_message`. Does not clear the last error.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum sp_status sp_last_error(struct sp_error *out);
 
 /**
  * Frees an event and everything it points to, including a reply built for it. NULL is allowed

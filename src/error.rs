@@ -64,24 +64,45 @@ pub struct Error {
     /// The known event whose body failed validation, so that the reply can use its wrapper
     /// (`refund`, `payout`, ...); `None` when the event was not recognised.
     pub event: Option<KnownEvent>,
+    /// What a refused body still let be read of the event's identity (its name, index and
+    /// `transactionId`), so that hosts can log a refusal and a journal can record its index as
+    /// seen; `None` for failures that are not about a callback body, or when the body let nothing
+    /// be read (not JSON, say). Never read from a request that failed authentication.
+    pub ids: Option<Box<EventIds>>,
+}
+
+/// The identity of an event as far as a body let it be read, each part independently.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventIds {
+    /// The `event` value, or `action` for the balance query and other actions.
+    pub name: Option<String>,
+    /// The service's consecutive index, when it is a non-negative integer.
+    pub index: Option<i64>,
+    /// `transactionId`, when it is an integer.
+    pub transaction_id: Option<i64>,
 }
 
 impl Error {
     /// An error that concerns no single field.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, field: String::new(), message: message.into(), event: None }
+        Error { kind, field: String::new(), message: message.into(), event: None, ids: None }
     }
 
     /// An error about `field`; the message becomes `field: problem`.
     pub fn field(kind: ErrorKind, field: impl Into<String>, problem: impl fmt::Display) -> Self {
         let field = field.into();
         let message = format!("{field}: {problem}");
-        Error { kind, field, message, event: None }
+        Error { kind, field, message, event: None, ids: None }
     }
 
     /// The same error, attributed to the known event `event`.
     pub fn for_event(self, event: Option<KnownEvent>) -> Self {
         Error { event, ..self }
+    }
+
+    /// The same error, carrying what the refused body let be read of the event's identity.
+    pub fn with_ids(self, ids: Option<EventIds>) -> Self {
+        Error { ids: ids.map(Box::new), ..self }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, EventIds, Result};
 use crate::fields::FieldReader;
 use crate::json::{self, Field};
 use crate::options::ParseOptions;
@@ -165,8 +165,31 @@ impl Event<'_> {
 }
 
 /// Parses and validates a callback body. On failure the error names the field and, for a known
-/// event, carries it in `Error::event` so the reply can use the event's wrapper.
+/// event, carries it in `Error::event` so the reply can use the event's wrapper, and carries in
+/// `Error::ids` what the body still let be read of the event's name, index and `transactionId`.
 pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
+    parse_strict(body, options).map_err(|error| {
+        let ids = ids_of_refused(body, options);
+        error.with_ids(ids)
+    })
+}
+
+/// What a refused body lets be read of the event's identity: a second, lenient reading (the
+/// error path only), where any part that is absent or of another type is simply not known.
+fn ids_of_refused(body: &[u8], options: &ParseOptions) -> Option<EventIds> {
+    if body.len() > options.max_body_bytes {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let object = value.as_object()?;
+    let name = ["event", "action"].iter().find_map(|key| object.get(*key)?.as_str()).map(str::to_owned);
+    let index = object.get(options.index_field.as_str()).and_then(serde_json::Value::as_i64).filter(|i| *i >= 0);
+    let transaction_id = object.get("transactionId").and_then(serde_json::Value::as_i64);
+    let ids = EventIds { name, index, transaction_id };
+    (ids != EventIds::default()).then_some(ids)
+}
+
+fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
     let text = json::object_text(body, options.max_body_bytes)?;
     let mut scanned = scan::Scanned::default();
     let refused = match scan::scan(text, options.max_depth, &mut scanned) {

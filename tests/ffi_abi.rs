@@ -5,7 +5,9 @@ use std::ffi::{CStr, c_char};
 use std::ptr;
 
 use serde_json::{Value, json};
-use slotpartner::ffi::error::{sp_last_error_field, sp_last_error_message, sp_last_error_response};
+use slotpartner::ffi::error::{
+    sp_error, sp_last_error, sp_last_error_field, sp_last_error_message, sp_last_error_response,
+};
 use slotpartner::ffi::event::{
     sp_event, sp_event_field, sp_event_free, sp_event_kind, sp_event_reply, sp_event_reply_balance,
 };
@@ -1027,6 +1029,51 @@ fn lengths_no_buffer_can_have_are_refused_before_reading() {
         assert_failed(got, SP_ERR_INVALID_ARGUMENT, "body");
         assert!(out.is_null());
     }
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn a_refusal_carries_what_the_body_let_be_read_of_the_event() {
+    let r = receiver(|_| {});
+    let whole = || {
+        let mut out = std::mem::MaybeUninit::<sp_error>::uninit();
+        // SAFETY: a writable out-parameter.
+        let got = unsafe { sp_last_error(out.as_mut_ptr()) };
+        // SAFETY: written on SP_OK.
+        (got == SP_OK).then(|| unsafe { out.assume_init() })
+    };
+    let mut bad = payout();
+    bad["moneyWon"] = json!(1500.5);
+    bad["index"] = json!(77);
+    let bytes = serde_json::to_vec(&bad).unwrap();
+    assert_eq!(handle(r, Some(TOKEN), PRODUCTION, &bytes).unwrap_err(), SP_ERR_WRONG_TYPE);
+    let e = whole().expect("a last error");
+    assert_eq!(
+        (e.status, text(e.message), text(e.field)),
+        (SP_ERR_WRONG_TYPE, BAD_PAYOUT_MESSAGE, "jackpotPayout.moneyWon")
+    );
+    assert_eq!((e.http_status, text(e.event_name)), (200, "jackpotPayout"));
+    assert_eq!((e.has_index, e.index, e.has_transaction_id, e.transaction_id), (true, 77, true, 2001));
+    assert!(text(e.response_body).contains(BAD_PAYOUT_MESSAGE));
+    // The index is read leniently here too: only a non-negative integer counts.
+    bad["index"] = json!("77");
+    bad["transactionId"] = json!(1.5);
+    let bytes = serde_json::to_vec(&bad).unwrap();
+    assert!(handle(r, Some(TOKEN), PRODUCTION, &bytes).is_err());
+    let e = whole().unwrap();
+    assert_eq!((text(e.event_name), e.has_index, e.has_transaction_id), ("jackpotPayout", false, false));
+    // Nothing to read in a body that is not JSON, and nothing is read of an unauthenticated one.
+    assert_eq!(handle(r, Some(TOKEN), PRODUCTION, b"{\"event\":").unwrap_err(), SP_ERR_INVALID_JSON);
+    assert!(whole().unwrap().event_name.ptr.is_null());
+    let good = serde_json::to_vec(&payout()).unwrap();
+    assert_eq!(handle(r, Some(OTHER_TOKEN), PRODUCTION, &bad_payout()).unwrap_err(), SP_ERR_WRONG_TOKEN);
+    let e = whole().unwrap();
+    assert!(e.event_name.ptr.is_null() && !e.has_index && !e.has_transaction_id);
+    assert_eq!(e.http_status, 401);
+    // After a success there is no last error to read.
+    free_event(handle(r, Some(TOKEN), PRODUCTION, &good).unwrap());
+    assert!(whole().is_none());
     // SAFETY: a live receiver, freed once.
     unsafe { sp_receiver_free(r) };
 }

@@ -90,6 +90,19 @@ typedef struct sp_buffer {
   struct sp_str text;
 } sp_buffer;
 
+typedef struct sp_error {
+  enum sp_status status;
+  struct sp_str message;
+  struct sp_str field;
+  uint16_t http_status;
+  struct sp_str response_body;
+  struct sp_str event_name;
+  bool has_index;
+  int64_t index;
+  bool has_transaction_id;
+  int64_t transaction_id;
+} sp_error;
+
 typedef struct sp_buy_refund {
   struct sp_str game_session_identifier;
   struct sp_str player_identifier;
@@ -192,6 +205,8 @@ struct sp_str sp_last_error_message(void);
 struct sp_str sp_last_error_field(void);
 
 enum sp_status sp_last_error_response(uint16_t *http_status, struct sp_str *body);
+
+enum sp_status sp_last_error(struct sp_error *out);
 
 void sp_event_free(struct sp_event *event);
 

@@ -37,10 +37,39 @@ impl From<Error> for Failure {
 
 /// One recorded failure, as C strings the accessors view.
 pub struct LastError {
+    status: sp_status,
     message: CString,
     field: CString,
     http_status: u16,
     body: CString,
+    event_name: Option<CString>,
+    index: Option<i64>,
+    transaction_id: Option<i64>,
+}
+
+/// The whole last failure of the calling thread, from `sp_last_error`. Every view is valid like
+/// `sp_last_error_message`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_error {
+    /// What the failed call returned.
+    pub status: sp_status,
+    /// As `sp_last_error_message`.
+    pub message: sp_str,
+    /// As `sp_last_error_field`.
+    pub field: sp_str,
+    /// As `sp_last_error_response`: the HTTP status and JSON body an endpoint should answer.
+    pub http_status: u16,
+    pub response_body: sp_str,
+    /// For a refused callback body: the event's name (`event`, or `action`) as far as the body
+    /// let it be read; `{NULL, 0}` when it could not be, and for every other failure.
+    pub event_name: sp_str,
+    /// The event's index, when the refused body carried a readable one.
+    pub has_index: bool,
+    pub index: i64,
+    /// The event's `transactionId`, when the refused body carried a readable one.
+    pub has_transaction_id: bool,
+    pub transaction_id: i64,
 }
 
 thread_local! {
@@ -70,23 +99,33 @@ fn store(last: LastError) {
 /// default the generic mapping of its kind), and returns its status.
 pub fn record(error: &Error, response: Option<Response>) -> sp_status {
     let response = response.unwrap_or_else(|| response::error_body(error));
+    let ids = error.ids.as_deref();
     let last = LastError {
+        status: sp_status::from(error.kind),
         message: c_string(error.message.clone()),
         field: c_string(error.field.clone()),
         http_status: response.http_status,
         body: c_string(response.body),
+        event_name: ids.and_then(|ids| ids.name.clone()).map(c_string),
+        index: ids.and_then(|ids| ids.index),
+        transaction_id: ids.and_then(|ids| ids.transaction_id),
     };
+    let status = last.status;
     store(last);
-    sp_status::from(error.kind)
+    status
 }
 
 /// Records a caught panic and returns `SP_ERR_PANIC`.
 pub fn record_panic() -> sp_status {
     let last = LastError {
+        status: sp_status::SP_ERR_PANIC,
         message: c"internal error: the library panicked; the call had no effect".to_owned(),
         field: CString::default(),
         http_status: 500,
         body: c_string(r#"{"error":{"code":"internal_error","field":"","message":"internal error"}}"#.to_owned()),
+        event_name: None,
+        index: None,
+        transaction_id: None,
     };
     store(last);
     sp_status::SP_ERR_PANIC
@@ -146,5 +185,45 @@ pub unsafe extern "C" fn sp_last_error_response(http_status: *mut u16, body: *mu
         status_out.write(http);
         body_out.write(body);
         sp_status::SP_OK
+    })
+}
+
+/// The whole last failure of the calling thread in one call: its status, message, field, HTTP
+/// answer, and for a refused callback body the event's name, index and `transactionId` as far as
+/// the body let them be read (so that a host can log which delivery it refused). Writes `*out`
+/// and returns `SP_OK`; writes nothing and returns `SP_ERR_INVALID_ARGUMENT` when the last call
+/// succeeded. The views are valid like `sp_last_error_message`. Does not clear the last error.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_last_error(out: *mut sp_error) -> sp_status {
+    value_boundary!(sp_status::SP_ERR_PANIC, {
+        // SAFETY: the caller promises NULL or a writable pointer.
+        let Ok(out) = (unsafe { args::out("out", out) }) else {
+            return sp_status::SP_ERR_INVALID_ARGUMENT;
+        };
+        let view = |c: &CString| sp_str::of_nul_terminated(c.as_bytes_with_nul());
+        let whole = LAST_ERROR.try_with(|last| {
+            last.try_borrow().ok()?.as_ref().map(|e| sp_error {
+                status: e.status,
+                message: view(&e.message),
+                field: view(&e.field),
+                http_status: e.http_status,
+                response_body: view(&e.body),
+                event_name: e.event_name.as_ref().map_or(sp_str::NONE, view),
+                has_index: e.index.is_some(),
+                index: e.index.unwrap_or(0),
+                has_transaction_id: e.transaction_id.is_some(),
+                transaction_id: e.transaction_id.unwrap_or(0),
+            })
+        });
+        match whole.ok().flatten() {
+            Some(error) => {
+                out.write(error);
+                sp_status::SP_OK
+            }
+            None => sp_status::SP_ERR_INVALID_ARGUMENT,
+        }
     })
 }
