@@ -135,6 +135,21 @@ typedef enum sp_status {
    * The service's answer is larger than the client's limit.
    */
   SP_ERR_RESPONSE_TOO_LARGE = 22,
+  /**
+   * The delivery journal holds this delivery's key (its `transactionId`) with different
+   * content: the first delivery stays, this one is refused (HTTP 409).
+   */
+  SP_ERR_CONFLICT = 23,
+  /**
+   * The delivery journal's storage failed: PostgreSQL unreachable, a read-only or corrupt
+   * SQLite file, an unknown schema version, a full disk (HTTP 503, so the service retries).
+   */
+  SP_ERR_JOURNAL = 24,
+  /**
+   * The journal claim is no longer held (its lease expired and another delivery took it over);
+   * nothing was stored (HTTP 503).
+   */
+  SP_ERR_CLAIM_LOST = 25,
 } sp_status;
 
 /**

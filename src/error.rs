@@ -50,6 +50,16 @@ pub enum ErrorKind {
     BadResponse,
     /// The service's answer is larger than the configured limit.
     ResponseTooLarge,
+    /// The delivery journal already holds this delivery's key with different content (the same
+    /// `transactionId`, other amounts or identifiers): the first delivery stays, this one is refused.
+    Conflict,
+    /// The delivery journal's storage failed: PostgreSQL unreachable, a read-only or corrupt SQLite
+    /// file, a journal of an unknown schema version, a full disk. Transient as far as the service is
+    /// concerned: answer so that it delivers again later (HTTP 503).
+    Journal,
+    /// A journal claim is no longer held by its worker: its lease expired and another delivery took
+    /// it over (or it was finished or abandoned already). Nothing was stored.
+    ClaimLost,
 }
 
 /// A failure with the field it concerns (when there is one) and a message naming the problem.
@@ -141,6 +151,9 @@ impl ErrorKind {
             ErrorKind::HttpStatus => "http_status",
             ErrorKind::BadResponse => "bad_response",
             ErrorKind::ResponseTooLarge => "response_too_large",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Journal => "journal",
+            ErrorKind::ClaimLost => "claim_lost",
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod event;
 pub mod ffi;
 pub mod fields;
 pub mod games;
+pub mod journal;
 pub mod json;
 pub mod locale;
 pub mod options;
@@ -21,6 +22,7 @@ pub mod sources;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{BalanceQuery, BuyRefund, Event, EventKind, JackpotPayout, KnownEvent, parse};
+pub use journal::{Begin, Claim, Delivery, Journal, JournalOptions};
 pub use options::ParseOptions;
 pub use receiver::{Receiver, ReceiverConfig, Request};
 pub use response::Response;

@@ -24,6 +24,11 @@ pub fn http_status(kind: ErrorKind) -> u16 {
         | ErrorKind::BadResponse
         | ErrorKind::ResponseTooLarge => 502,
         ErrorKind::Timeout => 504,
+        // The same key with other content: refused for good, the first delivery stays.
+        ErrorKind::Conflict => 409,
+        // The journal's storage failed, or another worker took the claim over: nothing was
+        // stored, so the service should deliver again later.
+        ErrorKind::Journal | ErrorKind::ClaimLost => 503,
         ErrorKind::InvalidUtf8
         | ErrorKind::InvalidJson
         | ErrorKind::DuplicateKey

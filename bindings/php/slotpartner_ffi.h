@@ -27,6 +27,9 @@ typedef enum sp_status {
   SP_ERR_HTTP_STATUS = 20,
   SP_ERR_BAD_RESPONSE = 21,
   SP_ERR_RESPONSE_TOO_LARGE = 22,
+  SP_ERR_CONFLICT = 23,
+  SP_ERR_JOURNAL = 24,
+  SP_ERR_CLAIM_LOST = 25,
 } sp_status;
 
 typedef enum sp_event_kind {

@@ -57,10 +57,19 @@ pub enum sp_status {
     SP_ERR_BAD_RESPONSE = 21,
     /// The service's answer is larger than the client's limit.
     SP_ERR_RESPONSE_TOO_LARGE = 22,
+    /// The delivery journal holds this delivery's key (its `transactionId`) with different
+    /// content: the first delivery stays, this one is refused (HTTP 409).
+    SP_ERR_CONFLICT = 23,
+    /// The delivery journal's storage failed: PostgreSQL unreachable, a read-only or corrupt
+    /// SQLite file, an unknown schema version, a full disk (HTTP 503, so the service retries).
+    SP_ERR_JOURNAL = 24,
+    /// The journal claim is no longer held (its lease expired and another delivery took it over);
+    /// nothing was stored (HTTP 503).
+    SP_ERR_CLAIM_LOST = 25,
 }
 
 /// Every status, in code order (used by `sp_status_name` and the tests).
-pub const ALL_STATUSES: [sp_status; 23] = {
+pub const ALL_STATUSES: [sp_status; 26] = {
     use sp_status::*;
     [
         SP_OK,
@@ -86,6 +95,9 @@ pub const ALL_STATUSES: [sp_status; 23] = {
         SP_ERR_HTTP_STATUS,
         SP_ERR_BAD_RESPONSE,
         SP_ERR_RESPONSE_TOO_LARGE,
+        SP_ERR_CONFLICT,
+        SP_ERR_JOURNAL,
+        SP_ERR_CLAIM_LOST,
     ]
 };
 
@@ -114,6 +126,9 @@ impl From<ErrorKind> for sp_status {
             ErrorKind::HttpStatus => SP_ERR_HTTP_STATUS,
             ErrorKind::BadResponse => SP_ERR_BAD_RESPONSE,
             ErrorKind::ResponseTooLarge => SP_ERR_RESPONSE_TOO_LARGE,
+            ErrorKind::Conflict => SP_ERR_CONFLICT,
+            ErrorKind::Journal => SP_ERR_JOURNAL,
+            ErrorKind::ClaimLost => SP_ERR_CLAIM_LOST,
         }
     }
 }
@@ -146,6 +161,9 @@ impl sp_status {
             SP_ERR_HTTP_STATUS => c"SP_ERR_HTTP_STATUS",
             SP_ERR_BAD_RESPONSE => c"SP_ERR_BAD_RESPONSE",
             SP_ERR_RESPONSE_TOO_LARGE => c"SP_ERR_RESPONSE_TOO_LARGE",
+            SP_ERR_CONFLICT => c"SP_ERR_CONFLICT",
+            SP_ERR_JOURNAL => c"SP_ERR_JOURNAL",
+            SP_ERR_CLAIM_LOST => c"SP_ERR_CLAIM_LOST",
         }
     }
 }

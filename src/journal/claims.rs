@@ -1,0 +1,148 @@
+//! Claims: what `begin` decides when the key is already in the journal, and the claim a worker
+//! holds between `begin` and `finish`, shared by both backends.
+
+use crate::error::{Error, ErrorKind, Result};
+
+use super::key::{Delivery, conflict_error};
+
+/// The state of a journal row, as stored (`claimed`, `done`, `abandoned`) or, for a delivery
+/// refused by validation, `refused`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RecordState {
+    /// A worker holds the claim until `finish`, `abandon` or the end of its lease.
+    Claimed,
+    /// The reply is stored; every later delivery gets it.
+    Done,
+    /// Released by `abandon`: the next delivery runs the partner's logic again.
+    Abandoned,
+    /// Refused by validation (`Journal::record_refused`); its index counts as seen.
+    Refused,
+}
+
+impl RecordState {
+    /// The name stored in the journal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordState::Claimed => "claimed",
+            RecordState::Done => "done",
+            RecordState::Abandoned => "abandoned",
+            RecordState::Refused => "refused",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Result<RecordState> {
+        match text {
+            "claimed" => Ok(RecordState::Claimed),
+            "done" => Ok(RecordState::Done),
+            "abandoned" => Ok(RecordState::Abandoned),
+            "refused" => Ok(RecordState::Refused),
+            other => {
+                Err(Error::new(ErrorKind::Journal, format!("journal: unknown delivery state {other:?} in the journal")))
+            }
+        }
+    }
+}
+
+/// A delivery claimed by this worker: run the partner's logic, then `Journal::finish` it with the
+/// reply (or `Journal::abandon` it after a transient failure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub(crate) key: String,
+    pub(crate) token: [u8; 16],
+    pub(crate) attempt: i64,
+    pub(crate) index: Option<i64>,
+    pub(crate) transaction_id: Option<i64>,
+}
+
+impl Claim {
+    /// Which attempt this is: 1 for the first delivery, 2 and on after a worker's lease expired
+    /// or after `abandon`. From 2 on, the partner's logic may have run before: its ledger must
+    /// refuse a second credit for the same `transactionId`.
+    pub fn attempt(&self) -> i64 {
+        self.attempt
+    }
+
+    /// The delivery's key (`gameSessionBuyRefund:900002`).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The delivery's index, if it carried one.
+    pub fn index(&self) -> Option<i64> {
+        self.index
+    }
+
+    /// The refund's or payout's `transactionId`.
+    pub fn transaction_id(&self) -> Option<i64> {
+        self.transaction_id
+    }
+}
+
+/// A fresh random claim token.
+pub(crate) fn new_token() -> Result<[u8; 16]> {
+    let mut token = [0; 16];
+    getrandom::fill(&mut token)
+        .map_err(|e| Error::new(ErrorKind::Journal, format!("journal: no random claim token: {e}")))?;
+    Ok(token)
+}
+
+/// The row a key already has, read inside the transaction that may change it.
+#[derive(Debug)]
+pub(crate) struct Existing {
+    pub content: String,
+    pub state: RecordState,
+    pub attempts: i64,
+    pub lease_until_ms: i64,
+    pub reply: Option<Vec<u8>>,
+    /// The time of the transaction, on the same clock as `lease_until_ms`.
+    pub now_ms: i64,
+}
+
+/// What `begin` does with a key the journal holds.
+#[derive(Debug)]
+pub(crate) enum Decision {
+    /// Other content: refuse, keep the first (count a conflict).
+    Conflict(Error),
+    /// Done: answer with the stored reply (count a replay).
+    Replay(Vec<u8>),
+    /// Abandoned, or claimed past its lease: claim it again as attempt `attempt`.
+    /// `reopened` when it was abandoned (it was not counted in progress any more).
+    TakeOver { attempt: i64, reopened: bool },
+    /// Another worker holds a live claim: wait, then look again.
+    Held,
+}
+
+pub(crate) fn decide(existing: Existing, delivery: &Delivery) -> Decision {
+    if existing.content != delivery.fingerprint() {
+        return Decision::Conflict(conflict_error(delivery, &existing.content));
+    }
+    match existing.state {
+        RecordState::Done => Decision::Replay(existing.reply.unwrap_or_default()),
+        RecordState::Abandoned => Decision::TakeOver { attempt: existing.attempts + 1, reopened: true },
+        RecordState::Claimed if existing.lease_until_ms <= existing.now_ms => {
+            Decision::TakeOver { attempt: existing.attempts + 1, reopened: false }
+        }
+        RecordState::Claimed | RecordState::Refused => Decision::Held,
+    }
+}
+
+/// The error for `finish` or `abandon` of a claim this worker no longer holds; `now` is the row's
+/// state and attempt count (`None`: the key is not in the journal at all).
+pub(crate) fn lost_error(claim: &Claim, verb: &str, now: Option<(RecordState, i64)>) -> Error {
+    let why = match now {
+        None => "the journal has no such delivery".to_owned(),
+        Some((state, attempts)) if attempts > claim.attempt => {
+            format!("its lease expired and attempt {attempts} took it over (now {})", state.as_str())
+        }
+        Some((RecordState::Done, _)) => "it is finished already".to_owned(),
+        Some((RecordState::Abandoned, _)) => "it was abandoned".to_owned(),
+        Some((state, _)) => format!("it is {}", state.as_str()),
+    };
+    Error::new(
+        ErrorKind::ClaimLost,
+        format!(
+            "journal: cannot {verb} {} (attempt {}): the claim is no longer held: {why}; nothing was stored",
+            claim.key, claim.attempt
+        ),
+    )
+}

@@ -1,0 +1,285 @@
+//! Gap detection over the service's consecutive index, shared by both backends.
+//!
+//! The seen indexes are kept as runs: disjoint, non-adjacent ranges `lo..=hi` in a table keyed by
+//! `lo`. The watermark is the end of the run holding the first index (every index from the first
+//! up to it was seen); the runs above it are what lies beyond. Storage and every operation grow
+//! with the number of holes, not with the number of deliveries: a million consecutive indexes are
+//! one row, and a permanent hole (a lost event never fetched again) costs one row more, not one
+//! row for every index after it. The number of distinct seen indexes is kept as a counter, so the
+//! count of missing indexes is arithmetic, never a scan.
+
+/// Seen indexes `lo..=hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Run {
+    pub lo: i64,
+    pub hi: i64,
+}
+
+/// The runs table of a backend, inside the transaction that changes it.
+pub(crate) trait Runs {
+    type Error;
+    /// The run with the greatest `lo <= at`.
+    fn at_or_before(&mut self, at: i64) -> Result<Option<Run>, Self::Error>;
+    /// The runs whose `lo` is in `from..=to`, in order.
+    fn starting_within(&mut self, from: i64, to: i64) -> Result<Vec<Run>, Self::Error>;
+    /// Removes the run starting at `lo`.
+    fn remove(&mut self, lo: i64) -> Result<(), Self::Error>;
+    /// Inserts the run, or sets the `hi` of the run starting at `run.lo`.
+    fn put(&mut self, run: Run) -> Result<(), Self::Error>;
+    /// At most `limit` runs whose `lo` is above `after`, in order.
+    fn after(&mut self, after: i64, limit: usize) -> Result<Vec<Run>, Self::Error>;
+    /// The first and the last run.
+    fn lowest(&mut self) -> Result<Option<Run>, Self::Error>;
+    fn highest(&mut self) -> Result<Option<Run>, Self::Error>;
+    /// How many indexes the runs hold below `first`.
+    fn seen_below(&mut self, first: i64) -> Result<i64, Self::Error>;
+}
+
+/// The facts of the gaps, given the configured first index and the count of distinct seen indexes.
+pub(crate) fn facts<R: Runs>(runs: &mut R, configured_first: Option<i64>, seen: i64) -> Result<Facts, R::Error> {
+    let lowest = runs.lowest()?.map(|run| run.lo);
+    let highest = runs.highest()?.map(|run| run.hi);
+    let seen_below_first = match configured_first {
+        Some(first) => runs.seen_below(first)?,
+        None => 0,
+    };
+    let run_at_first = match configured_first.or(lowest) {
+        Some(first) => runs.at_or_before(first)?,
+        None => None,
+    };
+    Ok(Facts { configured_first, lowest, highest, seen, seen_below_first, run_at_first })
+}
+
+/// At most `limit` missing ranges from `first`.
+pub(crate) fn missing<R: Runs>(runs: &mut R, first: i64, limit: usize) -> Result<Vec<(i64, i64)>, R::Error> {
+    let at_first = runs.at_or_before(first)?;
+    let after = runs.after(first, limit)?;
+    Ok(missing_ranges(first, at_first, &after, limit))
+}
+
+/// Records the indexes `a..=b` (`a <= b`) as seen, merging them with the runs they touch.
+/// Returns how many of them were not seen before.
+pub(crate) fn add<R: Runs>(runs: &mut R, a: i64, b: i64) -> Result<i64, R::Error> {
+    debug_assert!(a <= b);
+    let mut merged = Run { lo: a, hi: b };
+    let mut covered = 0;
+    let mut absorbed = Vec::new();
+    let left = runs.at_or_before(a)?.filter(|left| left.hi >= a.saturating_sub(1));
+    if let Some(left) = left {
+        merged = Run { lo: left.lo, hi: merged.hi.max(left.hi) };
+        covered += overlap(left, a, b);
+        absorbed.push(left);
+    }
+    for run in runs.starting_within(a, b.saturating_add(1))? {
+        if absorbed.first().is_some_and(|left| left.lo == run.lo) {
+            continue;
+        }
+        merged.hi = merged.hi.max(run.hi);
+        covered += overlap(run, a, b);
+        absorbed.push(run);
+    }
+    if absorbed.len() == 1 && absorbed[0] == merged {
+        return Ok(0);
+    }
+    for run in &absorbed {
+        if run.lo != merged.lo {
+            runs.remove(run.lo)?;
+        }
+    }
+    runs.put(merged)?;
+    Ok(b - a + 1 - covered)
+}
+
+/// How many of `a..=b` the run holds.
+fn overlap(run: Run, a: i64, b: i64) -> i64 {
+    (run.hi.min(b) - run.lo.max(a) + 1).max(0)
+}
+
+/// Collapses sorted, distinct indexes into runs.
+pub(crate) fn runs_of(sorted: &[i64]) -> Vec<Run> {
+    let mut out: Vec<Run> = Vec::new();
+    for &index in sorted {
+        match out.last_mut() {
+            Some(run) if run.hi.checked_add(1) == Some(index) => run.hi = index,
+            _ => out.push(Run { lo: index, hi: index }),
+        }
+    }
+    out
+}
+
+/// What a backend reads to describe the gaps; see [`Facts::summary`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Facts {
+    /// The configured first index, if any.
+    pub configured_first: Option<i64>,
+    /// The lowest and highest index ever seen.
+    pub lowest: Option<i64>,
+    pub highest: Option<i64>,
+    /// Distinct indexes seen.
+    pub seen: i64,
+    /// Distinct indexes seen below the configured first index.
+    pub seen_below_first: i64,
+    /// The run at or before the first index.
+    pub run_at_first: Option<Run>,
+}
+
+/// The gap figures of `Status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Summary {
+    pub first: Option<i64>,
+    pub highest: Option<i64>,
+    pub watermark: Option<i64>,
+    pub missing: i64,
+}
+
+impl Facts {
+    /// The index counting starts from: the configured one, else the lowest seen.
+    pub fn first(&self) -> Option<i64> {
+        self.configured_first.or(self.lowest)
+    }
+
+    pub fn summary(&self) -> Summary {
+        let first = self.first();
+        let watermark = match (first, self.run_at_first) {
+            (Some(first), Some(run)) if run.lo <= first && run.hi >= first => Some(run.hi),
+            _ => None,
+        };
+        let missing = match (first, self.highest) {
+            (Some(first), Some(highest)) if highest >= first => {
+                (highest - first + 1) - (self.seen - self.seen_below_first)
+            }
+            _ => 0,
+        };
+        Summary { first, highest: self.highest, watermark, missing: missing.max(0) }
+    }
+}
+
+/// The missing ranges from `first`, given the run at or before `first` and the runs after it in
+/// order (runs are never adjacent, so each of those opens a gap); at most `limit` ranges.
+pub(crate) fn missing_ranges(first: i64, at_first: Option<Run>, after: &[Run], limit: usize) -> Vec<(i64, i64)> {
+    let mut next = match at_first {
+        Some(run) if run.hi >= first => run.hi.saturating_add(1),
+        _ => first,
+    };
+    let mut out = Vec::new();
+    for run in after {
+        if out.len() >= limit {
+            break;
+        }
+        if run.lo > next {
+            out.push((next, run.lo - 1));
+        }
+        next = next.max(run.hi.saturating_add(1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::convert::Infallible;
+
+    #[derive(Default)]
+    struct Memory(BTreeMap<i64, i64>);
+
+    impl Runs for Memory {
+        type Error = Infallible;
+        fn at_or_before(&mut self, at: i64) -> Result<Option<Run>, Infallible> {
+            Ok(self.0.range(..=at).next_back().map(|(&lo, &hi)| Run { lo, hi }))
+        }
+        fn starting_within(&mut self, from: i64, to: i64) -> Result<Vec<Run>, Infallible> {
+            Ok(self.0.range(from..=to).map(|(&lo, &hi)| Run { lo, hi }).collect())
+        }
+        fn remove(&mut self, lo: i64) -> Result<(), Infallible> {
+            self.0.remove(&lo);
+            Ok(())
+        }
+        fn put(&mut self, run: Run) -> Result<(), Infallible> {
+            self.0.insert(run.lo, run.hi);
+            Ok(())
+        }
+        fn after(&mut self, after: i64, limit: usize) -> Result<Vec<Run>, Infallible> {
+            Ok(self.0.range(after + 1..).take(limit).map(|(&lo, &hi)| Run { lo, hi }).collect())
+        }
+        fn lowest(&mut self) -> Result<Option<Run>, Infallible> {
+            Ok(self.0.iter().next().map(|(&lo, &hi)| Run { lo, hi }))
+        }
+        fn highest(&mut self) -> Result<Option<Run>, Infallible> {
+            Ok(self.0.iter().next_back().map(|(&lo, &hi)| Run { lo, hi }))
+        }
+        fn seen_below(&mut self, first: i64) -> Result<i64, Infallible> {
+            Ok(self.0.range(..first).map(|(&lo, &hi)| overlap(Run { lo, hi }, lo, first - 1)).sum())
+        }
+    }
+
+    impl Memory {
+        fn runs(&self) -> Vec<(i64, i64)> {
+            self.0.iter().map(|(&lo, &hi)| (lo, hi)).collect()
+        }
+        fn facts(&mut self, configured_first: Option<i64>, seen: i64) -> Facts {
+            facts(self, configured_first, seen).unwrap()
+        }
+        fn missing(&mut self, first: i64, limit: usize) -> Vec<(i64, i64)> {
+            missing(self, first, limit).unwrap()
+        }
+    }
+
+    #[test]
+    fn single_indexes_merge_into_runs() {
+        let mut m = Memory::default();
+        let mut seen = 0;
+        for i in [5, 7, 6, 6, 10, 1, 2, 3, 12, 11] {
+            seen += add(&mut m, i, i).unwrap();
+        }
+        assert_eq!(m.runs(), vec![(1, 3), (5, 7), (10, 12)]);
+        assert_eq!(seen, 9);
+        assert_eq!(m.missing(1, 10), vec![(4, 4), (8, 9)]);
+        assert_eq!(m.missing(1, 1), vec![(4, 4)]);
+        let summary = m.facts(None, seen).summary();
+        assert_eq!(summary, Summary { first: Some(1), highest: Some(12), watermark: Some(3), missing: 3 });
+        seen += add(&mut m, 4, 4).unwrap();
+        assert_eq!(m.facts(None, seen).summary().watermark, Some(7));
+    }
+
+    #[test]
+    fn ranges_merge_across_several_runs() {
+        let mut m = Memory::default();
+        for (a, b) in [(1, 2), (5, 6), (9, 9), (20, 30)] {
+            add(&mut m, a, b).unwrap();
+        }
+        assert_eq!(add(&mut m, 2, 10).unwrap(), 5); // 3, 4, 7, 8, 10
+        assert_eq!(m.runs(), vec![(1, 10), (20, 30)]);
+        assert_eq!(add(&mut m, 3, 8).unwrap(), 0);
+        assert_eq!(add(&mut m, 0, 40).unwrap(), 1 + 9 + 10);
+        assert_eq!(m.runs(), vec![(0, 40)]);
+        assert_eq!(add(&mut m, i64::MAX, i64::MAX).unwrap(), 1);
+        assert_eq!(add(&mut m, i64::MAX - 1, i64::MAX).unwrap(), 1);
+        assert_eq!(m.runs(), vec![(0, 40), (i64::MAX - 1, i64::MAX)]);
+    }
+
+    #[test]
+    fn configured_first_index_counts_from_there() {
+        let mut m = Memory::default();
+        let mut seen = 0;
+        for i in [3, 4, 8] {
+            seen += add(&mut m, i, i).unwrap();
+        }
+        let summary = m.facts(Some(1), seen).summary();
+        assert_eq!(summary, Summary { first: Some(1), highest: Some(8), watermark: None, missing: 5 });
+        assert_eq!(m.missing(1, 10), vec![(1, 2), (5, 7)]);
+        let summary = m.facts(Some(4), seen).summary();
+        assert_eq!(summary, Summary { first: Some(4), highest: Some(8), watermark: Some(4), missing: 3 });
+        assert_eq!(m.missing(4, 10), vec![(5, 7)]);
+        assert_eq!(Facts::default().summary(), Summary { first: None, highest: None, watermark: None, missing: 0 });
+    }
+
+    #[test]
+    fn runs_of_sorted_indexes() {
+        assert_eq!(
+            runs_of(&[1, 2, 3, 5, 7, 8]),
+            vec![Run { lo: 1, hi: 3 }, Run { lo: 5, hi: 5 }, Run { lo: 7, hi: 8 }]
+        );
+        assert_eq!(runs_of(&[i64::MAX - 1, i64::MAX]), vec![Run { lo: i64::MAX - 1, hi: i64::MAX }]);
+    }
+}

@@ -1,0 +1,275 @@
+//! What the journal keeps of a delivery: its key, and its content in a canonical form that
+//! detects a conflict (the same key with other typed fields).
+
+use crate::error::{Error, ErrorKind};
+use crate::event::{Event, EventKind};
+use crate::json::push_quoted;
+
+/// One delivery of an event, as the journal sees it: built from a validated event with
+/// [`Delivery::of`], then given to `Journal::begin`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    key: Option<String>,
+    name: String,
+    index: Option<i64>,
+    transaction_id: Option<i64>,
+    content: String,
+}
+
+impl Delivery {
+    /// The delivery of `event`. Its key is the event's name and `transactionId` for a refund or a
+    /// payout (`gameSessionBuyRefund:900002`), else its name and index (`someEvent:17`) for any
+    /// other event carrying an index. A balance query has no key: a balance must be current, so it
+    /// is never answered from the journal, but its index is recorded like any other. An unknown
+    /// event without an index has no key either.
+    pub fn of(event: &Event<'_>) -> Delivery {
+        let name = event.name.as_ref();
+        let mut canon = Canon::new(name);
+        let transaction_id = match &event.kind {
+            EventKind::BuyRefund(e) => {
+                canon
+                    .str("gameSessionIdentifier", &e.game_session_identifier)
+                    .opt_str("playerIdentifier", e.player_identifier.as_deref())
+                    .opt_str("playerPartnerIdentifier", e.player_partner_identifier.as_deref())
+                    .int("transactionId", e.transaction_id)
+                    .int("buyTransactionId", e.buy_transaction_id)
+                    .int("gameSessionId", e.game_session_id)
+                    .str("partnerGameRequestIdentifier", &e.partner_game_request_identifier)
+                    .int("gameId", e.game_id)
+                    .bool("isMobile", Some(e.is_mobile))
+                    .opt_str("bonusCode", e.bonus_code.as_deref());
+                Some(e.transaction_id)
+            }
+            EventKind::JackpotPayout(e) => {
+                canon
+                    .str("jackpotIdentifier", &e.jackpot_identifier)
+                    .opt_str("playerIdentifier", e.player_identifier.as_deref())
+                    .opt_str("playerPartnerIdentifier", e.player_partner_identifier.as_deref())
+                    .str("currencyISO4217", &e.currency_iso4217)
+                    .int("moneyWon", e.money_won)
+                    .int("coinsWon", e.coins_won)
+                    .bool("isMoney", Some(e.is_money))
+                    .int("epochReleasedMillis", e.epoch_released_millis)
+                    .bool("isPrimary", Some(e.is_primary))
+                    .int("transactionId", e.transaction_id)
+                    .int("buyTransactionId", e.buy_transaction_id)
+                    .str("partnerGameRequestIdentifier", &e.partner_game_request_identifier)
+                    .int("gameSessionId", e.game_session_id)
+                    .int("gameId", e.game_id)
+                    .opt_str("bonusCode", e.bonus_code.as_deref())
+                    .bool("isMobile", e.is_mobile);
+                Some(e.transaction_id)
+            }
+            EventKind::BalanceQuery(_) | EventKind::Other => None,
+        };
+        let key = match (&event.kind, transaction_id, event.index) {
+            (EventKind::BalanceQuery(_), _, _) => None,
+            (_, Some(id), _) => Some(format!("{name}:{id}")),
+            (_, None, Some(index)) => Some(format!("{name}:{index}")),
+            (_, None, None) => None,
+        };
+        Delivery { key, name: name.to_owned(), index: event.index, transaction_id, content: canon.finish() }
+    }
+
+    /// The key deliveries of the same event share; `None` when the delivery is never answered
+    /// from the journal (a balance query, an unknown event without an index).
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The event's name (`event`, or `action` for the balance query).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The service's consecutive index, when the body carried one.
+    pub fn index(&self) -> Option<i64> {
+        self.index
+    }
+
+    /// The `transactionId` of a refund or a payout.
+    pub fn transaction_id(&self) -> Option<i64> {
+        self.transaction_id
+    }
+
+    /// Whether `Journal::begin` claims this delivery (it has a key and is not a balance query).
+    pub fn is_replayable(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// The canonical content compared between deliveries of one key: the event's name and its
+    /// typed fields as compact JSON in the spec's field order, strings decoded. It leaves out the
+    /// index, the fields the spec does not define and the body's formatting, so a repeat that
+    /// differs only in those is the same delivery. Stored in the journal: a change to this form is
+    /// a schema change.
+    pub fn fingerprint(&self) -> &str {
+        &self.content
+    }
+}
+
+/// Builds the canonical content: `{"event":"<name>","field":value,...}`.
+struct Canon(String);
+
+impl Canon {
+    fn new(name: &str) -> Canon {
+        let mut out = String::with_capacity(256);
+        out.push_str("{\"event\":");
+        push_quoted(&mut out, name);
+        Canon(out)
+    }
+
+    fn field(&mut self, name: &str) -> &mut String {
+        self.0.push_str(",\"");
+        self.0.push_str(name);
+        self.0.push_str("\":");
+        &mut self.0
+    }
+
+    fn str(&mut self, name: &str, value: &str) -> &mut Canon {
+        push_quoted(self.field(name), value);
+        self
+    }
+
+    fn opt_str(&mut self, name: &str, value: Option<&str>) -> &mut Canon {
+        match value {
+            Some(value) => self.str(name, value),
+            None => {
+                self.field(name).push_str("null");
+                self
+            }
+        }
+    }
+
+    fn int(&mut self, name: &str, value: i64) -> &mut Canon {
+        self.field(name).push_str(itoa::Buffer::new().format(value));
+        self
+    }
+
+    fn bool(&mut self, name: &str, value: Option<bool>) -> &mut Canon {
+        let text = match value {
+            Some(true) => "true",
+            Some(false) => "false",
+            None => "null",
+        };
+        self.field(name).push_str(text);
+        self
+    }
+
+    fn finish(&mut self) -> String {
+        self.0.push('}');
+        std::mem::take(&mut self.0)
+    }
+}
+
+/// The error for a delivery whose key the journal holds with `first` as content: names the key
+/// (its `transactionId`, or its index) and the fields that differ.
+pub(crate) fn conflict_error(delivery: &Delivery, first: &str) -> Error {
+    let (field, what) = match (delivery.transaction_id, delivery.index) {
+        (Some(id), _) => (format!("{}.transactionId", delivery.name), format!("transactionId {id}")),
+        (None, Some(index)) => (format!("{}.index", delivery.name), format!("index {index}")),
+        (None, None) => (delivery.name.clone(), "this key".to_owned()),
+    };
+    let differences = differences(first, &delivery.content);
+    let problem = format!(
+        "{what} was delivered before with different content ({differences}); the first delivery stays and this one is refused"
+    );
+    Error::field(ErrorKind::Conflict, field, problem)
+}
+
+/// `gameId: first 7, now 8; ...` for the fields whose values differ (at most three named).
+fn differences(first: &str, now: &str) -> String {
+    type Map = serde_json::Map<String, serde_json::Value>;
+    let (Ok(first), Ok(now)) = (serde_json::from_str::<Map>(first), serde_json::from_str::<Map>(now)) else {
+        return "the stored content is unreadable".to_owned();
+    };
+    let mut names: Vec<&String> = first.keys().chain(now.keys()).collect();
+    names.sort();
+    names.dedup();
+    let null = serde_json::Value::Null;
+    let differing: Vec<String> = names
+        .into_iter()
+        .filter_map(|name| {
+            let (a, b) = (first.get(name).unwrap_or(&null), now.get(name).unwrap_or(&null));
+            (a != b).then(|| format!("{name}: first {}, now {}", shortened(a), shortened(b)))
+        })
+        .collect();
+    match differing.len() {
+        0 => "the stored content is in another form".to_owned(),
+        1..=3 => differing.join("; "),
+        n => format!("{} and {} more fields", differing[..3].join("; "), n - 3),
+    }
+}
+
+fn shortened(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::ParseOptions;
+
+    fn delivery(body: &str) -> Delivery {
+        Delivery::of(&crate::event::parse(body.as_bytes(), &ParseOptions::default()).expect("valid body"))
+    }
+
+    const REFUND: &str = r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-1","playerIdentifier":"p-1","transactionId":900002,"buyTransactionId":800001,"gameSessionId":5,"partnerGameRequestIdentifier":"r-1","gameId":7,"isMobile":false,"index":41}"#;
+
+    #[test]
+    fn refund_key_is_name_and_transaction_id() {
+        let d = delivery(REFUND);
+        assert_eq!(d.key(), Some("gameSessionBuyRefund:900002"));
+        assert_eq!((d.index(), d.transaction_id(), d.name()), (Some(41), Some(900002), "gameSessionBuyRefund"));
+        assert!(d.is_replayable());
+        assert_eq!(
+            d.fingerprint(),
+            r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-1","playerIdentifier":"p-1","playerPartnerIdentifier":null,"transactionId":900002,"buyTransactionId":800001,"gameSessionId":5,"partnerGameRequestIdentifier":"r-1","gameId":7,"isMobile":false,"bonusCode":null}"#
+        );
+    }
+
+    #[test]
+    fn fingerprint_ignores_formatting_order_index_and_extra_fields() {
+        let reformatted = r#"{ "index" : 99, "gameId":7, "isMobile":false, "gameSessionId":5,
+            "transactionId":900002,"buyTransactionId":800001, "playerIdentifier":"p\u002d1",
+            "gameSessionIdentifier":"gs-1","partnerGameRequestIdentifier":"r-1",
+            "event":"gameSessionBuyRefund", "addedLater": {"x": 1} }"#;
+        assert_eq!(delivery(REFUND).fingerprint(), delivery(reformatted).fingerprint());
+        assert_eq!(delivery(REFUND).key(), delivery(reformatted).key());
+    }
+
+    #[test]
+    fn a_typed_field_changes_the_fingerprint_and_the_conflict_names_it() {
+        let changed = REFUND.replace(r#""gameId":7"#, r#""gameId":8"#);
+        let (first, now) = (delivery(REFUND), delivery(&changed));
+        assert_ne!(first.fingerprint(), now.fingerprint());
+        let error = conflict_error(&now, first.fingerprint());
+        assert_eq!(error.kind, ErrorKind::Conflict);
+        assert_eq!(error.field, "gameSessionBuyRefund.transactionId");
+        assert!(error.message.contains("transactionId 900002"), "{error}");
+        assert!(error.message.contains("gameId: first 7, now 8"), "{error}");
+    }
+
+    #[test]
+    fn payout_key_and_balance_query_without_key() {
+        let payout = delivery(
+            r#"{"event":"jackpotPayout","jackpotIdentifier":"j","playerIdentifier":"p","currencyISO4217":"EUR","moneyWon":100,"coinsWon":0,"isMoney":true,"epochReleasedMillis":1,"isPrimary":true,"transactionId":5,"buyTransactionId":4,"partnerGameRequestIdentifier":"r","gameSessionId":3,"gameId":2}"#,
+        );
+        assert_eq!(payout.key(), Some("jackpotPayout:5"));
+        assert_eq!(payout.index(), None);
+        let balance = delivery(r#"{"action":"getPlayerBalance","playerIdentifier":"p","index":12}"#);
+        assert_eq!((balance.key(), balance.index(), balance.is_replayable()), (None, Some(12), false));
+    }
+
+    #[test]
+    fn other_events_are_keyed_by_index() {
+        let other = delivery(r#"{"event":"bonusGranted","index":17,"amount":5}"#);
+        assert_eq!(other.key(), Some("bonusGranted:17"));
+        assert_eq!(other.fingerprint(), r#"{"event":"bonusGranted"}"#);
+        let unindexed = delivery(r#"{"event":"bonusGranted","amount":5}"#);
+        assert_eq!((unindexed.key(), unindexed.is_replayable()), (None, false));
+    }
+}

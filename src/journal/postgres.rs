@@ -1,0 +1,671 @@
+//! The PostgreSQL journal, for workers on several hosts: the same semantics as SQLite's on a
+//! server, through the blocking `postgres` client; connections pooled per process and URL.
+//!
+//! Every call is one READ COMMITTED transaction. A claim is `INSERT ... ON CONFLICT DO NOTHING`,
+//! then `SELECT ... FOR UPDATE` of the existing row. Times (leases) are the server's clock, so
+//! that hosts whose clocks differ agree. Claims commit with `synchronous_commit=off`, stored
+//! replies with `on` (`Synchronous::Full`). Indexes are appended to `sp_journal_seen` and merged
+//! into the runs in batches (every few hundred deliveries of a process, and before `status` and
+//! `missing` answer), so that concurrent deliveries never queue on the runs. Counters are spread
+//! over shard rows for the same reason.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, Config, NoTls, Row, Statement};
+
+use crate::error::{Error, ErrorKind, Result};
+
+use super::claims::{self, Claim, Decision, Existing, RecordState};
+use super::gaps::{self, Run, Runs};
+use super::key::Delivery;
+use super::pool::{Pool, Pooled, Registry};
+use super::schema::{self, Counter};
+use super::{Begin, JournalOptions, Record, Status, Step, Synchronous, count};
+
+/// Journals by URL, kept for the life of the process.
+static REGISTRY: Registry<String, Postgres> = Registry::new();
+
+/// The server's clock in milliseconds since the Unix epoch.
+macro_rules! now_ms {
+    () => {
+        "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+    };
+}
+
+/// Indexes merged into the runs per statement batch.
+const FOLD_BATCH: i64 = 4096;
+/// A process merges the seen indexes after this many indexed deliveries.
+const FOLD_EVERY: u64 = 256;
+/// Any key, the same in every process: serialises the creation of the tables.
+const SCHEMA_LOCK: i64 = 0x7370_6a6f_7572_6e6c;
+
+pub(crate) struct Postgres {
+    config: Config,
+    /// `postgres://user@host:port/dbname`, without the password, for messages.
+    label: String,
+    pool: Pool<PgConn>,
+    /// Indexed deliveries of this process, for `maybe_fold`.
+    calls: AtomicU64,
+    /// Spreads this process's counter updates over the shards.
+    next_shard: AtomicU64,
+}
+
+struct PgConn {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+    lock_timeout: Duration,
+    used: bool,
+}
+
+enum Fail {
+    Db(postgres::Error),
+    Journal(Error),
+}
+
+impl From<postgres::Error> for Fail {
+    fn from(e: postgres::Error) -> Self {
+        Fail::Db(e)
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        Fail::Journal(e)
+    }
+}
+
+type TxResult<T> = std::result::Result<T, Fail>;
+
+/// How `Postgres::transaction` runs its work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// One statement, committed on its own (`synchronous_commit=off`, the session's setting).
+    Single,
+    /// Between `BEGIN` and `COMMIT`, `synchronous_commit=off`.
+    Normal,
+    /// Between `BEGIN` and `COMMIT`, with the configured durability of stored replies.
+    Durable,
+}
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// One transaction on a pooled connection, with its prepared statements.
+struct Tx<'a> {
+    client: &'a mut Client,
+    statements: &'a mut HashMap<&'static str, Statement>,
+}
+
+impl Tx<'_> {
+    fn statement(&mut self, sql: &'static str) -> std::result::Result<Statement, postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql)?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+
+    fn execute(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<u64, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.execute(&statement, params)
+    }
+
+    fn query(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Vec<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.query(&statement, params)
+    }
+
+    fn query_opt(
+        &mut self,
+        sql: &'static str,
+        params: Params<'_>,
+    ) -> std::result::Result<Option<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.client.query_opt(&statement, params)
+    }
+
+    fn meta(&mut self, key: &str) -> std::result::Result<Option<i64>, postgres::Error> {
+        match self.query_opt("SELECT value FROM sp_journal_meta WHERE key = $1", &[&key])? {
+            Some(row) => row.try_get(0).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn bump(&mut self, shard: i64, counter: Counter, by: i64) -> std::result::Result<(), postgres::Error> {
+        self.execute(counter.postgres_update(), &[&shard, &by]).map(drop)
+    }
+}
+
+impl Postgres {
+    pub fn open(url: &str, options: &JournalOptions) -> Result<Arc<Postgres>> {
+        let store = REGISTRY.get_or_make(url.to_owned(), || {
+            let mut config: Config = url.parse().map_err(|e| {
+                Error::field(ErrorKind::InvalidArgument, "journal_url", format!("not a PostgreSQL URL: {e}"))
+            })?;
+            if config.get_application_name().is_none() {
+                config.application_name("slotpartner");
+            }
+            let label = label(&config);
+            let pid = u64::from(std::process::id());
+            Ok(Postgres {
+                config,
+                label,
+                pool: Pool::new(8),
+                calls: AtomicU64::new(pid),
+                next_shard: AtomicU64::new(pid),
+            })
+        })?;
+        store.prepare(options)?;
+        Ok(store)
+    }
+
+    /// Creates the tables if absent, checks the schema version, stores a configured first index.
+    fn prepare(&self, options: &JournalOptions) -> Result<()> {
+        self.transaction(options, Mode::Normal, |tx| {
+            let exists = |tx: &mut Tx<'_>| -> TxResult<bool> {
+                let row = tx.query_opt("SELECT to_regclass('sp_journal_meta') IS NOT NULL", &[])?;
+                Ok(row.map(|r| r.try_get(0)).transpose()?.unwrap_or(false))
+            };
+            if !exists(tx)? {
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+                if !exists(tx)? {
+                    tx.client.batch_execute(schema::POSTGRES)?;
+                }
+            }
+            schema::check_version(&self.label, tx.meta("schema_version")?)?;
+            if let Some(first) = options.first_index {
+                if tx.meta("first_index")? != Some(first) {
+                    tx.execute(
+                        "INSERT INTO sp_journal_meta (key, value) VALUES ('first_index', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        &[&first],
+                    )?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn connect(&self, options: &JournalOptions) -> Result<PgConn> {
+        let mut config = self.config.clone();
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.lock_timeout.max(Duration::from_secs(1)));
+        }
+        let mut client = config.connect(NoTls).map_err(|e| self.error(&e))?;
+        client.batch_execute(&session_settings(options)).map_err(|e| self.error(&e))?;
+        Ok(PgConn { client, statements: HashMap::new(), lock_timeout: options.lock_timeout, used: false })
+    }
+
+    fn error(&self, e: &postgres::Error) -> Error {
+        let mut message = format!("{}: {e}", self.label);
+        if let Some(db) = e.as_db_error() {
+            if let Some(detail) = db.detail() {
+                message = format!("{message} ({detail})");
+            }
+        } else if e.is_closed() || message.contains("error connecting") {
+            message.push_str(" (is the PostgreSQL server running and reachable?)");
+        }
+        Error::new(ErrorKind::Journal, message)
+    }
+
+    /// A counter shard for this call: spread over processes and calls.
+    fn shard(&self) -> i64 {
+        i64::try_from(self.next_shard.fetch_add(1, Ordering::Relaxed) % schema::PG_SHARDS.unsigned_abs()).unwrap_or(0)
+    }
+
+    /// Runs `work` as one transaction: `Mode::Single` for one statement in autocommit (no
+    /// `BEGIN`), else between `BEGIN` and `COMMIT`, `Mode::Durable` with `synchronous_commit=on`
+    /// when the options ask for `Synchronous::Full`. Retried on a serialization failure or a
+    /// deadlock, and on a fresh connection when a kept one is found closed before use.
+    fn transaction<T>(
+        &self,
+        options: &JournalOptions,
+        mode: Mode,
+        mut work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
+    ) -> Result<T> {
+        let begin = match mode {
+            Mode::Single => None,
+            Mode::Durable if options.synchronous == Synchronous::Full => {
+                Some("BEGIN; SET LOCAL synchronous_commit TO on")
+            }
+            Mode::Normal | Mode::Durable => Some("BEGIN"),
+        };
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut conn = self.pool.get(|| self.connect(options))?;
+            let reused = std::mem::replace(&mut conn.used, true);
+            if conn.client.is_closed() && tries < 3 {
+                conn.mark_broken();
+                continue;
+            }
+            if let Err(e) = self.begin(&mut conn, options, begin) {
+                conn.mark_broken();
+                if reused && tries < 3 {
+                    continue;
+                }
+                return Err(self.error(&e));
+            }
+            let result = {
+                let PgConn { client, statements, .. } = &mut *conn;
+                let mut tx = Tx { client, statements };
+                work(&mut tx)
+            };
+            let result = match (result, begin) {
+                (result, None) => result,
+                (Ok(value), Some(_)) => conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db),
+                (Err(fail), Some(_)) => {
+                    if conn.client.batch_execute("ROLLBACK").is_err() {
+                        conn.mark_broken();
+                    }
+                    Err(fail)
+                }
+            };
+            match result {
+                Ok(value) => return Ok(value),
+                Err(Fail::Journal(e)) => return Err(e),
+                Err(Fail::Db(e)) => {
+                    if conn.client.is_closed() {
+                        conn.mark_broken();
+                    }
+                    let code = e.code();
+                    let transient = code == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+                        || code == Some(&SqlState::T_R_DEADLOCK_DETECTED);
+                    if transient && tries < 4 {
+                        continue;
+                    }
+                    return Err(self.error(&e));
+                }
+            }
+        }
+    }
+
+    fn begin(
+        &self,
+        conn: &mut Pooled<'_, PgConn>,
+        options: &JournalOptions,
+        begin: Option<&str>,
+    ) -> std::result::Result<(), postgres::Error> {
+        if conn.lock_timeout != options.lock_timeout {
+            conn.client.batch_execute(&session_settings(options))?;
+            conn.lock_timeout = options.lock_timeout;
+        }
+        match begin {
+            Some(begin) => conn.client.batch_execute(begin),
+            None => Ok(()),
+        }
+    }
+
+    /// Merges seen indexes into the runs now and then; a failure here is left for `status`.
+    fn maybe_fold(&self, options: &JournalOptions) {
+        if self.calls.fetch_add(1, Ordering::Relaxed) % FOLD_EVERY == 0 {
+            let _ = self.transaction(options, Mode::Normal, |tx| fold(tx, false, false));
+        }
+    }
+}
+
+fn session_settings(options: &JournalOptions) -> String {
+    let lock_ms = options.lock_timeout.as_millis().max(1);
+    format!("SET synchronous_commit TO off; SET lock_timeout TO {lock_ms}")
+}
+
+/// `postgres://user@host:port/dbname`, leaving out the password and other parameters.
+fn label(config: &Config) -> String {
+    use postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(host)) => host.clone(),
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().map(|u| format!("{u}@")).unwrap_or_default();
+    format!("postgres://{user}{host}:{port}/{}", config.get_dbname().unwrap_or(""))
+}
+
+/// Merges the indexes in `sp_journal_seen` into the runs, under the lock of the `seen_count` row
+/// (`wait`: wait for it, else skip when another process is merging). `all`: until none is left.
+fn fold(tx: &mut Tx<'_>, wait: bool, all: bool) -> TxResult<()> {
+    let lock = if wait {
+        "SELECT value FROM sp_journal_meta WHERE key = 'seen_count' FOR UPDATE"
+    } else {
+        "SELECT value FROM sp_journal_meta WHERE key = 'seen_count' FOR UPDATE SKIP LOCKED"
+    };
+    if tx.query_opt(lock, &[])?.is_none() {
+        return Ok(());
+    }
+    let mut new = 0;
+    loop {
+        let rows = tx.query("SELECT idx FROM sp_journal_seen ORDER BY idx LIMIT $1", &[&FOLD_BATCH])?;
+        let indexes = rows.iter().map(|r| r.try_get(0)).collect::<std::result::Result<Vec<i64>, _>>()?;
+        if indexes.is_empty() {
+            break;
+        }
+        for run in gaps::runs_of(&indexes) {
+            new += gaps::add(&mut PgRuns(tx), run.lo, run.hi)?;
+        }
+        tx.execute("DELETE FROM sp_journal_seen WHERE idx = ANY($1)", &[&indexes])?;
+        if !all || (indexes.len() as i64) < FOLD_BATCH {
+            break;
+        }
+    }
+    if new > 0 {
+        tx.execute("UPDATE sp_journal_meta SET value = value + $1 WHERE key = 'seen_count'", &[&new])?;
+    }
+    Ok(())
+}
+
+struct PgRuns<'a, 'b>(&'a mut Tx<'b>);
+
+fn runs(rows: Vec<Row>) -> std::result::Result<Vec<Run>, postgres::Error> {
+    rows.iter().map(|r| Ok(Run { lo: r.try_get(0)?, hi: r.try_get(1)? })).collect()
+}
+
+fn one_run(row: Option<Row>) -> std::result::Result<Option<Run>, postgres::Error> {
+    row.map(|r| Ok(Run { lo: r.try_get(0)?, hi: r.try_get(1)? })).transpose()
+}
+
+impl Runs for PgRuns<'_, '_> {
+    type Error = postgres::Error;
+
+    fn at_or_before(&mut self, at: i64) -> std::result::Result<Option<Run>, postgres::Error> {
+        let sql = "SELECT lo, hi FROM sp_journal_runs WHERE lo <= $1 ORDER BY lo DESC LIMIT 1";
+        one_run(self.0.query_opt(sql, &[&at])?)
+    }
+
+    fn starting_within(&mut self, from: i64, to: i64) -> std::result::Result<Vec<Run>, postgres::Error> {
+        runs(
+            self.0
+                .query("SELECT lo, hi FROM sp_journal_runs WHERE lo >= $1 AND lo <= $2 ORDER BY lo", &[&from, &to])?,
+        )
+    }
+
+    fn remove(&mut self, lo: i64) -> std::result::Result<(), postgres::Error> {
+        self.0.execute("DELETE FROM sp_journal_runs WHERE lo = $1", &[&lo]).map(drop)
+    }
+
+    fn put(&mut self, run: Run) -> std::result::Result<(), postgres::Error> {
+        let sql =
+            "INSERT INTO sp_journal_runs (lo, hi) VALUES ($1, $2) ON CONFLICT (lo) DO UPDATE SET hi = excluded.hi";
+        self.0.execute(sql, &[&run.lo, &run.hi]).map(drop)
+    }
+
+    fn after(&mut self, after: i64, limit: usize) -> std::result::Result<Vec<Run>, postgres::Error> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        runs(self.0.query("SELECT lo, hi FROM sp_journal_runs WHERE lo > $1 ORDER BY lo LIMIT $2", &[&after, &limit])?)
+    }
+
+    fn lowest(&mut self) -> std::result::Result<Option<Run>, postgres::Error> {
+        one_run(self.0.query_opt("SELECT lo, hi FROM sp_journal_runs ORDER BY lo LIMIT 1", &[])?)
+    }
+
+    fn highest(&mut self) -> std::result::Result<Option<Run>, postgres::Error> {
+        one_run(self.0.query_opt("SELECT lo, hi FROM sp_journal_runs ORDER BY lo DESC LIMIT 1", &[])?)
+    }
+
+    fn seen_below(&mut self, first: i64) -> std::result::Result<i64, postgres::Error> {
+        let sql = "SELECT COALESCE(SUM(LEAST(hi, $1::bigint - 1) - lo + 1), 0)::bigint FROM sp_journal_runs WHERE lo < $1::bigint";
+        match self.0.query_opt(sql, &[&first])? {
+            Some(row) => row.try_get(0),
+            None => Ok(0),
+        }
+    }
+}
+
+const SEEN_INSERT: &str = "INSERT INTO sp_journal_seen (idx) VALUES ($1) ON CONFLICT DO NOTHING";
+/// Records the index (when `$8`), inserts the claim unless the key exists, counts it in
+/// progress: one statement, so the common case of `begin` is one round trip.
+const CLAIM_NEW: &str = concat!(
+    "WITH seen AS (INSERT INTO sp_journal_seen (idx) SELECT $4::bigint WHERE $8::boolean AND $4::bigint IS NOT NULL ON CONFLICT DO NOTHING), ",
+    "claimed AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms) VALUES ($1, $2, $3, $4, $5, 'claimed', $6, 1, ",
+    now_ms!(),
+    ", ",
+    now_ms!(),
+    ", ",
+    now_ms!(),
+    " + $7) ON CONFLICT (key) DO NOTHING RETURNING 1), ",
+    "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress + 1 WHERE shard = $9 AND EXISTS (SELECT 1 FROM claimed)) ",
+    "SELECT count(*) FROM claimed"
+);
+const CLAIM_SELECT: &str = concat!(
+    "SELECT content, state, attempts, lease_until_ms, reply, ",
+    now_ms!(),
+    " FROM sp_journal_delivery WHERE key = $1 FOR UPDATE"
+);
+const CLAIM_TAKE_OVER: &str = concat!(
+    "UPDATE sp_journal_delivery SET state = 'claimed', token = $2, attempts = $3, updated_ms = ",
+    now_ms!(),
+    ", lease_until_ms = ",
+    now_ms!(),
+    " + $4 WHERE key = $1"
+);
+const FINISH: &str = concat!(
+    "WITH finished AS (UPDATE sp_journal_delivery SET state = 'done', reply = $3, token = NULL, updated_ms = ",
+    now_ms!(),
+    ", finished_ms = ",
+    now_ms!(),
+    " WHERE key = $1 AND state = 'claimed' AND token = $2 RETURNING 1), ",
+    "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
+    "SELECT count(*) FROM finished"
+);
+const ABANDON: &str = concat!(
+    "WITH abandoned AS (UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, lease_until_ms = 0, updated_ms = ",
+    now_ms!(),
+    " WHERE key = $1 AND state = 'claimed' AND token = $2 RETURNING 1), ",
+    "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress - 1 WHERE shard = $3 AND EXISTS (SELECT 1 FROM abandoned)) ",
+    "SELECT count(*) FROM abandoned"
+);
+const REFUSED_INSERT: &str = concat!(
+    "WITH seen AS (INSERT INTO sp_journal_seen (idx) VALUES ($1) ON CONFLICT DO NOTHING), ",
+    "refused AS (INSERT INTO sp_journal_refused (idx, name, transaction_id, at_ms) VALUES ($1, $2, $3, ",
+    now_ms!(),
+    ")) UPDATE sp_journal_counters SET refused = refused + 1 WHERE shard = $4"
+);
+const STATE_SELECT: &str = "SELECT state, attempts FROM sp_journal_delivery WHERE key = $1";
+
+fn lost_state(tx: &mut Tx<'_>, claim: &Claim) -> TxResult<Option<(RecordState, i64)>> {
+    match tx.query_opt(STATE_SELECT, &[&claim.key])? {
+        Some(row) => Ok(Some((RecordState::parse(row.try_get(0)?)?, row.try_get(1)?))),
+        None => Ok(None),
+    }
+}
+
+/// `SELECT count(*)` as a number.
+fn counted(row: Option<Row>) -> std::result::Result<i64, postgres::Error> {
+    row.map_or(Ok(0), |row| row.try_get(0))
+}
+
+impl super::Store for Postgres {
+    fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step> {
+        let token = claims::new_token()?;
+        let shard = self.shard();
+        let lease = options.lease_ms();
+        let index = delivery.index();
+        let transaction_id = delivery.transaction_id();
+        let claim = |attempt| Claim { key: key.to_owned(), token, attempt, index, transaction_id };
+        let inserted = self.transaction(options, Mode::Single, |tx| {
+            let params: Params<'_> = &[
+                &key,
+                &delivery.name(),
+                &transaction_id,
+                &index,
+                &delivery.fingerprint(),
+                &&token[..],
+                &lease,
+                &first_look,
+                &shard,
+            ];
+            Ok(counted(tx.query_opt(CLAIM_NEW, params)?)? == 1)
+        })?;
+        if first_look && index.is_some() {
+            self.maybe_fold(options);
+        }
+        if inserted {
+            return Ok(Step::Answer(Begin::New(claim(1))));
+        }
+        self.transaction(options, Mode::Normal, |tx| {
+            let Some(row) = tx.query_opt(CLAIM_SELECT, &[&key])? else {
+                // Not there after all (its insert failed): look again.
+                return Ok(Step::Held);
+            };
+            let existing = Existing {
+                content: row.try_get(0)?,
+                state: RecordState::parse(row.try_get(1)?)?,
+                attempts: row.try_get(2)?,
+                lease_until_ms: row.try_get(3)?,
+                reply: row.try_get(4)?,
+                now_ms: row.try_get(5)?,
+            };
+            Ok(match claims::decide(existing, delivery) {
+                Decision::Conflict(error) => {
+                    tx.bump(shard, Counter::Conflicts, 1)?;
+                    Step::Answer(Begin::Conflict(error))
+                }
+                Decision::Replay(reply) => {
+                    tx.bump(shard, Counter::Replayed, 1)?;
+                    Step::Answer(Begin::Done(reply))
+                }
+                Decision::TakeOver { attempt, reopened } => {
+                    tx.execute(CLAIM_TAKE_OVER, &[&key, &&token[..], &attempt, &lease])?;
+                    if reopened {
+                        tx.bump(shard, Counter::InProgress, 1)?;
+                    }
+                    Step::Answer(Begin::New(claim(attempt)))
+                }
+                Decision::Held => Step::Held,
+            })
+        })
+    }
+
+    fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
+        self.transaction(options, Mode::Single, |tx| Ok(tx.execute(SEEN_INSERT, &[&index]).map(drop)?))?;
+        self.maybe_fold(options);
+        Ok(())
+    }
+
+    fn finish(&self, claim: &Claim, reply: &[u8], options: &JournalOptions) -> Result<()> {
+        let shard = self.shard();
+        let mode = if options.synchronous == Synchronous::Full { Mode::Durable } else { Mode::Single };
+        let done = self.transaction(options, mode, |tx| {
+            Ok(counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard])?)? == 1)
+        })?;
+        if done {
+            return Ok(());
+        }
+        let now = self.transaction(options, Mode::Single, |tx| lost_state(tx, claim))?;
+        Err(claims::lost_error(claim, "finish", now))
+    }
+
+    fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {
+        let shard = self.shard();
+        let abandoned = self.transaction(options, Mode::Single, |tx| {
+            Ok(counted(tx.query_opt(ABANDON, &[&claim.key, &&claim.token[..], &shard])?)? == 1)
+        })?;
+        if abandoned {
+            return Ok(());
+        }
+        let now = self.transaction(options, Mode::Single, |tx| lost_state(tx, claim))?;
+        Err(claims::lost_error(claim, "abandon", now))
+    }
+
+    fn record_refused(
+        &self,
+        index: i64,
+        name: Option<&str>,
+        transaction_id: Option<i64>,
+        options: &JournalOptions,
+    ) -> Result<()> {
+        let shard = self.shard();
+        self.transaction(options, Mode::Single, |tx| {
+            Ok(tx.execute(REFUSED_INSERT, &[&index, &name, &transaction_id, &shard]).map(drop)?)
+        })?;
+        self.maybe_fold(options);
+        Ok(())
+    }
+
+    fn status(&self, options: &JournalOptions) -> Result<Status> {
+        self.transaction(options, Mode::Normal, |tx| {
+            fold(tx, true, true)?;
+            let row = tx.query_opt(schema::COUNTERS_SUM, &[])?;
+            let mut sums = [0i64; 5];
+            if let Some(row) = row {
+                for (i, sum) in sums.iter_mut().enumerate() {
+                    *sum = row.try_get(i)?;
+                }
+            }
+            let [handled, replayed, conflicts, refused, in_progress] = sums;
+            let configured_first = tx.meta("first_index")?;
+            let seen = tx.meta("seen_count")?.unwrap_or(0);
+            let summary = gaps::facts(&mut PgRuns(tx), configured_first, seen)?.summary();
+            Ok(Status {
+                handled: count(handled),
+                replayed: count(replayed),
+                conflicts: count(conflicts),
+                refused: count(refused),
+                in_progress: count(in_progress),
+                missing: count(summary.missing),
+                first_index: summary.first,
+                highest_index: summary.highest,
+                watermark: summary.watermark,
+            })
+        })
+    }
+
+    fn missing(&self, limit: usize, options: &JournalOptions) -> Result<Vec<(i64, i64)>> {
+        self.transaction(options, Mode::Normal, |tx| {
+            fold(tx, true, true)?;
+            let first = match tx.meta("first_index")? {
+                Some(first) => first,
+                None => match PgRuns(tx).lowest()? {
+                    Some(run) => run.lo,
+                    None => return Ok(Vec::new()),
+                },
+            };
+            Ok(gaps::missing(&mut PgRuns(tx), first, limit)?)
+        })
+    }
+
+    fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
+        self.transaction(options, Mode::Normal, |tx| {
+            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE transaction_id = $1 ORDER BY id";
+            let mut records = Vec::new();
+            for r in tx.query(sql, &[&transaction_id])? {
+                let state = RecordState::parse(r.try_get(4)?)?;
+                records.push(Record {
+                    key: r.try_get(0)?,
+                    name: r.try_get(1)?,
+                    transaction_id: r.try_get(2)?,
+                    index: r.try_get(3)?,
+                    state,
+                    attempts: r.try_get(5)?,
+                    created_ms: r.try_get(6)?,
+                    updated_ms: r.try_get(7)?,
+                    lease_until_ms: if state == RecordState::Claimed { r.try_get(8)? } else { None },
+                    finished_ms: r.try_get(9)?,
+                    reply: r.try_get(10)?,
+                });
+            }
+            let sql = "SELECT idx, name, transaction_id, at_ms FROM sp_journal_refused WHERE transaction_id = $1 ORDER BY id";
+            for r in tx.query(sql, &[&transaction_id])? {
+                let index: i64 = r.try_get(0)?;
+                let at: i64 = r.try_get(3)?;
+                records.push(Record {
+                    key: format!("refused:{index}"),
+                    name: r.try_get(1)?,
+                    index: Some(index),
+                    transaction_id: r.try_get(2)?,
+                    state: RecordState::Refused,
+                    attempts: 0,
+                    created_ms: at,
+                    updated_ms: at,
+                    lease_until_ms: None,
+                    finished_ms: None,
+                    reply: None,
+                });
+            }
+            Ok(records)
+        })
+    }
+}

@@ -1,0 +1,492 @@
+//! The SQLite journal: one file in WAL mode that every process and thread of a host shares.
+//!
+//! Every call is one transaction; those that write start with `BEGIN IMMEDIATE`, so that
+//! writers queue on SQLite's lock (up to the busy time-out) instead of failing on upgrade. Claims
+//! are written with `synchronous=NORMAL`, stored replies with the configured level (`FULL` by
+//! default), which in WAL mode also makes every earlier claim durable.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use crate::error::{Error, ErrorKind, Result};
+
+use super::claims::{self, Claim, Decision, Existing, RecordState};
+use super::gaps::{self, Run, Runs};
+use super::key::Delivery;
+use super::pool::{Pool, Registry};
+use super::schema::{self, Counter};
+use super::{Begin, JournalOptions, Record, Status, Step, Synchronous, count, now_ms};
+
+/// Open files by path as given (`sqlite:PATH`), kept for the life of the process.
+static REGISTRY: Registry<String, Sqlite> = Registry::new();
+
+pub(crate) struct Sqlite {
+    path: PathBuf,
+    /// `sqlite:PATH`, for messages.
+    label: String,
+    pool: Pool<Conn>,
+}
+
+struct Conn {
+    db: Connection,
+    synchronous: Option<Synchronous>,
+    lock_timeout: Duration,
+}
+
+/// A failure inside a transaction: SQLite's, or the journal's own.
+enum Fail {
+    Db(rusqlite::Error),
+    Journal(Error),
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Self {
+        Fail::Db(e)
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        Fail::Journal(e)
+    }
+}
+
+type TxResult<T> = std::result::Result<T, Fail>;
+
+impl Sqlite {
+    pub fn open(path: &str, options: &JournalOptions) -> Result<Arc<Sqlite>> {
+        // `sqlite:///abs/path` and `sqlite://rel/path` as well as `sqlite:PATH`.
+        let path = path.strip_prefix("//").unwrap_or(path);
+        if path.is_empty() || path == ":memory:" || path.starts_with("file:") {
+            return Err(Error::field(
+                ErrorKind::InvalidArgument,
+                "journal_url",
+                "expected sqlite:PATH naming a file that every worker can share (not :memory: or a file: URI)",
+            ));
+        }
+        let store = REGISTRY.get_or_make(path.to_owned(), || {
+            Ok(Sqlite { path: PathBuf::from(path), label: format!("sqlite:{path}"), pool: Pool::new(8) })
+        })?;
+        store.prepare(options)?;
+        Ok(store)
+    }
+
+    /// Creates the tables if absent, checks the schema version, stores a configured first index.
+    fn prepare(&self, options: &JournalOptions) -> Result<()> {
+        let mut conn = self.pool.get(|| self.connect(options))?;
+        let result = (|| -> TxResult<()> {
+            let db = &mut conn.db;
+            let exists = |db: &Connection| -> rusqlite::Result<bool> {
+                db.query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sp_journal_meta'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
+            };
+            if !exists(db)? {
+                let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if !exists(&tx)? {
+                    tx.execute_batch(schema::SQLITE)?;
+                }
+                tx.commit()?;
+            }
+            let version = meta(db, "schema_version")?;
+            schema::check_version(&self.label, version)?;
+            if let Some(first) = options.first_index {
+                if meta(db, "first_index")? != Some(first) {
+                    db.execute(
+                        "INSERT INTO sp_journal_meta (key, value) VALUES ('first_index', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        [first],
+                    )?;
+                }
+            }
+            Ok(())
+        })();
+        self.done(&mut conn, result)
+    }
+
+    fn connect(&self, options: &JournalOptions) -> Result<Conn> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let db = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
+        db.busy_timeout(options.lock_timeout).map_err(|e| self.error(&e))?;
+        if db.is_readonly(rusqlite::MAIN_DB).map_err(|e| self.error(&e))? {
+            return Err(Error::new(
+                ErrorKind::Journal,
+                format!("{}: the file is read-only for this user; a journal must be writable", self.label),
+            ));
+        }
+        let mode: String = db.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(|e| self.error(&e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::new(
+                ErrorKind::Journal,
+                format!(
+                    "{}: cannot use WAL mode (journal_mode is {mode}); put the journal on a local file system",
+                    self.label
+                ),
+            ));
+        }
+        Ok(Conn { db, synchronous: None, lock_timeout: options.lock_timeout })
+    }
+
+    /// A clear `Journal` error for a SQLite failure.
+    fn error(&self, e: &rusqlite::Error) -> Error {
+        let hint = match e.sqlite_error_code() {
+            Some(ErrorCode::ReadOnly) => " (the file or its folder is read-only for this user)",
+            Some(ErrorCode::NotADatabase) => " (the file is not a SQLite journal)",
+            Some(ErrorCode::DatabaseCorrupt) => " (the file is damaged)",
+            Some(ErrorCode::DiskFull) => " (the disk is full)",
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                " (another process held the journal longer than lock_timeout)"
+            }
+            Some(ErrorCode::CannotOpen) => " (cannot open the file: check that its folder exists and is writable)",
+            _ => "",
+        };
+        Error::new(ErrorKind::Journal, format!("{}: {e}{hint}", self.label))
+    }
+
+    /// The result of work on `conn`, dropping the connection when SQLite failed.
+    fn done<T>(&self, conn: &mut super::pool::Pooled<'_, Conn>, result: TxResult<T>) -> Result<T> {
+        match result {
+            Ok(value) => Ok(value),
+            Err(Fail::Journal(e)) => Err(e),
+            Err(Fail::Db(e)) => {
+                conn.mark_broken();
+                Err(self.error(&e))
+            }
+        }
+    }
+
+    /// Runs `work` in one transaction (`BEGIN IMMEDIATE` when `write`), `durable` choosing the
+    /// configured synchronous level over `NORMAL`.
+    fn transaction<T>(
+        &self,
+        options: &JournalOptions,
+        write: bool,
+        durable: bool,
+        work: impl FnOnce(&Transaction<'_>) -> TxResult<T>,
+    ) -> Result<T> {
+        let mut conn = self.pool.get(|| self.connect(options))?;
+        let result = (|| {
+            let conn = &mut *conn;
+            if conn.lock_timeout != options.lock_timeout {
+                conn.db.busy_timeout(options.lock_timeout)?;
+                conn.lock_timeout = options.lock_timeout;
+            }
+            let synchronous = if durable { options.synchronous } else { Synchronous::Normal };
+            if conn.synchronous != Some(synchronous) {
+                let level = match synchronous {
+                    Synchronous::Full => "FULL",
+                    Synchronous::Normal => "NORMAL",
+                };
+                conn.db.pragma_update(None, "synchronous", level)?;
+                conn.synchronous = Some(synchronous);
+            }
+            let behavior = if write { TransactionBehavior::Immediate } else { TransactionBehavior::Deferred };
+            let tx = conn.db.transaction_with_behavior(behavior)?;
+            let value = work(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        self.done(&mut conn, result)
+    }
+}
+
+fn meta(db: &Connection, key: &str) -> rusqlite::Result<Option<i64>> {
+    db.prepare_cached("SELECT value FROM sp_journal_meta WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()
+}
+
+fn bump(tx: &Transaction<'_>, counter: Counter, by: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached(counter.sqlite_update())?.execute(params![0, by])?;
+    Ok(())
+}
+
+/// Records `index` as seen.
+fn record_index(tx: &Transaction<'_>, index: i64) -> rusqlite::Result<()> {
+    let new = gaps::add(&mut SqliteRuns(tx), index, index)?;
+    if new > 0 {
+        tx.prepare_cached("UPDATE sp_journal_meta SET value = value + ?1 WHERE key = 'seen_count'")?.execute([new])?;
+    }
+    Ok(())
+}
+
+fn state(text: String) -> TxResult<RecordState> {
+    Ok(RecordState::parse(&text)?)
+}
+
+/// The runs table inside a transaction.
+struct SqliteRuns<'a, 'c>(&'a Transaction<'c>);
+
+fn run(row: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
+    Ok(Run { lo: row.get(0)?, hi: row.get(1)? })
+}
+
+impl Runs for SqliteRuns<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn at_or_before(&mut self, at: i64) -> rusqlite::Result<Option<Run>> {
+        let sql = "SELECT lo, hi FROM sp_journal_runs WHERE lo <= ?1 ORDER BY lo DESC LIMIT 1";
+        self.0.prepare_cached(sql)?.query_row([at], run).optional()
+    }
+
+    fn starting_within(&mut self, from: i64, to: i64) -> rusqlite::Result<Vec<Run>> {
+        let sql = "SELECT lo, hi FROM sp_journal_runs WHERE lo >= ?1 AND lo <= ?2 ORDER BY lo";
+        self.0.prepare_cached(sql)?.query_map([from, to], run)?.collect()
+    }
+
+    fn remove(&mut self, lo: i64) -> rusqlite::Result<()> {
+        self.0.prepare_cached("DELETE FROM sp_journal_runs WHERE lo = ?1")?.execute([lo])?;
+        Ok(())
+    }
+
+    fn put(&mut self, run: Run) -> rusqlite::Result<()> {
+        let sql =
+            "INSERT INTO sp_journal_runs (lo, hi) VALUES (?1, ?2) ON CONFLICT (lo) DO UPDATE SET hi = excluded.hi";
+        self.0.prepare_cached(sql)?.execute([run.lo, run.hi])?;
+        Ok(())
+    }
+
+    fn after(&mut self, after: i64, limit: usize) -> rusqlite::Result<Vec<Run>> {
+        let sql = "SELECT lo, hi FROM sp_journal_runs WHERE lo > ?1 ORDER BY lo LIMIT ?2";
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.0.prepare_cached(sql)?.query_map([after, limit], run)?.collect()
+    }
+
+    fn lowest(&mut self) -> rusqlite::Result<Option<Run>> {
+        self.0.prepare_cached("SELECT lo, hi FROM sp_journal_runs ORDER BY lo LIMIT 1")?.query_row([], run).optional()
+    }
+
+    fn highest(&mut self) -> rusqlite::Result<Option<Run>> {
+        let sql = "SELECT lo, hi FROM sp_journal_runs ORDER BY lo DESC LIMIT 1";
+        self.0.prepare_cached(sql)?.query_row([], run).optional()
+    }
+
+    fn seen_below(&mut self, first: i64) -> rusqlite::Result<i64> {
+        let sql = "SELECT COALESCE(SUM(MIN(hi, ?1 - 1) - lo + 1), 0) FROM sp_journal_runs WHERE lo < ?1";
+        self.0.prepare_cached(sql)?.query_row([first], |r| r.get(0))
+    }
+}
+
+const CLAIM_INSERT: &str = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', ?6, 1, ?7, ?7, ?8) ON CONFLICT (key) DO NOTHING";
+const CLAIM_SELECT: &str =
+    "SELECT content, state, attempts, lease_until_ms, reply FROM sp_journal_delivery WHERE key = ?1";
+const CLAIM_TAKE_OVER: &str = "UPDATE sp_journal_delivery SET state = 'claimed', token = ?2, attempts = ?3, updated_ms = ?4, lease_until_ms = ?5 WHERE key = ?1";
+const STATE_SELECT: &str = "SELECT state, attempts FROM sp_journal_delivery WHERE key = ?1";
+
+impl super::Store for Sqlite {
+    fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step> {
+        let token = claims::new_token()?;
+        self.transaction(options, true, false, |tx| {
+            if first_look {
+                if let Some(index) = delivery.index() {
+                    record_index(tx, index)?;
+                }
+            }
+            let now = now_ms();
+            let lease_until = now.saturating_add(options.lease_ms());
+            let claim = |attempt| Claim {
+                key: key.to_owned(),
+                token,
+                attempt,
+                index: delivery.index(),
+                transaction_id: delivery.transaction_id(),
+            };
+            let inserted = tx.prepare_cached(CLAIM_INSERT)?.execute(params![
+                key,
+                delivery.name(),
+                delivery.transaction_id(),
+                delivery.index(),
+                delivery.fingerprint(),
+                &token[..],
+                now,
+                lease_until
+            ])?;
+            if inserted == 1 {
+                bump(tx, Counter::InProgress, 1)?;
+                return Ok(Step::Answer(Begin::New(claim(1))));
+            }
+            let (content, state_text, attempts, lease_until_ms, reply) = tx
+                .prepare_cached(CLAIM_SELECT)?
+                .query_row([key], |r| Ok((r.get(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+            let existing =
+                Existing { content, state: state(state_text)?, attempts, lease_until_ms, reply, now_ms: now };
+            Ok(match claims::decide(existing, delivery) {
+                Decision::Conflict(error) => {
+                    bump(tx, Counter::Conflicts, 1)?;
+                    Step::Answer(Begin::Conflict(error))
+                }
+                Decision::Replay(reply) => {
+                    bump(tx, Counter::Replayed, 1)?;
+                    Step::Answer(Begin::Done(reply))
+                }
+                Decision::TakeOver { attempt, reopened } => {
+                    tx.prepare_cached(CLAIM_TAKE_OVER)?.execute(params![key, &token[..], attempt, now, lease_until])?;
+                    if reopened {
+                        bump(tx, Counter::InProgress, 1)?;
+                    }
+                    Step::Answer(Begin::New(claim(attempt)))
+                }
+                Decision::Held => Step::Held,
+            })
+        })
+    }
+
+    fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
+        self.transaction(options, true, false, |tx| Ok(record_index(tx, index)?))
+    }
+
+    fn finish(&self, claim: &Claim, reply: &[u8], options: &JournalOptions) -> Result<()> {
+        let lost = self.transaction(options, true, true, |tx| {
+            let sql = "UPDATE sp_journal_delivery SET state = 'done', reply = ?3, token = NULL, updated_ms = ?4, finished_ms = ?4 WHERE key = ?1 AND state = 'claimed' AND token = ?2";
+            let now = now_ms();
+            if tx.prepare_cached(sql)?.execute(params![claim.key, &claim.token[..], reply, now])? == 1 {
+                let sql = "UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = 0";
+                tx.prepare_cached(sql)?.execute([])?;
+                return Ok(None);
+            }
+            lost_state(tx, claim).map(Some)
+        })?;
+        match lost {
+            None => Ok(()),
+            Some(now) => Err(claims::lost_error(claim, "finish", now)),
+        }
+    }
+
+    fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {
+        let lost = self.transaction(options, true, false, |tx| {
+            let sql = "UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, updated_ms = ?3, lease_until_ms = 0 WHERE key = ?1 AND state = 'claimed' AND token = ?2";
+            if tx.prepare_cached(sql)?.execute(params![claim.key, &claim.token[..], now_ms()])? == 1 {
+                bump(tx, Counter::InProgress, -1)?;
+                return Ok(None);
+            }
+            lost_state(tx, claim).map(Some)
+        })?;
+        match lost {
+            None => Ok(()),
+            Some(now) => Err(claims::lost_error(claim, "abandon", now)),
+        }
+    }
+
+    fn record_refused(
+        &self,
+        index: i64,
+        name: Option<&str>,
+        transaction_id: Option<i64>,
+        options: &JournalOptions,
+    ) -> Result<()> {
+        self.transaction(options, true, false, |tx| {
+            record_index(tx, index)?;
+            let sql = "INSERT INTO sp_journal_refused (idx, name, transaction_id, at_ms) VALUES (?1, ?2, ?3, ?4)";
+            tx.prepare_cached(sql)?.execute(params![index, name, transaction_id, now_ms()])?;
+            bump(tx, Counter::Refused, 1)?;
+            Ok(())
+        })
+    }
+
+    fn status(&self, options: &JournalOptions) -> Result<Status> {
+        self.transaction(options, false, false, |tx| {
+            let [handled, replayed, conflicts, refused, in_progress] = tx
+                .prepare_cached(schema::COUNTERS_SUM)?
+                .query_row([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?]))?;
+            let configured_first = meta(tx, "first_index")?;
+            let seen = meta(tx, "seen_count")?.unwrap_or(0);
+            let summary = gaps::facts(&mut SqliteRuns(tx), configured_first, seen)?.summary();
+            Ok(Status {
+                handled: count(handled),
+                replayed: count(replayed),
+                conflicts: count(conflicts),
+                refused: count(refused),
+                in_progress: count(in_progress),
+                missing: count(summary.missing),
+                first_index: summary.first,
+                highest_index: summary.highest,
+                watermark: summary.watermark,
+            })
+        })
+    }
+
+    fn missing(&self, limit: usize, options: &JournalOptions) -> Result<Vec<(i64, i64)>> {
+        self.transaction(options, false, false, |tx| {
+            let runs = &mut SqliteRuns(tx);
+            let first = match meta(tx, "first_index")? {
+                Some(first) => first,
+                None => match runs.lowest()? {
+                    Some(run) => run.lo,
+                    None => return Ok(Vec::new()),
+                },
+            };
+            Ok(gaps::missing(runs, first, limit)?)
+        })
+    }
+
+    fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
+        self.transaction(options, false, false, |tx| {
+            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE transaction_id = ?1 ORDER BY id";
+            let rows: Vec<(Record, String)> = tx
+                .prepare_cached(sql)?
+                .query_map([transaction_id], |r| {
+                    Ok((
+                        Record {
+                            key: r.get(0)?,
+                            name: r.get(1)?,
+                            transaction_id: r.get(2)?,
+                            index: r.get(3)?,
+                            state: RecordState::Claimed,
+                            attempts: r.get(5)?,
+                            created_ms: r.get(6)?,
+                            updated_ms: r.get(7)?,
+                            lease_until_ms: r.get(8)?,
+                            finished_ms: r.get(9)?,
+                            reply: r.get(10)?,
+                        },
+                        r.get(4)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut records = Vec::with_capacity(rows.len());
+            for (mut record, state_text) in rows {
+                record.state = state(state_text)?;
+                if record.state != RecordState::Claimed {
+                    record.lease_until_ms = None;
+                }
+                records.push(record);
+            }
+            let sql = "SELECT idx, name, transaction_id, at_ms FROM sp_journal_refused WHERE transaction_id = ?1 ORDER BY id";
+            let mut statement = tx.prepare_cached(sql)?;
+            let refused = statement.query_map([transaction_id], |r| {
+                let index: i64 = r.get(0)?;
+                let at: i64 = r.get(3)?;
+                Ok(Record {
+                    key: format!("refused:{index}"),
+                    name: r.get(1)?,
+                    index: Some(index),
+                    transaction_id: r.get(2)?,
+                    state: RecordState::Refused,
+                    attempts: 0,
+                    created_ms: at,
+                    updated_ms: at,
+                    lease_until_ms: None,
+                    finished_ms: None,
+                    reply: None,
+                })
+            })?;
+            for record in refused {
+                records.push(record?);
+            }
+            Ok(records)
+        })
+    }
+}
+
+/// The state and attempt count of a claim's key, read after the claim was found not held.
+fn lost_state(tx: &Transaction<'_>, claim: &Claim) -> TxResult<Option<(RecordState, i64)>> {
+    let row: Option<(String, i64)> =
+        tx.prepare_cached(STATE_SELECT)?.query_row([&claim.key], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+    match row {
+        Some((text, attempts)) => Ok(Some((state(text)?, attempts))),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,752 @@
+//! The delivery journal's conformance suite: one function per behaviour, each run against SQLite
+//! and against a throw-away PostgreSQL cluster started here (as an unprivileged user, on
+//! loopback, stopped by a guard even when a behaviour panics). Plus what only one backend has:
+//! read-only and corrupt SQLite files, an unreachable PostgreSQL server.
+//!
+//! `cargo test --test journal -- --ignored --nocapture throughput` prints deliveries per second
+//! through begin + finish on both backends.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use slotpartner::journal::{Begin, Claim, Delivery, Journal, JournalOptions, RecordState};
+use slotpartner::{ErrorKind, ParseOptions, parse};
+
+// ---------------------------------------------------------------------------------------------
+// Deliveries
+
+fn delivery(body: &str) -> Delivery {
+    Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).expect("a valid body"))
+}
+
+/// A refund; `game_id` varies the content under the same key.
+fn refund(transaction_id: i64, index: Option<i64>, game_id: i64) -> Delivery {
+    let index = index.map(|i| format!(",\"index\":{i}")).unwrap_or_default();
+    delivery(&format!(
+        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{transaction_id}","playerIdentifier":"player-1","transactionId":{transaction_id},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{transaction_id}","gameId":{game_id},"isMobile":false{index}}}"#,
+        transaction_id + 1_000_000
+    ))
+}
+
+/// An event the library does not know, keyed by its index.
+fn indexed(index: i64) -> Delivery {
+    delivery(&format!(r#"{{"event":"bonusGranted","index":{index},"amount":5}}"#))
+}
+
+fn balance(index: i64) -> Delivery {
+    delivery(&format!(r#"{{"action":"getPlayerBalance","playerIdentifier":"player-1","index":{index}}}"#))
+}
+
+fn open(url: &str) -> Journal {
+    Journal::open(url, &JournalOptions::default()).unwrap_or_else(|e| panic!("open {url}: {e}"))
+}
+
+fn open_with(url: &str, options: JournalOptions) -> Journal {
+    Journal::open(url, &options).unwrap_or_else(|e| panic!("open {url}: {e}"))
+}
+
+fn new_claim(journal: &Journal, delivery: &Delivery) -> Claim {
+    match journal.begin(delivery).expect("begin") {
+        Begin::New(claim) => claim,
+        other => panic!("expected New for {:?}, got {other:?}", delivery.key()),
+    }
+}
+
+fn done_reply(journal: &Journal, delivery: &Delivery) -> Vec<u8> {
+    match journal.begin(delivery).expect("begin") {
+        Begin::Done(reply) => reply,
+        other => panic!("expected Done for {:?}, got {other:?}", delivery.key()),
+    }
+}
+
+/// Handles `delivery` from New to finish with `reply`.
+fn handle(journal: &Journal, delivery: &Delivery, reply: &[u8]) {
+    let claim = new_claim(journal, delivery);
+    journal.finish(&claim, reply).expect("finish");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends
+
+trait Backend: Sync {
+    fn name(&self) -> &'static str;
+    /// A URL for a journal of its own.
+    fn url(&self, behaviour: &str) -> String;
+    /// Writes `version` as the journal's schema version, behind the library's back.
+    fn set_schema_version(&self, url: &str, version: i64);
+}
+
+struct Sqlite {
+    dir: TempDir,
+}
+
+impl Backend for Sqlite {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+    fn url(&self, behaviour: &str) -> String {
+        format!("sqlite:{}", self.dir.0.join(format!("{behaviour}.db")).display())
+    }
+    fn set_schema_version(&self, url: &str, version: i64) {
+        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
+        db.execute("UPDATE sp_journal_meta SET value = ?1 WHERE key = 'schema_version'", [version]).unwrap();
+    }
+}
+
+struct Postgres {
+    cluster: Cluster,
+}
+
+impl Backend for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+    fn url(&self, behaviour: &str) -> String {
+        let mut admin = self.cluster.client();
+        admin.batch_execute(&format!("CREATE SCHEMA {behaviour}")).unwrap();
+        format!("{}?options=-csearch_path%3D{behaviour}", self.cluster.url())
+    }
+    fn set_schema_version(&self, url: &str, version: i64) {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client.execute("UPDATE sp_journal_meta SET value = $1 WHERE key = 'schema_version'", &[&version]).unwrap();
+    }
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(prefix: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let path = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The suite
+
+type Behaviour = fn(&dyn Backend);
+
+const SUITE: &[(&str, Behaviour)] = &[
+    ("new_done_replay", new_done_replay),
+    ("conflict_keeps_the_first", conflict_keeps_the_first),
+    ("busy_then_done", busy_then_done),
+    ("abandon_gives_new_again", abandon_gives_new_again),
+    ("lease_expiry_and_finish_after_takeover", lease_expiry_and_finish_after_takeover),
+    ("balance_query_not_replayed_but_indexed", balance_query_not_replayed_but_indexed),
+    ("refused_index_is_not_missing", refused_index_is_not_missing),
+    ("gaps_from_the_first_seen", gaps_from_the_first_seen),
+    ("gaps_from_a_configured_first", gaps_from_a_configured_first),
+    ("watermark_survives_reopening", watermark_survives_reopening),
+    ("unknown_schema_version_refused", unknown_schema_version_refused),
+    ("reply_over_the_limit_refused", reply_over_the_limit_refused),
+    ("eight_threads_one_key", eight_threads_one_key),
+];
+
+/// Runs every behaviour, reporting each, and fails naming those that failed.
+fn run_suite(backend: &dyn Backend) {
+    let mut failed = Vec::new();
+    for (name, behaviour) in SUITE {
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| behaviour(backend)));
+        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
+        println!("{} {name}: {verdict} ({} ms)", backend.name(), started.elapsed().as_millis());
+        if result.is_err() {
+            failed.push(*name);
+        }
+    }
+    assert!(failed.is_empty(), "{} failed: {failed:?}", backend.name());
+}
+
+#[test]
+fn sqlite_conformance() {
+    run_suite(&Sqlite { dir: TempDir::new("slotpartner-journal") });
+}
+
+#[test]
+fn postgres_conformance() {
+    let Some(cluster) = Cluster::start() else { return };
+    run_suite(&Postgres { cluster });
+}
+
+fn new_done_replay(b: &dyn Backend) {
+    let journal = open(&b.url("new_done_replay"));
+    let first = refund(900002, Some(1), 7);
+    let claim = new_claim(&journal, &first);
+    assert_eq!((claim.attempt(), claim.key()), (1, "gameSessionBuyRefund:900002"));
+    // Any bytes, stored and given back as they are.
+    let reply = b"{\"refund\":{\"success\":true,\"errorMessage\":\"\"}}\n\0\xff ".to_vec();
+    journal.finish(&claim, &reply).unwrap();
+    // A repeat, with another index and formatting: the same delivery.
+    let repeat = delivery(
+        r#"{ "index": 3, "event":"gameSessionBuyRefund", "transactionId":900002, "gameSessionIdentifier":"gs-900002",
+            "playerIdentifier":"player-1", "buyTransactionId":1900002, "gameSessionId":5,
+            "partnerGameRequestIdentifier":"req-900002", "gameId":7, "isMobile":false, "newField":[1] }"#,
+    );
+    assert_eq!(done_reply(&journal, &repeat), reply);
+    assert_eq!(done_reply(&journal, &first), reply);
+    // A refusal is final and replayed too.
+    let refused = refund(900003, Some(2), 7);
+    let failure = br#"{"refund":{"success":false,"errorMessage":"unknown player"}}"#;
+    handle(&journal, &refused, failure);
+    assert_eq!(done_reply(&journal, &refused), failure);
+
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.replayed, status.in_progress, status.conflicts), (2, 3, 0, 0));
+    let records = journal.lookup(900002).unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let record = &records[0];
+    assert_eq!(
+        (record.key.as_str(), record.state, record.attempts),
+        ("gameSessionBuyRefund:900002", RecordState::Done, 1)
+    );
+    assert_eq!(
+        (record.index, record.transaction_id, record.reply.as_deref()),
+        (Some(1), Some(900002), Some(&reply[..]))
+    );
+    assert!(record.finished_ms.is_some() && record.lease_until_ms.is_none() && record.created_ms > 0);
+    assert!(journal.lookup(12345).unwrap().is_empty());
+}
+
+fn conflict_keeps_the_first(b: &dyn Backend) {
+    let journal = open_with(
+        &b.url("conflict_keeps_the_first"),
+        JournalOptions { busy_wait: Duration::ZERO, ..Default::default() },
+    );
+    let first = refund(900002, Some(1), 7);
+    let claim = new_claim(&journal, &first);
+    let other = refund(900002, Some(2), 8);
+    // While claimed, and once done: other content under the key is refused.
+    for _ in 0..2 {
+        match journal.begin(&other).unwrap() {
+            Begin::Conflict(error) => {
+                assert_eq!(error.kind, ErrorKind::Conflict);
+                assert_eq!(error.field, "gameSessionBuyRefund.transactionId");
+                assert!(error.message.contains("900002"), "{error}");
+                assert!(error.message.contains("gameId: first 7, now 8"), "{error}");
+            }
+            answer => panic!("expected Conflict, got {answer:?}"),
+        }
+        if journal.lookup(900002).unwrap()[0].state == RecordState::Claimed {
+            journal.finish(&claim, b"first").unwrap();
+        }
+    }
+    assert_eq!(done_reply(&journal, &first), b"first");
+    let status = journal.status().unwrap();
+    assert_eq!((status.conflicts, status.handled, status.replayed), (2, 1, 1));
+}
+
+fn busy_then_done(b: &dyn Backend) {
+    let url = b.url("busy_then_done");
+    let worker = open(&url);
+    let waiting = open_with(&url, JournalOptions { busy_wait: Duration::from_secs(5), ..Default::default() });
+    let impatient = open_with(&url, JournalOptions { busy_wait: Duration::from_millis(200), ..Default::default() });
+    let event = refund(1, Some(1), 7);
+    let claim = new_claim(&worker, &event);
+
+    let started = Instant::now();
+    assert!(matches!(impatient.begin(&event).unwrap(), Begin::Busy));
+    assert!(started.elapsed() >= Duration::from_millis(200), "waited {:?}", started.elapsed());
+
+    thread::scope(|s| {
+        let other = s.spawn(|| waiting.begin(&event).unwrap());
+        thread::sleep(Duration::from_millis(300));
+        worker.finish(&claim, b"the reply").unwrap();
+        match other.join().unwrap() {
+            Begin::Done(reply) => assert_eq!(reply, b"the reply"),
+            answer => panic!("expected Done after the wait, got {answer:?}"),
+        }
+    });
+}
+
+fn abandon_gives_new_again(b: &dyn Backend) {
+    let journal = open(&b.url("abandon_gives_new_again"));
+    let event = refund(77, Some(1), 7);
+    let first = new_claim(&journal, &event);
+    assert_eq!(journal.status().unwrap().in_progress, 1);
+    journal.abandon(&first).unwrap();
+    assert_eq!(journal.status().unwrap().in_progress, 0);
+    assert_eq!(journal.lookup(77).unwrap()[0].state, RecordState::Abandoned);
+    let second = new_claim(&journal, &event);
+    assert_eq!(second.attempt(), 2);
+    let error = journal.abandon(&first).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    let error = journal.finish(&first, b"stale").unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    journal.finish(&second, b"second").unwrap();
+    assert_eq!(done_reply(&journal, &event), b"second");
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.in_progress), (1, 0));
+    assert_eq!(journal.lookup(77).unwrap()[0].attempts, 2);
+}
+
+fn lease_expiry_and_finish_after_takeover(b: &dyn Backend) {
+    let options = JournalOptions { lease: Duration::from_millis(300), busy_wait: Duration::ZERO, ..Default::default() };
+    let journal = open_with(&b.url("lease_expiry"), options);
+    let event = refund(5, Some(1), 7);
+    let dead = new_claim(&journal, &event);
+    assert!(matches!(journal.begin(&event).unwrap(), Begin::Busy));
+    thread::sleep(Duration::from_millis(400));
+    let taken = new_claim(&journal, &event);
+    assert_eq!(taken.attempt(), 2);
+    // The first worker wakes up: its claim is gone, nothing is overwritten.
+    let error = journal.finish(&dead, b"late").unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost);
+    assert!(error.message.contains("attempt 2"), "{error}");
+    journal.finish(&taken, b"taken over").unwrap();
+    assert_eq!(done_reply(&journal, &event), b"taken over");
+    assert_eq!(journal.status().unwrap().in_progress, 0);
+}
+
+fn balance_query_not_replayed_but_indexed(b: &dyn Backend) {
+    let journal = open(&b.url("balance_query"));
+    handle(&journal, &refund(1, Some(1), 7), b"r1");
+    for _ in 0..2 {
+        assert!(matches!(journal.begin(&balance(2)).unwrap(), Begin::NotReplayable));
+    }
+    handle(&journal, &refund(3, Some(3), 7), b"r3");
+    assert_eq!(journal.missing(10).unwrap(), vec![]);
+    let status = journal.status().unwrap();
+    assert_eq!((status.missing, status.highest_index, status.watermark, status.handled), (0, Some(3), Some(3), 2));
+    // An unknown event without an index has no key either.
+    assert!(matches!(journal.begin(&delivery(r#"{"event":"ping"}"#)).unwrap(), Begin::NotReplayable));
+}
+
+fn refused_index_is_not_missing(b: &dyn Backend) {
+    let journal = open(&b.url("refused_index"));
+    handle(&journal, &refund(11, Some(1), 7), b"r");
+    journal.record_refused(2, Some("gameSessionBuyRefund"), Some(12)).unwrap();
+    handle(&journal, &refund(13, Some(3), 7), b"r");
+    journal.record_refused(5, None, None).unwrap();
+    assert_eq!(journal.missing(10).unwrap(), vec![(4, 4)]);
+    let status = journal.status().unwrap();
+    assert_eq!((status.refused, status.missing, status.highest_index, status.watermark), (2, 1, Some(5), Some(3)));
+    let records = journal.lookup(12).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        (records[0].state, records[0].index, records[0].name.as_deref()),
+        (RecordState::Refused, Some(2), Some("gameSessionBuyRefund"))
+    );
+    assert!(journal.record_refused(-1, None, None).is_err());
+}
+
+fn gaps_from_the_first_seen(b: &dyn Backend) {
+    let journal = open(&b.url("gaps_first_seen"));
+    assert_eq!(journal.status().unwrap().first_index, None);
+    for index in [10, 11, 14, 17, 18, 20, 14] {
+        handle_or_replay(&journal, &indexed(index));
+    }
+    assert_eq!(journal.missing(10).unwrap(), vec![(12, 13), (15, 16), (19, 19)]);
+    assert_eq!(journal.missing(2).unwrap(), vec![(12, 13), (15, 16)]);
+    let status = journal.status().unwrap();
+    assert_eq!(
+        (status.first_index, status.highest_index, status.watermark, status.missing),
+        (Some(10), Some(20), Some(11), 5)
+    );
+    for index in [12, 13] {
+        handle_or_replay(&journal, &indexed(index));
+    }
+    let status = journal.status().unwrap();
+    assert_eq!((status.watermark, status.missing), (Some(14), 3));
+    // An index below the first seen (reordered) becomes the first.
+    handle_or_replay(&journal, &indexed(8));
+    assert_eq!(journal.missing(10).unwrap(), vec![(9, 9), (15, 16), (19, 19)]);
+    let status = journal.status().unwrap();
+    assert_eq!((status.first_index, status.watermark, status.missing), (Some(8), Some(8), 4));
+}
+
+fn gaps_from_a_configured_first(b: &dyn Backend) {
+    let url = b.url("gaps_configured_first");
+    let journal = open_with(&url, JournalOptions { first_index: Some(5), ..Default::default() });
+    for index in [3, 7, 8] {
+        handle_or_replay(&journal, &indexed(index));
+    }
+    assert_eq!(journal.missing(10).unwrap(), vec![(5, 6)]);
+    let status = journal.status().unwrap();
+    assert_eq!(
+        (status.first_index, status.highest_index, status.watermark, status.missing),
+        (Some(5), Some(8), None, 2)
+    );
+    // The configured first index is stored: a journal opened without one counts from it too.
+    let later = open(&url);
+    for index in [5, 6] {
+        handle_or_replay(&later, &indexed(index));
+    }
+    let status = later.status().unwrap();
+    assert_eq!((status.first_index, status.watermark, status.missing), (Some(5), Some(8), 0));
+    assert_eq!(later.missing(10).unwrap(), vec![]);
+}
+
+fn handle_or_replay(journal: &Journal, delivery: &Delivery) {
+    match journal.begin(delivery).unwrap() {
+        Begin::New(claim) => journal.finish(&claim, b"ok").unwrap(),
+        Begin::Done(_) => {}
+        answer => panic!("{answer:?}"),
+    }
+}
+
+fn watermark_survives_reopening(b: &dyn Backend) {
+    let url = b.url("watermark_reopen");
+    {
+        let journal = open(&url);
+        for index in (1..=50).filter(|&i| i != 25) {
+            handle(&journal, &refund(index + 500, Some(index), 7), b"ok");
+        }
+    }
+    let journal = open(&url);
+    let status = journal.status().unwrap();
+    assert_eq!((status.watermark, status.highest_index, status.missing, status.handled), (Some(24), Some(50), 1, 49));
+    assert_eq!(journal.missing(10).unwrap(), vec![(25, 25)]);
+    handle(&journal, &refund(525, Some(25), 7), b"ok");
+    let status = open(&url).status().unwrap();
+    assert_eq!((status.watermark, status.missing), (Some(50), 0));
+}
+
+fn unknown_schema_version_refused(b: &dyn Backend) {
+    let url = b.url("schema_version");
+    handle(&open(&url), &refund(1, Some(1), 7), b"ok");
+    b.set_schema_version(&url, 99);
+    let error = Journal::open(&url, &JournalOptions::default()).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal);
+    assert!(error.message.contains("schema version 99") && error.message.contains("newer"), "{error}");
+    b.set_schema_version(&url, 1);
+    assert_eq!(done_reply(&open(&url), &refund(1, Some(1), 7)), b"ok");
+}
+
+fn reply_over_the_limit_refused(b: &dyn Backend) {
+    let options = JournalOptions { max_reply_bytes: 16, busy_wait: Duration::ZERO, ..Default::default() };
+    let journal = open_with(&b.url("reply_limit"), options);
+    let event = refund(1, Some(1), 7);
+    let claim = new_claim(&journal, &event);
+    let error = journal.finish(&claim, &[b'x'; 17]).unwrap_err();
+    assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "reply"));
+    assert!(error.message.contains("16 bytes"), "{error}");
+    // The claim stays held.
+    assert!(matches!(journal.begin(&event).unwrap(), Begin::Busy));
+    journal.finish(&claim, &[b'y'; 16]).unwrap();
+    assert_eq!(done_reply(&journal, &event), [b'y'; 16]);
+}
+
+fn eight_threads_one_key(b: &dyn Backend) {
+    let url = b.url("eight_threads");
+    open(&url);
+    let barrier = Barrier::new(8);
+    let event = refund(4242, Some(1), 7);
+    let answers: Vec<Begin> = thread::scope(|s| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    let journal = open(&url);
+                    barrier.wait();
+                    let answer = journal.begin(&event).unwrap();
+                    if let Begin::New(claim) = &answer {
+                        thread::sleep(Duration::from_millis(100));
+                        journal.finish(claim, b"only once").unwrap();
+                    }
+                    answer
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let new = answers.iter().filter(|a| matches!(a, Begin::New(_))).count();
+    assert_eq!(new, 1, "{answers:?}");
+    for answer in &answers {
+        match answer {
+            Begin::New(claim) => assert_eq!(claim.attempt(), 1),
+            Begin::Done(reply) => assert_eq!(reply, b"only once"),
+            Begin::Busy => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let status = open(&url).status().unwrap();
+    assert_eq!((status.handled, status.in_progress), (1, 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// One backend only
+
+#[test]
+fn other_schemes_are_refused() {
+    for url in ["mysql://user:secret@host/db", "journal.db", "", "sqlite:", "sqlite::memory:"] {
+        let error = Journal::open(url, &JournalOptions::default()).unwrap_err();
+        assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "journal_url"), "{url}: {error}");
+        assert!(!error.message.contains("secret"), "{error}");
+    }
+    let error =
+        Journal::open("sqlite:/tmp/x.db", &JournalOptions { lease: Duration::ZERO, ..Default::default() }).unwrap_err();
+    assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "lease"));
+}
+
+#[test]
+fn corrupt_sqlite_file_is_a_clear_error() {
+    let dir = TempDir::new("slotpartner-journal-corrupt");
+    let path = dir.0.join("corrupt.db");
+    std::fs::write(&path, b"this is not a SQLite database, just text. ".repeat(200)).unwrap();
+    let error = Journal::open(&format!("sqlite:{}", path.display()), &JournalOptions::default()).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal);
+    assert!(error.message.contains("corrupt.db") && error.message.contains("not a"), "{error}");
+
+    let error =
+        Journal::open(&format!("sqlite:{}/no/such/dir/j.db", dir.0.display()), &JournalOptions::default()).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal);
+    assert!(error.message.contains("cannot open"), "{error}");
+}
+
+/// Root writes any file; the check runs as `nobody` then, in a child process of this binary.
+#[test]
+fn read_only_sqlite_file_is_a_clear_error() {
+    let dir = TempDir::new("slotpartner-journal-ro");
+    let path = dir.0.join("read-only.db");
+    handle(&open(&format!("sqlite:{}", path.display())), &refund(1, Some(1), 7), b"ok");
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o444);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    // A fresh path for the child (this process keeps its connections to the first one).
+    let copy = dir.0.join("copy.db");
+    std::fs::copy(&path, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::metadata(&path).unwrap().permissions()).unwrap();
+    let mut command = match unprivileged() {
+        Some(Unprivileged::Root(runner)) => {
+            let mut command = Command::new(runner[0]);
+            command.args(&runner[1..]).arg(std::env::current_exe().unwrap());
+            command
+        }
+        Some(Unprivileged::Already) => Command::new(std::env::current_exe().unwrap()),
+        None => {
+            println!("SKIP read-only SQLite file: running as root without runuser or setpriv to drop privileges");
+            return;
+        }
+    };
+    let output = command
+        .args(["--ignored", "--exact", "read_only_child", "--nocapture", "--test-threads=1"])
+        .env("SLOTPARTNER_RO_JOURNAL", &copy)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "child failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let verdict = stdout.find("read-only child: ok").map(|at| stdout[at..].lines().next().unwrap_or_default());
+    println!("{}", verdict.unwrap_or_else(|| panic!("no verdict from the child:\n{stdout}")));
+}
+
+/// The child of `read_only_sqlite_file_is_a_clear_error`.
+#[test]
+#[ignore = "run by read_only_sqlite_file_is_a_clear_error"]
+fn read_only_child() {
+    let Some(path) = std::env::var_os("SLOTPARTNER_RO_JOURNAL") else { return };
+    let error =
+        Journal::open(&format!("sqlite:{}", Path::new(&path).display()), &JournalOptions::default()).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal);
+    assert!(error.message.contains("read-only"), "{error}");
+    println!("read-only child: ok ({error})");
+}
+
+#[test]
+fn unreachable_postgres_is_a_clear_error() {
+    let port = free_port();
+    let url = format!("postgres://someone:secret@127.0.0.1:{port}/journal");
+    let options = JournalOptions { lock_timeout: Duration::from_secs(2), ..Default::default() };
+    let started = Instant::now();
+    let error = Journal::open(&url, &options).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal);
+    assert!(error.message.contains(&format!("127.0.0.1:{port}/journal")), "{error}");
+    assert!(!error.message.contains("secret"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A throw-away PostgreSQL cluster
+
+enum Unprivileged {
+    /// Running as root: prefix commands with this to run them as `nobody`.
+    Root(Vec<&'static str>),
+    Already,
+}
+
+fn unprivileged() -> Option<Unprivileged> {
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Some(Unprivileged::Already);
+    }
+    let found =
+        |tool: &str| ["/usr/sbin", "/usr/bin", "/sbin", "/bin"].iter().any(|d| Path::new(d).join(tool).exists());
+    if found("runuser") {
+        Some(Unprivileged::Root(vec!["runuser", "-u", "nobody", "--"]))
+    } else if found("setpriv") {
+        Some(Unprivileged::Root(vec!["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]))
+    } else {
+        None
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The newest `/usr/lib/postgresql/*/bin` that has `initdb` and `pg_ctl`.
+fn postgres_bin() -> Option<PathBuf> {
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let version = entry.file_name().to_str()?.split('.').next()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            (bin.join("initdb").exists() && bin.join("pg_ctl").exists()).then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+/// A cluster in a temporary folder owned by the unprivileged user, listening on loopback; stopped
+/// and removed when dropped (also when a test panics).
+struct Cluster {
+    bin: PathBuf,
+    runner: Vec<&'static str>,
+    dir: TempDir,
+    port: u16,
+}
+
+impl Cluster {
+    /// Starts a cluster, or prints a SKIP line naming what is missing and returns `None`.
+    fn start() -> Option<Cluster> {
+        let Some(bin) = postgres_bin() else {
+            println!(
+                "SKIP PostgreSQL half: no initdb and pg_ctl under /usr/lib/postgresql/*/bin (Debian package `postgresql`)"
+            );
+            return None;
+        };
+        let runner = match unprivileged() {
+            Some(Unprivileged::Root(runner)) => runner,
+            Some(Unprivileged::Already) => Vec::new(),
+            None => {
+                println!(
+                    "SKIP PostgreSQL half: running as root and neither runuser nor setpriv is there to run PostgreSQL as nobody"
+                );
+                return None;
+            }
+        };
+        let dir = TempDir::new("slotpartner-pg");
+        if !runner.is_empty() {
+            let id = |flag: &str| -> u32 {
+                let out = Command::new("id").args([flag, "nobody"]).output().expect("id");
+                String::from_utf8_lossy(&out.stdout).trim().parse().expect("nobody's id")
+            };
+            std::os::unix::fs::chown(&dir.0, Some(id("-u")), Some(id("-g"))).expect("chown the cluster folder");
+        }
+        let cluster = Cluster { bin, runner, dir, port: free_port() };
+        let data = cluster.dir.0.join("data");
+        cluster
+            .run("initdb", &["-D", data.to_str().unwrap(), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"]);
+        let server_options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=50",
+            cluster.port,
+            cluster.dir.0.display()
+        );
+        let log = cluster.dir.0.join("log");
+        cluster.run(
+            "pg_ctl",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-l",
+                log.to_str().unwrap(),
+                "-w",
+                "-t",
+                "30",
+                "-o",
+                &server_options,
+                "start",
+            ],
+        );
+        Some(cluster)
+    }
+
+    fn command(&self, tool: &str) -> Command {
+        let tool = self.bin.join(tool);
+        let mut command = match self.runner.split_first() {
+            Some((runner, args)) => {
+                let mut command = Command::new(runner);
+                command.args(args).arg(tool);
+                command
+            }
+            None => Command::new(tool),
+        };
+        command.current_dir(&self.dir.0).stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        let output = self.command(tool).args(args).output().unwrap_or_else(|e| panic!("{tool}: {e}"));
+        if !output.status.success() {
+            let log = std::fs::read_to_string(self.dir.0.join("log")).unwrap_or_default();
+            panic!(
+                "{tool} failed: {}\n{}\n{log}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect to the test cluster")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let data = self.dir.0.join("data");
+        let _ = self.command("pg_ctl").args(["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]).output();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Throughput (not a timed test: it prints)
+
+fn throughput(url: &str, threads: usize, per_thread: usize, offset: i64) -> f64 {
+    let journal = Arc::new(open(url));
+    let started = Instant::now();
+    thread::scope(|s| {
+        for t in 0..threads {
+            let journal = Arc::clone(&journal);
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    let n = offset + (t * per_thread + i) as i64;
+                    let claim = new_claim(&journal, &refund(n, Some(n), 7));
+                    journal.finish(&claim, br#"{"refund":{"success":true,"errorMessage":""}}"#).unwrap();
+                }
+            });
+        }
+    });
+    (threads * per_thread) as f64 / started.elapsed().as_secs_f64()
+}
+
+#[test]
+#[ignore = "prints throughput; run with --ignored --nocapture"]
+fn throughput_begin_finish() {
+    let dir = TempDir::new("slotpartner-journal-bench");
+    let sqlite = format!("sqlite:{}", dir.0.join("bench.db").display());
+    println!("sqlite, 1 thread:   {:.0} deliveries/s", throughput(&sqlite, 1, 3000, 0));
+    println!("sqlite, 4 threads:  {:.0} deliveries/s", throughput(&sqlite, 4, 1000, 100_000));
+    let Some(cluster) = Cluster::start() else { return };
+    let postgres = cluster.url();
+    println!("postgres, 1 thread: {:.0} deliveries/s", throughput(&postgres, 1, 2000, 0));
+    println!("postgres, 4 threads: {:.0} deliveries/s", throughput(&postgres, 4, 1000, 100_000));
+    let status = open(&postgres).status().unwrap();
+    assert_eq!(status.handled, 6000);
+}
