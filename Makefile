@@ -16,7 +16,7 @@ SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # What a program linking the static library needs besides it (as `cargo rustc -- --print native-static-libs` says).
 STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: FORCE all lib sandbox test-cpp test-php test-python examples sanitized test test-rust test-c header-check symbols-check header bench demo install clean
+.PHONY: FORCE all lib sandbox test-miri test-cpp test-php test-python examples sanitized test test-rust test-c header-check symbols-check header bench demo install clean
 
 all: lib examples
 
@@ -42,7 +42,7 @@ $(SANDIR)/%: examples/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
-test: all sanitized sandbox test-rust header-check symbols-check test-c test-cpp test-php test-python demo
+test: all sanitized sandbox test-rust header-check symbols-check test-c test-miri test-cpp test-php test-python demo
 
 test-rust:
 	$(CARGO) fmt --all -- --check
@@ -65,6 +65,15 @@ test-c: examples sanitized sandbox $(SANDIR)/careless_host
 	tests/c/run_examples.sh $(EXDIR)
 	tests/c/run_examples.sh $(SANDIR)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(SANDIR)/careless_host
+
+# The careless-host ABI tests under miri (undefined behaviour, aliasing), where a nightly
+# toolchain with miri is present.
+test-miri:
+	@if cargo +nightly miri --version > /dev/null 2>&1; then \
+		$(CARGO) +nightly miri test -p slotpartner --test ffi_abi careless_host; \
+	else \
+		echo "test-miri: SKIPPED: no nightly toolchain with miri (rustup component add --toolchain nightly miri rust-src)"; \
+	fi
 
 # The C ABI used as a careless host would use it, under the sanitizers.
 $(SANDIR)/careless_host: tests/c/careless_host.c include/slotpartner.h $(RELEASE)/libslotpartner.a

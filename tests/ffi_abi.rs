@@ -943,137 +943,147 @@ fn one_receiver_serves_many_threads_and_events_outlive_it() {
 // ---------------------------------------------------------------------------------------------
 // A careless host (also run under miri where a nightly toolchain is present)
 
-#[test]
-fn the_last_error_message_may_be_handed_back_in() {
-    let r = receiver(|_| {});
-    let ev = handle_ok(r, REFUND);
-    assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
-    let message = sp_last_error_message();
-    let mut out = sentinel_str();
-    // SAFETY: the message stays valid until this call returns, which is the point of the test.
-    assert_eq!(unsafe { sp_event_reply(ev, false, message.ptr, &mut out) }, SP_OK);
-    let reply: Value = serde_json::from_str(text(out)).unwrap();
-    assert_eq!(reply["refund"]["errorMessage"], json!(BAD_PAYOUT_MESSAGE));
-    assert_eq!(last_message(), "", "a successful call leaves no last error");
-    // A failing call may read its own previous error, and replaces it.
-    assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
-    let message = sp_last_error_message();
-    let mut config = ptr::null_mut();
-    // SAFETY: valid pointers; the message is valid during the call.
-    unsafe {
-        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
+/// Run under miri by `make test` where a nightly toolchain with miri is present
+/// (`cargo +nightly miri test --test ffi_abi careless_host`): no I/O, few iterations.
+mod careless_host {
+    use super::*;
+
+    #[test]
+    fn the_last_error_message_may_be_handed_back_in() {
+        let r = receiver(|_| {});
+        let ev = handle_ok(r, REFUND);
         assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
-        let message_again = sp_last_error_message();
-        assert_eq!(sp_receiver_config_set_sources(config, message_again.ptr), SP_ERR_INVALID_ARGUMENT);
-        assert!(last_message().contains("moneyWon"), "{}", last_message());
-        sp_receiver_config_free(config);
+        let message = sp_last_error_message();
+        let mut out = sentinel_str();
+        // SAFETY: the message stays valid until this call returns, which is the point of the test.
+        assert_eq!(unsafe { sp_event_reply(ev, false, message.ptr, &mut out) }, SP_OK);
+        let reply: Value = serde_json::from_str(text(out)).unwrap();
+        assert_eq!(reply["refund"]["errorMessage"], json!(BAD_PAYOUT_MESSAGE));
+        assert_eq!(last_message(), "", "a successful call leaves no last error");
+        // A failing call may read its own previous error, and replaces it.
+        assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
+        let message = sp_last_error_message();
+        let mut config = ptr::null_mut();
+        // SAFETY: valid pointers; the message is valid during the call.
+        unsafe {
+            assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
+            assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
+            let message_again = sp_last_error_message();
+            assert_eq!(sp_receiver_config_set_sources(config, message_again.ptr), SP_ERR_INVALID_ARGUMENT);
+            assert!(last_message().contains("moneyWon"), "{}", last_message());
+            sp_receiver_config_free(config);
+        }
+        let _ = message;
+        free_event(ev);
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
     }
-    let _ = message;
-    free_event(ev);
-    // SAFETY: a live receiver, freed once.
-    unsafe { sp_receiver_free(r) };
-}
 
-#[test]
-fn fields_the_host_overwrites_are_never_read_back() {
-    let r = receiver(|_| {});
-    let ev = handle_ok(r, REFUND);
-    // SAFETY: the host owns the event and may write into it; 99 is no sp_event_kind value, so it
-    // is written as a plain integer, as C, PHP or Python would.
-    unsafe {
-        (&raw mut (*ev).kind).cast::<i32>().write(99);
-        (*ev).name = sp_str::from_static(c"bogus");
+    #[test]
+    fn fields_the_host_overwrites_are_never_read_back() {
+        let r = receiver(|_| {});
+        let ev = handle_ok(r, REFUND);
+        // SAFETY: the host owns the event and may write into it; 99 is no sp_event_kind value, so it
+        // is written as a plain integer, as C, PHP or Python would.
+        unsafe {
+            (&raw mut (*ev).kind).cast::<i32>().write(99);
+            (*ev).name = sp_str::from_static(c"bogus");
+        }
+        assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+        free_event(ev);
+        let ev = handle_ok(r, OTHER);
+        // SAFETY: as above.
+        unsafe { (&raw mut (*ev).kind).cast::<i32>().write(sp_event_kind::SP_EVENT_KIND_BUY_REFUND as i32) };
+        assert_eq!(reply(ev, true, None), Err(SP_ERR_UNKNOWN_EVENT));
+        assert!(last_message().contains("gameSessionStart"), "{}", last_message());
+        free_event(ev);
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
     }
-    assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
-    free_event(ev);
-    let ev = handle_ok(r, OTHER);
-    // SAFETY: as above.
-    unsafe { (&raw mut (*ev).kind).cast::<i32>().write(sp_event_kind::SP_EVENT_KIND_BUY_REFUND as i32) };
-    assert_eq!(reply(ev, true, None), Err(SP_ERR_UNKNOWN_EVENT));
-    assert!(last_message().contains("gameSessionStart"), "{}", last_message());
-    free_event(ev);
-    // SAFETY: a live receiver, freed once.
-    unsafe { sp_receiver_free(r) };
-}
 
-#[test]
-fn one_event_is_read_from_two_threads_at_once() {
-    let r = receiver(|_| {});
-    let ev = handle_ok(r, OTHER);
-    let shared = ev as usize;
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            std::thread::spawn(move || {
-                for _ in 0..20 {
-                    let mut out = sentinel_str();
-                    // SAFETY: a live event, only read by both threads.
-                    let got = unsafe { sp_event_field(shared as *const sp_event, c"data".as_ptr(), &mut out) };
-                    assert_eq!((got, text(out)), (SP_OK, "[1, 2]"));
-                }
-            })
-        })
-        .collect();
-    readers.into_iter().for_each(|t| t.join().unwrap());
-    free_event(ev);
-    // SAFETY: a live receiver, freed once.
-    unsafe { sp_receiver_free(r) };
-}
+    /// An event only read, by any number of threads (`sp_event_field` takes it `const`).
+    struct ReadOnlyEvent(*const sp_event);
+    // SAFETY: the threads sharing it only read it, which the library documents as allowed.
+    unsafe impl Sync for ReadOnlyEvent {}
 
-#[test]
-fn lengths_no_buffer_can_have_are_refused_before_reading() {
-    let r = receiver(|_| {});
-    let mut out = ptr::null_mut();
-    for len in [usize::MAX, isize::MAX as usize + 1] {
-        // SAFETY: the length is a lie the library must refuse before touching the bytes.
-        let got = unsafe { sp_receiver_parse(r, REFUND.as_ptr(), len, &mut out) };
-        assert_failed(got, SP_ERR_INVALID_ARGUMENT, "body");
-        assert!(out.is_null());
+    #[test]
+    fn one_event_is_read_from_two_threads_at_once() {
+        let r = receiver(|_| {});
+        let ev = handle_ok(r, OTHER);
+        let shared = &ReadOnlyEvent(ev);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(move || {
+                    for _ in 0..20 {
+                        let mut out = sentinel_str();
+                        // SAFETY: a live event, only read by both threads.
+                        let got = unsafe { sp_event_field(shared.0, c"data".as_ptr(), &mut out) };
+                        assert_eq!((got, text(out)), (SP_OK, "[1, 2]"));
+                    }
+                });
+            }
+        });
+        free_event(ev);
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
     }
-    // SAFETY: a live receiver, freed once.
-    unsafe { sp_receiver_free(r) };
-}
 
-#[test]
-fn a_refusal_carries_what_the_body_let_be_read_of_the_event() {
-    let r = receiver(|_| {});
-    let whole = || {
-        let mut out = std::mem::MaybeUninit::<sp_error>::uninit();
-        // SAFETY: a writable out-parameter.
-        let got = unsafe { sp_last_error(out.as_mut_ptr()) };
-        // SAFETY: written on SP_OK.
-        (got == SP_OK).then(|| unsafe { out.assume_init() })
-    };
-    let mut bad = payout();
-    bad["moneyWon"] = json!(1500.5);
-    bad["index"] = json!(77);
-    let bytes = serde_json::to_vec(&bad).unwrap();
-    assert_eq!(handle(r, Some(TOKEN), PRODUCTION, &bytes).unwrap_err(), SP_ERR_WRONG_TYPE);
-    let e = whole().expect("a last error");
-    assert_eq!(
-        (e.status, text(e.message), text(e.field)),
-        (SP_ERR_WRONG_TYPE, BAD_PAYOUT_MESSAGE, "jackpotPayout.moneyWon")
-    );
-    assert_eq!((e.http_status, text(e.event_name)), (200, "jackpotPayout"));
-    assert_eq!((e.has_index, e.index, e.has_transaction_id, e.transaction_id), (true, 77, true, 2001));
-    assert!(text(e.response_body).contains(BAD_PAYOUT_MESSAGE));
-    // The index is read leniently here too: only a non-negative integer counts.
-    bad["index"] = json!("77");
-    bad["transactionId"] = json!(1.5);
-    let bytes = serde_json::to_vec(&bad).unwrap();
-    assert!(handle(r, Some(TOKEN), PRODUCTION, &bytes).is_err());
-    let e = whole().unwrap();
-    assert_eq!((text(e.event_name), e.has_index, e.has_transaction_id), ("jackpotPayout", false, false));
-    // Nothing to read in a body that is not JSON, and nothing is read of an unauthenticated one.
-    assert_eq!(handle(r, Some(TOKEN), PRODUCTION, b"{\"event\":").unwrap_err(), SP_ERR_INVALID_JSON);
-    assert!(whole().unwrap().event_name.ptr.is_null());
-    let good = serde_json::to_vec(&payout()).unwrap();
-    assert_eq!(handle(r, Some(OTHER_TOKEN), PRODUCTION, &bad_payout()).unwrap_err(), SP_ERR_WRONG_TOKEN);
-    let e = whole().unwrap();
-    assert!(e.event_name.ptr.is_null() && !e.has_index && !e.has_transaction_id);
-    assert_eq!(e.http_status, 401);
-    // After a success there is no last error to read.
-    free_event(handle(r, Some(TOKEN), PRODUCTION, &good).unwrap());
-    assert!(whole().is_none());
-    // SAFETY: a live receiver, freed once.
-    unsafe { sp_receiver_free(r) };
+    #[test]
+    fn lengths_no_buffer_can_have_are_refused_before_reading() {
+        let r = receiver(|_| {});
+        let mut out = ptr::null_mut();
+        for len in [usize::MAX, isize::MAX as usize + 1] {
+            // SAFETY: the length is a lie the library must refuse before touching the bytes.
+            let got = unsafe { sp_receiver_parse(r, REFUND.as_ptr(), len, &mut out) };
+            assert_failed(got, SP_ERR_INVALID_ARGUMENT, "body");
+            assert!(out.is_null());
+        }
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
+
+    #[test]
+    fn a_refusal_carries_what_the_body_let_be_read_of_the_event() {
+        let r = receiver(|_| {});
+        let whole = || {
+            let mut out = std::mem::MaybeUninit::<sp_error>::uninit();
+            // SAFETY: a writable out-parameter.
+            let got = unsafe { sp_last_error(out.as_mut_ptr()) };
+            // SAFETY: written on SP_OK.
+            (got == SP_OK).then(|| unsafe { out.assume_init() })
+        };
+        let mut bad = payout();
+        bad["moneyWon"] = json!(1500.5);
+        bad["index"] = json!(77);
+        let bytes = serde_json::to_vec(&bad).unwrap();
+        assert_eq!(handle(r, Some(TOKEN), PRODUCTION, &bytes).unwrap_err(), SP_ERR_WRONG_TYPE);
+        let e = whole().expect("a last error");
+        assert_eq!(
+            (e.status, text(e.message), text(e.field)),
+            (SP_ERR_WRONG_TYPE, BAD_PAYOUT_MESSAGE, "jackpotPayout.moneyWon")
+        );
+        assert_eq!((e.http_status, text(e.event_name)), (200, "jackpotPayout"));
+        assert_eq!((e.has_index, e.index, e.has_transaction_id, e.transaction_id), (true, 77, true, 2001));
+        assert!(text(e.response_body).contains(BAD_PAYOUT_MESSAGE));
+        // The index is read leniently here too: only a non-negative integer counts.
+        bad["index"] = json!("77");
+        bad["transactionId"] = json!(1.5);
+        let bytes = serde_json::to_vec(&bad).unwrap();
+        assert!(handle(r, Some(TOKEN), PRODUCTION, &bytes).is_err());
+        let e = whole().unwrap();
+        assert_eq!((text(e.event_name), e.has_index, e.has_transaction_id), ("jackpotPayout", false, false));
+        // Nothing to read in a body that is not JSON, and nothing is read of an unauthenticated one.
+        assert_eq!(handle(r, Some(TOKEN), PRODUCTION, b"{\"event\":").unwrap_err(), SP_ERR_INVALID_JSON);
+        assert!(whole().unwrap().event_name.ptr.is_null());
+        let good = serde_json::to_vec(&payout()).unwrap();
+        assert_eq!(handle(r, Some(OTHER_TOKEN), PRODUCTION, &bad_payout()).unwrap_err(), SP_ERR_WRONG_TOKEN);
+        let e = whole().unwrap();
+        assert!(e.event_name.ptr.is_null() && !e.has_index && !e.has_transaction_id);
+        assert_eq!(e.http_status, 401);
+        // After a success there is no last error to read.
+        free_event(handle(r, Some(TOKEN), PRODUCTION, &good).unwrap());
+        assert!(whole().is_none());
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
 }

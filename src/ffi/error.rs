@@ -14,7 +14,6 @@
 //! neither panic nor abort: they work, only without a last error to read.
 
 use std::cell::RefCell;
-use std::ffi::CString;
 
 use crate::error::Error;
 use crate::ffi::args;
@@ -38,11 +37,11 @@ impl From<Error> for Failure {
 /// One recorded failure, as C strings the accessors view.
 pub struct LastError {
     status: sp_status,
-    message: CString,
-    field: CString,
+    message: CText,
+    field: CText,
     http_status: u16,
-    body: CString,
-    event_name: Option<CString>,
+    body: CText,
+    event_name: Option<CText>,
     index: Option<i64>,
     transaction_id: Option<i64>,
 }
@@ -77,11 +76,21 @@ thread_local! {
 }
 
 /// `s` as a C string; a NUL inside (none is expected) becomes U+FFFD rather than cutting it short.
-fn c_string(s: String) -> CString {
-    CString::new(s).unwrap_or_else(|e| {
-        let cleaned = String::from_utf8_lossy(&e.into_vec()).replace('\0', "\u{FFFD}");
-        CString::new(cleaned).unwrap_or_default()
-    })
+fn c_string(s: String) -> CText {
+    let mut bytes = if s.contains('\0') { s.replace('\0', "\u{FFFD}") } else { s }.into_bytes();
+    bytes.push(0);
+    CText(bytes)
+}
+
+/// A NUL-terminated string kept in a `Vec`, not a `CString`: a `CString` is a `Box`, and moving
+/// a `Box` (as taking the last error out of its slot does) asserts that nothing else points
+/// into it, which the views handed to C do.
+pub struct CText(Vec<u8>);
+
+impl CText {
+    fn view(&self) -> sp_str {
+        sp_str::of_nul_terminated(&self.0)
+    }
 }
 
 /// Takes the thread's last error out of its slot, leaving none. The caller keeps it alive until
@@ -119,8 +128,8 @@ pub fn record(error: &Error, response: Option<Response>) -> sp_status {
 pub fn record_panic() -> sp_status {
     let last = LastError {
         status: sp_status::SP_ERR_PANIC,
-        message: c"internal error: the library panicked; the call had no effect".to_owned(),
-        field: CString::default(),
+        message: c_string("internal error: the library panicked; the call had no effect".to_owned()),
+        field: c_string(String::new()),
         http_status: 500,
         body: c_string(r#"{"error":{"code":"internal_error","field":"","message":"internal error"}}"#.to_owned()),
         event_name: None,
@@ -143,7 +152,7 @@ fn read(pick: impl FnOnce(&LastError) -> sp_str) -> sp_str {
 /// may be passed to that call), or until the thread exits; the accessors do not clear it.
 #[unsafe(no_mangle)]
 pub extern "C" fn sp_last_error_message() -> sp_str {
-    value_boundary!(sp_str::from_static(c""), { read(|e| sp_str::of_nul_terminated(e.message.as_bytes_with_nul())) })
+    value_boundary!(sp_str::from_static(c""), { read(|e| e.message.view()) })
 }
 
 /// The field of the last failure on this thread, such as `jackpotPayout.moneyWon`, or a
@@ -151,7 +160,7 @@ pub extern "C" fn sp_last_error_message() -> sp_str {
 /// call succeeded. Valid like `sp_last_error_message`.
 #[unsafe(no_mangle)]
 pub extern "C" fn sp_last_error_field() -> sp_str {
-    value_boundary!(sp_str::from_static(c""), { read(|e| sp_str::of_nul_terminated(e.field.as_bytes_with_nul())) })
+    value_boundary!(sp_str::from_static(c""), { read(|e| e.field.view()) })
 }
 
 /// The answer an HTTP endpoint should give for the last failure on this thread: the HTTP status
@@ -177,7 +186,7 @@ pub unsafe extern "C" fn sp_last_error_response(http_status: *mut u16, body: *mu
         let mut http = 0u16;
         let body = read(|e| {
             http = e.http_status;
-            sp_str::of_nul_terminated(e.body.as_bytes_with_nul())
+            e.body.view()
         });
         if http == 0 {
             return sp_status::SP_ERR_INVALID_ARGUMENT;
@@ -203,14 +212,14 @@ pub unsafe extern "C" fn sp_last_error(out: *mut sp_error) -> sp_status {
         let Ok(out) = (unsafe { args::out("out", out) }) else {
             return sp_status::SP_ERR_INVALID_ARGUMENT;
         };
-        let view = |c: &CString| sp_str::of_nul_terminated(c.as_bytes_with_nul());
+        let view = CText::view;
         let whole = LAST_ERROR.try_with(|last| {
             last.try_borrow().ok()?.as_ref().map(|e| sp_error {
                 status: e.status,
-                message: view(&e.message),
-                field: view(&e.field),
+                message: e.message.view(),
+                field: e.field.view(),
                 http_status: e.http_status,
-                response_body: view(&e.body),
+                response_body: e.body.view(),
                 event_name: e.event_name.as_ref().map_or(sp_str::NONE, view),
                 has_index: e.index.is_some(),
                 index: e.index.unwrap_or(0),
