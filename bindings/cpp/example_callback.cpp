@@ -1,5 +1,7 @@
 // example_callback: handles one callback body from stdin with the C++ wrapper and prints the
-// HTTP status and the JSON reply, as a web framework's handler would send them.
+// HTTP status and the JSON reply, as a web framework's handler would send them: replies with
+// Event::reply_http_status() (200; 500 for a refused balance query, which states no balance),
+// refusals with Error::http_status(). The demo knows no player called "unknown-player".
 //
 //   SLOTPARTNER_TOKEN=<uuid> example_callback TOKEN_HEADER REMOTE_ADDR < body.json
 #include <cstdlib>
@@ -21,19 +23,28 @@ int main(int argc, char **argv) {
         const slotpartner::Receiver receiver(config);
         try {
             slotpartner::Event event = receiver.handle(argv[1], argv[2], body);
+            std::string_view reply;
             switch (event.kind()) {
             case SP_EVENT_KIND_JACKPOT_PAYOUT: {
                 auto payout = event.jackpot_payout();
                 std::cerr << "credit " << payout.money_won << " " << payout.currency_iso4217 << "\n";
-                std::cout << "200 " << event.reply(true) << "\n";
+                reply = event.reply(true);
                 break;
             }
             case SP_EVENT_KIND_BALANCE_QUERY:
-                std::cout << "200 " << event.reply_balance(100000) << "\n";
+                if (event.balance_query().player_partner_identifier == std::optional<std::string_view>("unknown-player")) {
+                    reply = event.reply(false, "player unknown-player is not known");
+                } else {
+                    reply = event.reply_balance(100000);
+                }
                 break;
             default:
-                std::cout << "200 " << event.reply(true) << "\n";
+                reply = event.reply(true);
             }
+            if (event.index_unreadable()) {
+                std::cerr << "index unreadable, handled without one\n";
+            }
+            std::cout << event.reply_http_status() << " " << reply << "\n";
         } catch (const slotpartner::Error &refused) {
             std::cerr << refused.status_name() << ": " << refused.what() << "\n";
             std::cout << refused.http_status() << " " << refused.response_body() << "\n";

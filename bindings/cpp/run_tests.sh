@@ -24,9 +24,10 @@ rc=${PIPESTATUS[0]}
 read -r _ passed _ failed _ < <(tail -n 1 "$work/result")
 
 token=6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f
-example() { # EXPECTED TOKEN FIXTURE
-  local got
-  got=$(SLOTPARTNER_TOKEN=$token "$out/example_callback" "$2" 127.0.0.1 < "$root/tests/fixtures/$3" 2> /dev/null)
+example() { # EXPECTED TOKEN FIXTURE (a name in tests/fixtures, or a path)
+  local got body=$3
+  [[ "$body" = /* ]] || body=$root/tests/fixtures/$body
+  got=$(SLOTPARTNER_TOKEN=$token "$out/example_callback" "$2" 127.0.0.1 < "$body" 2> /dev/null)
   if [ "$got" = "$1" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL example $3: $got"; fi
 }
 example '200 {"payout":{"success":true,"errorMessage":""}}' "$token" payout.json
@@ -35,5 +36,14 @@ example '401 {"error":{"code":"wrong_token","field":"X-Service-Token","message":
   0b7e3c55-1a2b-4c3d-8e9f-000000000001 refund.json
 example '200 {"payout":{"success":false,"errorMessage":"jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5"}}' \
   "$token" invalid_money_float.json
+# A refused balance query states no balance and is sent with 500, by the example or by validation.
+sed 's/"playerPartnerIdentifier":"[^"]*"/"playerPartnerIdentifier":"unknown-player"/' "$root/tests/fixtures/balance.json" > "$work/balance_unknown.json"
+example '500 {"playerBalance":{"errorMessage":"player unknown-player is not known"}}' "$token" "$work/balance_unknown.json"
+example '500 {"playerBalance":{"errorMessage":"getPlayerBalance.playerIdentifier: required field is missing (one of playerIdentifier and playerPartnerIdentifier must be present)"}}' \
+  "$token" invalid_no_player.json
+# An unreadable index never refuses money; an upper-case token is the token.
+sed 's/"index": *[0-9]*/"index":"42"/' "$root/tests/fixtures/payout.json" > "$work/payout_index_string.json"
+example '200 {"payout":{"success":true,"errorMessage":""}}' "$token" "$work/payout_index_string.json"
+example '200 {"refund":{"success":true,"errorMessage":""}}' "${token^^}" refund.json
 echo "cpp binding: $passed passed, $failed failed"
 [ "$rc" = 0 ] && [ "$failed" = 0 ]

@@ -5,7 +5,11 @@
 // - Strings are std::string_view borrowed from the owner that returned them (an Event, Games),
 //   valid while that owner lives. An absent optional string is std::nullopt.
 // - Failures throw slotpartner::Error carrying the status, the field and the message, and, for
-//   a refused callback, the HTTP status and body the endpoint should answer with.
+//   a refused callback, the HTTP status and body the endpoint should answer with (and the
+//   event's name, index and transactionId as far as the body let them be read).
+// - Replies: send each with Event::reply_http_status(): 200, except for a refused balance
+//   query, which states no balance (`{"playerBalance":{"errorMessage":"..."}}`) and gets the
+//   receiver's balance_failure_http_status (500 by default).
 // - Threads: Receiver and Client are immutable and may be shared by any number of threads;
 //   ReceiverConfig, ClientConfig, Event and Games belong to one thread at a time.
 #ifndef SLOTPARTNER_HPP
@@ -29,25 +33,39 @@ namespace slotpartner {
 class Error : public std::runtime_error {
 public:
     Error(sp_status status, std::string field, const std::string &message, uint16_t http_status,
-          std::string response_body)
+          std::string response_body, std::optional<std::string> event_name = std::nullopt,
+          std::optional<int64_t> index = std::nullopt, std::optional<int64_t> transaction_id = std::nullopt)
         : std::runtime_error(message), status_(status), field_(std::move(field)), http_status_(http_status),
-          response_body_(std::move(response_body)) {}
+          response_body_(std::move(response_body)), event_name_(std::move(event_name)), index_(index),
+          transaction_id_(transaction_id) {}
 
     sp_status status() const noexcept { return status_; }
     const char *status_name() const noexcept { return sp_status_name(static_cast<int32_t>(status_)); }
     /// The field, such as "jackpotPayout.moneyWon"; empty when the failure concerns none.
     const std::string &field() const noexcept { return field_; }
-    /// The HTTP status an endpoint should answer with (401, 403, 413, 400, or 200 for a known
-    /// event with invalid fields).
+    /// The HTTP status an endpoint should answer with (401, 403, 413, 400, 200 for a known
+    /// event with invalid fields, or the receiver's balance_failure_http_status, 500 by default,
+    /// for a balance query with invalid fields).
     uint16_t http_status() const noexcept { return http_status_; }
-    /// The JSON body an endpoint should answer with.
+    /// The JSON body an endpoint should answer with (`{"playerBalance":{"errorMessage":"..."}}`,
+    /// no balance stated, for a balance query with invalid fields).
     const std::string &response_body() const noexcept { return response_body_; }
+    /// For a refused callback body: the `event` (or `action`) value as far as the body let it be
+    /// read; nullopt when it could not be, and for other failures.
+    const std::optional<std::string> &event_name() const noexcept { return event_name_; }
+    /// The refused event's index, when the body carried a readable one.
+    std::optional<int64_t> index() const noexcept { return index_; }
+    /// The refused event's transactionId, when the body carried a readable one.
+    std::optional<int64_t> transaction_id() const noexcept { return transaction_id_; }
 
 private:
     sp_status status_;
     std::string field_;
     uint16_t http_status_;
     std::string response_body_;
+    std::optional<std::string> event_name_;
+    std::optional<int64_t> index_;
+    std::optional<int64_t> transaction_id_;
 };
 
 namespace detail {
@@ -58,20 +76,25 @@ inline std::optional<std::string_view> optional_view(sp_str s) noexcept {
     return s.ptr ? std::optional<std::string_view>(std::string_view(s.ptr, s.len)) : std::nullopt;
 }
 
-/// Throws the calling thread's last failure when `status` is not SP_OK.
+/// Throws the calling thread's last failure when `status` is not SP_OK: read whole with
+/// sp_last_error (one call) and copied at once, its views being valid only until the thread's
+/// next status-returning call.
 inline void check(sp_status status) {
     if (status == SP_OK) {
         return;
     }
-    std::string message(view(sp_last_error_message()));
-    std::string field(view(sp_last_error_field()));
-    uint16_t http_status = 0;
-    sp_str body{nullptr, 0};
-    std::string response;
-    if (sp_last_error_response(&http_status, &body) == SP_OK) {
-        response.assign(body.ptr, body.len);
+    sp_error e{};
+    if (sp_last_error(&e) != SP_OK) { // no failure recorded
+        throw Error(status, std::string(), sp_status_name(static_cast<int32_t>(status)), 0, std::string());
     }
-    throw Error(status, std::move(field), message, http_status, std::move(response));
+    std::optional<std::string> event_name;
+    if (e.event_name.ptr != nullptr) {
+        event_name.emplace(view(e.event_name));
+    }
+    throw Error(status, std::string(view(e.field)), std::string(view(e.message)), e.http_status,
+                std::string(view(e.response_body)), std::move(event_name),
+                e.has_index ? std::optional<int64_t>(e.index) : std::nullopt,
+                e.has_transaction_id ? std::optional<int64_t>(e.transaction_id) : std::nullopt);
 }
 
 template <class T, void (*Free)(T *)> struct Deleter {
@@ -82,6 +105,18 @@ template <class T, void (*Free)(T *)> using Owner = std::unique_ptr<T, Deleter<T
 
 /// A NUL-terminated copy for the C API (string_view need not be terminated).
 inline std::string terminated(std::string_view s) { return std::string(s); }
+
+/// A request header or address for the C API: a NUL inside would cut it short (`<token>\0junk`
+/// read as `<token>`), so it becomes 0xFF (never UTF-8) and the library refuses the value.
+inline std::string header(std::string_view s) {
+    std::string text(s);
+    for (char &c : text) {
+        if (c == '\0') {
+            c = static_cast<char>(0xFF);
+        }
+    }
+    return text;
+}
 
 } // namespace detail
 
@@ -132,7 +167,8 @@ struct BalanceQuery {
 };
 
 /// A validated callback event. Owns everything its views point to; replies built for it are
-/// valid until the next reply or its destruction.
+/// valid until the next reply or its destruction. The C struct is readable through get()
+/// (`index_unreadable`, `reply_http_status` among its fields).
 class Event {
 public:
     explicit Event(sp_event *event) : event_(event) {}
@@ -140,10 +176,19 @@ public:
     sp_event_kind kind() const noexcept { return event_->kind; }
     /// The event (or action) name.
     std::string_view name() const noexcept { return detail::view(event_->name); }
-    /// The service's consecutive index, when the body carries one.
+    /// The service's consecutive index, when the body carries one as a non-negative integer.
     std::optional<int64_t> index() const noexcept {
         return event_->has_index ? std::optional<int64_t>(event_->index) : std::nullopt;
     }
+    /// True when the body has the index field but its value is not a non-negative integer
+    /// ("42", -1, 1.5): the event is handled with no index() and the raw value is in
+    /// extra_field("index") (or the configured index field). Never true under
+    /// ReceiverConfig::strict_index(true), which refuses such events.
+    bool index_unreadable() const noexcept { return event_->index_unreadable; }
+    /// The HTTP status to send the last reply built for this event with: 200, except for a
+    /// refused balance query (reply(false, ...) on a balance query): the receiver's
+    /// balance_failure_http_status, 500 by default. 0 until a reply is built.
+    uint16_t reply_http_status() const noexcept { return event_->reply_http_status; }
 
     /// The refund; throws std::logic_error for another kind.
     BuyRefund buy_refund() const {
@@ -208,7 +253,9 @@ public:
     }
 
     /// The reply to a refund or payout: `{"refund":{"success":true,"errorMessage":""}}`, or with
-    /// success false and `message` (required then, forbidden on success).
+    /// success false and `message` (required then, forbidden on success). For a balance query
+    /// only a failure: `{"playerBalance":{"errorMessage":"<message>"}}`, stating no balance.
+    /// Send it with reply_http_status().
     std::string_view reply(bool success, std::string_view message = {}) {
         std::string text = detail::terminated(message);
         sp_str out{nullptr, 0};
@@ -216,7 +263,8 @@ public:
         return detail::view(out);
     }
 
-    /// The successful reply to a balance query; `currency` empty for the configured one.
+    /// The successful reply to a balance query; `currency` empty for the configured one. Sent
+    /// with reply_http_status() (200).
     std::string_view reply_balance(int64_t money, std::string_view currency = {}, int64_t coins = 0) {
         std::string text = detail::terminated(currency);
         sp_str out{nullptr, 0};
@@ -272,8 +320,16 @@ public:
         detail::check(sp_receiver_config_set_max_identifier_bytes(config_.get(), bytes));
         return *this;
     }
+    /// The name of the service's event index field (default "index").
     ReceiverConfig &index_field(std::string_view name) {
         detail::check(sp_receiver_config_set_index_field(config_.get(), detail::terminated(name).c_str()));
+        return *this;
+    }
+    /// true: refuse an event whose index field is present but not a non-negative integer,
+    /// naming the field (HTTP 200 with the event's wrapper and success false). Default false:
+    /// such an event is handled with no index() and index_unreadable() true.
+    ReceiverConfig &strict_index(bool strict) {
+        detail::check(sp_receiver_config_set_strict_index(config_.get(), strict));
         return *this;
     }
     ReceiverConfig &reject_unknown_events(bool reject) {
@@ -286,6 +342,13 @@ public:
     }
     ReceiverConfig &balance_currency(std::string_view currency) {
         detail::check(sp_receiver_config_set_balance_currency(config_.get(), detail::terminated(currency).c_str()));
+        return *this;
+    }
+    /// The HTTP status a refused balance query is answered with (Event::reply_http_status()
+    /// after reply(false, ...), and Error::http_status() of a balance query refused by
+    /// validation): 200, or 400 to 599. Default 500. The body states no balance either way.
+    ReceiverConfig &balance_failure_http_status(uint16_t http_status) {
+        detail::check(sp_receiver_config_set_balance_failure_http_status(config_.get(), http_status));
         return *this;
     }
     ReceiverConfig &omit_empty_error_message(bool omit) {
@@ -309,15 +372,19 @@ public:
     }
 
     /// Authenticates and parses one callback. `token` is the X-Service-Token header (nullopt when
-    /// absent), `remote_addr` the peer address. Throws Error whose http_status() and
+    /// absent; compared case-insensitively), `remote_addr` the peer address (nullopt when
+    /// unknown: not looked at under sources "any"), `forwarded_for` the X-Forwarded-For header
+    /// as the bytes received (read only when the peer is a trusted proxy, ignored otherwise; not
+    /// UTF-8 from a trusted proxy: refused, 403). Throws Error whose http_status() and
     /// response_body() are the answer to give.
-    Event handle(std::optional<std::string_view> token, std::string_view remote_addr, std::string_view body,
-                 std::optional<std::string_view> forwarded_for = std::nullopt) const {
-        std::string token_text = token ? detail::terminated(*token) : std::string();
-        std::string remote = detail::terminated(remote_addr);
-        std::string forwarded = forwarded_for ? detail::terminated(*forwarded_for) : std::string();
+    Event handle(std::optional<std::string_view> token, std::optional<std::string_view> remote_addr,
+                 std::string_view body, std::optional<std::string_view> forwarded_for = std::nullopt) const {
+        std::string token_text = token ? detail::header(*token) : std::string();
+        std::string remote = remote_addr ? detail::header(*remote_addr) : std::string();
+        std::string forwarded = forwarded_for ? detail::header(*forwarded_for) : std::string();
         sp_event *event = nullptr;
-        detail::check(sp_receiver_handle(receiver_.get(), token ? token_text.c_str() : nullptr, remote.c_str(),
+        detail::check(sp_receiver_handle(receiver_.get(), token ? token_text.c_str() : nullptr,
+                                         remote_addr ? remote.c_str() : nullptr,
                                          forwarded_for ? forwarded.c_str() : nullptr,
                                          reinterpret_cast<const uint8_t *>(body.data()), body.size(), &event));
         return Event(event);

@@ -2,6 +2,7 @@
 // source refusal, reply bytes, getGames against the sandbox (SLOTPARTNER_BASE_URL,
 // SLOTPARTNER_CA_FILE), and freeing (run under AddressSanitizer's leak check by run_tests.sh).
 // Prints "N passed, N failed".
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -120,7 +121,8 @@ void validation_errors_name_the_field_and_the_answer() {
         {"invalid_string_id.json", SP_ERR_WRONG_TYPE, "gameSessionBuyRefund.transactionId", 200},
         {"invalid_currency.json", SP_ERR_INVALID_VALUE, "jackpotPayout.currencyISO4217", 200},
         {"invalid_negative_amount.json", SP_ERR_OUT_OF_RANGE, "jackpotPayout.moneyWon", 200},
-        {"invalid_no_player.json", SP_ERR_MISSING_FIELD, "getPlayerBalance.playerIdentifier", 200},
+        // A balance query refused for its fields: 500, no balance stated (below).
+        {"invalid_no_player.json", SP_ERR_MISSING_FIELD, "getPlayerBalance.playerIdentifier", 500},
         {"invalid_control_char.json", SP_ERR_INVALID_VALUE, "gameSessionBuyRefund.gameSessionIdentifier", 200},
         {"duplicate_key.json", SP_ERR_DUPLICATE_KEY, "event", 400},
         {"not_json.json", SP_ERR_INVALID_JSON, "", 400},
@@ -134,6 +136,101 @@ void validation_errors_name_the_field_and_the_answer() {
         CHECK(error.http_status() == c.http);
         CHECK(error.response_body().find("\"success\":true") == std::string::npos);
     }
+    auto balance = failure([] { receiver().parse(fixture("invalid_no_player.json")); });
+    CHECK(balance.response_body() ==
+          R"json({"playerBalance":{"errorMessage":"getPlayerBalance.playerIdentifier: required field is missing (one of playerIdentifier and playerPartnerIdentifier must be present)"}})json");
+}
+
+std::string with_index(std::string body, const std::string &raw) {
+    const std::string old = "\"index\":42";
+    body.replace(body.find(old), old.size(), "\"index\":" + raw);
+    return body;
+}
+
+void unreadable_index_is_handled_without_one() {
+    for (const char *raw : {"\"42\"", "-1", "1.5"}) {
+        auto event = receiver().handle(TOKEN, STAGING, with_index(fixture("payout.json"), raw));
+        CHECK(!event.index() && event.index_unreadable() && event.get()->index_unreadable);
+        CHECK(event.extra_field("index") == std::optional<std::string_view>(raw));
+        CHECK(event.reply(true) == R"({"payout":{"success":true,"errorMessage":""}})");
+        CHECK(event.reply_http_status() == 200);
+    }
+    auto readable = receiver().parse(fixture("payout.json"));
+    CHECK(readable.index() == 42 && !readable.index_unreadable());
+    CHECK(readable.reply_http_status() == 0); // no reply built yet
+
+    slotpartner::ReceiverConfig config;
+    config.add_token(TOKEN).sources("any").strict_index(true);
+    const slotpartner::Receiver strict(config);
+    auto refused = failure([&] { strict.parse(with_index(fixture("payout.json"), "\"42\"")); });
+    CHECK(refused.status() == SP_ERR_WRONG_TYPE && refused.field() == "jackpotPayout.index" && refused.http_status() == 200);
+    CHECK(refused.response_body() ==
+          R"({"payout":{"success":false,"errorMessage":"jackpotPayout.index: expected a non-negative integer, got \"42\""}})");
+    CHECK(refused.event_name() == std::optional<std::string>("jackpotPayout") && !refused.index() &&
+          refused.transaction_id() == 900002);
+}
+
+void refused_balance_states_no_balance() {
+    auto event = receiver().handle(TOKEN, STAGING, fixture("balance.json"));
+    CHECK(event.reply(false, "player unknown") == R"({"playerBalance":{"errorMessage":"player unknown"}})");
+    CHECK(event.reply_http_status() == 500 && event.get()->reply_http_status == 500);
+    CHECK(event.reply_balance(5) == R"({"playerBalance":{"money":5,"currencyISO4217":"EUR","coins":0,"errorMessage":""}})");
+    CHECK(event.reply_http_status() == 200);
+
+    slotpartner::ReceiverConfig config;
+    config.add_token(TOKEN).sources("any").balance_failure_http_status(503);
+    const slotpartner::Receiver configured(config);
+    auto query = configured.parse(fixture("balance.json"));
+    CHECK(query.reply(false, "down") == R"({"playerBalance":{"errorMessage":"down"}})");
+    CHECK(query.reply_http_status() == 503);
+    CHECK(failure([&] { configured.parse(fixture("invalid_no_player.json")); }).http_status() == 503);
+    for (uint16_t status : {0, 199, 300, 600}) {
+        auto bad = failure([&] { slotpartner::ReceiverConfig().balance_failure_http_status(status); });
+        CHECK(bad.status() == SP_ERR_INVALID_ARGUMENT && bad.field() == "balance_failure_http_status");
+    }
+}
+
+void forwarded_for_sources_and_tokens() {
+    slotpartner::ReceiverConfig config;
+    config.add_token(TOKEN).sources("staging").trusted_proxies("10.0.0.0/8");
+    const slotpartner::Receiver r(config);
+    const std::string refund = fixture("refund.json");
+    CHECK(r.handle(TOKEN, STAGING, refund, std::string_view("\xff\xfe")).kind() == SP_EVENT_KIND_BUY_REFUND);
+    auto trusted = failure([&] { r.handle(TOKEN, "10.0.0.5", refund, std::string_view("\xff\xfe")); });
+    CHECK(trusted.status() == SP_ERR_FORBIDDEN_SOURCE && trusted.http_status() == 403);
+    CHECK(trusted.response_body() ==
+          R"json({"error":{"code":"forbidden_source","field":"remote_addr","message":"remote_addr: X-Forwarded-For from trusted proxy 10.0.0.5 is not UTF-8 (byte 0)"}})json");
+    CHECK(r.handle(TOKEN, "10.0.0.5", refund, std::string_view(STAGING)).kind() == SP_EVENT_KIND_BUY_REFUND);
+
+    slotpartner::ReceiverConfig any_config;
+    any_config.add_token(TOKEN).sources("any");
+    const slotpartner::Receiver any(any_config);
+    CHECK(any.handle(TOKEN, std::nullopt, refund).kind() == SP_EVENT_KIND_BUY_REFUND);
+    CHECK(any.handle(TOKEN, "not-an-address", refund).kind() == SP_EVENT_KIND_BUY_REFUND);
+    CHECK(failure([&] { r.handle(TOKEN, std::nullopt, refund); }).http_status() == 403);
+
+    slotpartner::ReceiverConfig mapped_config;
+    mapped_config.add_token(TOKEN).sources("::ffff:10.0.0.0/104");
+    const slotpartner::Receiver mapped(mapped_config);
+    CHECK(mapped.handle(TOKEN, "10.1.2.3", refund).kind() == SP_EVENT_KIND_BUY_REFUND);
+    CHECK(failure([&] { mapped.handle(TOKEN, "11.0.0.1", refund); }).status() == SP_ERR_FORBIDDEN_SOURCE);
+
+    std::string upper(TOKEN);
+    for (char &c : upper) {
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    CHECK(any.handle(upper, std::nullopt, refund).kind() == SP_EVENT_KIND_BUY_REFUND);
+    // A NUL cannot cut a header short: `<token>\0junk` is not the token.
+    const std::string nul_token = std::string(TOKEN) + std::string("\0junk", 5);
+    CHECK(failure([&] { any.handle(nul_token, std::nullopt, refund); }).status() == SP_ERR_WRONG_TOKEN);
+}
+
+void last_error_message_passed_back() {
+    auto event = receiver().parse(fixture("payout.json"));
+    auto error = failure([] { receiver().parse(fixture("invalid_money_float.json")); });
+    CHECK(event.reply(false, error.what()) ==
+          R"({"payout":{"success":false,"errorMessage":"jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5"}})");
+    CHECK(error.event_name() == std::optional<std::string>("jackpotPayout") && !error.index() && error.transaction_id() == 900002);
 }
 
 void token_and_source_are_checked() {
@@ -207,6 +304,10 @@ int main() {
     payout_and_balance_are_read_and_answered();
     validation_errors_name_the_field_and_the_answer();
     token_and_source_are_checked();
+    unreadable_index_is_handled_without_one();
+    refused_balance_states_no_balance();
+    forwarded_for_sources_and_tokens();
+    last_error_message_passed_back();
     standalone_replies();
     receiver_is_shared_by_threads();
     get_games_against_the_sandbox();

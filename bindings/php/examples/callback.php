@@ -16,14 +16,20 @@ declare(strict_types=1);
  *   SLOTPARTNER_TOKEN    the partner token the service sends in X-Service-Token (a UUID)
  *   SLOTPARTNER_SOURCES  staging, production, any, or a comma-separated list of addresses
  *                        and CIDR ranges (default: production)
+ *   SLOTPARTNER_TRUSTED_PROXIES  proxies whose X-Forwarded-For is believed (default: none)
+ *   SLOTPARTNER_STRICT_INDEX     1 to refuse an event whose index is not a non-negative integer
+ *                                (default: handle it with no index)
  *   SLOTPARTNER_LIB      the library file (default: the checkout's target/release build)
  *
  * Answers: 405 for a method other than POST; 401 for a missing or wrong token; 403 for a source
  * not allowed; 413 for a body over the limit; 400 with a JSON error body for a body that is not
  * JSON, not an object, or names an unknown event; 200 with the event's wrapper, success false and
  * the field-naming errorMessage for a known event with invalid fields; 200 with success true for
- * a valid event. The demo business logic accepts every valid event and logs one line per event
- * to stderr; replace handleEvent() with yours.
+ * a valid event; a refused balance query is answered 500 with a body that states no balance.
+ * Replies are sent with the status the event gives ($event->replyHttpStatus()); X-Forwarded-For
+ * is passed on as received. The demo business logic accepts every valid event (but knows no
+ * player called "unknown-player") and logs one line per event to stderr, and one for its index;
+ * replace handleEvent() with yours.
  */
 
 use SlotPartner\BalanceQuery;
@@ -88,11 +94,26 @@ function handleEvent(Event $event): string
         return $event->reply(true);
     }
     if ($event instanceof BalanceQuery) {
-        logLine('balance query for player ' . ($event->playerPartnerIdentifier ?? $event->playerIdentifier));
+        $player = $event->playerPartnerIdentifier ?? $event->playerIdentifier;
+        logLine('balance query for player ' . $player);
+        if ($player === 'unknown-player') {
+            // No balance is stated; sent with $event->replyHttpStatus() (500 by default).
+            return $event->reply(false, 'player unknown-player is not known');
+        }
         return $event->replyBalance(100000, null, 0);
     }
     // Not reached: the receiver refuses unknown events.
     return $event->reply(false, 'unsupported event');
+}
+
+/** The index, as the log shows it: the number, or why there is none. */
+function logIndex(Event $event): void
+{
+    if ($event->index !== null) {
+        logLine('index ' . $event->index);
+    } elseif ($event->indexUnreadable) {
+        logLine('index unreadable (' . ($event->extra['index'] ?? '?') . '), handled without one');
+    }
 }
 
 /**
@@ -124,12 +145,15 @@ if (($_SERVER['REQUEST_METHOD'] ?? '') !== 'POST') {
 
 $token = getenv('SLOTPARTNER_TOKEN');
 $sources = getenv('SLOTPARTNER_SOURCES');
+$proxies = getenv('SLOTPARTNER_TRUSTED_PROXIES');
 try {
     $receiver = new Receiver(
         tokens: $token === false ? null : $token,
         sources: $sources === false ? 'production' : $sources,
+        trustedProxies: $proxies === false ? null : $proxies,
         maxBodyBytes: MAX_BODY_BYTES,
         rejectUnknownEvents: true,
+        strictIndex: getenv('SLOTPARTNER_STRICT_INDEX') === '1',
     );
 } catch (SlotPartnerException $e) {
     logLine('configuration: ' . $e->getMessage());
@@ -144,7 +168,12 @@ if ($body === null) {
 }
 
 try {
-    $event = $receiver->handle($_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null, $_SERVER['REMOTE_ADDR'] ?? null, $body);
+    $event = $receiver->handle(
+        $_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null,
+        $_SERVER['REMOTE_ADDR'] ?? null,
+        $body,
+        $_SERVER['HTTP_X_FORWARDED_FOR'] ?? null,   // the bytes received; read only from a trusted proxy
+    );
 } catch (SlotPartnerException $e) {
     logLine('refused: ' . $e->getMessage());
     respondError($e);
@@ -157,4 +186,5 @@ try {
     respondError($e);
     return;
 }
-respond(200, $reply);
+logIndex($event);
+respond($event->replyHttpStatus(), $reply);   // 200; 500 for a refused balance query

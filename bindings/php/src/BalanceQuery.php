@@ -8,8 +8,9 @@ use FFI\CData;
 
 /**
  * `getPlayerBalance`: the service asks for a player's balance. Answer with
- * replyBalance($money) or, when the balance cannot be given, reply(false, "why") (zero money
- * and coins with the message).
+ * replyBalance($money) or, when the balance cannot be given, reply(false, "why"):
+ * `{"playerBalance":{"errorMessage":"why"}}`, stating no balance, to be sent with
+ * replyHttpStatus() (the Receiver's balanceFailureHttpStatus, 500 by default).
  *
  * At least one of the two identifiers is present; an absent one is null. Lifetime and
  * ownership: see Event.
@@ -42,14 +43,16 @@ final class BalanceQuery extends Event
      * $money and $coins are 0 to 2^53-1; $currency null for the configured one.
      *
      * Returns a PHP string (copied from the library); may be called again, the last call wins.
+     * Sent with replyHttpStatus(): 200.
      *
      * @throws SlotPartnerException
      */
     public function replyBalance(int $money, ?string $currency = null, int $coins = 0): string
     {
         $native = $this->native;
+        $handle = $this->handle();
         $status = $native->ffi->sp_event_reply_balance(
-            $this->handle(),
+            $handle,
             $money,
             $currency === null ? null : Native::cString($currency, 'currency'),
             $coins,
@@ -58,6 +61,7 @@ final class BalanceQuery extends Event
         if ($status !== Status::OK) {
             throw $native->error($status);
         }
+        $this->replied($handle); // not null: the library refuses a freed event
         return $native->str->ptr;
     }
 }

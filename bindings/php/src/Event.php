@@ -32,8 +32,18 @@ abstract class Event
     /** The `event` value (or `action` for the balance query and other actions). */
     public readonly string $name;
 
-    /** The service's consecutive event index; null when the body has none. */
+    /**
+     * The service's consecutive event index (a non-negative integer); null when the body has
+     * none, or when its value is unreadable (see $indexUnreadable).
+     */
     public readonly ?int $index;
+
+    /**
+     * True when the body has the index field but its value is not a non-negative integer
+     * ("42", -1, 1.5): the event is handled anyway, with $index null, and the raw value is in
+     * $extra. Never true when the Receiver has strictIndex, which refuses such events instead.
+     */
+    public readonly bool $indexUnreadable;
 
     /**
      * The fields the spec does not define for this event (the index among them), name => raw
@@ -43,6 +53,9 @@ abstract class Event
      */
     public readonly array $extra;
 
+    /** See replyHttpStatus(). */
+    private int $replyHttpStatus = 0;
+
     /**
      * Copies the common fields of $event and takes ownership of it. Subclasses copy their own
      * fields first and call this last, so that an event is owned only once fully built.
@@ -51,6 +64,7 @@ abstract class Event
     {
         $this->name = $event->name->ptr;
         $this->index = $event->has_index ? $event->index : null;
+        $this->indexUnreadable = $event->index_unreadable;
         $count = $event->extra_fields_len;
         $this->extra = $count === 0 ? [] : Native::fields($event->extra_fields, $count);
         $this->handle = $event;
@@ -82,18 +96,22 @@ abstract class Event
      * The reply body for this event (sp_event_reply): `{"refund":{"success":true,"errorMessage":""}}`
      * or `{"payout":{"success":false,"errorMessage":"<message>"}}`. $message must be null or ''
      * when $success is true and must explain the failure when it is false. For a balance query
-     * only a failure is built here (use BalanceQuery::replyBalance for the balance); an
-     * OtherEvent has no reply: ValidationException (SP_ERR_UNKNOWN_EVENT, HTTP 400).
+     * only a failure is built here: `{"playerBalance":{"errorMessage":"<message>"}}`, stating no
+     * balance, sent with the Receiver's balanceFailureHttpStatus (500 by default); use
+     * BalanceQuery::replyBalance for the balance. An OtherEvent has no reply:
+     * ValidationException (SP_ERR_UNKNOWN_EVENT, HTTP 400).
      *
      * Returns a PHP string (copied from the library); may be called again, the last call wins.
+     * Send it with replyHttpStatus().
      *
      * @throws SlotPartnerException
      */
     public function reply(bool $success, ?string $message = null): string
     {
         $native = $this->native;
+        $handle = $this->handle;
         $status = $native->ffi->sp_event_reply(
-            $this->handle,
+            $handle,
             $success,
             $message === null ? null : Native::cString($message, 'message'),
             $native->strOut,
@@ -101,7 +119,26 @@ abstract class Event
         if ($status !== Status::OK) {
             throw $native->error($status);
         }
+        // Read from the struct in place: no call into the library.
+        $this->replyHttpStatus = $handle->reply_http_status;
         return $native->str->ptr;
+    }
+
+    /**
+     * The HTTP status to send the last reply built for this event with (sp_event's
+     * reply_http_status): 200, except for a refused balance query (reply(false, ...) on a
+     * BalanceQuery), which gets the Receiver's balanceFailureHttpStatus (500 by default). 0
+     * until a reply is built; kept after free().
+     */
+    public function replyHttpStatus(): int
+    {
+        return $this->replyHttpStatus;
+    }
+
+    /** Records the HTTP status of the reply just built into $handle (by a subclass). */
+    protected function replied(CData $handle): void
+    {
+        $this->replyHttpStatus = $handle->reply_http_status;
     }
 
     /**

@@ -35,11 +35,11 @@ final class Native
     /** `sp_str *` pointing at $str. */
     public readonly CData $strOut;
 
-    /** `uint16_t`: the HTTP status written by sp_last_error_response. */
-    private readonly CData $http;
+    /** `sp_error`: the last failure written by sp_last_error. */
+    private readonly CData $lastError;
 
-    /** `uint16_t *` pointing at $http. */
-    private readonly CData $httpOut;
+    /** `sp_error *` pointing at $lastError. */
+    private readonly CData $lastErrorOut;
 
     /** @param FFI|object $ffi the library, or a call-forwarding double in tests */
     private function __construct(public readonly object $ffi)
@@ -47,8 +47,8 @@ final class Native
         $this->eventOut = $this->out('sp_event');
         $this->str = $ffi->new('sp_str');
         $this->strOut = FFI::addr($this->str);
-        $this->http = $ffi->new('uint16_t');
-        $this->httpOut = FFI::addr($this->http);
+        $this->lastError = $ffi->new('sp_error');
+        $this->lastErrorOut = FFI::addr($this->lastError);
     }
 
     public static function get(): self
@@ -80,21 +80,28 @@ final class Native
 
     /**
      * The exception for the failure the library just reported with $status. Reads the calling
-     * thread's last error at once (it is valid only until the next status-returning sp_ call):
-     * three crossings, plus one for sp_status_name the first time a code is seen.
+     * thread's whole last error at once with sp_last_error (its views are valid only until the
+     * next status-returning sp_ call) and copies it: one crossing, plus one for sp_status_name
+     * the first time a code is seen.
      */
     public function error(int $status): SlotPartnerException
     {
-        $ffi = $this->ffi;
-        $message = self::text($ffi->sp_last_error_message());
-        $field = self::text($ffi->sp_last_error_field());
-        $httpStatus = null;
-        $body = null;
-        if ($ffi->sp_last_error_response($this->httpOut, $this->strOut) === Status::OK) {
-            $httpStatus = $this->http->cdata;
-            $body = self::text($this->str);
+        $statusName = $this->statusName($status);
+        $e = $this->lastError;
+        if ($this->ffi->sp_last_error($this->lastErrorOut) !== Status::OK) {
+            return SlotPartnerException::create($statusName, $status, $statusName); // no failure recorded
         }
-        return SlotPartnerException::create($message, $status, $this->statusName($status), $field, $httpStatus, $body);
+        return SlotPartnerException::create(
+            self::text($e->message),
+            $status,
+            $statusName,
+            self::text($e->field),
+            $e->http_status,
+            self::text($e->response_body),
+            $e->event_name->ptr,
+            $e->has_index ? $e->index : null,
+            $e->has_transaction_id ? $e->transaction_id : null,
+        );
     }
 
     /** The name of a status code, such as "SP_ERR_WRONG_TYPE" (sp_status_name, cached). */

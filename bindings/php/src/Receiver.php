@@ -40,12 +40,20 @@ final class Receiver
      * @param int|null $maxDepth deepest nesting accepted, 1 to 100, top-level object = 1 [32]
      * @param int|null $maxIdentifierBytes longest identifier or code accepted [256]
      * @param string|null $indexField name of the service's event index field ["index"]
+     * @param bool $strictIndex refuse an event whose index field is present but not a
+     *     non-negative integer ("42", -1, 1.5), naming the field (ValidationException, HTTP 200
+     *     with the event's wrapper and success false) [false: such an event is handled with
+     *     $index null and $indexUnreadable true, the raw value in $extra]
      * @param bool $rejectUnknownEvents refuse events other than the three known ones
      *     (ValidationException, HTTP 400) instead of passing them through as OtherEvent
      * @param string|null $balanceWrapper wrapper key of balance replies ["playerBalance"]
      * @param string|null $balanceCurrency currency of balance replies when none is named ["EUR"]
      * @param bool $omitEmptyErrorMessage leave `errorMessage` out of successful replies instead
      *     of sending ""
+     * @param int|null $balanceFailureHttpStatus the HTTP status a refused balance query is
+     *     answered with (Event::replyHttpStatus() after reply(false, ...), and httpStatus of a
+     *     balance query refused by validation): 200, or 400 to 599 [500]. The body states no
+     *     balance either way: `{"playerBalance":{"errorMessage":"..."}}`
      *
      * @throws ConfigurationException for an unusable setting (no token, a malformed one, ...)
      */
@@ -61,6 +69,8 @@ final class Receiver
         ?string $balanceWrapper = null,
         ?string $balanceCurrency = null,
         bool $omitEmptyErrorMessage = false,
+        bool $strictIndex = false,
+        ?int $balanceFailureHttpStatus = null,
     ) {
         $native = Native::get();
         $this->native = $native;
@@ -89,12 +99,17 @@ final class Receiver
             if ($indexField !== null) {
                 $native->check($ffi->sp_receiver_config_set_index_field($config, Native::cString($indexField, 'index_field')));
             }
+            $native->check($ffi->sp_receiver_config_set_strict_index($config, $strictIndex));
             $native->check($ffi->sp_receiver_config_set_reject_unknown_events($config, $rejectUnknownEvents));
             if ($balanceWrapper !== null) {
                 $native->check($ffi->sp_receiver_config_set_balance_wrapper($config, Native::cString($balanceWrapper, 'balance_wrapper')));
             }
             if ($balanceCurrency !== null) {
                 $native->check($ffi->sp_receiver_config_set_balance_currency($config, Native::cString($balanceCurrency, 'balance_currency')));
+            }
+            if ($balanceFailureHttpStatus !== null) {
+                // A uint16_t in C: refused here rather than wrapped (65736 would become 200).
+                $native->check($ffi->sp_receiver_config_set_balance_failure_http_status($config, Native::unsigned($balanceFailureHttpStatus, 'balance_failure_http_status', 0xFFFF)));
             }
             $native->check($ffi->sp_receiver_config_set_omit_empty_error_message($config, $omitEmptyErrorMessage));
             $receiverOut = $native->out('sp_receiver');
@@ -109,13 +124,18 @@ final class Receiver
      * Handles one callback: checks the source address, then the token, then parses and
      * validates the body (one FFI call). Answer the returned event with its reply method.
      *
-     * @param string|null $token the X-Service-Token header (null when absent)
-     * @param string|null $remoteAddr the peer address ($_SERVER['REMOTE_ADDR'])
+     * @param string|null $token the X-Service-Token header (null when absent); tokens are
+     *     compared case-insensitively
+     * @param string|null $remoteAddr the peer address ($_SERVER['REMOTE_ADDR']); not looked at
+     *     under sources "any" (null or not an address is then fine)
      * @param string $body the raw request body (php://input)
-     * @param string|null $forwardedFor the X-Forwarded-For header, believed only from a trusted proxy
+     * @param string|null $forwardedFor the X-Forwarded-For header as received (bytes; null when
+     *     absent): read only when $remoteAddr is a trusted proxy, ignored unread otherwise; from
+     *     a trusted proxy, a value that is not UTF-8 is refused as a forbidden source (403)
      *
      * @throws AuthenticationException token missing or wrong (HTTP 401), source not allowed (403)
-     * @throws ValidationException body or event refused (HTTP 413, 400, or 200 with success false)
+     * @throws ValidationException body or event refused (HTTP 413, 400, 200 with success false,
+     *     or 500 with no balance stated for a balance query with an invalid field)
      */
     public function handle(?string $token, ?string $remoteAddr, string $body, ?string $forwardedFor = null): Event
     {

@@ -37,9 +37,12 @@ final class Reply
     }
 
     /**
-     * `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":"<errorMessage>"}}`,
-     * the balance reply shape existing integrations use (null or '' $errorMessage: success).
-     * $money (minor units) and $coins are 0 to 2^53-1, $currency three uppercase letters.
+     * `{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":""}}`,
+     * the balance reply shape existing integrations use, when $errorMessage is null or ''.
+     * $money (minor units) and $coins are 0 to 2^53-1, $currency three uppercase letters. A
+     * non-empty $errorMessage builds a failure that states no balance,
+     * `{"<wrapper>":{"errorMessage":"<errorMessage>"}}` ($money, $currency and $coins unused):
+     * send it with an error status (a Receiver uses its balanceFailureHttpStatus, 500 by default).
      *
      * @throws ConfigurationException
      */

@@ -34,6 +34,9 @@ final class Status
     public const HTTP_STATUS = 20;
     public const BAD_RESPONSE = 21;
     public const RESPONSE_TOO_LARGE = 22;
+    public const CONFLICT = 23;
+    public const JOURNAL = 24;
+    public const CLAIM_LOST = 25;
 
     private function __construct()
     {

@@ -67,9 +67,10 @@ T::test('every validation status', function () use ($receiver): void {
     refused($receiver, "{\"action\":\"getPlayerBalance\",\"playerIdentifier\":\"\xC3\x28\"}", Status::INVALID_UTF8, '', 400, '{"error":{"code":"invalid_utf8"', 'invalid UTF-8');
     refused($receiver, "\xEF\xBB\xBF{}", Status::INVALID_UTF8, '', 400, null, 'byte order mark');
     refused($receiver, '{"action":', Status::INVALID_JSON, '', 400, '{"error":{"code":"invalid_json"', 'truncated JSON');
-    refused($receiver, '{"action":"getPlayerBalance","playerIdentifier":"\ud800"}', Status::INVALID_JSON, 'getPlayerBalance.playerIdentifier', 200, '{"playerBalance":', 'lone surrogate in a known event');
+    // A balance query refused for its fields: HTTP 500 (balanceFailureHttpStatus), no balance stated.
+    refused($receiver, '{"action":"getPlayerBalance","playerIdentifier":"\ud800"}', Status::INVALID_JSON, 'getPlayerBalance.playerIdentifier', 500, '{"playerBalance":{"errorMessage":"getPlayerBalance.playerIdentifier: ', 'lone surrogate in a known event');
     refused($receiver, '{"event":"jackpotPayout","a":1,"a":2}', Status::DUPLICATE_KEY, 'a', 400, null, 'duplicate key at the top');
-    refused($small, '{"action":"getPlayerBalance","playerIdentifier":"p","a":{"b":{"c":{}}}}', Status::TOO_DEEP, 'getPlayerBalance.a', 200, '{"playerBalance":{"money":0,"currencyISO4217":"EUR","coins":0,"errorMessage":"getPlayerBalance.a: nested deeper than 3 levels"}}', 'nesting over the limit in a known event');
+    refused($small, '{"action":"getPlayerBalance","playerIdentifier":"p","a":{"b":{"c":{}}}}', Status::TOO_DEEP, 'getPlayerBalance.a', 500, '{"playerBalance":{"errorMessage":"getPlayerBalance.a: nested deeper than 3 levels"}}', 'nesting over the limit in a known event');
     $deep = new Receiver(TOKEN, sources: 'any', maxDepth: 3);
     refused($deep, '{"event":"x","a":[[[1]]]}', Status::TOO_DEEP, 'x.a', 400, '{"error":{"code":"too_deep"', 'nesting over the limit in an unknown event');
     refused($receiver, '"text"', Status::NOT_AN_OBJECT, '', 400, '{"error":{"code":"not_an_object"', 'a string body');
@@ -81,7 +82,7 @@ T::test('every validation status', function () use ($receiver): void {
     refused($receiver, $with(['epochReleasedMillis' => -1]), Status::OUT_OF_RANGE, 'jackpotPayout.epochReleasedMillis', 200, null, 'negative time');
     refused($receiver, $with(['currencyISO4217' => 'EURO']), Status::INVALID_VALUE, 'jackpotPayout.currencyISO4217', 200, null, 'four-letter currency');
     refused($receiver, $with(['jackpotIdentifier' => '']), Status::INVALID_VALUE, 'jackpotPayout.jackpotIdentifier', 200, null, 'empty identifier');
-    refused($small, '{"action":"getPlayerBalance","playerIdentifier":"123456789012345678901"}', Status::INVALID_VALUE, 'getPlayerBalance.playerIdentifier', 200, '{"playerBalance":', 'identifier over the limit');
+    refused($small, '{"action":"getPlayerBalance","playerIdentifier":"123456789012345678901"}', Status::INVALID_VALUE, 'getPlayerBalance.playerIdentifier', 500, '{"playerBalance":{"errorMessage":', 'identifier over the limit');
     refused($small, '{"event":"gameSessionStart"}', Status::UNKNOWN_EVENT, 'event', 400, '{"error":{"code":"unknown_event"', 'unknown event rejected');
 });
 

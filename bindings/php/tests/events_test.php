@@ -101,7 +101,9 @@ T::test('balance query: fields and replies', function () use ($receiver): void {
     T::eq(['index' => '43'], $e->extra, 'extra');
     T::eq('{"playerBalance":{"money":100000,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}', $e->replyBalance(100000), 'balance reply');
     T::eq('{"playerBalance":{"money":1,"currencyISO4217":"GBP","coins":7,"errorMessage":""}}', $e->replyBalance(1, 'GBP', 7), 'currency and coins');
-    T::eq('{"playerBalance":{"money":0,"currencyISO4217":"EUR","coins":0,"errorMessage":"wallet offline"}}', $e->reply(false, 'wallet offline'), 'failure reply');
+    T::eq(200, $e->replyHttpStatus(), 'a balance is sent with 200');
+    T::eq('{"playerBalance":{"errorMessage":"wallet offline"}}', $e->reply(false, 'wallet offline'), 'failure reply: no balance stated');
+    T::eq(500, $e->replyHttpStatus(), 'a refused balance query is sent with 500');
     $x = T::throws(ConfigurationException::class, fn () => $e->replyBalance(-1), 'negative money');
     T::eq(Status::INVALID_ARGUMENT, $x?->status, 'negative money status');
     T::throws(ConfigurationException::class, fn () => $e->replyBalance(9007199254740992), 'money above 2^53-1');
@@ -162,7 +164,8 @@ T::test('standalone reply builders', function (): void {
     T::eq('{"bonus":{"success":true}}', Reply::result('bonus', true, null, true), 'result, message omitted');
     T::eq('{"payout":{"success":false,"errorMessage":"a \"b\""}}', Reply::result('payout', false, 'a "b"'), 'result failure escaped');
     T::eq('{"playerBalance":{"money":12,"currencyISO4217":"EUR","coins":3,"errorMessage":""}}', Reply::balance(12, 'EUR', 3), 'balance');
-    T::eq('{"wallet":{"money":0,"currencyISO4217":"CHF","coins":0,"errorMessage":"down"}}', Reply::balance(0, 'CHF', 0, 'down', 'wallet'), 'balance failure, wrapper');
+    T::eq('{"wallet":{"errorMessage":"down"}}', Reply::balance(0, 'CHF', 0, 'down', 'wallet'), 'balance failure, wrapper: no balance stated');
+    T::eq('{"playerBalance":{"errorMessage":"down"}}', Reply::balance(12, 'EUR', 3, 'down'), 'balance failure: money, currency, coins unused');
     T::throws(ConfigurationException::class, fn () => Reply::result('refund', false), 'failure without message');
     T::throws(ConfigurationException::class, fn () => Reply::balance(1, 'euro'), 'bad currency');
     T::throws(ConfigurationException::class, fn () => Reply::balance(-5), 'negative money');

@@ -24,12 +24,17 @@ function expected(string $name): array
     return [(int) $m[1], $m[2] === '' ? null : 'POST', $m[3]];
 }
 
-/** Sends one request and compares status, Content-Type, Allow and body with cgi_NAME.out. */
-function compareWithCgi(PhpServer $server, string $name, string $method, ?string $token, string $body, array $replace = []): void
+/**
+ * Sends one request and compares status, Content-Type, Allow and body with cgi_NAME.out.
+ *
+ * @param array<string, string> $replace
+ * @param array<string, string> $headers more request headers
+ */
+function compareWithCgi(PhpServer $server, string $name, string $method, ?string $token, string $body, array $replace = [], array $headers = []): void
 {
     [$status, $allow, $expectedBody] = expected($name);
     $expectedBody = strtr($expectedBody, $replace);
-    $answer = httpRequest($server->port, $method, $body, $token === null ? [] : ['X-Service-Token' => $token]);
+    $answer = httpRequest($server->port, $method, $body, ($token === null ? [] : ['X-Service-Token' => $token]) + $headers);
     if ($answer === null) {
         T::fail($name . ': no answer');
         return;
@@ -55,6 +60,9 @@ function send(string $url, array $args): array
 }
 
 $big = str_repeat(' ', 70000);
+// The derived bodies of tests/c/run_examples.sh.
+$indexString = (string) preg_replace('/"index": *[0-9]*/', '"index":"42"', fixture('payout.json'));
+$balanceUnknown = (string) preg_replace('/"playerPartnerIdentifier":"[^"]*"/', '"playerPartnerIdentifier":"unknown-player"', fixture('balance.json'));
 $server = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1'], FFI_ON);
 
 T::test('answers like the CGI example', function () use ($server, $big): void {
@@ -73,13 +81,33 @@ T::test('answers like the CGI example', function () use ($server, $big): void {
     compareWithCgi($server, 'balance', 'POST', TOKEN, fixture('balance.json'));
 });
 
-T::test('one log line per valid event, on stderr', function () use ($server): void {
-    foreach (['refund', 'payout', 'balance'] as $kind) {
+T::test('the review cases answer like the CGI', function () use ($server, $indexString, $balanceUnknown): void {
+    $before = count($server->scriptLog());
+    compareWithCgi($server, 'index_string', 'POST', TOKEN, $indexString);
+    T::true(in_array('callback.php: index unreadable ("42"), handled without one', array_slice($server->scriptLog(), $before), true), 'the unreadable index logged');
+    compareWithCgi($server, 'balance_unknown_player', 'POST', TOKEN, $balanceUnknown);
+    compareWithCgi($server, 'upper_case_token', 'POST', strtoupper(TOKEN), fixture('refund.json'));
+    $strict = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1', 'SLOTPARTNER_STRICT_INDEX' => '1'], FFI_ON);
+    compareWithCgi($strict, 'index_string_strict', 'POST', TOKEN, $indexString);
+    $strict->stop();
+    // X-Forwarded-For passed on as the bytes received: ignored from an untrusted peer...
+    $untrusted = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1', 'SLOTPARTNER_TRUSTED_PROXIES' => '10.0.0.0/8'], FFI_ON);
+    compareWithCgi($untrusted, 'forwarded_not_utf8_untrusted', 'POST', TOKEN, fixture('refund.json'), [], ['X-Forwarded-For' => "\xFF\xFE"]);
+    $untrusted->stop();
+    // ... refused as a forbidden source from a trusted proxy (here the peer 127.0.0.1).
+    $trusted = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => 'staging', 'SLOTPARTNER_TRUSTED_PROXIES' => '127.0.0.0/8'], FFI_ON);
+    compareWithCgi($trusted, 'forwarded_not_utf8_trusted', 'POST', TOKEN, fixture('refund.json'), ['10.0.0.5' => '127.0.0.1'], ['X-Forwarded-For' => "\xFF\xFE"]);
+    $trusted->stop();
+});
+
+T::test('one log line per valid event and one for its index, on stderr', function () use ($server): void {
+    foreach (['refund' => 41, 'payout' => 42, 'balance' => 43] as $kind => $index) {
         $before = count($server->scriptLog());
         $answer = httpRequest($server->port, 'POST', fixture($kind . '.json'), ['X-Service-Token' => TOKEN]);
         T::eq(200, $answer[0] ?? null, $kind . ': status');
         $lines = array_slice($server->scriptLog(), $before);
-        T::eq(1, count($lines), $kind . ': one log line, got ' . json_encode($lines));
+        T::eq(2, count($lines), $kind . ': two log lines, got ' . json_encode($lines));
+        T::eq('callback.php: index ' . $index, $lines[1] ?? null, $kind . ': the index line');
     }
     $lines = $server->scriptLog();
     T::true(in_array('callback.php: payout 150000 EUR (minor units) of major jackpot jp-major-eu for player partner-42', $lines, true), 'the payout line');

@@ -90,6 +90,7 @@ T::test('three FFI calls per callback', function (): void {
             $counter->reset();
             $event = $receiver->handle(TOKEN, '127.0.0.1', $body, null);
             $reply = $event instanceof SlotPartner\BalanceQuery ? $event->replyBalance(100000) : $event->reply(true);
+            T::eq(200, $event->replyHttpStatus(), $kind . ': the reply status, read from the struct');
             $event = null;
             T::true(str_starts_with($reply, '{'), $kind . ': a reply');
             T::eq(3, $counter->total(), $kind . ': crossings (' . json_encode($counter->calls) . ')');
@@ -97,17 +98,23 @@ T::test('three FFI calls per callback', function (): void {
             T::eq(1, $counter->calls['sp_event_free'] ?? 0, $kind . ': one free');
         }
         $counter->reset();
-        try {
-            $receiver->handle(null, '127.0.0.1', fixture('refund.json'));
-        } catch (SlotPartner\AuthenticationException) {
-        }
-        T::eq(['sp_receiver_handle' => 1, 'sp_last_error_message' => 1, 'sp_last_error_field' => 1, 'sp_last_error_response' => 1, 'sp_status_name' => 1], $counter->calls, 'a refusal: handle and the three last-error reads, the status name once');
+        $event = $receiver->handle(TOKEN, '127.0.0.1', fixture('balance.json'));
+        T::eq('{"playerBalance":{"errorMessage":"unknown player"}}', $event->reply(false, 'unknown player'), 'a refused balance query');
+        T::eq(500, $event->replyHttpStatus(), 'its status, read from the struct');
+        $event = null;
+        T::eq(['sp_receiver_handle' => 1, 'sp_event_reply' => 1, 'sp_event_free' => 1], $counter->calls, 'a refused balance query: three crossings too');
         $counter->reset();
         try {
             $receiver->handle(null, '127.0.0.1', fixture('refund.json'));
         } catch (SlotPartner\AuthenticationException) {
         }
-        T::eq(4, $counter->total(), 'the status name is cached');
+        T::eq(['sp_receiver_handle' => 1, 'sp_status_name' => 1, 'sp_last_error' => 1], $counter->calls, 'a refusal: handle and one last-error read, the status name once');
+        $counter->reset();
+        try {
+            $receiver->handle(null, '127.0.0.1', fixture('refund.json'));
+        } catch (SlotPartner\AuthenticationException) {
+        }
+        T::eq(2, $counter->total(), 'the status name is cached');
     } finally {
         Native::useFfi(null);
     }

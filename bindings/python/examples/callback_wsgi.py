@@ -9,6 +9,9 @@ Configuration (environment):
   SLOTPARTNER_TOKEN    the partner token the service sends in X-Service-Token (a UUID)
   SLOTPARTNER_SOURCES  staging, production, any, or a comma-separated list of addresses and
                        CIDR ranges (default: production)
+  SLOTPARTNER_TRUSTED_PROXIES  proxies whose X-Forwarded-For is believed (default: none)
+  SLOTPARTNER_STRICT_INDEX     1 to refuse an event whose index is not a non-negative integer
+                               (default: handle it with no index)
 Unknown events are refused, bodies are limited to 64 KiB.
 
 Answers: 405 (with ``Allow: POST``) for a method other than POST; 400 for a Content-Length that
@@ -16,13 +19,16 @@ is not a number or a body shorter than it; 401 for a missing or wrong token; 403
 not allowed; 413 for a body over the limit; 400 with a JSON error body for a body that is not
 JSON, not an object, or names an unknown event; 200 with the event's wrapper, success false
 and the field-naming errorMessage for a known event with invalid fields; 200 with success true
-for a valid event (a balance of 100000 EUR minor units, 0 coins). The demo business logic
-accepts every valid event and logs one line per event to stderr; replace handle_event() with
-yours.
+for a valid event (a balance of 100000 EUR minor units, 0 coins); a refused balance query is
+answered 500 with a body that states no balance. Replies are sent with the status the event
+gives (``event.reply_http_status``). The demo business logic accepts every valid event (but
+knows no player called "unknown-player") and logs one line per event to stderr, and one for
+its index; replace handle_event() with yours.
 
 Prints ``listening http://HOST:PORT`` once it accepts requests (port 0 picks a free port). The
-server handles each request on its own thread; they share one Receiver. Behind a TLS-terminating
-proxy, give the proxy's address in trusted_proxies and pass X-Forwarded-For to handle().
+server handles each request on its own thread; they share one Receiver. X-Forwarded-For is
+passed to handle() as the bytes received; the receiver reads it only when the peer is one of
+SLOTPARTNER_TRUSTED_PROXIES (a TLS-terminating proxy in front of this server).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ REASONS = {
     403: "Forbidden",
     405: "Method Not Allowed",
     413: "Content Too Large",
+    503: "Service Unavailable",
 }
 METHOD_NOT_ALLOWED = b'{"error":{"code":"method_not_allowed","field":"","message":"only POST is accepted"}}'
 BAD_LENGTH = (
@@ -85,9 +92,27 @@ def handle_event(event: slotpartner.Event) -> bytes:
     if isinstance(event, slotpartner.BalanceQuery):
         player = event.player_partner_identifier or event.player_identifier
         log(f"balance query for player {player}")
+        if player == "unknown-player":
+            # No balance is stated; sent with event.reply_http_status (500 by default).
+            return event.reply(False, "player unknown-player is not known")
         return event.reply_balance(100000)
     # Not reached: the receiver refuses unknown events.
     return event.reply(False, "unsupported event")
+
+
+def log_index(event: slotpartner.Event) -> None:
+    """The index, as the log shows it: the number, or why there is none."""
+    if event.index is not None:
+        log(f"index {event.index}")
+    elif event.index_unreadable:
+        log(f"index unreadable ({event.extra.get('index', '?')}), handled without one")
+
+
+def header_bytes(environ: Mapping[str, Any], name: str) -> bytes | None:
+    """A request header as the bytes that were sent (WSGI gives header values as latin-1 text),
+    None when absent."""
+    value = environ.get(name)
+    return value.encode("latin-1") if value is not None else None
 
 
 _LENGTH = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
@@ -139,13 +164,16 @@ def discard(stream: Any, count: int) -> None:
 
 
 def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
-    """The WSGI application, configured from ``config`` (SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES)."""
+    """The WSGI application, configured from ``config`` (SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES,
+    SLOTPARTNER_TRUSTED_PROXIES, SLOTPARTNER_STRICT_INDEX)."""
     receiver: slotpartner.Receiver | None = None
     configuration_error: slotpartner.SlotPartnerError | None = None
     try:
         receiver = slotpartner.Receiver(
             config.get("SLOTPARTNER_TOKEN"),
             sources=config.get("SLOTPARTNER_SOURCES", "production"),
+            trusted_proxies=config.get("SLOTPARTNER_TRUSTED_PROXIES", ""),
+            strict_index=config.get("SLOTPARTNER_STRICT_INDEX") == "1",
             max_body_bytes=MAX_BODY_BYTES,
             reject_unknown_events=True,
         )
@@ -175,11 +203,12 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
         body = read_body(environ)
         if body is None:
             return respond(start_response, 400, BAD_LENGTH)
-        # WSGI gives header values as latin-1 text: encode back to the bytes that were sent.
-        token = environ.get("HTTP_X_SERVICE_TOKEN")
         try:
             event = receiver.handle(
-                token.encode("latin-1") if token is not None else None, environ.get("REMOTE_ADDR"), body
+                header_bytes(environ, "HTTP_X_SERVICE_TOKEN"),
+                environ.get("REMOTE_ADDR"),
+                body,
+                header_bytes(environ, "HTTP_X_FORWARDED_FOR"),
             )
         except slotpartner.SlotPartnerError as error:
             log(f"refused: {error.message}")
@@ -191,7 +220,8 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
             return respond_error(start_response, error)
         finally:
             event.close()
-        return respond(start_response, 200, reply)
+        log_index(event)
+        return respond(start_response, event.reply_http_status, reply)
 
     return application
 

@@ -10,7 +10,8 @@ Callbacks in::
     else:
         if isinstance(event, slotpartner.JackpotPayout):
             credit(event.player_partner_identifier, event.money_won)
-        answer(200, event.reply())                           # {"payout":{"success":true,"errorMessage":""}}
+        reply = event.reply()                                # {"payout":{"success":true,"errorMessage":""}}
+        answer(event.reply_http_status, reply)               # 200; 500 for a refused balance query
 
 Calls out::
 

@@ -137,7 +137,13 @@ class sp_event(Structure):
         ("balance_query", c_void_p),
         ("extra_fields", c_void_p),
         ("extra_fields_len", c_size_t),
+        ("index_unreadable", c_bool),
+        ("reply_http_status", c_uint16),
     ]
+
+
+#: Offset of ``sp_event.reply_http_status``: read in place after a reply is built (no foreign call).
+REPLY_HTTP_STATUS_OFFSET: int = sp_event.reply_http_status.offset
 
 
 class sp_game(Structure):
@@ -169,6 +175,23 @@ class sp_games(Structure):
 
 class sp_buffer(Structure):
     _fields_ = [("text", sp_str)]
+
+
+class sp_error(Structure):
+    """``sp_error``: the calling thread's whole last failure, from ``sp_last_error``."""
+
+    _fields_ = [
+        ("status", c_int),
+        ("message", sp_str),
+        ("field", sp_str),
+        ("http_status", c_uint16),
+        ("response_body", sp_str),
+        ("event_name", sp_str),
+        ("has_index", c_bool),
+        ("index", c_int64),
+        ("has_transaction_id", c_bool),
+        ("transaction_id", c_int64),
+    ]
 
 
 def layout(structure: type[Structure]) -> struct.Struct:
@@ -351,6 +374,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_last_error_message": (sp_str, []),
     "sp_last_error_field": (sp_str, []),
     "sp_last_error_response": (c_int, [POINTER(c_uint16), POINTER(sp_str)]),
+    "sp_last_error": (c_int, [POINTER(sp_error)]),
     # Receiver configuration.
     "sp_receiver_config_new": (c_int, [_OUT]),
     "sp_receiver_config_free": (None, [c_void_p]),
@@ -361,9 +385,11 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_receiver_config_set_max_depth": (c_int, [c_void_p, c_size_t]),
     "sp_receiver_config_set_max_identifier_bytes": (c_int, [c_void_p, c_size_t]),
     "sp_receiver_config_set_index_field": (c_int, [c_void_p, c_char_p]),
+    "sp_receiver_config_set_strict_index": (c_int, [c_void_p, c_bool]),
     "sp_receiver_config_set_reject_unknown_events": (c_int, [c_void_p, c_bool]),
     "sp_receiver_config_set_balance_wrapper": (c_int, [c_void_p, c_char_p]),
     "sp_receiver_config_set_balance_currency": (c_int, [c_void_p, c_char_p]),
+    "sp_receiver_config_set_balance_failure_http_status": (c_int, [c_void_p, c_uint16]),
     "sp_receiver_config_set_omit_empty_error_message": (c_int, [c_void_p, c_bool]),
     # Receiver and events.
     "sp_receiver_new": (c_int, [c_void_p, _OUT]),

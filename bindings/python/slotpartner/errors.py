@@ -14,8 +14,13 @@ Exception                 ``status`` (``sp_status``)                  Raised by
 Every error carries the library's ``status`` and its ``status_name``, the ``field`` it names
 (``jackpotPayout.moneyWon``; empty when none) and the ``message``. Errors the library reported
 also carry ``http_status`` and ``response_body``: the answer an HTTP endpoint should give for
-the failure (``sp_last_error_response``), such as 401 with a JSON error body for a wrong token,
-or 200 with ``{"payout":{"success":false,...}}`` for a payout whose fields are invalid.
+the failure, such as 401 with a JSON error body for a wrong token, 200 with
+``{"payout":{"success":false,...}}`` for a payout whose fields are invalid, or 500 (the
+receiver's ``balance_failure_http_status``) with ``{"playerBalance":{"errorMessage":"..."}}``
+for a balance query whose fields are invalid. A refused callback body also names, as far as
+the body let them be read, the event (``event_name``), its ``index`` and its
+``transaction_id``, so that the refused delivery can be logged. All of it is read in one call
+(``sp_last_error``).
 """
 
 from __future__ import annotations
@@ -48,6 +53,12 @@ class SlotPartnerError(Exception):
         http_status: the HTTP status an endpoint should answer with, or None when the failure
             did not come from the library.
         response_body: the JSON body to answer with (bytes), or None like ``http_status``.
+        event_name: for a refused callback body, the ``event`` (or ``action``) value as far as
+            the body let it be read; None when it could not be, and for other failures.
+        index: the refused event's index when the body carried a readable one (a non-negative
+            integer), else None.
+        transaction_id: the refused event's ``transactionId`` when the body carried a readable
+            one, else None.
     """
 
     status: int
@@ -55,6 +66,9 @@ class SlotPartnerError(Exception):
     message: str
     http_status: int | None
     response_body: bytes | None
+    event_name: str | None
+    index: int | None
+    transaction_id: int | None
 
     def __init__(
         self,
@@ -64,6 +78,9 @@ class SlotPartnerError(Exception):
         *,
         http_status: int | None = None,
         response_body: bytes | None = None,
+        event_name: str | None = None,
+        index: int | None = None,
+        transaction_id: int | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -71,6 +88,9 @@ class SlotPartnerError(Exception):
         self.message = message
         self.http_status = http_status
         self.response_body = response_body
+        self.event_name = event_name
+        self.index = index
+        self.transaction_id = transaction_id
 
     @property
     def status_name(self) -> str:
@@ -127,31 +147,30 @@ def error_class(status: int) -> type[SlotPartnerError]:
     return SlotPartnerError
 
 
+def _text(view: _lib.sp_str) -> str | None:
+    """The str an ``sp_str`` views, None when absent."""
+    return _lib.read_str(view.ptr, view.len) if view.ptr else None
 
 
 def last_error(status: int) -> SlotPartnerError:
     """The calling thread's last failure as an exception; call it right after the failing call.
 
-    Reads ``sp_last_error_message``, ``sp_last_error_field`` and ``sp_last_error_response``
-    (three foreign calls, on the failure path only) and copies everything: the library's views
-    are valid only until the thread's next status-returning call.
+    Reads ``sp_last_error`` (one foreign call, on the failure path only) and copies everything
+    at once: the library's views are valid only until the thread's next status-returning call.
     """
-    lib = _lib.lib
-    # Each view is copied before the next call: sp_last_error_response returns a status, and
-    # the views are documented valid only until the next such call.
-    view = lib.sp_last_error_message()
-    message = _lib.read_str(view.ptr, view.len) if view.ptr else ""
-    view = lib.sp_last_error_field()
-    field = _lib.read_str(view.ptr, view.len) if view.ptr else ""
-    http_status = ctypes.c_uint16()
-    body = _lib.sp_str()
-    has_response = lib.sp_last_error_response(ctypes.byref(http_status), ctypes.byref(body)) == _lib.SP_OK
+    error = _lib.sp_error()
+    if _lib.lib.sp_last_error(ctypes.byref(error)) != _lib.SP_OK:  # no failure recorded
+        return error_class(status)(status, "", status_name(status))
+    body = error.response_body
     return error_class(status)(
         status,
-        field,
-        message,
-        http_status=http_status.value if has_response else None,
-        response_body=_lib.MEMORY[body.ptr : body.ptr + body.len] if has_response and body.ptr else None,
+        _text(error.field) or "",
+        _text(error.message) or "",
+        http_status=error.http_status,
+        response_body=_lib.MEMORY[body.ptr : body.ptr + body.len] if body.ptr else None,
+        event_name=_text(error.event_name),
+        index=error.index if error.has_index else None,
+        transaction_id=error.transaction_id if error.has_transaction_id else None,
     )
 
 

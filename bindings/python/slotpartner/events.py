@@ -3,14 +3,17 @@
 Lifetime. ``Receiver.handle`` returns an event whose fields are already plain Python objects,
 copied out of the library's ``sp_event`` right after ``sp_receiver_handle``. The event keeps
 the ``sp_event`` only so that its reply can be built inside it: ``reply()`` (or
-``reply_balance()``) calls ``sp_event_reply``, copies the reply bytes and frees the
-``sp_event`` at once (``sp_event_free``). A callback thus costs three foreign calls: handle,
-reply, free.
+``reply_balance()``) calls ``sp_event_reply``, copies the reply bytes, reads the HTTP status
+to send them with (``sp_event.reply_http_status``, read in place into ``reply_http_status``)
+and frees the ``sp_event`` at once (``sp_event_free``). A callback thus costs three foreign
+calls: handle, reply, free.
 
 When no reply is built, the ``sp_event`` is freed by ``close()``, by leaving a ``with`` block,
 or at the latest when the event object is garbage collected (``__del__``): nothing leaks. A
 reply asked for after the ``sp_event`` is gone is rebuilt with the standalone builders
-(``replies.reply_result``/``reply_balance``), with the same result.
+(``replies.reply_result``/``reply_balance``), with the same result and the same
+``reply_http_status`` (the receiver's ``balance_failure_http_status`` for a refused balance
+query, kept in the event's ``ReplySettings``).
 
 An event belongs to one thread at a time (like ``sp_event``): do not reply to the same event
 from two threads at once. The fields are snapshots: treat them as read-only.
@@ -18,6 +21,7 @@ from two threads at once. The fields are snapshots: treat them as read-only.
 
 from __future__ import annotations
 
+from ctypes import c_uint16
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from . import _lib
@@ -30,6 +34,8 @@ _event_reply_balance = _LIB.sp_event_reply_balance
 _event_free = _LIB.sp_event_free
 _OUT = _lib.OUT
 _read_fields = _lib.read_fields
+_STATUS_OFFSET = _lib.REPLY_HTTP_STATUS_OFFSET
+_u16_at = c_uint16.from_address
 
 
 class ReplySettings(NamedTuple):
@@ -38,6 +44,7 @@ class ReplySettings(NamedTuple):
     balance_wrapper: str = "playerBalance"
     balance_currency: str = "EUR"
     omit_empty_error_message: bool = False
+    balance_failure_http_status: int = 500
 
 
 DEFAULT_REPLY_SETTINGS = ReplySettings()
@@ -50,17 +57,28 @@ class Event:
 
     Attributes:
         name: the ``event`` value (``action`` for the balance query and other actions).
-        index: the service's consecutive event index, or None when the body has none.
+        index: the service's consecutive event index (a non-negative integer), or None when
+            the body has none or its value is unreadable (see ``index_unreadable``).
+        index_unreadable: True when the body has the index field but its value is not a
+            non-negative integer (``"42"``, ``-1``, ``1.5``): the event is handled anyway, with
+            ``index`` None, and the raw value is in ``extra``. Never True when the receiver is
+            configured with ``strict_index=True``, which refuses such events instead.
         extra: the fields the spec does not define for this event, name to raw JSON text,
             in body order (the index among them, as the library reports it).
+        reply_http_status: the HTTP status to send the last reply built for this event with:
+            200, except for a refused balance query (``reply(False, ...)`` on a
+            ``BalanceQuery``), which gets the receiver's ``balance_failure_http_status``
+            (500 by default). 0 until a reply is built. Not part of equality or copies.
     """
 
-    __slots__ = ("name", "index", "extra", "_ptr", "_replies")
+    __slots__ = ("name", "index", "index_unreadable", "extra", "reply_http_status", "_ptr", "_replies")
     _fields: ClassVar[tuple[str, ...]] = ()
 
     name: str
     index: int | None
+    index_unreadable: bool
     extra: dict[str, str]
+    reply_http_status: int
     _ptr: int | None
     _replies: ReplySettings
 
@@ -69,9 +87,12 @@ class Event:
 
         ``message`` must be empty when ``success`` is true and must explain the failure when it
         is false (ConfigurationError otherwise). For a balance query only a failure can be built
-        here (zero money, the message); use ``reply_balance`` for the balance. For an
-        ``OtherEvent`` it raises ValidationError (SP_ERR_UNKNOWN_EVENT, HTTP 400).
+        here: ``{"playerBalance":{"errorMessage":"<message>"}}``, stating no balance; use
+        ``reply_balance`` for the balance. For an ``OtherEvent`` it raises ValidationError
+        (SP_ERR_UNKNOWN_EVENT, HTTP 400).
 
+        Send the reply with ``reply_http_status`` (set here: 200, or the receiver's
+        ``balance_failure_http_status``, 500 by default, for a refused balance query).
         Frees the library's copy of the event once the reply is built.
         """
         ptr = self._ptr
@@ -82,11 +103,14 @@ class Event:
         if status:
             raise last_error(status)
         data: bytes = out.text.ptr
+        self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
         self._ptr = None
         _event_free(ptr)
         return data
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
+        """The reply built by the standalone builders (the library's event is gone); sets
+        ``reply_http_status`` as the library would have."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -152,7 +176,7 @@ class BuyRefund(Event):
         "is_mobile",
         "bonus_code",
     )
-    _fields = __slots__ + ("name", "index", "extra")
+    _fields = __slots__ + ("name", "index", "extra", "index_unreadable")
 
     game_session_identifier: str
     player_identifier: str | None
@@ -180,6 +204,7 @@ class BuyRefund(Event):
         index: int | None = None,
         extra: dict[str, str] | None = None,
         name: str = "gameSessionBuyRefund",
+        index_unreadable: bool = False,
     ) -> None:
         self.game_session_identifier = game_session_identifier
         self.player_identifier = player_identifier
@@ -192,13 +217,17 @@ class BuyRefund(Event):
         self.is_mobile = is_mobile
         self.bonus_code = bonus_code
         self.index = index
+        self.index_unreadable = index_unreadable
         self.extra = {} if extra is None else extra
         self.name = name
+        self.reply_http_status = 0
         self._ptr = None
         self._replies = DEFAULT_REPLY_SETTINGS
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
-        return reply_result("refund", success, message, self._replies.omit_empty_error_message)
+        data = reply_result("refund", success, message, self._replies.omit_empty_error_message)
+        self.reply_http_status = 200
+        return data
 
 
 class JackpotPayout(Event):
@@ -223,7 +252,7 @@ class JackpotPayout(Event):
         "bonus_code",
         "is_mobile",
     )
-    _fields = __slots__ + ("name", "index", "extra")
+    _fields = __slots__ + ("name", "index", "extra", "index_unreadable")
 
     jackpot_identifier: str
     player_identifier: str | None
@@ -263,6 +292,7 @@ class JackpotPayout(Event):
         index: int | None = None,
         extra: dict[str, str] | None = None,
         name: str = "jackpotPayout",
+        index_unreadable: bool = False,
     ) -> None:
         self.jackpot_identifier = jackpot_identifier
         self.player_identifier = player_identifier
@@ -281,21 +311,27 @@ class JackpotPayout(Event):
         self.bonus_code = bonus_code
         self.is_mobile = is_mobile
         self.index = index
+        self.index_unreadable = index_unreadable
         self.extra = {} if extra is None else extra
         self.name = name
+        self.reply_http_status = 0
         self._ptr = None
         self._replies = DEFAULT_REPLY_SETTINGS
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
-        return reply_result("payout", success, message, self._replies.omit_empty_error_message)
+        data = reply_result("payout", success, message, self._replies.omit_empty_error_message)
+        self.reply_http_status = 200
+        return data
 
 
 class BalanceQuery(Event):
     """``getPlayerBalance``: the service asks for a player's balance. Reply with
-    ``reply_balance(money)``, or ``reply(False, "why")`` when the balance cannot be given."""
+    ``reply_balance(money)``, or ``reply(False, "why")`` when the balance cannot be given: that
+    reply states no balance (``{"playerBalance":{"errorMessage":"why"}}``) and is sent with the
+    receiver's ``balance_failure_http_status`` (500 by default), in ``reply_http_status``."""
 
     __slots__ = ("player_identifier", "player_partner_identifier")
-    _fields = __slots__ + ("name", "index", "extra")
+    _fields = __slots__ + ("name", "index", "extra", "index_unreadable")
 
     player_identifier: str | None
     player_partner_identifier: str | None
@@ -307,12 +343,15 @@ class BalanceQuery(Event):
         index: int | None = None,
         extra: dict[str, str] | None = None,
         name: str = "getPlayerBalance",
+        index_unreadable: bool = False,
     ) -> None:
         self.player_identifier = player_identifier
         self.player_partner_identifier = player_partner_identifier
         self.index = index
+        self.index_unreadable = index_unreadable
         self.extra = {} if extra is None else extra
         self.name = name
+        self.reply_http_status = 0
         self._ptr = None
         self._replies = DEFAULT_REPLY_SETTINGS
 
@@ -321,12 +360,15 @@ class BalanceQuery(Event):
 
         ``money`` is in minor units; ``money`` and ``coins`` must be 0 to 2^53-1
         (ConfigurationError otherwise). ``currency`` None means the receiver's currency.
-        Frees the library's copy of the event once the reply is built.
+        Sets ``reply_http_status`` to 200. Frees the library's copy of the event once the reply
+        is built.
         """
         ptr = self._ptr
         if ptr is None:
             settings = self._replies
-            return reply_balance(money, currency or settings.balance_currency, coins, "", settings.balance_wrapper)
+            rebuilt = reply_balance(money, currency or settings.balance_currency, coins, "", settings.balance_wrapper)
+            self.reply_http_status = 200
+            return rebuilt
         out = _OUT
         status = _event_reply_balance(
             ptr,
@@ -338,6 +380,7 @@ class BalanceQuery(Event):
         if status:
             raise last_error(status)
         data: bytes = out.text.ptr
+        self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
         self._ptr = None
         _event_free(ptr)
         return data
@@ -348,7 +391,9 @@ class BalanceQuery(Event):
         if not message:
             raise argument_error("message", "must explain the failure when success is false")
         settings = self._replies
-        return reply_balance(0, settings.balance_currency, 0, message, settings.balance_wrapper)
+        data = reply_balance(0, settings.balance_currency, 0, message, settings.balance_wrapper)
+        self.reply_http_status = settings.balance_failure_http_status
+        return data
 
 
 class OtherEvent(Event):
@@ -356,12 +401,20 @@ class OtherEvent(Event):
     events: ``name`` and the raw JSON of its fields in ``extra``. No reply is defined for it."""
 
     __slots__ = ()
-    _fields = ("name", "index", "extra")
+    _fields = ("name", "index", "extra", "index_unreadable")
 
-    def __init__(self, name: str, index: int | None = None, extra: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        index: int | None = None,
+        extra: dict[str, str] | None = None,
+        index_unreadable: bool = False,
+    ) -> None:
         self.name = name
         self.index = index
+        self.index_unreadable = index_unreadable
         self.extra = {} if extra is None else extra
+        self.reply_http_status = 0
         self._ptr = None
         self._replies = DEFAULT_REPLY_SETTINGS
 
@@ -399,6 +452,7 @@ def read_event(ptr: int, replies: ReplySettings) -> Event:
         else:
             extra = _read_fields(view.extra_fields, count) if count else {}
         index = view.index if view.has_index else None
+        unreadable = view.index_unreadable
         name = view.name.decode()
         event: Event
         if kind == _PAYOUT:
@@ -424,6 +478,7 @@ def read_event(ptr: int, replies: ReplySettings) -> Event:
                 index,
                 extra,
                 name,
+                unreadable,
             )
         elif kind == _REFUND:
             r = _RefundView.from_address(view.buy_refund)
@@ -442,6 +497,7 @@ def read_event(ptr: int, replies: ReplySettings) -> Event:
                 index,
                 extra,
                 name,
+                unreadable,
             )
         elif kind == _BALANCE:
             q = _BalanceView.from_address(view.balance_query)
@@ -452,9 +508,10 @@ def read_event(ptr: int, replies: ReplySettings) -> Event:
                 index,
                 extra,
                 name,
+                unreadable,
             )
         else:
-            event = OtherEvent(name, index, extra)
+            event = OtherEvent(name, index, extra, unreadable)
     except BaseException:
         _event_free(ptr)
         raise

@@ -42,10 +42,20 @@ class Receiver(_lib.SharedHandle):
         trusted_proxies: comma-separated addresses and ranges whose ``X-Forwarded-For`` is
             believed (empty: never).
         max_body_bytes, max_depth, max_identifier_bytes: limits (64 KiB, 32 levels, 256 bytes).
-        index_field: the name of the service's event index field.
+        index_field: the name of the service's event index field (default ``"index"``).
+        strict_index: refuse an event whose index field is present but not a non-negative
+            integer (``"42"``, ``-1``, ``1.5``) with a ValidationError naming the field (HTTP 200,
+            the event's wrapper, ``success`` false). Default False: such an event is handled
+            with ``index`` None and ``index_unreadable`` True, the raw value in ``extra``.
         reject_unknown_events: refuse events other than refund, payout and balance query
             (ValidationError, HTTP 400) instead of passing them through as ``OtherEvent``.
-        balance_wrapper, balance_currency: the balance reply's wrapper key and default currency.
+        balance_wrapper, balance_currency: the balance reply's wrapper key and default currency
+            (``"playerBalance"``, ``"EUR"``).
+        balance_failure_http_status: the HTTP status a refused balance query is answered with
+            (``event.reply_http_status`` after ``reply(False, ...)``, and ``http_status`` of a
+            balance query refused by validation): 200, or 400 to 599. Default 500, so that no
+            client reads the answer as a wallet; the body states no balance either way:
+            ``{"playerBalance":{"errorMessage":"..."}}``.
         omit_empty_error_message: leave ``errorMessage`` out of successful replies.
 
     Raises ConfigurationError for an unusable setting (``field`` names it).
@@ -75,6 +85,8 @@ class Receiver(_lib.SharedHandle):
         balance_wrapper: str = "playerBalance",
         balance_currency: str = "EUR",
         omit_empty_error_message: bool = False,
+        strict_index: bool = False,
+        balance_failure_http_status: int = 500,
     ) -> None:
         self._ptr = None
         token_list: list[str | None] = [tokens] if tokens is None or isinstance(tokens, str) else list(tokens)
@@ -85,6 +97,12 @@ class Receiver(_lib.SharedHandle):
         ):
             if not 0 <= value < 2**63:
                 raise argument_error(name, f"expected a non-negative integer, got {value}")
+        # A uint16_t in C: a larger value would wrap silently (65736 -> 200), so refuse it here.
+        if not 0 <= balance_failure_http_status <= 0xFFFF:
+            raise argument_error(
+                "balance_failure_http_status",
+                f"expected 200 or an error status from 400 to 599, got {balance_failure_http_status}",
+            )
         lib = _LIB
         config = ctypes.c_void_p()
         if lib.sp_receiver_config_new(ctypes.byref(config)):
@@ -98,9 +116,11 @@ class Receiver(_lib.SharedHandle):
                 (lib.sp_receiver_config_set_max_depth, max_depth),
                 (lib.sp_receiver_config_set_max_identifier_bytes, max_identifier_bytes),
                 (lib.sp_receiver_config_set_index_field, c_text(index_field, "index_field")),
+                (lib.sp_receiver_config_set_strict_index, strict_index),
                 (lib.sp_receiver_config_set_reject_unknown_events, reject_unknown_events),
                 (lib.sp_receiver_config_set_balance_wrapper, c_text(balance_wrapper, "balance_wrapper")),
                 (lib.sp_receiver_config_set_balance_currency, c_text(balance_currency, "balance_currency")),
+                (lib.sp_receiver_config_set_balance_failure_http_status, balance_failure_http_status),
                 (lib.sp_receiver_config_set_omit_empty_error_message, omit_empty_error_message),
             ]
             for setter, value in steps:
@@ -114,14 +134,16 @@ class Receiver(_lib.SharedHandle):
         finally:
             lib.sp_receiver_config_free(config)
         self._ptr = receiver.value
-        self._replies = ReplySettings(balance_wrapper, balance_currency, omit_empty_error_message)
+        self._replies = ReplySettings(
+            balance_wrapper, balance_currency, omit_empty_error_message, balance_failure_http_status
+        )
 
     def handle(
         self,
         token: str | bytes | None,
         remote_addr: str | bytes | None,
         body: bytes,
-        forwarded_for: str | bytes | None = None,
+        forwarded_for: str | bytes | bytearray | memoryview | None = None,
     ) -> Event:
         """Handles one callback: checks the source address, then the token, then parses and
         validates the body. One foreign call (``sp_receiver_handle``); the fields are copied
@@ -129,13 +151,18 @@ class Receiver(_lib.SharedHandle):
 
         Args:
             token: the ``X-Service-Token`` header, None when absent.
-            remote_addr: the peer address (``REMOTE_ADDR``).
+            remote_addr: the peer address (``REMOTE_ADDR``); None when unknown (refused as a
+                forbidden source unless the receiver's sources are ``"any"``, which never looks
+                at it).
             body: the raw request body.
-            forwarded_for: the ``X-Forwarded-For`` header, None when absent (believed only from
-                a trusted proxy).
+            forwarded_for: the ``X-Forwarded-For`` header as received, bytes (preferred: pass
+                the raw header) or str (encoded as UTF-8); None when absent. Read only when
+                ``remote_addr`` is a trusted proxy, ignored unread otherwise; from a trusted
+                proxy, a value that is not UTF-8 is refused as a forbidden source (403).
 
         Raises:
-            AuthenticationError: missing or wrong token (HTTP 401), source not allowed (403).
+            AuthenticationError: missing or wrong token (HTTP 401; tokens are compared
+                case-insensitively), source not allowed (403).
             ValidationError: the body is refused; ``field`` names the culprit and
                 ``http_status``/``response_body`` are the answer to send (HTTP 200 with the
                 event's wrapper and ``success:false`` for a known event with invalid fields).

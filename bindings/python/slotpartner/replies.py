@@ -82,11 +82,15 @@ def reply_balance(
     error_message: str = "",
     wrapper: str = "playerBalance",
 ) -> bytes:
-    """``{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":"<error_message>"}}``.
+    """``{"<wrapper>":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":""}}``,
+    or ``{"<wrapper>":{"errorMessage":"<error_message>"}}`` for a failure.
 
-    ``money`` is in minor units; ``money`` and ``coins`` must be 0 to 2^53-1 and ``currency``
-    three uppercase letters (ConfigurationError otherwise). An empty ``error_message`` means
-    success; a failure is reported with zero money and coins and a non-empty message.
+    An empty ``error_message`` means success: ``money`` is in minor units; ``money`` and
+    ``coins`` must be 0 to 2^53-1 and ``currency`` three uppercase letters (ConfigurationError
+    otherwise). A non-empty ``error_message`` builds a failure that states no balance (a
+    ``"money":0`` could show the player an empty wallet); ``money``, ``currency`` and ``coins``
+    are then unused. Send a failure with an error status (a receiver uses its
+    ``balance_failure_http_status``, 500 by default).
     """
     buffer = ctypes.c_void_p()
     status = _balance_new(

@@ -90,9 +90,9 @@ class Sandbox:
 class WsgiExample:
     """examples/callback_wsgi.py serving on a free loopback port, stderr captured to a file."""
 
-    def __init__(self, sources: str, host: str = "127.0.0.1") -> None:
+    def __init__(self, sources: str, host: str = "127.0.0.1", env: dict[str, str] | None = None) -> None:
         self.stderr = tempfile.TemporaryFile()
-        env = dict(os.environ, SLOTPARTNER_TOKEN=TOKEN, SLOTPARTNER_SOURCES=sources)
+        env = dict(os.environ, SLOTPARTNER_TOKEN=TOKEN, SLOTPARTNER_SOURCES=sources, **(env or {}))
         self.process = subprocess.Popen(
             [sys.executable, str(EXAMPLE), f"{host}:0"],
             stdin=subprocess.DEVNULL,

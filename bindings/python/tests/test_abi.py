@@ -67,7 +67,7 @@ class AbiTest(unittest.TestCase):
             "sp_str": _lib.sp_str, "sp_field": _lib.sp_field, "sp_game": _lib.sp_game, "sp_games": _lib.sp_games,
             "sp_buffer": _lib.sp_buffer, "sp_buy_refund": _lib.sp_buy_refund,
             "sp_jackpot_payout": _lib.sp_jackpot_payout, "sp_balance_query": _lib.sp_balance_query,
-            "sp_event": _lib.sp_event,
+            "sp_event": _lib.sp_event, "sp_error": _lib.sp_error,
         }  # fmt: skip
         self.assertEqual(sorted(structs), sorted(mirrored))
         for name, fields in structs.items():

@@ -223,8 +223,9 @@ class ValidationErrorsTest(unittest.TestCase):
         self.check(body, 6, "jackpotPayout.x", 200, "payout")
 
     def test_too_deep(self) -> None:
-        self.check(b'{"action":"getPlayerBalance","playerIdentifier":"p","x":[[[[1]]]]}', 7, "getPlayerBalance.x", 200,
-                   "playerBalance")  # fmt: skip
+        error = self.check(b'{"action":"getPlayerBalance","playerIdentifier":"p","x":[[[[1]]]]}', 7, "getPlayerBalance.x",
+                           500, "playerBalance")  # fmt: skip
+        self.assertEqual(error.response_body, b'{"playerBalance":{"errorMessage":"getPlayerBalance.x: nested deeper than 4 levels"}}')
         # In an event the receiver passes through: no wrapper, HTTP 400.
         with self.assertRaises(ValidationError) as caught:
             Receiver(TOKEN, sources="any", max_depth=4).parse(b'{"event":"x","a":[[[[1]]]]}')
@@ -235,7 +236,13 @@ class ValidationErrorsTest(unittest.TestCase):
 
     def test_missing_field(self) -> None:
         self.check(fixture("invalid_missing_field"), 9, "gameSessionBuyRefund.transactionId", 200, "refund")
-        self.check(fixture("invalid_no_player"), 9, "getPlayerBalance.playerIdentifier", 200, "playerBalance")
+        # A balance query refused for its fields: HTTP 500 and a body that states no balance.
+        error = self.check(fixture("invalid_no_player"), 9, "getPlayerBalance.playerIdentifier", 500, "playerBalance")
+        self.assertEqual(
+            error.response_body,
+            b'{"playerBalance":{"errorMessage":"getPlayerBalance.playerIdentifier: required field is missing '
+            b'(one of playerIdentifier and playerPartnerIdentifier must be present)"}}',
+        )
         self.check(b'{"index":1}', 9, "event", 400)
 
     def test_wrong_type(self) -> None:
@@ -281,10 +288,15 @@ class AuthenticationTest(unittest.TestCase):
             )
 
     def test_wrong_token(self) -> None:
-        for token in ("6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e70", TOKEN.upper(), TOKEN + " ", TOKEN + "\0", b"\xff\xfe"):
+        # (An upper-case copy of the token is the same token: see test_upper_case_token_accepted.)
+        for token in ("6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e70", TOKEN + " ", TOKEN + "\0", b"\xff\xfe"):
             error = self.refused(token, PRODUCTION)
             self.assertIs(type(error), AuthenticationError, repr(token))
             self.assertEqual((error.status, error.status_name, error.http_status), (15, "SP_ERR_WRONG_TOKEN", 401))
+
+    def test_upper_case_token_accepted(self) -> None:
+        for token in (TOKEN.upper(), OTHER_TOKEN.upper(), TOKEN.upper().encode()):
+            self.assertIsInstance(self.receiver.handle(token, PRODUCTION, fixture("refund")), BuyRefund, repr(token))
 
     def test_rotation_accepts_both_tokens(self) -> None:
         for token in (TOKEN, OTHER_TOKEN):
@@ -341,10 +353,10 @@ class ReplyTest(unittest.TestCase):
             balance.reply_balance(2**53 - 1, "GBP", 7),
             b'{"playerBalance":{"money":9007199254740991,"currencyISO4217":"GBP","coins":7,"errorMessage":""}}',
         )
-        self.assertEqual(
-            self.event("balance").reply(False, "no such player"),
-            b'{"playerBalance":{"money":0,"currencyISO4217":"EUR","coins":0,"errorMessage":"no such player"}}',
-        )
+        # A refused balance query states no balance, and is sent with HTTP 500.
+        refused = self.event("balance")
+        self.assertEqual(refused.reply(False, "no such player"), b'{"playerBalance":{"errorMessage":"no such player"}}')
+        self.assertEqual(refused.reply_http_status, 500)
 
     def test_reply_settings(self) -> None:
         receiver = Receiver(TOKEN, sources="any", balance_wrapper="balance", balance_currency="CHF",
@@ -364,10 +376,8 @@ class ReplyTest(unittest.TestCase):
         self.assertEqual(
             balance.reply_balance(1), b'{"balance":{"money":1,"currencyISO4217":"CHF","coins":0,"errorMessage":""}}'
         )
-        self.assertEqual(
-            balance.reply(False, "gone"),
-            b'{"balance":{"money":0,"currencyISO4217":"CHF","coins":0,"errorMessage":"gone"}}',
-        )
+        self.assertEqual(balance.reply(False, "gone"), b'{"balance":{"errorMessage":"gone"}}')
+        self.assertEqual(balance.reply_http_status, 500)
 
     def test_reply_rules(self) -> None:
         cases = [
@@ -406,11 +416,17 @@ class ReplyTest(unittest.TestCase):
         for name, build in calls:
             event = self.event(name)
             live = build(event)
+            status = event.reply_http_status
+            self.assertEqual(status, 500 if name == "balance" and b"blocked" in live else 200)
             self.assertIsNone(event._ptr)  # freed once the reply was built
+            event.reply_http_status = 0
             self.assertEqual(build(event), live)  # rebuilt by the standalone builders
+            self.assertEqual(event.reply_http_status, status)
             closed = self.event(name)
             closed.close()
+            self.assertEqual(closed.reply_http_status, 0)
             self.assertEqual(build(closed), live)
+            self.assertEqual(closed.reply_http_status, status)
 
     def test_failed_reply_keeps_the_event(self) -> None:
         event = self.event("refund")
@@ -459,9 +475,14 @@ class ReplyTest(unittest.TestCase):
             slotpartner.reply_balance(5, "GBP", 2),
             b'{"playerBalance":{"money":5,"currencyISO4217":"GBP","coins":2,"errorMessage":""}}',
         )
+        # A failure states no balance: money, currency and coins are unused.
         self.assertEqual(
             slotpartner.reply_balance(0, error_message="unknown player", wrapper="bal"),
-            b'{"bal":{"money":0,"currencyISO4217":"EUR","coins":0,"errorMessage":"unknown player"}}',
+            b'{"bal":{"errorMessage":"unknown player"}}',
+        )
+        self.assertEqual(
+            slotpartner.reply_balance(7, "GBP", 3, error_message="unknown player"),
+            b'{"playerBalance":{"errorMessage":"unknown player"}}',
         )
         for build, field in (
             (lambda: slotpartner.reply_result(""), "wrapper"),

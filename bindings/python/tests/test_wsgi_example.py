@@ -45,7 +45,27 @@ CASES: list[tuple[str, str, str, str, str, str, str | None]] = [
     ("custom_range", "POST", TOKEN, "10.1.2.3", "10.1.2.0/24", "refund", None),
     ("bad_length", "POST", TOKEN, "34.254.138.20", "staging", "refund", "12x"),
     ("short_body", "POST", TOKEN, "34.254.138.20", "staging", "refund", "100000"),
+    ("index_string", "POST", TOKEN, "18.203.30.17", "production", "payout_index_string", None),
+    ("index_string_strict", "POST", TOKEN, "18.203.30.17", "production", "payout_index_string", None),
+    ("balance_unknown_player", "POST", TOKEN, "34.254.138.20", "staging", "balance_unknown", None),
+    ("forwarded_not_utf8_untrusted", "POST", TOKEN, "34.254.138.20", "staging", "refund", None),
+    ("forwarded_not_utf8_trusted", "POST", TOKEN, "10.0.0.5", "staging", "refund", None),
+    ("any_without_address", "POST", TOKEN, "", "any", "refund", None),
+    ("mapped_range", "POST", TOKEN, "34.254.138.20", "::ffff:34.254.138.0/120", "refund", None),
+    ("upper_case_token", "POST", TOKEN.upper(), "34.254.138.20", "staging", "refund", None),
 ]
+
+# Extra environment of a case, as run_examples.sh sets it (cgi_env). HTTP_X_FORWARDED_FOR holds
+# the bytes 0xFF 0xFE, here as WSGI gives a header: decoded as latin-1.
+FORWARDED_NOT_UTF8 = {"HTTP_X_FORWARDED_FOR": "\xff\xfe", "SLOTPARTNER_TRUSTED_PROXIES": "10.0.0.0/8"}
+EXTRA_ENV: dict[str, dict[str, str]] = {
+    "index_string_strict": {"SLOTPARTNER_STRICT_INDEX": "1"},
+    "forwarded_not_utf8_untrusted": FORWARDED_NOT_UTF8,
+    "forwarded_not_utf8_trusted": FORWARDED_NOT_UTF8,
+}
+# Cases whose answer depends on the peer address or the extra environment: not sent over the wire.
+WIRE_SKIP = {"forbidden_source", "custom_range", "index_string_strict", "forwarded_not_utf8_untrusted",
+             "forwarded_not_utf8_trusted", "any_without_address", "mapped_range"}  # fmt: skip
 
 
 def load_example() -> Any:
@@ -60,7 +80,14 @@ example = load_example()
 
 
 def body_of(name: str) -> bytes:
-    return BIG if name == "big" else (FIXTURES / f"{name}.json").read_bytes()
+    if name == "big":
+        return BIG
+    if name == "payout_index_string":  # as run_examples.sh: the index as the string "42"
+        return re.sub(rb'"index": *[0-9]*', b'"index":"42"', (FIXTURES / "payout.json").read_bytes())
+    if name == "balance_unknown":  # a player the demo logic does not know
+        text = (FIXTURES / "balance.json").read_bytes()
+        return re.sub(rb'"playerPartnerIdentifier":"[^"]*"', b'"playerPartnerIdentifier":"unknown-player"', text)
+    return (FIXTURES / f"{name}.json").read_bytes()
 
 
 def expected(name: str) -> bytes:
@@ -81,14 +108,18 @@ def run_app(case: tuple[str, str, str, str, str, str, str | None]) -> tuple[byte
     """The app's answer to a case, written like the CGI's output, and its log."""
     name, method, token, remote, sources, body_name, length = case
     body = body_of(body_name)
-    app = example.make_app({"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": sources})
-    environ = {
+    extra = EXTRA_ENV.get(name, {})
+    config = {"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": sources}
+    config.update((k, v) for k, v in extra.items() if k.startswith("SLOTPARTNER_"))
+    app = example.make_app(config)
+    environ: dict[str, Any] = {
         "REQUEST_METHOD": method,
         "CONTENT_LENGTH": length if length is not None else str(len(body)),
         "REMOTE_ADDR": remote,
         "CONTENT_TYPE": "application/json",
         "wsgi.input": io.BytesIO(body),
     }
+    environ.update((k, v) for k, v in extra.items() if k.startswith("HTTP_"))
     if token:
         environ["HTTP_X_SERVICE_TOKEN"] = token
     answer: dict[str, Any] = {}
@@ -110,7 +141,10 @@ def run_cgi_log(case: tuple[str, str, str, str, str, str, str | None]) -> str:
     """What the C example logs on stderr for the same case."""
     name, method, token, remote, sources, body_name, length = case
     body = body_of(body_name)
-    env = {
+    # Header values as the bytes sent (latin-1), given to the C program as they are.
+    extra = {k: v.encode("latin-1") for k, v in EXTRA_ENV.get(name, {}).items()}
+    env: dict[str, str | bytes] = {
+        **extra,
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "SLOTPARTNER_TOKEN": TOKEN,
         "SLOTPARTNER_SOURCES": sources,
@@ -122,7 +156,8 @@ def run_cgi_log(case: tuple[str, str, str, str, str, str, str | None]) -> str:
     }
     if token:
         env["HTTP_X_SERVICE_TOKEN"] = token
-    result = subprocess.run([str(CGI)], input=body, env=env, capture_output=True, timeout=30)
+    environment = {os.fsencode(k): os.fsencode(v) if isinstance(v, str) else v for k, v in env.items()}
+    result = subprocess.run([str(CGI)], input=body, env=environment, capture_output=True, timeout=30)
     return result.stderr.decode()
 
 
@@ -140,7 +175,12 @@ class InProcessTest(unittest.TestCase):
                 _, log = run_app(case)
                 self.assertEqual(log.replace("callback_wsgi:", "callback_cgi:"), run_cgi_log(case))
                 if case[0] in ("refund", "payout", "balance", "custom_range"):
-                    self.assertEqual(len(log.splitlines()), 1, log)
+                    # One line for the event, one for its index.
+                    lines = log.splitlines()
+                    self.assertEqual(len(lines), 2, log)
+                    self.assertRegex(lines[1], r"^callback_wsgi: index \d+$")
+                if case[0] == "index_string":
+                    self.assertIn('callback_wsgi: index unreadable ("42"), handled without one\n', log)
 
     def test_content_length_parsing(self) -> None:
         parse = example.content_length
@@ -220,8 +260,8 @@ class OverTheWireTest(unittest.TestCase):
     def test_raw_requests_answer_like_the_cgi(self) -> None:
         for case in CASES:
             name = case[0]
-            if name in ("forbidden_source", "custom_range"):
-                continue  # the source is the socket's: below
+            if name in WIRE_SKIP:
+                continue  # the source is the socket's, or the case needs another configuration: below
             with self.subTest(name):
                 self.compare(self.server, case)
 
@@ -245,12 +285,44 @@ class OverTheWireTest(unittest.TestCase):
         # A success where a failure is expected is caught (the check can fail).
         result = self.sandbox.send(url, "--expect-success", "false", "refund")
         self.assertEqual(result.returncode, 1, result.stdout)
-        lines = self.server.log().splitlines()[before:]
+        logged = self.server.log().splitlines()[before:]
+        # Each handled event logs its index on a line of its own.
+        self.assertEqual([line for line in logged if line.startswith("callback_wsgi: index ")][:3], ["callback_wsgi: index 7"] * 3)
+        lines = [line for line in logged if not line.startswith("callback_wsgi: index ")]
         self.assertEqual(len(lines), 5, lines)
         self.assertRegex(lines[0], r"^callback_wsgi: refund transaction \d+ of purchase \d+ for player \S+$")
         self.assertRegex(lines[1], r"^callback_wsgi: payout 150000 EUR \(minor units\) of major jackpot \S+ for player \S+$")
         self.assertRegex(lines[2], r"^callback_wsgi: balance query for player \S+$")
         self.assertEqual(lines[3], "callback_wsgi: refused: jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5")
+
+    def test_reply_status_over_the_wire(self) -> None:
+        # A refused balance query: sent with the event's reply status (500), no balance stated.
+        self.compare(self.server, next(c for c in CASES if c[0] == "balance_unknown_player"))
+        raw = self.server.request(http_request("POST", TOKEN, body_of("balance_unknown")))
+        self.assertTrue(raw.startswith(b"HTTP/1.0 500 Internal Server Error\r\n"), raw)
+
+    def test_forwarded_for_bytes(self) -> None:
+        """X-Forwarded-For arrives as raw bytes: ignored from an untrusted peer, refused (403)
+        from a trusted proxy when it is not UTF-8."""
+
+        def request(server: WsgiExample) -> bytes:
+            head = http_request("POST", TOKEN, body_of("refund")).split(b"\r\n\r\n", 1)
+            return server.request(head[0] + b"\r\nX-Forwarded-For: \xff\xfe\r\n\r\n" + head[1])
+
+        untrusted = WsgiExample(sources="127.0.0.1", env={"SLOTPARTNER_TRUSTED_PROXIES": "10.0.0.0/8"})
+        trusted = WsgiExample(sources="staging", env={"SLOTPARTNER_TRUSTED_PROXIES": "127.0.0.0/8"})
+        try:
+            for server, name, replace in ((untrusted, "forwarded_not_utf8_untrusted", None),
+                                          (trusted, "forwarded_not_utf8_trusted", (b"10.0.0.5", b"127.0.0.1"))):  # fmt: skip
+                status, reason, _, body = parse_http(request(server))
+                want_status, want_reason, _, want_body = split_expected(expected(name))
+                if replace:
+                    want_body = want_body.replace(*replace)
+                self.assertEqual((status, reason, body), (want_status, want_reason, want_body), name)
+            self.assertIn("X-Forwarded-For from trusted proxy 127.0.0.1 is not UTF-8", trusted.log())
+        finally:
+            untrusted.stop()
+            trusted.stop()
 
     def test_sandbox_send_many(self) -> None:
         result = self.sandbox.send(self.server.url + "/callback", "--count", "20", "--expect-success", "true", "payout")
