@@ -150,6 +150,11 @@ typedef enum sp_status {
    * nothing was stored (HTTP 503).
    */
   SP_ERR_CLAIM_LOST = 25,
+  /**
+   * Another worker holds a live claim on this delivery and did not finish it within the
+   * journal's busy wait (HTTP 503, so the service delivers again later).
+   */
+  SP_ERR_BUSY = 26,
 } sp_status;
 
 /**
@@ -173,6 +178,27 @@ typedef enum sp_event_kind {
    */
   SP_EVENT_KIND_OTHER = 4,
 } sp_event_kind;
+
+/**
+ * What `sp_event_begin` found.
+ */
+typedef enum sp_begin {
+  /**
+   * The delivery is this worker's: run the partner's logic, build the reply, then
+   * `sp_event_finish` (or `sp_event_abandon` after a transient failure).
+   */
+  SP_BEGIN_NEW = 1,
+  /**
+   * The delivery was handled before: send `sp_claim.reply` (byte for byte the first reply)
+   * with HTTP 200 and run nothing.
+   */
+  SP_BEGIN_DONE = 2,
+  /**
+   * Not answered from the journal (a balance query, which must be current; an unknown event
+   * without an index): run the logic and send its reply; its index was recorded.
+   */
+  SP_BEGIN_NOT_JOURNALED = 3,
+} sp_begin;
 
 /**
  * Which certificate authorities a client trusts besides extra ones (values for
@@ -205,6 +231,19 @@ typedef struct sp_client sp_client;
  * One thread at a time.
  */
 typedef struct sp_client_config sp_client_config;
+
+/**
+ * An open delivery journal. Created by `sp_journal_open`, freed by `sp_journal_free`. Any number
+ * of threads may use one journal at the same time; receivers it is attached to and events they
+ * handed out keep it alive after `sp_journal_free`. Connections are pooled per process and URL.
+ */
+typedef struct sp_journal sp_journal;
+
+/**
+ * A journal's URL and settings, filled in by the `sp_journal_config_set_*` functions. Created by
+ * `sp_journal_config_new`, freed by `sp_journal_config_free`. One thread at a time.
+ */
+typedef struct sp_journal_config sp_journal_config;
 
 /**
  * A configured callback receiver. Created by `sp_receiver_new`, freed by `sp_receiver_free`.
@@ -439,6 +478,87 @@ typedef struct sp_event {
    */
   uint16_t reply_http_status;
 } sp_event;
+
+/**
+ * The answer of `sp_event_begin`. `reply` is owned by the event like the reply of
+ * `sp_event_reply`.
+ */
+typedef struct sp_claim {
+  enum sp_begin outcome;
+  /**
+   * For `SP_BEGIN_NEW`: 1 the first time, 2 and on after a worker died (its lease expired) or
+   * abandoned it. From 2 on the partner's logic may have run before: its ledger must refuse a
+   * second credit for the same `transactionId`. 0 otherwise.
+   */
+  int64_t attempt;
+  /**
+   * For `SP_BEGIN_DONE`: the stored reply; `{NULL, 0}` otherwise.
+   */
+  struct sp_str reply;
+} sp_claim;
+
+/**
+ * Counts and gap figures of a journal, from `sp_journal_status`. Plain values, owned by the
+ * caller.
+ */
+typedef struct sp_journal_status {
+  /**
+   * Deliveries handled: finished with a stored reply.
+   */
+  uint64_t handled;
+  /**
+   * Deliveries answered from the journal with a stored reply.
+   */
+  uint64_t replayed;
+  /**
+   * Deliveries refused because their key came before with other content.
+   */
+  uint64_t conflicts;
+  /**
+   * Deliveries refused by validation whose index could be read.
+   */
+  uint64_t refused;
+  /**
+   * Deliveries claimed and neither finished nor abandoned.
+   */
+  uint64_t in_progress;
+  /**
+   * Indexes between the first index and the highest seen that were never seen.
+   */
+  uint64_t missing;
+  /**
+   * The index gap detection counts from (configured, else the lowest seen).
+   */
+  bool has_first_index;
+  int64_t first_index;
+  /**
+   * The highest index seen.
+   */
+  bool has_highest_index;
+  int64_t highest_index;
+  /**
+   * Every index from the first up to this one was seen.
+   */
+  bool has_watermark;
+  int64_t watermark;
+} sp_journal_status;
+
+/**
+ * An inclusive range of missing indexes: `first` to `last`.
+ */
+typedef struct sp_index_range {
+  int64_t first;
+  int64_t last;
+} sp_index_range;
+
+/**
+ * Missing indexes from `sp_journal_missing`: `len` ranges at `ranges` (NULL when none), in
+ * order. Owned by the caller until `sp_index_ranges_free`. One thread at a time.
+ */
+typedef struct sp_index_ranges {
+  const struct sp_index_range *ranges;
+  size_t len;
+} sp_index_ranges;
 
 #ifdef __cplusplus
 extern "C" {
@@ -705,12 +825,198 @@ enum sp_status sp_event_reply_balance(struct sp_event *event,
 enum sp_status sp_event_field(const struct sp_event *event, const char *name, struct sp_str *out);
 
 /**
+ * Claims the event in its receiver's journal (`sp_receiver_config_set_journal`): the
+ * exactly-once step between `sp_receiver_handle` and the partner's logic. Its key is the event's
+ * name and `transactionId` (refund, payout), or its index for other events carrying one.
+ *
+ * - `SP_BEGIN_NEW`: run the logic, build the reply (`sp_event_reply`), then `sp_event_finish`;
+ *   after a transient failure of the partner (its database is down), `sp_event_abandon` and
+ *   answer HTTP 503 so that the service delivers again.
+ * - `SP_BEGIN_DONE`: send `out->reply` with HTTP 200 (`event->reply_http_status` is set to 200,
+ *   and the reply is also the event's last reply); run nothing.
+ * - `SP_BEGIN_NOT_JOURNALED`: run the logic and send its reply; finishing is not needed.
+ *
+ * Fails with `SP_ERR_CONFLICT` when the key came before with other content (the first stays;
+ * the message names the `transactionId` and the fields that differ; answer with
+ * `sp_last_error_response`: HTTP 409), `SP_ERR_BUSY` when another worker holds the claim and did
+ * not finish within the busy wait (503), `SP_ERR_JOURNAL` when the storage fails (503), and
+ * `SP_ERR_INVALID_ARGUMENT` when the receiver has no journal or the event was begun already.
+ * May wait up to the journal's busy wait. `*out` is written only on success.
+ *
+ * # Safety
+ * `event` is NULL or live and used by no other thread; `out` is NULL or writable.
+ */
+enum sp_status sp_event_begin(struct sp_event *event, struct sp_claim *out);
+
+/**
+ * Stores the reply of a claimed event in the journal, once the partner committed its own work:
+ * every later delivery of the same event gets it, byte for byte (a `success:false` reply too).
+ * `reply`/`len` is the reply to store, or NULL (with `len` 0) for the reply last built for the
+ * event (`sp_event_reply`, `sp_event_reply_balance`), which is what a host sends. Does nothing
+ * and succeeds for an event answered from the journal or not journaled.
+ *
+ * Fails with `SP_ERR_CLAIM_LOST` when the claim is no longer this worker's (its lease expired
+ * and another delivery took it over): nothing was stored; the partner's work was done, so send
+ * the reply all the same (the other delivery finds the credit in the ledger). Fails with
+ * `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or when no
+ * reply was built (the claim stays: finish it again or abandon it), or when the event was not
+ * begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays until its lease ends).
+ *
+ * # Safety
+ * `event` is NULL or live and used by no other thread; `reply` is NULL or `len` readable bytes.
+ */
+enum sp_status sp_event_finish(struct sp_event *event, const uint8_t *reply, size_t len);
+
+/**
+ * Releases the claim of an event after a transient failure of the partner (its database is
+ * down), so that the next delivery runs the logic again; answer the service with HTTP 503 so
+ * that it delivers again. Does nothing and succeeds for an event answered from the journal or
+ * not journaled. Freeing a claimed event releases its claim the same way. Fails with
+ * `SP_ERR_CLAIM_LOST` or `SP_ERR_JOURNAL` as `sp_event_finish` does, and with
+ * `SP_ERR_INVALID_ARGUMENT` when the event was not begun.
+ *
+ * # Safety
+ * `event` is NULL or live and used by no other thread.
+ */
+enum sp_status sp_event_abandon(struct sp_event *event);
+
+/**
  * Frees games and everything they point to. NULL is allowed and does nothing.
  *
  * # Safety
  * `games` is NULL or came from `sp_client_get_games` and is not used afterwards.
  */
 void sp_games_free(struct sp_games *games);
+
+/**
+ * Creates a configuration for the journal at `url`: `sqlite:PATH` (one SQLite file that every
+ * process and thread of a host shares; created if absent) or `postgres://USER@HOST/DATABASE`
+ * (several hosts). Defaults: lease 30 s, busy wait 2 s, durable replies (SQLite
+ * `synchronous=FULL`, PostgreSQL `synchronous_commit=on`), first index the lowest seen, replies
+ * up to 64 KiB, lock time-out 5 s. On success `*out` owns the configuration; free it with
+ * `sp_journal_config_free`.
+ *
+ * # Safety
+ * `url` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+enum sp_status sp_journal_config_new(const char *url, struct sp_journal_config **out);
+
+/**
+ * Frees a configuration. NULL is allowed and does nothing.
+ *
+ * # Safety
+ * `config` is NULL or came from `sp_journal_config_new` and is not used afterwards.
+ */
+void sp_journal_config_free(struct sp_journal_config *config);
+
+/**
+ * Sets how long a claim is held for a worker that neither finishes nor abandons it (it died)
+ * before the next delivery takes it over as attempt 2, in milliseconds (1 ms to 24 h; default
+ * 30000). Longer than the partner's longest handling, shorter than the service's retry interval.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_lease_ms(struct sp_journal_config *config, uint64_t ms);
+
+/**
+ * Sets how long `sp_event_begin` waits for another worker's live claim on the same delivery
+ * before failing with `SP_ERR_BUSY`, in milliseconds (at most 24 h; default 2000).
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_busy_wait_ms(struct sp_journal_config *config, uint64_t ms);
+
+/**
+ * When `durable` is true (the default), a stored reply is flushed to disk before
+ * `sp_event_finish` returns (SQLite `synchronous=FULL`, PostgreSQL `synchronous_commit=on`) and
+ * survives a power loss; when false it survives a crash of the process, not of the machine.
+ * Claims are always written the cheaper way: a claim lost to a power loss only makes the next
+ * delivery run the partner's logic again, which its ledger's unique `transactionId` absorbs.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_durable(struct sp_journal_config *config, bool durable);
+
+/**
+ * Sets the index gap detection counts from (stored in the journal, so that every process and a
+ * later `sp_journal_status` count from it); a negative value means none (the default: the
+ * lowest index seen).
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_first_index(struct sp_journal_config *config, int64_t index);
+
+/**
+ * Sets the largest reply `sp_event_finish` stores, in bytes (at least 1; default 65536).
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_max_reply_bytes(struct sp_journal_config *config,
+                                                     size_t bytes);
+
+/**
+ * Sets how long one statement waits for a lock another process holds (SQLite's busy time-out,
+ * PostgreSQL's `lock_timeout` and connect time-out), in milliseconds (default 5000).
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_lock_timeout_ms(struct sp_journal_config *config, uint64_t ms);
+
+/**
+ * Opens the journal `config` names, creating its tables the first time (the schema carries a
+ * version; a journal of a newer version is refused). Fails with `SP_ERR_INVALID_ARGUMENT` for an
+ * unusable URL or setting (field `journal_url` or the setting's name) and `SP_ERR_JOURNAL` when
+ * the storage cannot be used (unreachable server, read-only or corrupt file). On success `*out`
+ * owns the journal; free it with `sp_journal_free`.
+ *
+ * # Safety
+ * `config` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_journal_open(const struct sp_journal_config *config, struct sp_journal **out);
+
+/**
+ * Frees a journal. NULL is allowed and does nothing. Receivers it is attached to keep it open.
+ *
+ * # Safety
+ * `journal` is NULL or came from `sp_journal_open`, is used by no other thread now and not used
+ * afterwards.
+ */
+void sp_journal_free(struct sp_journal *journal);
+
+/**
+ * Counts and gap figures: handled, replayed, conflicts, refused, in progress, missing, and the
+ * first index, highest index and watermark. Fails with `SP_ERR_JOURNAL` when the storage fails.
+ *
+ * # Safety
+ * `journal` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_journal_status(const struct sp_journal *journal, struct sp_journal_status *out);
+
+/**
+ * The indexes never seen between the first index and the highest seen, as at most `limit`
+ * inclusive ranges in order (the cost grows with `limit`, not with the deliveries). `limit` must
+ * be 1 to 1,000,000. On success `*out` owns the ranges; free them with `sp_index_ranges_free`.
+ *
+ * # Safety
+ * `journal` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_journal_missing(const struct sp_journal *journal,
+                                  size_t limit,
+                                  struct sp_index_ranges **out);
+
+/**
+ * Frees ranges from `sp_journal_missing`. NULL is allowed and does nothing.
+ *
+ * # Safety
+ * `ranges` is NULL or came from `sp_journal_missing` and is not used afterwards.
+ */
+void sp_index_ranges_free(struct sp_index_ranges *ranges);
 
 /**
  * Creates a configuration with the defaults: no token (add one), sources `production`, no
@@ -852,6 +1158,18 @@ enum sp_status sp_receiver_config_set_balance_currency(struct sp_receiver_config
  */
 enum sp_status sp_receiver_config_set_balance_failure_http_status(struct sp_receiver_config *config,
                                                                   uint16_t http_status);
+
+/**
+ * Journals the deliveries of receivers made from this configuration: their events can be
+ * claimed with `sp_event_begin`, and a body refused by validation whose index can be read is
+ * recorded as seen and refused (not reported missing). The receiver keeps the journal open;
+ * free `journal` whenever you like. Default: no journal.
+ *
+ * # Safety
+ * `config` is NULL or live; `journal` is NULL or live.
+ */
+enum sp_status sp_receiver_config_set_journal(struct sp_receiver_config *config,
+                                              const struct sp_journal *journal);
 
 /**
  * When `omit` is true, successful replies leave `errorMessage` out instead of sending `""`

@@ -60,6 +60,9 @@ pub enum ErrorKind {
     /// A journal claim is no longer held by its worker: its lease expired and another delivery took
     /// it over (or it was finished or abandoned already). Nothing was stored.
     ClaimLost,
+    /// Another worker holds a live claim on this delivery and did not finish it within the
+    /// journal's busy wait: answer so that the service delivers again later (HTTP 503).
+    Busy,
 }
 
 /// A failure with the field it concerns (when there is one) and a message naming the problem.
@@ -154,6 +157,7 @@ impl ErrorKind {
             ErrorKind::Conflict => "conflict",
             ErrorKind::Journal => "journal",
             ErrorKind::ClaimLost => "claim_lost",
+            ErrorKind::Busy => "busy",
         }
     }
 }

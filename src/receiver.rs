@@ -1,10 +1,13 @@
 //! The callback receiver: configured once, then authenticates, parses and answers each callback.
 
+use std::sync::Arc;
+
 use ipnet::IpNet;
 
 use crate::auth;
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::{self, Event, KnownEvent};
+use crate::journal::Journal;
 use crate::json::MAX_DEPTH_CEILING;
 use crate::options::ParseOptions;
 use crate::reply;
@@ -29,6 +32,7 @@ pub struct ReceiverConfig {
     balance_currency: String,
     balance_failure_http_status: u16,
     omit_empty_error_message: bool,
+    journal: Option<Arc<Journal>>,
 }
 
 impl Default for ReceiverConfig {
@@ -42,6 +46,7 @@ impl Default for ReceiverConfig {
             balance_currency: "EUR".to_owned(),
             balance_failure_http_status: DEFAULT_BALANCE_FAILURE_HTTP_STATUS,
             omit_empty_error_message: false,
+            journal: None,
         }
     }
 }
@@ -146,6 +151,13 @@ impl ReceiverConfig {
         Ok(())
     }
 
+    /// Journals the receiver's deliveries: a body refused by validation whose index can be read
+    /// is recorded as seen and refused (so that it is not reported missing), and the events it
+    /// hands out can be claimed with `Receiver::journal`. Default: none.
+    pub fn set_journal(&mut self, journal: Arc<Journal>) {
+        self.journal = Some(journal);
+    }
+
     /// Leaves `errorMessage` out of successful replies instead of sending `""`.
     pub fn set_omit_empty_error_message(&mut self, omit: bool) {
         self.omit_empty_error_message = omit;
@@ -206,9 +218,25 @@ impl Receiver {
 
     /// Checks the source address, then the token, then parses and validates the body. Nothing
     /// of the body is read before both checks pass.
+    ///
+    /// With a journal, a body refused by validation whose index could be read is recorded as
+    /// seen and refused. Should the journal fail to record it, the refusal is answered all the
+    /// same: its index then shows as missing, and fetching it again finds it refused again.
     pub fn handle<'a>(&self, request: &Request<'a>) -> Result<Event<'a>> {
         self.authenticate(request)?;
-        self.parse(request.body)
+        self.parse(request.body).inspect_err(|error| self.record_refusal(error))
+    }
+
+    /// The journal deliveries are claimed in, when one is configured.
+    pub fn journal(&self) -> Option<&Arc<Journal>> {
+        self.config.journal.as_ref()
+    }
+
+    fn record_refusal(&self, error: &Error) {
+        let (Some(journal), Some(ids)) = (&self.config.journal, error.ids.as_deref()) else { return };
+        if let Some(index) = ids.index {
+            let _ = journal.record_refused(index, ids.name.as_deref(), ids.transaction_id);
+        }
     }
 
     /// The source and token checks alone. Under sources `any` the address is not looked at (a

@@ -28,7 +28,7 @@ pub fn http_status(kind: ErrorKind) -> u16 {
         ErrorKind::Conflict => 409,
         // The journal's storage failed, or another worker took the claim over: nothing was
         // stored, so the service should deliver again later.
-        ErrorKind::Journal | ErrorKind::ClaimLost => 503,
+        ErrorKind::Journal | ErrorKind::ClaimLost | ErrorKind::Busy => 503,
         ErrorKind::InvalidUtf8
         | ErrorKind::InvalidJson
         | ErrorKind::DuplicateKey

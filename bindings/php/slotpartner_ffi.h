@@ -30,6 +30,7 @@ typedef enum sp_status {
   SP_ERR_CONFLICT = 23,
   SP_ERR_JOURNAL = 24,
   SP_ERR_CLAIM_LOST = 25,
+  SP_ERR_BUSY = 26,
 } sp_status;
 
 typedef enum sp_event_kind {
@@ -38,6 +39,12 @@ typedef enum sp_event_kind {
   SP_EVENT_KIND_BALANCE_QUERY = 3,
   SP_EVENT_KIND_OTHER = 4,
 } sp_event_kind;
+
+typedef enum sp_begin {
+  SP_BEGIN_NEW = 1,
+  SP_BEGIN_DONE = 2,
+  SP_BEGIN_NOT_JOURNALED = 3,
+} sp_begin;
 
 typedef enum sp_trust_roots {
   SP_TRUST_ROOTS_BUNDLED = 0,
@@ -48,6 +55,10 @@ typedef enum sp_trust_roots {
 typedef struct sp_client sp_client;
 
 typedef struct sp_client_config sp_client_config;
+
+typedef struct sp_journal sp_journal;
+
+typedef struct sp_journal_config sp_journal_config;
 
 typedef struct sp_receiver sp_receiver;
 
@@ -158,6 +169,37 @@ typedef struct sp_event {
   uint16_t reply_http_status;
 } sp_event;
 
+typedef struct sp_claim {
+  enum sp_begin outcome;
+  int64_t attempt;
+  struct sp_str reply;
+} sp_claim;
+
+typedef struct sp_journal_status {
+  uint64_t handled;
+  uint64_t replayed;
+  uint64_t conflicts;
+  uint64_t refused;
+  uint64_t in_progress;
+  uint64_t missing;
+  bool has_first_index;
+  int64_t first_index;
+  bool has_highest_index;
+  int64_t highest_index;
+  bool has_watermark;
+  int64_t watermark;
+} sp_journal_status;
+
+typedef struct sp_index_range {
+  int64_t first;
+  int64_t last;
+} sp_index_range;
+
+typedef struct sp_index_ranges {
+  const struct sp_index_range *ranges;
+  size_t len;
+} sp_index_ranges;
+
 enum sp_status sp_client_config_new(const char *base_url,
                                     const char *token,
                                     struct sp_client_config **out);
@@ -226,7 +268,42 @@ enum sp_status sp_event_reply_balance(struct sp_event *event,
 
 enum sp_status sp_event_field(const struct sp_event *event, const char *name, struct sp_str *out);
 
+enum sp_status sp_event_begin(struct sp_event *event, struct sp_claim *out);
+
+enum sp_status sp_event_finish(struct sp_event *event, const uint8_t *reply, size_t len);
+
+enum sp_status sp_event_abandon(struct sp_event *event);
+
 void sp_games_free(struct sp_games *games);
+
+enum sp_status sp_journal_config_new(const char *url, struct sp_journal_config **out);
+
+void sp_journal_config_free(struct sp_journal_config *config);
+
+enum sp_status sp_journal_config_set_lease_ms(struct sp_journal_config *config, uint64_t ms);
+
+enum sp_status sp_journal_config_set_busy_wait_ms(struct sp_journal_config *config, uint64_t ms);
+
+enum sp_status sp_journal_config_set_durable(struct sp_journal_config *config, bool durable);
+
+enum sp_status sp_journal_config_set_first_index(struct sp_journal_config *config, int64_t index);
+
+enum sp_status sp_journal_config_set_max_reply_bytes(struct sp_journal_config *config,
+                                                     size_t bytes);
+
+enum sp_status sp_journal_config_set_lock_timeout_ms(struct sp_journal_config *config, uint64_t ms);
+
+enum sp_status sp_journal_open(const struct sp_journal_config *config, struct sp_journal **out);
+
+void sp_journal_free(struct sp_journal *journal);
+
+enum sp_status sp_journal_status(const struct sp_journal *journal, struct sp_journal_status *out);
+
+enum sp_status sp_journal_missing(const struct sp_journal *journal,
+                                  size_t limit,
+                                  struct sp_index_ranges **out);
+
+void sp_index_ranges_free(struct sp_index_ranges *ranges);
 
 enum sp_status sp_receiver_config_new(struct sp_receiver_config **out);
 
@@ -264,6 +341,9 @@ enum sp_status sp_receiver_config_set_balance_currency(struct sp_receiver_config
 
 enum sp_status sp_receiver_config_set_balance_failure_http_status(struct sp_receiver_config *config,
                                                                   uint16_t http_status);
+
+enum sp_status sp_receiver_config_set_journal(struct sp_receiver_config *config,
+                                              const struct sp_journal *journal);
 
 enum sp_status sp_receiver_config_set_omit_empty_error_message(struct sp_receiver_config *config,
                                                                bool omit);

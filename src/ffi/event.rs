@@ -10,6 +10,7 @@ use crate::ffi::args;
 use crate::ffi::owned;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::{Arena, sp_str};
+use crate::journal::{Begin, Claim, Delivery};
 use crate::receiver::Receiver;
 
 /// Which typed struct an `sp_event` carries.
@@ -136,9 +137,63 @@ struct EventBox {
     balance_query: Option<Box<sp_balance_query>>,
     extra_fields: Vec<sp_field>,
     arena: Arena,
-    /// The last reply built, NUL-terminated.
-    reply: String,
+    /// The last reply built (or answered from the journal), NUL-terminated; empty when none.
+    reply: Vec<u8>,
     receiver: Arc<Receiver>,
+    /// What the journal knows of this delivery, when the receiver has a journal.
+    delivery: Option<Delivery>,
+    journaled: Journaled,
+}
+
+/// Where an event stands with its receiver's journal.
+#[derive(Debug)]
+enum Journaled {
+    /// `sp_event_begin` was not called.
+    NotBegun,
+    /// This worker holds the claim: finish or abandon it (freeing the event abandons it).
+    Claimed(Claim),
+    /// Finished, abandoned, answered from the journal, or not journaled at all.
+    Settled,
+}
+
+impl Drop for EventBox {
+    /// An event freed while it holds a claim releases it, as `sp_event_abandon` would: the next
+    /// delivery runs the partner's logic again (its ledger's unique `transactionId` absorbs a
+    /// second run). A failure to release it only leaves the claim to expire with its lease.
+    fn drop(&mut self) {
+        if let (Journaled::Claimed(claim), Some(journal)) = (&self.journaled, self.receiver.journal()) {
+            let _ = journal.abandon(claim);
+        }
+    }
+}
+
+/// What `sp_event_begin` found.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum sp_begin {
+    /// The delivery is this worker's: run the partner's logic, build the reply, then
+    /// `sp_event_finish` (or `sp_event_abandon` after a transient failure).
+    SP_BEGIN_NEW = 1,
+    /// The delivery was handled before: send `sp_claim.reply` (byte for byte the first reply)
+    /// with HTTP 200 and run nothing.
+    SP_BEGIN_DONE = 2,
+    /// Not answered from the journal (a balance query, which must be current; an unknown event
+    /// without an index): run the logic and send its reply; its index was recorded.
+    SP_BEGIN_NOT_JOURNALED = 3,
+}
+
+/// The answer of `sp_event_begin`. `reply` is owned by the event like the reply of
+/// `sp_event_reply`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_claim {
+    pub outcome: sp_begin,
+    /// For `SP_BEGIN_NEW`: 1 the first time, 2 and on after a worker died (its lease expired) or
+    /// abandoned it. From 2 on the partner's logic may have run before: its ledger must refuse a
+    /// second credit for the same `transactionId`. 0 otherwise.
+    pub attempt: i64,
+    /// For `SP_BEGIN_DONE`: the stored reply; `{NULL, 0}` otherwise.
+    pub reply: sp_str,
 }
 
 /// Builds the C view of `event` and hands out its ownership as a raw pointer.
@@ -171,8 +226,10 @@ pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
         balance_query: None,
         extra_fields,
         arena,
-        reply: String::new(),
+        reply: Vec::new(),
         receiver: Arc::clone(receiver),
+        delivery: receiver.journal().map(|_| Delivery::of(event)),
+        journaled: Journaled::NotBegun,
     });
     fill(&event.kind, strings, &mut boxed);
     // The box is handed out first and its views taken through the pointer handed out, so that
@@ -302,12 +359,13 @@ unsafe fn event_box<'a>(event: *const sp_event) -> crate::Result<&'a EventBox> {
     unsafe { args::object("event", event.cast::<EventBox>()) }
 }
 
-/// Stores `reply` in the event with the HTTP status to send it with, and points `out` at it.
-fn keep_reply(b: &mut EventBox, mut reply: String, http_status: u16, out: &mut std::mem::MaybeUninit<sp_str>) {
-    reply.push('\0');
+/// Stores `reply` in the event with the HTTP status to send it with, and views it.
+fn keep_reply(b: &mut EventBox, reply: impl Into<Vec<u8>>, http_status: u16) -> sp_str {
+    let mut reply = reply.into();
+    reply.push(0);
     b.reply = reply;
     b.view.reply_http_status = http_status;
-    out.write(sp_str::of_nul_terminated(b.reply.as_bytes()));
+    sp_str::of_nul_terminated(&b.reply)
 }
 
 /// The known event of a box, or the error of asking a reply for an unknown one.
@@ -350,7 +408,7 @@ pub unsafe extern "C" fn sp_event_reply(
         let known = known(b)?;
         let reply = b.receiver.reply_to(known, success, message.unwrap_or(""))?;
         let http_status = b.receiver.reply_http_status(known, success);
-        keep_reply(b, reply, http_status, out);
+        out.write(keep_reply(b, reply, http_status));
         Ok(())
     })
 }
@@ -382,7 +440,7 @@ pub unsafe extern "C" fn sp_event_reply_balance(
             );
         }
         let reply = b.receiver.balance_reply(money, currency, coins)?;
-        keep_reply(b, reply, 200, out);
+        out.write(keep_reply(b, reply, 200));
         Ok(())
     })
 }
@@ -406,4 +464,144 @@ pub unsafe extern "C" fn sp_event_field(event: *const sp_event, name: *const c_c
         out.write(field.json);
         Ok(())
     })
+}
+
+/// Claims the event in its receiver's journal (`sp_receiver_config_set_journal`): the
+/// exactly-once step between `sp_receiver_handle` and the partner's logic. Its key is the event's
+/// name and `transactionId` (refund, payout), or its index for other events carrying one.
+///
+/// - `SP_BEGIN_NEW`: run the logic, build the reply (`sp_event_reply`), then `sp_event_finish`;
+///   after a transient failure of the partner (its database is down), `sp_event_abandon` and
+///   answer HTTP 503 so that the service delivers again.
+/// - `SP_BEGIN_DONE`: send `out->reply` with HTTP 200 (`event->reply_http_status` is set to 200,
+///   and the reply is also the event's last reply); run nothing.
+/// - `SP_BEGIN_NOT_JOURNALED`: run the logic and send its reply; finishing is not needed.
+///
+/// Fails with `SP_ERR_CONFLICT` when the key came before with other content (the first stays;
+/// the message names the `transactionId` and the fields that differ; answer with
+/// `sp_last_error_response`: HTTP 409), `SP_ERR_BUSY` when another worker holds the claim and did
+/// not finish within the busy wait (503), `SP_ERR_JOURNAL` when the storage fails (503), and
+/// `SP_ERR_INVALID_ARGUMENT` when the receiver has no journal or the event was begun already.
+/// May wait up to the journal's busy wait. `*out` is written only on success.
+///
+/// # Safety
+/// `event` is NULL or live and used by no other thread; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (b, out) = unsafe { (event_box_mut(event)?, args::out("out", out)?) };
+        let (Some(journal), Some(delivery)) = (b.receiver.journal().cloned(), b.delivery.as_ref()) else {
+            let problem = "its receiver has no journal (sp_receiver_config_set_journal)";
+            return Err(Error::field(ErrorKind::InvalidArgument, "event", problem).into());
+        };
+        if !matches!(b.journaled, Journaled::NotBegun) {
+            return Err(Error::field(ErrorKind::InvalidArgument, "event", "was begun already").into());
+        }
+        let claim = match journal.begin(delivery)? {
+            Begin::New(claim) => {
+                let attempt = claim.attempt();
+                b.journaled = Journaled::Claimed(claim);
+                sp_claim { outcome: sp_begin::SP_BEGIN_NEW, attempt, reply: sp_str::NONE }
+            }
+            Begin::Done(stored) => {
+                b.journaled = Journaled::Settled;
+                let reply = keep_reply(b, stored, 200);
+                sp_claim { outcome: sp_begin::SP_BEGIN_DONE, attempt: 0, reply }
+            }
+            Begin::NotReplayable => {
+                b.journaled = Journaled::Settled;
+                sp_claim { outcome: sp_begin::SP_BEGIN_NOT_JOURNALED, attempt: 0, reply: sp_str::NONE }
+            }
+            Begin::Busy => {
+                let problem = "another worker is handling this delivery and did not finish within the busy wait";
+                return Err(Error::field(ErrorKind::Busy, "event", problem).into());
+            }
+            Begin::Conflict(error) => return Err(error.into()),
+        };
+        out.write(claim);
+        Ok(())
+    })
+}
+
+/// Stores the reply of a claimed event in the journal, once the partner committed its own work:
+/// every later delivery of the same event gets it, byte for byte (a `success:false` reply too).
+/// `reply`/`len` is the reply to store, or NULL (with `len` 0) for the reply last built for the
+/// event (`sp_event_reply`, `sp_event_reply_balance`), which is what a host sends. Does nothing
+/// and succeeds for an event answered from the journal or not journaled.
+///
+/// Fails with `SP_ERR_CLAIM_LOST` when the claim is no longer this worker's (its lease expired
+/// and another delivery took it over): nothing was stored; the partner's work was done, so send
+/// the reply all the same (the other delivery finds the credit in the ledger). Fails with
+/// `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or when no
+/// reply was built (the claim stays: finish it again or abandon it), or when the event was not
+/// begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays until its lease ends).
+///
+/// # Safety
+/// `event` is NULL or live and used by no other thread; `reply` is NULL or `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8, len: usize) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (b, given) = unsafe { (event_box_mut(event)?, args::bytes("reply", reply, len)?) };
+        let Journaled::Claimed(claim) = &b.journaled else {
+            return settled_or_not_begun(b);
+        };
+        let reply = if reply.is_null() { b.reply.strip_suffix(&[0]).unwrap_or_default() } else { given };
+        if reply.is_empty() {
+            let problem = "no reply was built for the event (sp_event_reply) and none was given";
+            return Err(Error::field(ErrorKind::InvalidArgument, "reply", problem).into());
+        }
+        let journal = b.receiver.journal().expect("a claimed event's receiver has a journal");
+        match journal.finish(claim, reply) {
+            Ok(()) => {
+                b.journaled = Journaled::Settled;
+                Ok(())
+            }
+            Err(error) => {
+                if error.kind == ErrorKind::ClaimLost {
+                    b.journaled = Journaled::Settled;
+                }
+                Err(error.into())
+            }
+        }
+    })
+}
+
+/// Releases the claim of an event after a transient failure of the partner (its database is
+/// down), so that the next delivery runs the logic again; answer the service with HTTP 503 so
+/// that it delivers again. Does nothing and succeeds for an event answered from the journal or
+/// not journaled. Freeing a claimed event releases its claim the same way. Fails with
+/// `SP_ERR_CLAIM_LOST` or `SP_ERR_JOURNAL` as `sp_event_finish` does, and with
+/// `SP_ERR_INVALID_ARGUMENT` when the event was not begun.
+///
+/// # Safety
+/// `event` is NULL or live and used by no other thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_abandon(event: *mut sp_event) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or a live event it does not share.
+        let b = unsafe { event_box_mut(event)? };
+        match std::mem::replace(&mut b.journaled, Journaled::Settled) {
+            Journaled::Claimed(claim) => {
+                let journal = b.receiver.journal().expect("a claimed event's receiver has a journal");
+                Ok(journal.abandon(&claim)?)
+            }
+            other => {
+                b.journaled = other;
+                settled_or_not_begun(b)
+            }
+        }
+    })
+}
+
+/// `sp_event_finish` and `sp_event_abandon` on an event that holds no claim: fine once settled,
+/// an error before `sp_event_begin`.
+fn settled_or_not_begun(b: &EventBox) -> std::result::Result<(), crate::ffi::error::Failure> {
+    match b.journaled {
+        Journaled::NotBegun => {
+            Err(Error::field(ErrorKind::InvalidArgument, "event", "was not begun (sp_event_begin)").into())
+        }
+        _ => Ok(()),
+    }
 }

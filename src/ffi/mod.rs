@@ -9,6 +9,7 @@ pub mod client;
 pub mod error;
 pub mod event;
 pub mod games;
+pub mod journal;
 pub mod owned;
 pub mod receiver;
 pub mod reply;
@@ -21,3 +22,4 @@ pub mod version;
 const fn assert_send_sync<T: Send + Sync>() {}
 const _: () = assert_send_sync::<receiver::sp_receiver>();
 const _: () = assert_send_sync::<client::sp_client>();
+const _: () = assert_send_sync::<journal::sp_journal>();

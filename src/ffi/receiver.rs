@@ -245,6 +245,27 @@ pub unsafe extern "C" fn sp_receiver_config_set_balance_failure_http_status(
     unsafe { configure(config, |c| c.set_balance_failure_http_status(http_status)) }
 }
 
+/// Journals the deliveries of receivers made from this configuration: their events can be
+/// claimed with `sp_event_begin`, and a body refused by validation whose index can be read is
+/// recorded as seen and refused (not reported missing). The receiver keeps the journal open;
+/// free `journal` whenever you like. Default: no journal.
+///
+/// # Safety
+/// `config` is NULL or live; `journal` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_config_set_journal(
+    config: *mut sp_receiver_config,
+    journal: *const crate::ffi::journal::sp_journal,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe {
+        configure(config, |c| {
+            c.set_journal(std::sync::Arc::clone(&args::object("journal", journal)?.inner));
+            Ok(())
+        })
+    }
+}
+
 /// When `omit` is true, successful replies leave `errorMessage` out instead of sending `""`
 /// (the default, as existing integrations do).
 ///

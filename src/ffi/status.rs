@@ -66,10 +66,13 @@ pub enum sp_status {
     /// The journal claim is no longer held (its lease expired and another delivery took it over);
     /// nothing was stored (HTTP 503).
     SP_ERR_CLAIM_LOST = 25,
+    /// Another worker holds a live claim on this delivery and did not finish it within the
+    /// journal's busy wait (HTTP 503, so the service delivers again later).
+    SP_ERR_BUSY = 26,
 }
 
 /// Every status, in code order (used by `sp_status_name` and the tests).
-pub const ALL_STATUSES: [sp_status; 26] = {
+pub const ALL_STATUSES: [sp_status; 27] = {
     use sp_status::*;
     [
         SP_OK,
@@ -98,6 +101,7 @@ pub const ALL_STATUSES: [sp_status; 26] = {
         SP_ERR_CONFLICT,
         SP_ERR_JOURNAL,
         SP_ERR_CLAIM_LOST,
+        SP_ERR_BUSY,
     ]
 };
 
@@ -129,6 +133,7 @@ impl From<ErrorKind> for sp_status {
             ErrorKind::Conflict => SP_ERR_CONFLICT,
             ErrorKind::Journal => SP_ERR_JOURNAL,
             ErrorKind::ClaimLost => SP_ERR_CLAIM_LOST,
+            ErrorKind::Busy => SP_ERR_BUSY,
         }
     }
 }
@@ -164,6 +169,7 @@ impl sp_status {
             SP_ERR_CONFLICT => c"SP_ERR_CONFLICT",
             SP_ERR_JOURNAL => c"SP_ERR_JOURNAL",
             SP_ERR_CLAIM_LOST => c"SP_ERR_CLAIM_LOST",
+            SP_ERR_BUSY => c"SP_ERR_BUSY",
         }
     }
 }
