@@ -501,7 +501,7 @@ typedef struct sp_claim {
  * Counts and gap figures of a journal, from `sp_journal_status`. Plain values, owned by the
  * caller.
  */
-typedef struct sp_journal_status {
+typedef struct sp_journal_stats {
   /**
    * Deliveries handled: finished with a stored reply.
    */
@@ -541,7 +541,7 @@ typedef struct sp_journal_status {
    */
   bool has_watermark;
   int64_t watermark;
-} sp_journal_status;
+} sp_journal_stats;
 
 /**
  * An inclusive range of missing indexes: `first` to `last`.
@@ -996,7 +996,7 @@ void sp_journal_free(struct sp_journal *journal);
  * # Safety
  * `journal` is NULL or live; `out` is NULL or writable.
  */
-enum sp_status sp_journal_status(const struct sp_journal *journal, struct sp_journal_status *out);
+enum sp_status sp_journal_status(const struct sp_journal *journal, struct sp_journal_stats *out);
 
 /**
  * The indexes never seen between the first index and the highest seen, as at most `limit`

@@ -122,8 +122,8 @@ fn free(ev: *mut sp_event) {
     unsafe { sp_event_free(ev) }
 }
 
-fn status(journal: *const sp_journal) -> sp_journal_status {
-    let mut out = MaybeUninit::<sp_journal_status>::uninit();
+fn status(journal: *const sp_journal) -> sp_journal_stats {
+    let mut out = MaybeUninit::<sp_journal_stats>::uninit();
     // SAFETY: valid pointers, written on SP_OK.
     unsafe {
         assert_eq!(sp_journal_status(journal, out.as_mut_ptr()), SP_OK);

@@ -175,7 +175,7 @@ typedef struct sp_claim {
   struct sp_str reply;
 } sp_claim;
 
-typedef struct sp_journal_status {
+typedef struct sp_journal_stats {
   uint64_t handled;
   uint64_t replayed;
   uint64_t conflicts;
@@ -188,7 +188,7 @@ typedef struct sp_journal_status {
   int64_t highest_index;
   bool has_watermark;
   int64_t watermark;
-} sp_journal_status;
+} sp_journal_stats;
 
 typedef struct sp_index_range {
   int64_t first;
@@ -297,7 +297,7 @@ enum sp_status sp_journal_open(const struct sp_journal_config *config, struct sp
 
 void sp_journal_free(struct sp_journal *journal);
 
-enum sp_status sp_journal_status(const struct sp_journal *journal, struct sp_journal_status *out);
+enum sp_status sp_journal_status(const struct sp_journal *journal, struct sp_journal_stats *out);
 
 enum sp_status sp_journal_missing(const struct sp_journal *journal,
                                   size_t limit,

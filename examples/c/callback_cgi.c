@@ -8,6 +8,12 @@
  *   SLOTPARTNER_TRUSTED_PROXIES  proxies whose X-Forwarded-For is believed (default: none)
  *   SLOTPARTNER_STRICT_INDEX     1 to refuse an event whose index is not a non-negative integer
  *                                (default: handle it with no index)
+ *   SLOTPARTNER_JOURNAL  a delivery journal (sqlite:PATH, or postgres://... across hosts): each
+ *                        refund and payout is handled once, a repeated delivery is answered with
+ *                        the first reply byte for byte, and a refused one is recorded as seen
+ *   SLOTPARTNER_WALLET   a directory standing in for the partner's ledger: one file per credited
+ *                        transaction, created only if absent, so a transactionId is never
+ *                        credited twice (the unique key exactly-once needs across a crash)
  * Request (set by the web server): REQUEST_METHOD, CONTENT_LENGTH, HTTP_X_SERVICE_TOKEN,
  * REMOTE_ADDR, HTTP_X_FORWARDED_FOR, and the body on stdin.
  *
@@ -19,11 +25,14 @@
  * demo business logic accepts every valid event (but knows no player called "unknown-player")
  * and logs one line per event to stderr; replace handle_event() with yours.
  */
+#define _POSIX_C_SOURCE 200809L /* open, write, fsync, unlink */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "slotpartner.h"
 
@@ -71,8 +80,36 @@ static void log_failure(const char *what) {
     fprintf(stderr, "callback_cgi: %s: %s\n", what, message.ptr);
 }
 
-/* The demo business logic: accept every valid event, log it, and build its reply. */
-static sp_status handle_event(sp_event *event, sp_str *reply) {
+/* The demo ledger: credits `amount` for `kind`/`transaction_id` once. The file is created only if
+ * absent (O_EXCL), the ledger's unique key: a second credit of the same transaction, such as a
+ * delivery run again after its worker died between the credit and sp_event_finish, finds it and
+ * changes nothing. Returns 0 when credited now or before, -1 when the ledger failed. */
+static int credit(const char *kind, int64_t transaction_id, int64_t amount) {
+    const char *wallet = getenv("SLOTPARTNER_WALLET");
+    char path[4096];
+    char text[32];
+    int fd = -1;
+    int n = 0;
+    if (wallet == NULL || *wallet == '\0') {
+        return 0;
+    }
+    snprintf(path, sizeof path, "%s/%s-%" PRId64, wallet, kind, transaction_id);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+        return errno == EEXIST ? 0 : -1;
+    }
+    n = snprintf(text, sizeof text, "%" PRId64 "\n", amount);
+    if (write(fd, text, (size_t)n) != n || fsync(fd) != 0) {
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    return close(fd);
+}
+
+/* The demo business logic: accept every valid event, credit it, log it, and build its reply.
+ * Returns SP_ERR_JOURNAL-like failure as -1 when the ledger is down (a transient failure). */
+static sp_status handle_event(sp_event *event, sp_str *reply, int *ledger_down) {
     const char *player = "";
     switch (event->kind) {
     case SP_EVENT_KIND_BUY_REFUND:
@@ -80,6 +117,10 @@ static sp_status handle_event(sp_event *event, sp_str *reply) {
                                                                   : event->buy_refund->player_identifier.ptr;
         fprintf(stderr, "callback_cgi: refund transaction %" PRId64 " of purchase %" PRId64 " for player %s\n",
                 event->buy_refund->transaction_id, event->buy_refund->buy_transaction_id, player);
+        if (credit("refund", event->buy_refund->transaction_id, 0) != 0) {
+            *ledger_down = 1;
+            return SP_OK;
+        }
         return sp_event_reply(event, true, NULL, reply);
     case SP_EVENT_KIND_JACKPOT_PAYOUT:
         player = event->jackpot_payout->player_partner_identifier.ptr ? event->jackpot_payout->player_partner_identifier.ptr
@@ -87,6 +128,10 @@ static sp_status handle_event(sp_event *event, sp_str *reply) {
         fprintf(stderr, "callback_cgi: payout %" PRId64 " %s (minor units) of %s jackpot %s for player %s\n",
                 event->jackpot_payout->money_won, event->jackpot_payout->currency_iso4217.ptr,
                 event->jackpot_payout->is_primary ? "major" : "minor", event->jackpot_payout->jackpot_identifier.ptr, player);
+        if (credit("payout", event->jackpot_payout->transaction_id, event->jackpot_payout->money_won) != 0) {
+            *ledger_down = 1;
+            return SP_OK;
+        }
         return sp_event_reply(event, true, NULL, reply);
     case SP_EVENT_KIND_BALANCE_QUERY:
         player = event->balance_query->player_partner_identifier.ptr ? event->balance_query->player_partner_identifier.ptr
@@ -115,7 +160,18 @@ static void log_index(const sp_event *event) {
     }
 }
 
-static sp_receiver *make_receiver(void) {
+/* Opens the journal SLOTPARTNER_JOURNAL names; NULL with the last error set when it fails. */
+static sp_journal *open_journal(const char *url) {
+    sp_journal_config *config = NULL;
+    sp_journal *journal = NULL;
+    if (sp_journal_config_new(url, &config) == SP_OK) {
+        sp_journal_open(config, &journal);
+    }
+    sp_journal_config_free(config);
+    return journal;
+}
+
+static sp_receiver *make_receiver(sp_journal *journal) {
     const char *token = getenv("SLOTPARTNER_TOKEN");
     const char *sources = getenv("SLOTPARTNER_SOURCES");
     const char *proxies = getenv("SLOTPARTNER_TRUSTED_PROXIES");
@@ -129,6 +185,7 @@ static sp_receiver *make_receiver(void) {
         (sources == NULL || sp_receiver_config_set_sources(config, sources) == SP_OK) &&
         (proxies == NULL || sp_receiver_config_set_trusted_proxies(config, proxies) == SP_OK) &&
         sp_receiver_config_set_strict_index(config, strict_index != NULL && strcmp(strict_index, "1") == 0) == SP_OK &&
+        (journal == NULL || sp_receiver_config_set_journal(config, journal) == SP_OK) &&
         sp_receiver_config_set_max_body_bytes(config, MAX_BODY_BYTES) == SP_OK &&
         sp_receiver_config_set_reject_unknown_events(config, true) == SP_OK) {
         sp_receiver_new(config, &receiver);
@@ -166,12 +223,55 @@ static long read_body(unsigned char *buffer, size_t capacity) {
     return (long)got;
 }
 
+static const char BUSY_BODY[] =
+    "{\"error\":{\"code\":\"ledger_unavailable\",\"field\":\"\",\"message\":\"the ledger is unavailable; deliver again later\"}}";
+
+/* Handles a valid event: with a journal, claims it first (a repeat is answered with the stored
+ * reply, running nothing), and stores the reply once the ledger has the credit. */
+static int answer_event(sp_event *event) {
+    sp_str reply = {NULL, 0};
+    sp_claim claim;
+    int ledger_down = 0;
+    int journaled = getenv("SLOTPARTNER_JOURNAL") != NULL && *getenv("SLOTPARTNER_JOURNAL") != '\0';
+    if (journaled) {
+        if (sp_event_begin(event, &claim) != SP_OK) {
+            log_failure("journal");
+            return respond_last_error(); /* 409 conflict, 503 busy or journal down */
+        }
+        if (claim.outcome == SP_BEGIN_DONE) {
+            fprintf(stderr, "callback_cgi: repeated delivery answered from the journal\n");
+            return respond(200, NULL, claim.reply.ptr, claim.reply.len);
+        }
+        if (claim.attempt > 1) {
+            fprintf(stderr, "callback_cgi: attempt %" PRId64 "\n", claim.attempt);
+        }
+    }
+    if (handle_event(event, &reply, &ledger_down) != SP_OK) {
+        log_failure("reply");
+        return respond_last_error();
+    }
+    if (ledger_down) {
+        /* A transient failure: release the claim so that the next delivery runs again. */
+        if (journaled) {
+            sp_event_abandon(event);
+        }
+        return respond_text(503, "Retry-After: 5", BUSY_BODY);
+    }
+    if (journaled && sp_event_finish(event, NULL, 0) != SP_OK) {
+        /* SP_ERR_CLAIM_LOST: the credit is made; the next delivery finds it in the ledger. */
+        log_failure("journal finish");
+    }
+    log_index(event);
+    return respond(event->reply_http_status, NULL, reply.ptr, reply.len);
+}
+
 int main(void) {
     static unsigned char body[MAX_BODY_BYTES + 1];
     const char *method = getenv("REQUEST_METHOD");
+    const char *journal_url = getenv("SLOTPARTNER_JOURNAL");
+    sp_journal *journal = NULL;
     sp_receiver *receiver = NULL;
     sp_event *event = NULL;
-    sp_str reply = {NULL, 0};
     long len = 0;
     int rc = 0;
 
@@ -179,7 +279,15 @@ int main(void) {
         return respond_text(405, "Allow: POST",
                             "{\"error\":{\"code\":\"method_not_allowed\",\"field\":\"\",\"message\":\"only POST is accepted\"}}");
     }
-    receiver = make_receiver();
+    if (journal_url != NULL && *journal_url != '\0') {
+        journal = open_journal(journal_url);
+        if (journal == NULL) {
+            log_failure("journal");
+            return respond_last_error(); /* 503: the service delivers again later */
+        }
+    }
+    receiver = make_receiver(journal);
+    sp_journal_free(journal); /* the receiver keeps it open */
     if (receiver == NULL) {
         return respond_last_error();
     }
@@ -193,12 +301,8 @@ int main(void) {
                            getenv("HTTP_X_FORWARDED_FOR"), body, (size_t)len, &event) != SP_OK) {
         log_failure("refused");
         rc = respond_last_error();
-    } else if (handle_event(event, &reply) != SP_OK) {
-        log_failure("reply");
-        rc = respond_last_error();
     } else {
-        log_index(event);
-        rc = respond(event->reply_http_status, NULL, reply.ptr, reply.len);
+        rc = answer_event(event);
     }
     sp_event_free(event);
     sp_receiver_free(receiver);

@@ -30,7 +30,7 @@ pub struct sp_journal {
 /// caller.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct sp_journal_status {
+pub struct sp_journal_stats {
     /// Deliveries handled: finished with a stored reply.
     pub handled: u64,
     /// Deliveries answered from the journal with a stored reply.
@@ -258,12 +258,12 @@ pub unsafe extern "C" fn sp_journal_free(journal: *mut sp_journal) {
 /// # Safety
 /// `journal` is NULL or live; `out` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn sp_journal_status(journal: *const sp_journal, out: *mut sp_journal_status) -> sp_status {
+pub unsafe extern "C" fn sp_journal_status(journal: *const sp_journal, out: *mut sp_journal_stats) -> sp_status {
     status_boundary!({
         // SAFETY: the caller promises NULL or live / writable pointers.
         let (journal, out) = unsafe { (args::object("journal", journal)?, args::out("out", out)?) };
         let s = journal.inner.status()?;
-        out.write(sp_journal_status {
+        out.write(sp_journal_stats {
             handled: s.handled,
             replayed: s.replayed,
             conflicts: s.conflicts,
