@@ -11,7 +11,7 @@ EXDIR    := target/examples
 SANDIR   := target/examples-sanitized
 STRICT   := -Wall -Wextra -Werror -pedantic
 CFLAGS   ?= -O2 -g
-EXAMPLES := callback_cgi inspect_event get_games
+EXAMPLES := callback_cgi inspect_event get_games journal_status
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # What a program linking the static library needs besides it (as `cargo rustc -- --print native-static-libs` says).
 STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
