@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::event::KnownEvent;
+use crate::callback::spec::KnownEvent;
 
 /// What kind of failure happened. The C ABI maps each kind to one stable `sp_status` code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -15,11 +15,11 @@
 
 use std::cell::RefCell;
 
+use crate::callback::response::{self, Response};
 use crate::error::Error;
 use crate::ffi::args;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::sp_str;
-use crate::response::{self, Response};
 
 /// A failed call: the error and, when the caller knows better than the generic mapping (a
 /// receiver knows the event's wrapper), the answer an endpoint should give.

@@ -4,14 +4,15 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
+use crate::callback::event::{Event, EventKind};
+use crate::callback::receiver::Receiver;
+use crate::callback::spec::KnownEvent;
 use crate::error::{Error, ErrorKind};
-use crate::event::{Event, EventKind, KnownEvent};
 use crate::ffi::args;
 use crate::ffi::owned;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::{Arena, sp_str};
 use crate::journal::{Begin, Claim, Delivery};
-use crate::receiver::Receiver;
 
 /// Which typed struct an `sp_event` carries.
 #[repr(C)]
@@ -373,7 +374,7 @@ fn keep_reply(b: &mut EventBox, reply: impl Into<Vec<u8>>, http_status: u16) -> 
 fn known(b: &EventBox) -> crate::Result<KnownEvent> {
     b.known.ok_or_else(|| {
         let name = String::from_utf8_lossy(b.arena.text_of(b.name).unwrap_or_default());
-        let problem = format!("no reply is defined for the unknown event {}", crate::json::quoted(&name));
+        let problem = format!("no reply is defined for the unknown event {}", crate::callback::json::quoted(&name));
         Error::field(ErrorKind::UnknownEvent, "event", problem)
     })
 }

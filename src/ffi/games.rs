@@ -5,8 +5,8 @@ use crate::ffi::event::sp_field;
 use crate::ffi::owned;
 use std::ops::Range;
 
+use crate::client::games::Game;
 use crate::ffi::str::{Arena, sp_str};
-use crate::games::Game;
 
 /// One game (spec 2.1). Every pointer is owned by the `sp_games` it came in.
 #[repr(C)]

@@ -5,13 +5,13 @@ use std::ffi::c_char;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
+use crate::callback::receiver::{Receiver, ReceiverConfig, Request};
 use crate::error::Result;
 use crate::ffi::args;
 use crate::ffi::error::Failure;
 use crate::ffi::event::{self, sp_event};
 use crate::ffi::owned;
 use crate::ffi::status::sp_status;
-use crate::receiver::{Receiver, ReceiverConfig, Request};
 
 /// A receiver's settings, filled in by the `sp_receiver_config_set_*` functions. Created by
 /// `sp_receiver_config_new`, freed by `sp_receiver_config_free`. One thread at a time.
@@ -357,7 +357,7 @@ pub unsafe extern "C" fn sp_receiver_handle(
 /// Hands a parsed event to `out`, or turns the error into a failure with the receiver's answer.
 fn deliver(
     receiver: &Arc<Receiver>,
-    parsed: Result<crate::event::Event<'_>>,
+    parsed: Result<crate::callback::event::Event<'_>>,
     out: &mut MaybeUninit<*mut sp_event>,
 ) -> std::result::Result<(), Failure> {
     match parsed {

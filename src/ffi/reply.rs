@@ -3,11 +3,11 @@
 
 use std::ffi::c_char;
 
+use crate::callback::reply;
 use crate::ffi::args;
 use crate::ffi::owned;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::sp_str;
-use crate::reply;
 
 /// A reply body the library allocated. `text` views it (NUL-terminated) until `sp_buffer_free`.
 /// One thread at a time.

@@ -1,9 +1,9 @@
 //! What the journal keeps of a delivery: its key, and its content in a canonical form that
 //! detects a conflict (the same key with other typed fields).
 
+use crate::callback::event::{Event, EventKind};
+use crate::callback::json::push_quoted;
 use crate::error::{Error, ErrorKind};
-use crate::event::{Event, EventKind};
-use crate::json::push_quoted;
 
 /// One delivery of an event, as the journal sees it: built from a validated event with
 /// [`Delivery::of`], then given to `Journal::begin`.
@@ -211,10 +211,10 @@ fn shortened(value: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::ParseOptions;
+    use crate::callback::options::ParseOptions;
 
     fn delivery(body: &str) -> Delivery {
-        Delivery::of(&crate::event::parse(body.as_bytes(), &ParseOptions::default()).expect("valid body"))
+        Delivery::of(&crate::callback::event::parse(body.as_bytes(), &ParseOptions::default()).expect("valid body"))
     }
 
     const REFUND: &str = r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-1","playerIdentifier":"p-1","transactionId":900002,"buyTransactionId":800001,"gameSessionId":5,"partnerGameRequestIdentifier":"r-1","gameId":7,"isMobile":false,"index":41}"#;

@@ -1,8 +1,8 @@
 //! The `localeISO639_ISO3166` parameter: an ISO 639 language code and an ISO 3166 country code
 //! joined by a hyphen (`en-US`). `en_US` is accepted and sent as `en-US`.
 
+use crate::callback::json::quoted;
 use crate::error::{Error, ErrorKind, Result};
-use crate::json::quoted;
 
 /// The locale in the form the service expects, or an error naming `field`.
 pub fn normalize(field: &str, locale: &str) -> Result<String> {

@@ -2,77 +2,12 @@
 
 use std::borrow::Cow;
 
+use crate::callback::fields::FieldReader;
+use crate::callback::json::{self, Field};
+use crate::callback::options::ParseOptions;
+use crate::callback::scan::{self, ScanError, Slots};
+use crate::callback::spec::{KnownEvent, Name};
 use crate::error::{Error, ErrorKind, EventIds, Result};
-use crate::fields::FieldReader;
-use crate::json::{self, Field};
-use crate::options::ParseOptions;
-use crate::scan::{self, Name, ScanError, Slots};
-
-/// The events this library knows by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KnownEvent {
-    /// `event` = `gameSessionBuyRefund`; replied to with the `refund` wrapper.
-    BuyRefund,
-    /// `event` = `jackpotPayout`; replied to with the `payout` wrapper.
-    JackpotPayout,
-    /// `action` = `getPlayerBalance`; replied to with the balance wrapper (`playerBalance`).
-    BalanceQuery,
-}
-
-impl KnownEvent {
-    /// The name the service gives the event.
-    pub fn name(self) -> &'static str {
-        match self {
-            KnownEvent::BuyRefund => "gameSessionBuyRefund",
-            KnownEvent::JackpotPayout => "jackpotPayout",
-            KnownEvent::BalanceQuery => "getPlayerBalance",
-        }
-    }
-
-    /// The fields the spec defines for the event; any other field is kept as an extra field.
-    pub fn spec_fields(self) -> &'static [Name] {
-        match self {
-            KnownEvent::BuyRefund => &[
-                Name::Event,
-                Name::GameSessionIdentifier,
-                Name::PlayerIdentifier,
-                Name::PlayerPartnerIdentifier,
-                Name::TransactionId,
-                Name::BuyTransactionId,
-                Name::GameSessionId,
-                Name::PartnerGameRequestIdentifier,
-                Name::GameId,
-                Name::IsMobile,
-                Name::BonusCode,
-            ],
-            KnownEvent::JackpotPayout => &[
-                Name::Event,
-                Name::JackpotIdentifier,
-                Name::PlayerIdentifier,
-                Name::PlayerPartnerIdentifier,
-                Name::CurrencyIso4217,
-                Name::MoneyWon,
-                Name::CoinsWon,
-                Name::IsMoney,
-                Name::EpochReleasedMillis,
-                Name::IsPrimary,
-                Name::TransactionId,
-                Name::BuyTransactionId,
-                Name::PartnerGameRequestIdentifier,
-                Name::GameSessionId,
-                Name::GameId,
-                Name::BonusCode,
-                Name::IsMobile,
-            ],
-            KnownEvent::BalanceQuery => &[Name::Action, Name::PlayerIdentifier, Name::PlayerPartnerIdentifier],
-        }
-    }
-
-    /// `spec_fields` as a set of `Name::bit`s.
-    pub fn spec_mask(self) -> u32 {
-        self.spec_fields().iter().fold(0, |mask, name| mask | name.bit())
-    }
-}
 
 /// `gameSessionBuyRefund`: money for a spin must be refunded.
 #[derive(Debug, Clone, PartialEq, Eq)]

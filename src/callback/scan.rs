@@ -8,94 +8,9 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::callback::json::{self, Field, KeySeed, StrictValue};
+use crate::callback::spec::Name;
 use crate::error::{Error, ErrorKind, Result};
-use crate::json::{self, Field, KeySeed, StrictValue};
-
-/// Every field name the known events define. Each has a slot in `Slots`, so that the scan
-/// sorts a field with one `match` on its name and readers find it without searching.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Name {
-    Event,
-    Action,
-    GameSessionIdentifier,
-    PlayerIdentifier,
-    PlayerPartnerIdentifier,
-    TransactionId,
-    BuyTransactionId,
-    GameSessionId,
-    PartnerGameRequestIdentifier,
-    GameId,
-    IsMobile,
-    BonusCode,
-    JackpotIdentifier,
-    CurrencyIso4217,
-    MoneyWon,
-    CoinsWon,
-    IsMoney,
-    EpochReleasedMillis,
-    IsPrimary,
-}
-
-impl Name {
-    /// How many names there are (the size of `Slots`).
-    pub const COUNT: usize = 19;
-
-    /// The name as the body spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Name::Event => "event",
-            Name::Action => "action",
-            Name::GameSessionIdentifier => "gameSessionIdentifier",
-            Name::PlayerIdentifier => "playerIdentifier",
-            Name::PlayerPartnerIdentifier => "playerPartnerIdentifier",
-            Name::TransactionId => "transactionId",
-            Name::BuyTransactionId => "buyTransactionId",
-            Name::GameSessionId => "gameSessionId",
-            Name::PartnerGameRequestIdentifier => "partnerGameRequestIdentifier",
-            Name::GameId => "gameId",
-            Name::IsMobile => "isMobile",
-            Name::BonusCode => "bonusCode",
-            Name::JackpotIdentifier => "jackpotIdentifier",
-            Name::CurrencyIso4217 => "currencyISO4217",
-            Name::MoneyWon => "moneyWon",
-            Name::CoinsWon => "coinsWon",
-            Name::IsMoney => "isMoney",
-            Name::EpochReleasedMillis => "epochReleasedMillis",
-            Name::IsPrimary => "isPrimary",
-        }
-    }
-
-    /// The name spelled `name`, if it is one of these.
-    pub fn of(name: &str) -> Option<Name> {
-        Some(match name {
-            "event" => Name::Event,
-            "action" => Name::Action,
-            "gameSessionIdentifier" => Name::GameSessionIdentifier,
-            "playerIdentifier" => Name::PlayerIdentifier,
-            "playerPartnerIdentifier" => Name::PlayerPartnerIdentifier,
-            "transactionId" => Name::TransactionId,
-            "buyTransactionId" => Name::BuyTransactionId,
-            "gameSessionId" => Name::GameSessionId,
-            "partnerGameRequestIdentifier" => Name::PartnerGameRequestIdentifier,
-            "gameId" => Name::GameId,
-            "isMobile" => Name::IsMobile,
-            "bonusCode" => Name::BonusCode,
-            "jackpotIdentifier" => Name::JackpotIdentifier,
-            "currencyISO4217" => Name::CurrencyIso4217,
-            "moneyWon" => Name::MoneyWon,
-            "coinsWon" => Name::CoinsWon,
-            "isMoney" => Name::IsMoney,
-            "epochReleasedMillis" => Name::EpochReleasedMillis,
-            "isPrimary" => Name::IsPrimary,
-            _ => return None,
-        })
-    }
-
-    /// This name's bit in a set of names.
-    pub fn bit(self) -> u32 {
-        1 << self as u32
-    }
-}
 
 /// A decoded value of a slotted field. Containers are checked (depth, duplicate keys, escapes)
 /// and consumed, but not kept: no known field is an array or an object.

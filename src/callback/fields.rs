@@ -2,9 +2,10 @@
 
 use std::borrow::Cow;
 
+use crate::callback::json::{excerpt, quoted};
+use crate::callback::scan::{Scalar, Slots};
+use crate::callback::spec::Name;
 use crate::error::{Error, ErrorKind, Result};
-use crate::json::{excerpt, quoted};
-use crate::scan::{Name, Scalar, Slots};
 
 /// The largest amount accepted: 2^53 - 1, the largest integer every JSON reader keeps exactly.
 pub const MAX_AMOUNT: i64 = (1 << 53) - 1;
@@ -77,7 +78,7 @@ impl<'a> FieldReader<'_, 'a> {
     /// The raw JSON text of the top-level field `name`, for error messages only (it splits the
     /// body again).
     fn raw_text(&self, name: &str) -> Option<String> {
-        let fields = crate::json::split_object(self.text).ok()?;
+        let fields = crate::callback::json::split_object(self.text).ok()?;
         fields.into_iter().find(|f| f.name == name).map(|f| f.raw.get().to_owned())
     }
 
@@ -113,7 +114,7 @@ impl<'a> FieldReader<'_, 'a> {
             let problem = format!("{} bytes, more than the limit of {}", value.len(), self.max_identifier_bytes);
             return Err(self.error(ErrorKind::InvalidValue, name.as_str(), problem));
         }
-        if let Some(c) = crate::json::first_control_char(&value) {
+        if let Some(c) = crate::callback::json::first_control_char(&value) {
             let problem = format!("contains the control character U+{:04X}", u32::from(c));
             return Err(self.error(ErrorKind::InvalidValue, name.as_str(), problem));
         }

@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::callback::json::excerpt;
 use crate::error::{Error, ErrorKind, Result};
-use crate::json::excerpt;
 
 /// One game with every field of spec 2.1. Element types of `rules` and `categories` are not
 /// shown by the spec: each element is kept as raw JSON text.

@@ -4,15 +4,16 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 
-use crate::auth;
+use crate::callback::auth;
+use crate::callback::event::{self, Event};
+use crate::callback::json::MAX_DEPTH_CEILING;
+use crate::callback::options::ParseOptions;
+use crate::callback::reply;
+use crate::callback::response::{self, Response};
+use crate::callback::sources::{self, SourcePolicy};
+use crate::callback::spec::KnownEvent;
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::{self, Event, KnownEvent};
 use crate::journal::Journal;
-use crate::json::MAX_DEPTH_CEILING;
-use crate::options::ParseOptions;
-use crate::reply;
-use crate::response::{self, Response};
-use crate::sources::{self, SourcePolicy};
 
 /// The HTTP status of a refused balance query's answer by default: an error status, so that no
 /// client reads the answer as a wallet. Its body states no balance either.
@@ -128,7 +129,7 @@ impl ReceiverConfig {
 
     /// Sets the currency of balance replies when the caller names none (default `EUR`).
     pub fn set_balance_currency(&mut self, currency: &str) -> Result<()> {
-        if !crate::fields::is_currency_code(currency) {
+        if !crate::callback::fields::is_currency_code(currency) {
             return Err(Error::field(
                 ErrorKind::InvalidArgument,
                 "balance_currency",
@@ -172,7 +173,7 @@ fn at_least(field: &str, value: usize, min: usize) -> Result<usize> {
 }
 
 fn non_empty_name(field: &str, name: &str) -> Result<String> {
-    if name.is_empty() || crate::json::first_control_char(name).is_some() {
+    if name.is_empty() || crate::callback::json::first_control_char(name).is_some() {
         return Err(Error::field(
             ErrorKind::InvalidArgument,
             field,
@@ -280,7 +281,8 @@ impl Receiver {
     /// successful one needs `balance_reply`.
     pub fn reply(&self, event: &Event<'_>, success: bool, message: &str) -> Result<String> {
         let Some(known) = event.known() else {
-            let problem = format!("no reply is defined for the unknown event {}", crate::json::quoted(&event.name));
+            let problem =
+                format!("no reply is defined for the unknown event {}", crate::callback::json::quoted(&event.name));
             return Err(Error::field(ErrorKind::UnknownEvent, "event", problem));
         };
         self.reply_to(known, success, message)

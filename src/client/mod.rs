@@ -2,18 +2,22 @@
 //!
 //! One `Client` is shared by any number of threads; it keeps connections alive between calls.
 //! Every request carries `X-Service-Token`; redirects are not followed; answers are bounded in
-//! size; a proxy is used only when configured (never taken from the environment).
+//! size; a proxy is used only when configured (never taken from the environment). `games` reads
+//! the `getGames` answer; `locale` checks and normalises locales.
+
+pub(crate) mod games;
+pub(crate) mod locale;
+
+pub use games::Game;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 
-use crate::auth;
+use crate::callback::auth;
+use crate::callback::json::{excerpt, excerpt_of, quoted};
 use crate::error::{Error, ErrorKind, Result};
-use crate::games::{self, Game};
-use crate::json::{excerpt, excerpt_of, quoted};
-use crate::locale;
 
 /// Where the client finds the certificate authorities it trusts, besides any extra ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,7 +282,7 @@ impl Client {
     /// Any action with `params`, a JSON object of its parameters (`{}` for none), sent as
     /// `{"action":<action>, ...params}`. Returns the answer body, which must be JSON. Not retried.
     pub fn call(&self, action: &str, params: &str) -> Result<String> {
-        if action.is_empty() || crate::json::first_control_char(action).is_some() {
+        if action.is_empty() || crate::callback::json::first_control_char(action).is_some() {
             return Err(Error::field(
                 ErrorKind::InvalidArgument,
                 "action",

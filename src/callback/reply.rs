@@ -1,8 +1,8 @@
 //! The reply bodies a partner sends back to the service, with correct JSON escaping.
 
+use crate::callback::fields::{MAX_AMOUNT, is_currency_code};
+use crate::callback::json::{push_quoted, quoted};
 use crate::error::{Error, ErrorKind, Result};
-use crate::fields::{MAX_AMOUNT, is_currency_code};
-use crate::json::{push_quoted, quoted};
 
 /// `{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}`.
 ///
@@ -87,7 +87,7 @@ pub fn balance_failure(wrapper: &str, message: &str) -> Result<String> {
 
 /// A wrapper key must be a non-empty name without control characters.
 pub fn check_wrapper(wrapper: &str) -> Result<()> {
-    if wrapper.is_empty() || crate::json::first_control_char(wrapper).is_some() {
+    if wrapper.is_empty() || crate::callback::json::first_control_char(wrapper).is_some() {
         return Err(Error::field(
             ErrorKind::InvalidArgument,
             "wrapper",

@@ -1,7 +1,7 @@
 //! The HTTP answer a partner endpoint gives when a callback is refused.
 
+use crate::callback::json::quoted;
 use crate::error::{Error, ErrorKind};
-use crate::json::quoted;
 
 /// An HTTP status and a JSON body, ready to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
