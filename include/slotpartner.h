@@ -1203,7 +1203,8 @@ void sp_receiver_free(struct sp_receiver *receiver);
 /**
  * Handles one callback: checks the source address, then the token, then parses and validates
  * the body. `token` is the `X-Service-Token` header (NULL when absent), `remote_addr` the peer
- * address (CGI `REMOTE_ADDR`; not looked at under sources `any`), `forwarded_for` the
+ * address (CGI `REMOTE_ADDR`; not looked at under sources `any`; when not UTF-8 it is no
+ * address, a refused source), `forwarded_for` the
  * `X-Forwarded-For` header as bytes (NULL when absent; read only when the peer is a trusted
  * proxy, ignored unread otherwise), `body`/`len` the raw body (not NUL-terminated).
  *

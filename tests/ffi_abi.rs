@@ -405,10 +405,27 @@ fn non_utf8_strings_are_refused_naming_them() {
     let mut config = ptr::null_mut();
     // SAFETY: valid pointers; the strings are NUL-terminated.
     unsafe {
+        // A remote address that is not UTF-8 is no address: a refused source (403), not an
+        // internal error; under sources `any` it is not looked at.
         let got =
             sp_receiver_handle(r, TOKEN.as_ptr(), BAD_UTF8.as_ptr(), ptr::null(), body.as_ptr(), body.len(), &mut out);
-        assert_failed(got, SP_ERR_INVALID_ARGUMENT, "remote_addr");
+        assert_failed(got, SP_ERR_FORBIDDEN_SOURCE, "remote_addr");
         assert!(last_message().contains("UTF-8"));
+        assert_eq!(last_response().0, 403);
+        let any = receiver(|c| assert_eq!(sp_receiver_config_set_sources(c, c"any".as_ptr()), SP_OK));
+        let got = sp_receiver_handle(
+            any,
+            TOKEN.as_ptr(),
+            BAD_UTF8.as_ptr(),
+            ptr::null(),
+            body.as_ptr(),
+            body.len(),
+            &mut out,
+        );
+        assert_eq!(got, SP_OK);
+        sp_event_free(out);
+        sp_receiver_free(any);
+        out = ptr::dangling_mut();
         let (t, proxy) = (TOKEN.as_ptr(), c"10.0.0.1".as_ptr());
         // X-Forwarded-For is bytes: from a trusted proxy, non-UTF-8 is a refused source (403),
         // never an internal error.

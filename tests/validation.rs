@@ -179,7 +179,7 @@ fn receiver_for(o: &ParseOptions) -> Receiver {
 }
 
 fn request<'a>(token: Option<&'a str>, addr: &'a str, body: &'a [u8]) -> Request<'a> {
-    Request { token: token.map(str::as_bytes), remote_addr: Some(addr), forwarded_for: None, body }
+    Request { token: token.map(str::as_bytes), remote_addr: Some(addr.as_bytes()), forwarded_for: None, body }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1068,7 +1068,7 @@ fn forwarded_for_is_believed_only_from_trusted_proxies() {
     let via = |remote: &'static str, forwarded: Option<&'static str>| {
         let req = Request {
             token: Some(TOKEN.as_bytes()),
-            remote_addr: Some(remote),
+            remote_addr: Some(remote.as_bytes()),
             forwarded_for: forwarded.map(str::as_bytes),
             body: &bytes,
         };
@@ -1085,7 +1085,7 @@ fn forwarded_for_is_believed_only_from_trusted_proxies() {
     let raw = |remote: &'static str, forwarded: &'static [u8]| {
         let req = Request {
             token: Some(TOKEN.as_bytes()),
-            remote_addr: Some(remote),
+            remote_addr: Some(remote.as_bytes()),
             forwarded_for: Some(forwarded),
             body: &bytes,
         };

@@ -188,8 +188,9 @@ fn non_empty_name(field: &str, name: &str) -> Result<String> {
 pub struct Request<'a> {
     /// The `X-Service-Token` header value; `None` when the header is absent.
     pub token: Option<&'a [u8]>,
-    /// The peer address of the connection (CGI `REMOTE_ADDR`).
-    pub remote_addr: Option<&'a str>,
+    /// The peer address of the connection (CGI `REMOTE_ADDR`) as bytes; not looked at under
+    /// sources `any`, and no address (a refused source) when it is not UTF-8.
+    pub remote_addr: Option<&'a [u8]>,
     /// The `X-Forwarded-For` header value as raw bytes, read only when the peer is a trusted
     /// proxy (an untrusted peer's header is ignored, whatever its bytes).
     pub forwarded_for: Option<&'a [u8]>,

@@ -53,16 +53,19 @@ pub fn parse_list(field: &str, spec: &str) -> Result<Vec<IpNet>> {
     spec.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|item| parse_net(field, item)).collect()
 }
 
-/// The address that delivered the request: `remote_addr`, or, when `remote_addr` is a trusted
+/// The address that delivered the request: `remote_addr` (bytes, as a web server hands them
+/// over; not UTF-8 is no address), or, when `remote_addr` is a trusted
 /// proxy, the right-most address of `forwarded_for` (an `X-Forwarded-For` value, raw bytes)
 /// that is not a trusted proxy. Forwarding headers from any other peer are ignored unread,
 /// whatever their bytes; a trusted proxy's header that is not UTF-8 is refused as a source.
 pub fn client_address(
-    remote_addr: Option<&str>,
+    remote_addr: Option<&[u8]>,
     forwarded_for: Option<&[u8]>,
     trusted_proxies: &[IpNet],
 ) -> Result<IpAddr> {
     let remote = remote_addr.ok_or_else(|| forbidden("the remote address is unknown"))?;
+    let remote = std::str::from_utf8(remote)
+        .map_err(|e| forbidden(format!("the remote address is not UTF-8 (byte {})", e.valid_up_to())))?;
     let mut client =
         parse_addr(remote).ok_or_else(|| forbidden(format!("the remote address {remote:?} is not an IP address")))?;
     if let Some(forwarded) = forwarded_for.filter(|_| contains(trusted_proxies, client)) {
@@ -156,7 +159,7 @@ mod tests {
     #[test]
     fn mapped_ipv4_counts_as_ipv4() {
         let policy = SourcePolicy::parse("sources", "production").unwrap();
-        let client = client_address(Some("::ffff:18.203.30.17"), None, &[]).unwrap();
+        let client = client_address(Some(b"::ffff:18.203.30.17"), None, &[]).unwrap();
         assert!(policy.allows(client));
     }
 
@@ -164,7 +167,7 @@ mod tests {
     fn mapped_ranges_are_taken_as_ipv4_ranges() {
         let policy = SourcePolicy::parse("sources", "::ffff:10.0.0.0/104").unwrap();
         assert_eq!(policy, SourcePolicy::Only(vec!["10.0.0.0/8".parse().unwrap()]));
-        let client = client_address(Some("::ffff:10.1.2.3"), None, &[]).unwrap();
+        let client = client_address(Some(b"::ffff:10.1.2.3"), None, &[]).unwrap();
         assert!(policy.allows(client) && policy.allows(ip("10.9.9.9")) && !policy.allows(ip("11.0.0.1")));
         let host = SourcePolicy::parse("sources", "::ffff:18.203.30.17/128").unwrap();
         assert!(host.allows(ip("18.203.30.17")));
@@ -175,17 +178,17 @@ mod tests {
     #[test]
     fn forwarded_for_is_read_only_from_trusted_proxies() {
         let proxies = parse_list("trusted_proxies", "10.0.0.0/8").unwrap();
-        let via_proxy = client_address(Some("10.0.0.5"), Some(b"1.2.3.4, 34.254.138.20, 10.0.0.7"), &proxies).unwrap();
+        let via_proxy = client_address(Some(b"10.0.0.5"), Some(b"1.2.3.4, 34.254.138.20, 10.0.0.7"), &proxies).unwrap();
         assert_eq!(via_proxy, ip("34.254.138.20"));
-        let spoofed = client_address(Some("198.51.100.1"), Some(b"34.254.138.20"), &proxies).unwrap();
+        let spoofed = client_address(Some(b"198.51.100.1"), Some(b"34.254.138.20"), &proxies).unwrap();
         assert_eq!(spoofed, ip("198.51.100.1"));
-        let not_utf8_untrusted = client_address(Some("198.51.100.1"), Some(b"\xff\xfe"), &proxies).unwrap();
+        let not_utf8_untrusted = client_address(Some(b"198.51.100.1"), Some(b"\xff\xfe"), &proxies).unwrap();
         assert_eq!(not_utf8_untrusted, ip("198.51.100.1"));
-        let not_utf8_trusted = client_address(Some("10.0.0.5"), Some(b"\xff\xfe"), &proxies).unwrap_err();
+        let not_utf8_trusted = client_address(Some(b"10.0.0.5"), Some(b"\xff\xfe"), &proxies).unwrap_err();
         assert_eq!(not_utf8_trusted.kind, ErrorKind::ForbiddenSource);
-        let untrusted = client_address(Some("10.0.0.5"), Some(b"34.254.138.20"), &[]).unwrap();
+        let untrusted = client_address(Some(b"10.0.0.5"), Some(b"34.254.138.20"), &[]).unwrap();
         assert_eq!(untrusted, ip("10.0.0.5"));
         assert_eq!(client_address(None, None, &proxies).unwrap_err().kind, ErrorKind::ForbiddenSource);
-        assert_eq!(client_address(Some("nope"), None, &proxies).unwrap_err().kind, ErrorKind::ForbiddenSource);
+        assert_eq!(client_address(Some(b"nope"), None, &proxies).unwrap_err().kind, ErrorKind::ForbiddenSource);
     }
 }

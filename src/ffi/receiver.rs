@@ -315,7 +315,8 @@ pub unsafe extern "C" fn sp_receiver_free(receiver: *mut sp_receiver) {
 
 /// Handles one callback: checks the source address, then the token, then parses and validates
 /// the body. `token` is the `X-Service-Token` header (NULL when absent), `remote_addr` the peer
-/// address (CGI `REMOTE_ADDR`; not looked at under sources `any`), `forwarded_for` the
+/// address (CGI `REMOTE_ADDR`; not looked at under sources `any`; when not UTF-8 it is no
+/// address, a refused source), `forwarded_for` the
 /// `X-Forwarded-For` header as bytes (NULL when absent; read only when the peer is a trusted
 /// proxy, ignored unread otherwise), `body`/`len` the raw body (not NUL-terminated).
 ///
@@ -343,7 +344,7 @@ pub unsafe extern "C" fn sp_receiver_handle(
             let out = args::out("out", out)?;
             let request = Request {
                 token: args::opt_bytes_z(token),
-                remote_addr: args::opt_text("remote_addr", remote_addr)?,
+                remote_addr: args::opt_bytes_z(remote_addr),
                 forwarded_for: args::opt_bytes_z(forwarded_for),
                 body: args::bytes("body", body, len)?,
             };
