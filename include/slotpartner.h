@@ -201,6 +201,29 @@ typedef enum sp_begin {
 } sp_begin;
 
 /**
+ * Why a missing event was not recovered.
+ */
+typedef enum sp_recovery_reason {
+  /**
+   * The service answered 404: it knows no event with this index.
+   */
+  SP_RECOVERY_NOT_FOUND = 1,
+  /**
+   * The service could not be reached, timed out, or answered another HTTP error.
+   */
+  SP_RECOVERY_SERVICE = 2,
+  /**
+   * The answer or the event in it is not valid (it failed the callback validation, or carries
+   * another index than the one asked for).
+   */
+  SP_RECOVERY_INVALID_EVENT = 3,
+  /**
+   * The journal refused or failed it (a conflict, a busy claim, a storage failure).
+   */
+  SP_RECOVERY_JOURNAL = 4,
+} sp_recovery_reason;
+
+/**
  * Which certificate authorities a client trusts besides extra ones (values for
  * `sp_client_config_set_trust_roots`).
  */
@@ -257,6 +280,12 @@ typedef struct sp_receiver sp_receiver;
  * `sp_receiver_config_new`, freed by `sp_receiver_config_free`. One thread at a time.
  */
 typedef struct sp_receiver_config sp_receiver_config;
+
+/**
+ * A recovery in progress. Created by `sp_recovery_new`, freed by `sp_recovery_free`. One thread
+ * at a time. Events it hands out stay valid after it is freed.
+ */
+typedef struct sp_recovery sp_recovery;
 
 /**
  * A borrowed UTF-8 string: `len` bytes at `ptr`, followed by a NUL byte that `len` does not
@@ -560,6 +589,38 @@ typedef struct sp_index_ranges {
   size_t len;
 } sp_index_ranges;
 
+/**
+ * A missing event that was not recovered. `message` names the field or the HTTP status.
+ */
+typedef struct sp_recovery_failure {
+  int64_t index;
+  enum sp_recovery_reason reason;
+  enum sp_status status;
+  struct sp_str message;
+} sp_recovery_failure;
+
+/**
+ * What a recovery did so far, from `sp_recovery_report`. `failures` (`failures_len` entries,
+ * NULL when none) is owned by the recovery: valid until the next `sp_recovery_report` on it or
+ * `sp_recovery_free`.
+ */
+typedef struct sp_recovery_report {
+  /**
+   * Missing indexes the recovery set out to fetch.
+   */
+  uint64_t missing;
+  /**
+   * Events fetched and handed out, claimed.
+   */
+  uint64_t recovered;
+  /**
+   * Events fetched but handled meanwhile by a late delivery (or not journaled).
+   */
+  uint64_t handled_meanwhile;
+  const struct sp_recovery_failure *failures;
+  size_t failures_len;
+} sp_recovery_report;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -659,6 +720,36 @@ enum sp_status sp_client_config_set_proxy(struct sp_client_config *config, const
  */
 enum sp_status sp_client_config_set_max_response_bytes(struct sp_client_config *config,
                                                        uint64_t bytes);
+
+/**
+ * Sets the operation that fetches a lost event again, sent as `action` (default `"getEvent"`;
+ * the spec does not show it).
+ *
+ * # Safety
+ * `config` is NULL or live; `action` is NULL or NUL-terminated.
+ */
+enum sp_status sp_client_config_set_fetch_action(struct sp_client_config *config,
+                                                 const char *action);
+
+/**
+ * Sets the parameter that carries the lost event's index in the fetch request (default
+ * `"index"`; the spec does not show it).
+ *
+ * # Safety
+ * `config` is NULL or live; `name` is NULL or NUL-terminated.
+ */
+enum sp_status sp_client_config_set_fetch_index_param(struct sp_client_config *config,
+                                                      const char *name);
+
+/**
+ * Sets the key of the fetch answer that holds the event (default `"event"`, for
+ * `{"event":{...}}`); `""` when the answer is the event itself.
+ *
+ * # Safety
+ * `config` is NULL or live; `key` is NULL or NUL-terminated.
+ */
+enum sp_status sp_client_config_set_fetch_event_key(struct sp_client_config *config,
+                                                    const char *key);
 
 /**
  * When `lenient` is true, a game missing a field of spec 2.1 gets the field's empty value
@@ -1235,6 +1326,50 @@ enum sp_status sp_receiver_parse(const struct sp_receiver *receiver,
                                  const uint8_t *body,
                                  size_t len,
                                  struct sp_event **out);
+
+/**
+ * Starts a recovery of the events missing from `receiver`'s journal (at most `limit` indexes,
+ * at most 1,000,000), fetched through `client` (`sp_client_config_set_fetch_*` say how). Fails
+ * with `SP_ERR_INVALID_ARGUMENT` when the receiver has no journal, `SP_ERR_JOURNAL` when the
+ * journal cannot be read. Fetches nothing yet. On success `*out` owns the recovery; free it with
+ * `sp_recovery_free`.
+ *
+ * # Safety
+ * `receiver` and `client` are NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_recovery_new(const struct sp_receiver *receiver,
+                               const struct sp_client *client,
+                               size_t limit,
+                               struct sp_recovery **out);
+
+/**
+ * Fetches missing events until one is recovered, and hands it out already claimed in the
+ * journal: read its fields, run the handler, `sp_event_reply`, then `sp_event_finish` (or
+ * `sp_event_abandon`), and `sp_event_free`, exactly as for a callback. `*out` is NULL when every
+ * missing index was tried. Indexes that fail are kept in the report and skipped. Blocks for the
+ * calls to the service. On success with an event, `*out` owns it.
+ *
+ * # Safety
+ * `recovery` is NULL or live and used by no other thread; `out` is NULL or writable.
+ */
+enum sp_status sp_recovery_next(struct sp_recovery *recovery, struct sp_event **out);
+
+/**
+ * What the recovery did so far: counts, and each failure with its index, reason and message.
+ * The failures are owned by the recovery (see `sp_recovery_report`).
+ *
+ * # Safety
+ * `recovery` is NULL or live and used by no other thread; `out` is NULL or writable.
+ */
+enum sp_status sp_recovery_report(struct sp_recovery *recovery, struct sp_recovery_report *out);
+
+/**
+ * Frees a recovery. NULL is allowed and does nothing. Events it handed out stay valid.
+ *
+ * # Safety
+ * `recovery` is NULL or came from `sp_recovery_new` and is not used afterwards.
+ */
+void sp_recovery_free(struct sp_recovery *recovery);
 
 /**
  * Builds `{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}` for any wrapper key

@@ -46,6 +46,13 @@ typedef enum sp_begin {
   SP_BEGIN_NOT_JOURNALED = 3,
 } sp_begin;
 
+typedef enum sp_recovery_reason {
+  SP_RECOVERY_NOT_FOUND = 1,
+  SP_RECOVERY_SERVICE = 2,
+  SP_RECOVERY_INVALID_EVENT = 3,
+  SP_RECOVERY_JOURNAL = 4,
+} sp_recovery_reason;
+
 typedef enum sp_trust_roots {
   SP_TRUST_ROOTS_BUNDLED = 0,
   SP_TRUST_ROOTS_SYSTEM = 1,
@@ -63,6 +70,8 @@ typedef struct sp_journal_config sp_journal_config;
 typedef struct sp_receiver sp_receiver;
 
 typedef struct sp_receiver_config sp_receiver_config;
+
+typedef struct sp_recovery sp_recovery;
 
 typedef struct sp_str {
   const char *ptr;
@@ -200,6 +209,21 @@ typedef struct sp_index_ranges {
   size_t len;
 } sp_index_ranges;
 
+typedef struct sp_recovery_failure {
+  int64_t index;
+  enum sp_recovery_reason reason;
+  enum sp_status status;
+  struct sp_str message;
+} sp_recovery_failure;
+
+typedef struct sp_recovery_report {
+  uint64_t missing;
+  uint64_t recovered;
+  uint64_t handled_meanwhile;
+  const struct sp_recovery_failure *failures;
+  size_t failures_len;
+} sp_recovery_report;
+
 enum sp_status sp_client_config_new(const char *base_url,
                                     const char *token,
                                     struct sp_client_config **out);
@@ -227,6 +251,15 @@ enum sp_status sp_client_config_set_proxy(struct sp_client_config *config, const
 
 enum sp_status sp_client_config_set_max_response_bytes(struct sp_client_config *config,
                                                        uint64_t bytes);
+
+enum sp_status sp_client_config_set_fetch_action(struct sp_client_config *config,
+                                                 const char *action);
+
+enum sp_status sp_client_config_set_fetch_index_param(struct sp_client_config *config,
+                                                      const char *name);
+
+enum sp_status sp_client_config_set_fetch_event_key(struct sp_client_config *config,
+                                                    const char *key);
 
 enum sp_status sp_client_config_set_lenient_games(struct sp_client_config *config, bool lenient);
 
@@ -364,6 +397,17 @@ enum sp_status sp_receiver_parse(const struct sp_receiver *receiver,
                                  const uint8_t *body,
                                  size_t len,
                                  struct sp_event **out);
+
+enum sp_status sp_recovery_new(const struct sp_receiver *receiver,
+                               const struct sp_client *client,
+                               size_t limit,
+                               struct sp_recovery **out);
+
+enum sp_status sp_recovery_next(struct sp_recovery *recovery, struct sp_event **out);
+
+enum sp_status sp_recovery_report(struct sp_recovery *recovery, struct sp_recovery_report *out);
+
+void sp_recovery_free(struct sp_recovery *recovery);
 
 enum sp_status sp_reply_result_new(const char *wrapper,
                                    bool success,

@@ -5,9 +5,11 @@
 //! size; a proxy is used only when configured (never taken from the environment). `games` reads
 //! the `getGames` answer; `locale` checks and normalises locales.
 
+pub(crate) mod fetch;
 pub(crate) mod games;
 pub(crate) mod locale;
 
+pub use fetch::FetchSettings;
 pub use games::Game;
 
 use std::sync::Arc;
@@ -31,8 +33,9 @@ pub enum TrustRoots {
 }
 
 /// A client's settings. Defaults: connect time-out 5 s, overall time-out 15 s, 2 retries of
-/// `getGames` with a 200 ms back-off that doubles, bundled roots, no proxy, answers up to 8 MiB,
-/// strict games (every field of spec 2.1 required).
+/// `getGames` and of fetching a lost event with a 200 ms back-off that doubles, bundled roots, no
+/// proxy, answers up to 8 MiB, strict games (every field of spec 2.1 required), lost events
+/// fetched with `{"action":"getEvent","index":N}` and found under `event` in the answer.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     base_url: String,
@@ -46,6 +49,7 @@ pub struct ClientConfig {
     proxy: Option<String>,
     max_response_bytes: u64,
     lenient_games: bool,
+    fetch: FetchSettings,
 }
 
 impl ClientConfig {
@@ -81,6 +85,7 @@ impl ClientConfig {
             proxy: None,
             max_response_bytes: 8 * 1024 * 1024,
             lenient_games: false,
+            fetch: FetchSettings::default(),
         })
     }
 
@@ -175,6 +180,25 @@ impl ClientConfig {
     pub fn set_lenient_games(&mut self, lenient: bool) {
         self.lenient_games = lenient;
     }
+
+    /// The operation that fetches a lost event (default `getEvent`; the spec does not show it).
+    pub fn set_fetch_action(&mut self, action: &str) -> Result<()> {
+        self.fetch.action = fetch::check_name("fetch_action", action, false)?;
+        Ok(())
+    }
+
+    /// The parameter carrying the lost event's index (default `index`).
+    pub fn set_fetch_index_param(&mut self, name: &str) -> Result<()> {
+        self.fetch.index_param = fetch::check_name("fetch_index_param", name, false)?;
+        Ok(())
+    }
+
+    /// The key of the answer holding the fetched event (default `event`); empty when the answer
+    /// is the event itself.
+    pub fn set_fetch_event_key(&mut self, key: &str) -> Result<()> {
+        self.fetch.event_key = fetch::check_name("fetch_event_key", key, true)?;
+        Ok(())
+    }
 }
 
 fn positive(field: &str, timeout: Duration) -> Result<Duration> {
@@ -194,6 +218,7 @@ pub struct Client {
     retry_backoff: Duration,
     max_response_bytes: u64,
     lenient_games: bool,
+    fetch: FetchSettings,
 }
 
 /// The `User-Agent` of every request.
@@ -245,6 +270,7 @@ impl Client {
             retry_backoff: config.retry_backoff,
             max_response_bytes: config.max_response_bytes,
             lenient_games: config.lenient_games,
+            fetch: config.fetch,
         })
     }
 
@@ -264,19 +290,41 @@ impl Client {
             body.push_str(&format!(r#","gameId":{id}"#));
         }
         body.push('}');
+        let answer = self.post_retried("getGames", &body).map_err(|failed| failed.error)?;
+        games::parse_games(&answer, self.lenient_games)
+    }
+
+    /// Fetches the lost event at `index` again (`FetchSettings` say how) and returns its raw JSON
+    /// text, to be read like a delivered body; `None` when the service answers 404 (it knows no
+    /// such event). Retried like `getGames`: asking again changes nothing at the service.
+    pub fn fetch_event(&self, index: i64) -> Result<Option<String>> {
+        let body = self.fetch.request(index)?;
+        match self.post_retried(&self.fetch.action, &body) {
+            Ok(answer) => Ok(Some(self.fetch.event_text(&answer)?.to_owned())),
+            Err(failed) if failed.http_status == Some(404) => Ok(None),
+            Err(failed) => Err(failed.error),
+        }
+    }
+
+    /// The settings `fetch_event` follows.
+    pub fn fetch_settings(&self) -> &FetchSettings {
+        &self.fetch
+    }
+
+    /// `post`, tried again after a connection failure, a time-out or a 5xx, as configured.
+    fn post_retried(&self, action: &str, body: &str) -> std::result::Result<String, FailedPost> {
         let mut wait = self.retry_backoff;
         let mut attempt = 0;
-        let answer = loop {
-            match self.post("getGames", &body) {
+        loop {
+            match self.post(action, body) {
                 Err(failed) if attempt < self.retries && failed.is_retryable() => {
                     std::thread::sleep(wait);
                     wait = wait.saturating_mul(2);
                     attempt += 1;
                 }
-                other => break other.map_err(|failed| failed.error)?,
+                other => return other,
             }
-        };
-        games::parse_games(&answer, self.lenient_games)
+        }
     }
 
     /// Any action with `params`, a JSON object of its parameters (`{}` for none), sent as

@@ -35,7 +35,7 @@ pub struct sp_client_config {
 /// and thread-safe: share one client among all threads; it keeps connections alive between
 /// calls.
 pub struct sp_client {
-    client: Client,
+    pub(crate) client: Client,
 }
 
 /// Creates a configuration for the service at `base_url` (`https://` only: an `http://` URL is
@@ -187,6 +187,48 @@ pub unsafe extern "C" fn sp_client_config_set_max_response_bytes(
 ) -> sp_status {
     // SAFETY: forwarded caller promise.
     unsafe { configure(config, |c| c.set_max_response_bytes(bytes)) }
+}
+
+/// Sets the operation that fetches a lost event again, sent as `action` (default `"getEvent"`;
+/// the spec does not show it).
+///
+/// # Safety
+/// `config` is NULL or live; `action` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_client_config_set_fetch_action(
+    config: *mut sp_client_config,
+    action: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.set_fetch_action(args::text("fetch_action", action)?)) }
+}
+
+/// Sets the parameter that carries the lost event's index in the fetch request (default
+/// `"index"`; the spec does not show it).
+///
+/// # Safety
+/// `config` is NULL or live; `name` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_client_config_set_fetch_index_param(
+    config: *mut sp_client_config,
+    name: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.set_fetch_index_param(args::text("fetch_index_param", name)?)) }
+}
+
+/// Sets the key of the fetch answer that holds the event (default `"event"`, for
+/// `{"event":{...}}`); `""` when the answer is the event itself.
+///
+/// # Safety
+/// `config` is NULL or live; `key` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_client_config_set_fetch_event_key(
+    config: *mut sp_client_config,
+    key: *const c_char,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { configure(config, |c| c.set_fetch_event_key(args::text("fetch_event_key", key)?)) }
 }
 
 /// When `lenient` is true, a game missing a field of spec 2.1 gets the field's empty value

@@ -199,6 +199,16 @@ pub struct sp_claim {
 
 /// Builds the C view of `event` and hands out its ownership as a raw pointer.
 pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
+    into_raw_with(event, receiver, Journaled::NotBegun)
+}
+
+/// `into_raw` for an event already claimed in the receiver's journal (a recovered one): it is
+/// finished, abandoned or released on free like one claimed with `sp_event_begin`.
+pub fn into_raw_claimed(event: &Event<'_>, receiver: &Arc<Receiver>, claim: Claim) -> *mut sp_event {
+    into_raw_with(event, receiver, Journaled::Claimed(claim))
+}
+
+fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journaled) -> *mut sp_event {
     let typed = typed_strings(&event.kind);
     let extra_text = event.extra.iter().flat_map(|f| [f.name.as_ref(), f.raw.get()]);
     let mut arena = Arena::for_strings(typed.iter().flatten().copied().chain(extra_text).chain([event.name.as_ref()]));
@@ -230,7 +240,7 @@ pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
         reply: Vec::new(),
         receiver: Arc::clone(receiver),
         delivery: receiver.journal().map(|_| Delivery::of(event)),
-        journaled: Journaled::NotBegun,
+        journaled,
     });
     fill(&event.kind, strings, &mut boxed);
     // The box is handed out first and its views taken through the pointer handed out, so that

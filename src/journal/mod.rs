@@ -25,6 +25,7 @@ mod gaps;
 mod key;
 mod pool;
 mod postgres;
+pub mod recovery;
 mod schema;
 mod sqlite;
 
