@@ -604,7 +604,7 @@ typedef struct sp_recovery_failure {
  * NULL when none) is owned by the recovery: valid until the next `sp_recovery_report` on it or
  * `sp_recovery_free`.
  */
-typedef struct sp_recovery_report {
+typedef struct sp_recovery_summary {
   /**
    * Missing indexes the recovery set out to fetch.
    */
@@ -619,7 +619,7 @@ typedef struct sp_recovery_report {
   uint64_t handled_meanwhile;
   const struct sp_recovery_failure *failures;
   size_t failures_len;
-} sp_recovery_report;
+} sp_recovery_summary;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1361,7 +1361,7 @@ enum sp_status sp_recovery_next(struct sp_recovery *recovery, struct sp_event **
  * # Safety
  * `recovery` is NULL or live and used by no other thread; `out` is NULL or writable.
  */
-enum sp_status sp_recovery_report(struct sp_recovery *recovery, struct sp_recovery_report *out);
+enum sp_status sp_recovery_report(struct sp_recovery *recovery, struct sp_recovery_summary *out);
 
 /**
  * Frees a recovery. NULL is allowed and does nothing. Events it handed out stay valid.

@@ -167,7 +167,7 @@ struct Report {
 }
 
 fn report(recovery: *mut sp_recovery) -> Report {
-    let mut out = MaybeUninit::<sp_recovery_report>::uninit();
+    let mut out = MaybeUninit::<sp_recovery_summary>::uninit();
     // SAFETY: valid pointers; the failures are copied while the recovery lives.
     unsafe {
         assert_eq!(sp_recovery_report(recovery, out.as_mut_ptr()), SP_OK);

@@ -216,13 +216,13 @@ typedef struct sp_recovery_failure {
   struct sp_str message;
 } sp_recovery_failure;
 
-typedef struct sp_recovery_report {
+typedef struct sp_recovery_summary {
   uint64_t missing;
   uint64_t recovered;
   uint64_t handled_meanwhile;
   const struct sp_recovery_failure *failures;
   size_t failures_len;
-} sp_recovery_report;
+} sp_recovery_summary;
 
 enum sp_status sp_client_config_new(const char *base_url,
                                     const char *token,
@@ -405,7 +405,7 @@ enum sp_status sp_recovery_new(const struct sp_receiver *receiver,
 
 enum sp_status sp_recovery_next(struct sp_recovery *recovery, struct sp_event **out);
 
-enum sp_status sp_recovery_report(struct sp_recovery *recovery, struct sp_recovery_report *out);
+enum sp_status sp_recovery_report(struct sp_recovery *recovery, struct sp_recovery_summary *out);
 
 void sp_recovery_free(struct sp_recovery *recovery);
 

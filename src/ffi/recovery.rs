@@ -60,7 +60,7 @@ pub struct sp_recovery_failure {
 /// `sp_recovery_free`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct sp_recovery_report {
+pub struct sp_recovery_summary {
     /// Missing indexes the recovery set out to fetch.
     pub missing: u64,
     /// Events fetched and handed out, claimed.
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn sp_recovery_next(recovery: *mut sp_recovery, out: *mut 
 /// # Safety
 /// `recovery` is NULL or live and used by no other thread; `out` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn sp_recovery_report(recovery: *mut sp_recovery, out: *mut sp_recovery_report) -> sp_status {
+pub unsafe extern "C" fn sp_recovery_report(recovery: *mut sp_recovery, out: *mut sp_recovery_summary) -> sp_status {
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (recovery, out) = unsafe { (args::object_mut("recovery", recovery)?, args::out("out", out)?) };
@@ -153,13 +153,13 @@ pub unsafe extern "C" fn sp_recovery_report(recovery: *mut sp_recovery, out: *mu
 }
 
 fn write_report(
-    out: &mut MaybeUninit<sp_recovery_report>,
+    out: &mut MaybeUninit<sp_recovery_summary>,
     missing: u64,
     recovered: u64,
     handled_meanwhile: u64,
     failures: &[sp_recovery_failure],
 ) {
-    out.write(sp_recovery_report {
+    out.write(sp_recovery_summary {
         missing,
         recovered,
         handled_meanwhile,
