@@ -3,10 +3,16 @@
 // Event::reply_http_status() (200; 500 for a refused balance query, which states no balance),
 // refusals with Error::http_status(). The demo knows no player called "unknown-player".
 //
-//   SLOTPARTNER_TOKEN=<uuid> example_callback TOKEN_HEADER REMOTE_ADDR < body.json
+// With SLOTPARTNER_JOURNAL (sqlite:PATH or postgres://...) each delivery is claimed first: a
+// repeat is answered 200 with the first reply, byte for byte, and runs nothing; a new one runs
+// the logic, then Event::finish() stores its reply; a conflict is answered 409, a busy claim or a
+// failing journal 503, with the library's answer.
+//
+//   SLOTPARTNER_TOKEN=<uuid> [SLOTPARTNER_JOURNAL=sqlite:PATH] example_callback TOKEN_HEADER REMOTE_ADDR < body.json
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <string>
 
 #include "slotpartner.hpp"
@@ -20,9 +26,34 @@ int main(int argc, char **argv) {
     try {
         slotpartner::ReceiverConfig config;
         config.add_token(std::getenv("SLOTPARTNER_TOKEN")).sources("any").reject_unknown_events(true);
+        const char *journal_url = std::getenv("SLOTPARTNER_JOURNAL");
+        const bool journaled = journal_url != nullptr && *journal_url != '\0';
+        std::optional<slotpartner::Journal> journal;
+        if (journaled) {
+            try {
+                journal.emplace(journal_url);
+            } catch (const slotpartner::Error &down) { // 503: the service delivers again later
+                std::cerr << "journal: " << down.what() << "\n";
+                std::cout << down.http_status() << " " << down.response_body() << "\n";
+                return 0;
+            }
+            config.journal(*journal); // the receiver keeps it open
+        }
         const slotpartner::Receiver receiver(config);
         try {
             slotpartner::Event event = receiver.handle(argv[1], argv[2], body);
+            if (journaled) {
+                // Throws Error for a conflict (409), a busy claim or a failing journal (503).
+                slotpartner::Claim claim = event.begin();
+                if (claim.outcome == SP_BEGIN_DONE) {
+                    std::cerr << "repeated delivery answered from the journal\n";
+                    std::cout << 200 << " " << claim.reply << "\n"; // run nothing
+                    return 0;
+                }
+                if (claim.attempt > 1) {
+                    std::cerr << "attempt " << claim.attempt << "\n";
+                }
+            }
             std::string_view reply;
             switch (event.kind()) {
             case SP_EVENT_KIND_JACKPOT_PAYOUT: {
@@ -40,6 +71,14 @@ int main(int argc, char **argv) {
                 break;
             default:
                 reply = event.reply(true);
+            }
+            if (journaled) {
+                try {
+                    event.finish(); // stores the reply once the work is committed
+                } catch (const slotpartner::Error &lost) {
+                    // SP_ERR_CLAIM_LOST: the work is done; the next delivery finds it in the ledger.
+                    std::cerr << "journal finish: " << lost.what() << "\n";
+                }
             }
             if (event.index_unreadable()) {
                 std::cerr << "index unreadable, handled without one\n";

@@ -45,5 +45,29 @@ example '500 {"playerBalance":{"errorMessage":"getPlayerBalance.playerIdentifier
 sed 's/"index": *[0-9]*/"index":"42"/' "$root/tests/fixtures/payout.json" > "$work/payout_index_string.json"
 example '200 {"payout":{"success":true,"errorMessage":""}}' "$token" "$work/payout_index_string.json"
 example '200 {"refund":{"success":true,"errorMessage":""}}' "${token^^}" refund.json
+# With a journal: a repeated delivery gets the first reply and runs nothing; a conflict gets 409.
+journal=sqlite:$work/journal.db
+journaled() { # FIXTURE (a path) -> "STATUS BODY" on stdout, the log in $work/log
+  SLOTPARTNER_TOKEN=$token SLOTPARTNER_JOURNAL=$journal "$out/example_callback" "$token" 127.0.0.1 < "$1" 2> "$work/log"
+}
+check() { # WHAT CONDITION...
+  local what=$1; shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL example with a journal: $what"; fi
+}
+first=$(journaled "$root/tests/fixtures/payout.json")
+check "first delivery: $first" [ "$first" = '200 {"payout":{"success":true,"errorMessage":""}}' ]
+check "credited on the first delivery" grep -q '^credit 150000 EUR$' "$work/log"
+again=$(journaled "$root/tests/fixtures/payout.json")
+check "repeat: $again" [ "$again" = "$first" ]
+check "the repeat runs nothing" grep -qx 'repeated delivery answered from the journal' "$work/log"
+check "the repeat credits nothing" bash -c "! grep -q '^credit' '$work/log'"
+sed 's/"moneyWon": *150000/"moneyWon":150001/' "$root/tests/fixtures/payout.json" > "$work/payout_other.json"
+conflict=$(journaled "$work/payout_other.json")
+check "conflict: $conflict" bash -c '[[ "$1" == "409 "*900002* ]]' _ "$conflict"
+balance=$(journaled "$root/tests/fixtures/balance.json")
+check "a balance query is not journaled: $balance" [ "$balance" = '200 {"playerBalance":{"money":100000,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}' ]
+journal=sqlite:$work
+unusable=$(journaled "$root/tests/fixtures/payout.json")
+check "an unusable journal: $unusable" bash -c '[[ "$1" == "503 "* ]]' _ "$unusable"
 echo "cpp binding: $passed passed, $failed failed"
 [ "$rc" = 0 ] && [ "$failed" = 0 ]

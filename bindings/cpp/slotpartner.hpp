@@ -10,8 +10,18 @@
 // - Replies: send each with Event::reply_http_status(): 200, except for a refused balance
 //   query, which states no balance (`{"playerBalance":{"errorMessage":"..."}}`) and gets the
 //   receiver's balance_failure_http_status (500 by default).
-// - Threads: Receiver and Client are immutable and may be shared by any number of threads;
-//   ReceiverConfig, ClientConfig, Event and Games belong to one thread at a time.
+// - Threads: Receiver, Client and Journal may be shared by any number of threads;
+//   ReceiverConfig, ClientConfig, JournalConfig, Event and Games belong to one thread at a time.
+// - Exactly once: a Journal given to ReceiverConfig::journal() claims each delivery with
+//   Event::begin() before the partner's logic runs: SP_BEGIN_NEW (run the logic, reply, then
+//   Event::finish()), SP_BEGIN_DONE (send Claim::reply with 200, run nothing) or
+//   SP_BEGIN_NOT_JOURNALED (a balance query: run the logic). Failures: SP_ERR_CONFLICT (409),
+//   SP_ERR_BUSY and SP_ERR_JOURNAL (503), answered with Error::http_status()/response_body().
+//   After a transient failure of the partner's own store, Event::abandon() and answer 503. An
+//   Event destroyed while claimed releases its claim. From attempt 2 on the logic may have run
+//   before (a worker died after crediting): the ledger must refuse a second credit for the same
+//   transactionId (a unique key). FFI calls per journaled callback: handle, begin, reply,
+//   finish, free (five); a repeat: handle, begin, free.
 #ifndef SLOTPARTNER_HPP
 #define SLOTPARTNER_HPP
 
@@ -29,7 +39,11 @@
 namespace slotpartner {
 
 /// A failed call: the library's status, the offending field (may be empty), the message and,
-/// when the failure has one, the HTTP answer an endpoint should give.
+/// when the failure has one, the HTTP answer an endpoint should give. status_name() gives the
+/// library's name of the status; the journal's are SP_ERR_CONFLICT (the transactionId came
+/// before with other content; the message names it; 409), SP_ERR_JOURNAL (the storage failed;
+/// 503), SP_ERR_CLAIM_LOST (the claim's lease expired, nothing stored; send the reply all the
+/// same) and SP_ERR_BUSY (another worker holds the claim; 503).
 class Error : public std::runtime_error {
 public:
     Error(sp_status status, std::string field, const std::string &message, uint16_t http_status,
@@ -45,7 +59,8 @@ public:
     const std::string &field() const noexcept { return field_; }
     /// The HTTP status an endpoint should answer with (401, 403, 413, 400, 200 for a known
     /// event with invalid fields, or the receiver's balance_failure_http_status, 500 by default,
-    /// for a balance query with invalid fields).
+    /// for a balance query with invalid fields; 409 for a journal conflict, 503 for a busy claim
+    /// or a journal whose storage failed).
     uint16_t http_status() const noexcept { return http_status_; }
     /// The JSON body an endpoint should answer with (`{"playerBalance":{"errorMessage":"..."}}`,
     /// no balance stated, for a balance query with invalid fields).
@@ -120,6 +135,143 @@ inline std::string header(std::string_view s) {
 
 } // namespace detail
 
+/// A delivery journal's settings (sp_journal_config); every setter throws Error on a bad value.
+class JournalConfig {
+public:
+    /// `sqlite:PATH` (one file that every process and thread of a host shares; created if absent)
+    /// or `postgres://USER@HOST/DATABASE` (callbacks landing on several hosts).
+    explicit JournalConfig(std::string_view url) {
+        sp_journal_config *config = nullptr;
+        detail::check(sp_journal_config_new(detail::terminated(url).c_str(), &config));
+        config_.reset(config);
+    }
+
+    /// How long a claim is held for a worker that neither finishes nor abandons it (it died)
+    /// before the next delivery takes it over as attempt 2: 1 ms to 24 h (default 30000).
+    JournalConfig &lease_ms(uint64_t ms) {
+        detail::check(sp_journal_config_set_lease_ms(config_.get(), ms));
+        return *this;
+    }
+    /// How long Event::begin() waits for another worker's live claim on the same delivery before
+    /// throwing SP_ERR_BUSY: at most 24 h (default 2000).
+    JournalConfig &busy_wait_ms(uint64_t ms) {
+        detail::check(sp_journal_config_set_busy_wait_ms(config_.get(), ms));
+        return *this;
+    }
+    /// true (the default): a stored reply is flushed to disk before Event::finish() returns.
+    JournalConfig &durable(bool durable) {
+        detail::check(sp_journal_config_set_durable(config_.get(), durable));
+        return *this;
+    }
+    /// The index gap detection counts from; nullopt for the lowest index seen (the default).
+    JournalConfig &first_index(std::optional<int64_t> index) {
+        detail::check(sp_journal_config_set_first_index(config_.get(), index ? *index : -1));
+        return *this;
+    }
+    /// The largest reply Event::finish() stores (default 65536).
+    JournalConfig &max_reply_bytes(size_t bytes) {
+        detail::check(sp_journal_config_set_max_reply_bytes(config_.get(), bytes));
+        return *this;
+    }
+    /// How long one statement waits for a lock another process holds (default 5000).
+    JournalConfig &lock_timeout_ms(uint64_t ms) {
+        detail::check(sp_journal_config_set_lock_timeout_ms(config_.get(), ms));
+        return *this;
+    }
+
+    const sp_journal_config *get() const noexcept { return config_.get(); }
+
+private:
+    detail::Owner<sp_journal_config, sp_journal_config_free> config_;
+};
+
+/// A journal's counts and gap figures, over every process using it.
+struct JournalStatus {
+    uint64_t handled;     ///< finished with a stored reply
+    uint64_t replayed;    ///< answered from the journal with a stored reply
+    uint64_t conflicts;   ///< refused: their key came before with other content
+    uint64_t refused;     ///< refused by validation, their index readable (not missing)
+    uint64_t in_progress; ///< claimed, neither finished nor abandoned
+    uint64_t missing;     ///< indexes between first_index and highest_index never seen
+    std::optional<int64_t> first_index;   ///< configured, else the lowest index seen
+    std::optional<int64_t> highest_index; ///< the highest index seen
+    std::optional<int64_t> watermark;     ///< every index from first_index up to it was seen
+};
+
+/// Missing indexes `first` to `last`, inclusive.
+struct IndexRange {
+    int64_t first;
+    int64_t last;
+    bool operator==(const IndexRange &other) const noexcept { return first == other.first && last == other.last; }
+};
+
+/// An open delivery journal; share it among threads. Receivers it was given to keep it open after
+/// it is destroyed.
+class Journal {
+public:
+    /// Opens the journal (creating its tables the first time). Throws Error: SP_ERR_INVALID_ARGUMENT
+    /// for an unusable URL (field "journal_url") or setting, SP_ERR_JOURNAL (503) when the storage
+    /// cannot be used (unreachable server, read-only or corrupt file, a newer schema version).
+    explicit Journal(const JournalConfig &config) {
+        sp_journal *journal = nullptr;
+        detail::check(sp_journal_open(config.get(), &journal));
+        journal_.reset(journal);
+    }
+    /// Opens the journal at `url` with the default settings.
+    explicit Journal(std::string_view url) : Journal(JournalConfig(url)) {}
+
+    /// Counts and gap figures. Throws Error (SP_ERR_JOURNAL) when the storage fails.
+    JournalStatus status() const {
+        sp_journal_stats s{};
+        detail::check(sp_journal_status(journal_.get(), &s));
+        auto optional = [](bool has, int64_t value) { return has ? std::optional<int64_t>(value) : std::nullopt; };
+        return JournalStatus{s.handled,
+                             s.replayed,
+                             s.conflicts,
+                             s.refused,
+                             s.in_progress,
+                             s.missing,
+                             optional(s.has_first_index, s.first_index),
+                             optional(s.has_highest_index, s.highest_index),
+                             optional(s.has_watermark, s.watermark)};
+    }
+
+    /// The indexes never seen between the first index and the highest seen, as at most `limit`
+    /// (1 to 1,000,000) inclusive ranges in order. Throws Error (SP_ERR_JOURNAL; field "limit"
+    /// for a limit out of range).
+    std::vector<IndexRange> missing(size_t limit = 1000) const {
+        sp_index_ranges *ranges = nullptr;
+        detail::check(sp_journal_missing(journal_.get(), limit, &ranges));
+        detail::Owner<sp_index_ranges, sp_index_ranges_free> owner(ranges);
+        std::vector<IndexRange> out;
+        out.reserve(owner->len);
+        for (size_t i = 0; i < owner->len; i++) {
+            out.push_back({owner->ranges[i].first, owner->ranges[i].last});
+        }
+        return out;
+    }
+
+    const sp_journal *get() const noexcept { return journal_.get(); }
+
+private:
+    detail::Owner<sp_journal, sp_journal_free> journal_;
+};
+
+/// What Event::begin() found.
+struct Claim {
+    /// SP_BEGIN_NEW: run the logic, reply, then Event::finish() (or Event::abandon() after a
+    /// transient failure, and answer 503). SP_BEGIN_DONE: send `reply` with HTTP 200, run
+    /// nothing. SP_BEGIN_NOT_JOURNALED: a balance query (or an unknown event without an index):
+    /// run the logic and send its reply.
+    sp_begin outcome;
+    /// For SP_BEGIN_NEW: 1 the first time, 2 and on after a worker died or abandoned it (the
+    /// logic may have run before: the ledger must refuse a second credit). 0 otherwise.
+    int64_t attempt;
+    /// For SP_BEGIN_DONE: the stored reply, byte for byte, owned by the Event (valid until its
+    /// next reply or its destruction); empty otherwise.
+    std::string_view reply;
+};
+
 /// A field the spec does not define, as raw JSON.
 struct ExtraField {
     std::string_view name;
@@ -167,7 +319,7 @@ struct BalanceQuery {
 };
 
 /// A validated callback event. Owns everything its views point to; replies built for it are
-/// valid until the next reply or its destruction. The C struct is readable through get()
+/// valid until the next reply or its destruction (which releases an unfinished journal claim). The C struct is readable through get()
 /// (`index_unreadable`, `reply_http_status` among its fields).
 class Event {
 public:
@@ -272,6 +424,37 @@ public:
         return detail::view(out);
     }
 
+    /// Claims this delivery in the receiver's journal (ReceiverConfig::journal()): the
+    /// exactly-once step between Receiver::handle() and the partner's logic. Its key is the
+    /// event's name and transactionId (refund, payout), or its index for other events. May wait
+    /// up to the journal's busy wait. Throws Error: SP_ERR_CONFLICT (409; the message names the
+    /// transactionId and the fields that differ; the first stays), SP_ERR_BUSY (503),
+    /// SP_ERR_JOURNAL (503), SP_ERR_INVALID_ARGUMENT (no journal, or begun already).
+    Claim begin() {
+        sp_claim claim{};
+        detail::check(sp_event_begin(event_.get(), &claim));
+        return Claim{claim.outcome, claim.attempt, detail::view(claim.reply)};
+    }
+
+    /// Stores the reply of a claimed event once the partner committed its own work: every later
+    /// delivery of it gets this reply, byte for byte. `reply` nullopt stores the reply last built
+    /// (reply(), reply_balance()), which is what the host sends. Does nothing for an event
+    /// answered from the journal, not journaled or finished. Throws Error: SP_ERR_CLAIM_LOST (the
+    /// lease expired and another delivery took the claim: nothing stored; the work was done, so
+    /// send the reply all the same), SP_ERR_INVALID_ARGUMENT (field "reply": over the journal's
+    /// limit or none built, the claim stays; or not begun), SP_ERR_JOURNAL.
+    void finish(std::optional<std::string_view> reply = std::nullopt) {
+        detail::check(sp_event_finish(event_.get(), reply ? reinterpret_cast<const uint8_t *>(reply->data()) : nullptr,
+                                      reply ? reply->size() : 0));
+    }
+
+    /// Releases the claim after a transient failure of the partner (its database is down), so
+    /// that the next delivery runs the logic again as attempt 2; answer HTTP 503. Does nothing
+    /// for an event that is not claimed. Destroying a claimed Event releases its claim the same
+    /// way. Throws Error: SP_ERR_CLAIM_LOST or SP_ERR_JOURNAL (the claim ends with its lease),
+    /// SP_ERR_INVALID_ARGUMENT (not begun).
+    void abandon() { detail::check(sp_event_abandon(event_.get())); }
+
     /// The C event, owned by this object.
     const sp_event *get() const noexcept { return event_.get(); }
 
@@ -353,6 +536,13 @@ public:
     }
     ReceiverConfig &omit_empty_error_message(bool omit) {
         detail::check(sp_receiver_config_set_omit_empty_error_message(config_.get(), omit));
+        return *this;
+    }
+    /// Journals the deliveries of receivers made from this configuration: their events can be
+    /// claimed with Event::begin(), and a body refused by validation whose index can be read is
+    /// recorded as seen and refused (not missing). The receiver keeps the journal open.
+    ReceiverConfig &journal(const Journal &journal) {
+        detail::check(sp_receiver_config_set_journal(config_.get(), journal.get()));
         return *this;
     }
 

@@ -1,10 +1,14 @@
 // Tests of slotpartner.hpp: every event kind, validation errors with their field, token and
-// source refusal, reply bytes, getGames against the sandbox (SLOTPARTNER_BASE_URL,
-// SLOTPARTNER_CA_FILE), and freeing (run under AddressSanitizer's leak check by run_tests.sh).
+// source refusal, reply bytes, the delivery journal on SQLite in a temporary directory, getGames
+// against the sandbox (SLOTPARTNER_BASE_URL, SLOTPARTNER_CA_FILE), and freeing (run under
+// AddressSanitizer's leak check by run_tests.sh).
 // Prints "N passed, N failed".
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -268,6 +272,260 @@ void receiver_is_shared_by_threads() {
     CHECK(ok[0] + ok[1] + ok[2] + ok[3] == 2000);
 }
 
+/// A temporary directory removed when destroyed; url() names a SQLite journal in it.
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = (std::filesystem::temp_directory_path() / "sp-cpp-journal-XXXXXX").string();
+        if (mkdtemp(pattern.data()) == nullptr) {
+            std::perror("mkdtemp");
+            std::abort();
+        }
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir &) = delete;
+    TempDir &operator=(const TempDir &) = delete;
+    std::string url(const std::string &name = "journal.db") const { return "sqlite:" + (path_ / name).string(); }
+    const std::filesystem::path &path() const noexcept { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+std::string refund_body(int64_t transaction_id, int64_t index, int64_t game_id = 12) {
+    return R"({"event":"gameSessionBuyRefund","index":)" + std::to_string(index) +
+           R"(,"gameSessionIdentifier":"gs-1","playerIdentifier":"p-1","transactionId":)" + std::to_string(transaction_id) +
+           R"(,"buyTransactionId":1,"gameSessionId":5,"partnerGameRequestIdentifier":"req-1","gameId":)" +
+           std::to_string(game_id) + R"(,"isMobile":false})";
+}
+
+slotpartner::Receiver journaled(const slotpartner::Journal &journal) {
+    slotpartner::ReceiverConfig config;
+    config.add_token(TOKEN).sources("any").journal(journal);
+    return slotpartner::Receiver(config);
+}
+
+/// The flow of the README: (HTTP status, body) to answer with; `runs` counts the logic's runs.
+std::pair<uint16_t, std::string> journaled_callback(const slotpartner::Receiver &r, const std::string &body, int &runs,
+                                                    bool success = true) {
+    try {
+        slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", body);
+        slotpartner::Claim claim = event.begin();
+        if (claim.outcome == SP_BEGIN_DONE) {
+            return {200, std::string(claim.reply)};
+        }
+        runs++;
+        std::string reply(success ? event.reply(true) : event.reply(false, "refused run " + std::to_string(runs)));
+        event.finish();
+        return {event.reply_http_status(), reply};
+    } catch (const slotpartner::Error &e) {
+        return {e.http_status(), e.response_body()};
+    }
+}
+
+void journal_answers_a_repeat_with_the_first_reply() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    int runs = 0;
+    auto first = journaled_callback(r, refund_body(900001, 1), runs, false);
+    CHECK(first.first == 200 && first.second == R"({"refund":{"success":false,"errorMessage":"refused run 1"}})");
+    std::string reformatted = refund_body(900001, 1);
+    for (size_t at = reformatted.find(','); at != std::string::npos; at = reformatted.find(',', at + 3)) {
+        reformatted.replace(at, 1, " , ");
+    }
+    CHECK(journaled_callback(r, reformatted, runs) == first);
+    CHECK(journaled_callback(r, refund_body(900001, 1), runs) == first);
+    CHECK(runs == 1);
+    auto event = r.parse(refund_body(900001, 1));
+    auto claim = event.begin();
+    CHECK(claim.outcome == SP_BEGIN_DONE && claim.attempt == 0 && claim.reply == first.second);
+    CHECK(event.reply_http_status() == 200);
+    event.finish(); // nothing to do
+    auto status = journal.status();
+    CHECK(status.handled == 1 && status.replayed == 3 && status.in_progress == 0 && status.missing == 0);
+    // A new one: attempt 1, the last reply built is stored; an explicit reply too.
+    auto fresh = r.parse(refund_body(900002, 1));
+    auto new_claim = fresh.begin();
+    CHECK(new_claim.outcome == SP_BEGIN_NEW && new_claim.attempt == 1 && new_claim.reply.empty());
+    auto none = failure([&] { fresh.finish(); });
+    CHECK(none.status() == SP_ERR_INVALID_ARGUMENT && none.field() == "reply");
+    fresh.finish(std::string_view(R"({"refund":{"success":true,"errorMessage":"stored"}})"));
+    CHECK(journaled_callback(r, refund_body(900002, 1), runs).second == R"({"refund":{"success":true,"errorMessage":"stored"}})");
+}
+
+void journal_conflict_names_the_transaction() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    int runs = 0;
+    auto first = journaled_callback(r, refund_body(900003, 1, 12), runs);
+    auto conflict = failure([&] { r.parse(refund_body(900003, 2, 13)).begin(); });
+    CHECK(conflict.status() == SP_ERR_CONFLICT && std::string(conflict.status_name()) == "SP_ERR_CONFLICT");
+    CHECK(conflict.http_status() == 409);
+    CHECK(std::string(conflict.what()).find("900003") != std::string::npos);
+    CHECK(std::string(conflict.what()).find("gameId") != std::string::npos);
+    CHECK(conflict.response_body().find("900003") != std::string::npos);
+    CHECK(journaled_callback(r, refund_body(900003, 1, 12), runs) == first);
+    CHECK(runs == 1 && journal.status().conflicts == 1);
+}
+
+void journal_abandoned_and_dropped_claims_run_again() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    const std::string body = refund_body(900004, 1);
+    {
+        auto event = r.parse(body);
+        CHECK(event.begin().attempt == 1);
+        event.reply(true);
+        event.abandon(); // the partner's database was down
+        event.abandon(); // twice does nothing
+    }
+    {
+        auto event = r.parse(body);
+        CHECK(event.begin().attempt == 2);
+        CHECK(journal.status().in_progress == 1);
+    } // destroyed while claimed: released
+    CHECK(journal.status().in_progress == 0);
+    auto event = r.parse(body);
+    auto claim = event.begin();
+    CHECK(claim.outcome == SP_BEGIN_NEW && claim.attempt == 3);
+    event.reply(true);
+    event.finish();
+    auto not_begun = failure([&] { r.parse(body).finish(); });
+    CHECK(not_begun.status() == SP_ERR_INVALID_ARGUMENT);
+    auto twice = r.parse(refund_body(900005, 1));
+    twice.begin();
+    CHECK(failure([&] { twice.begin(); }).status() == SP_ERR_INVALID_ARGUMENT);
+}
+
+void journal_busy_and_lost_claims() {
+    TempDir dir;
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).busy_wait_ms(50).lease_ms(200));
+    const auto r = journaled(journal);
+    auto holder = r.parse(refund_body(900006, 1));
+    holder.begin();
+    auto started = std::chrono::steady_clock::now();
+    auto busy = failure([&] { r.parse(refund_body(900006, 1)).begin(); });
+    CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(40));
+    CHECK(busy.status() == SP_ERR_BUSY && busy.http_status() == 503);
+    holder.reply(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the lease ends
+    auto other = r.parse(refund_body(900006, 1));
+    CHECK(other.begin().attempt == 2);
+    auto lost = failure([&] { holder.finish(); });
+    CHECK(lost.status() == SP_ERR_CLAIM_LOST && lost.http_status() == 503);
+    other.reply(true);
+    other.finish();
+    CHECK(r.parse(refund_body(900006, 1)).begin().outcome == SP_BEGIN_DONE);
+}
+
+void journal_balance_refusals_and_gaps() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    int runs = 0;
+    auto balance = r.parse(R"({"action":"getPlayerBalance","playerIdentifier":"p-1","index":2})");
+    auto claim = balance.begin();
+    CHECK(claim.outcome == SP_BEGIN_NOT_JOURNALED && claim.attempt == 0 && claim.reply.empty());
+    CHECK(balance.reply_balance(5).find("\"money\":5") != std::string_view::npos);
+    balance.finish(); // not needed, does nothing
+    journaled_callback(r, refund_body(900101, 1), runs);
+    journaled_callback(r, refund_body(900107, 7), runs);
+    std::string refused = refund_body(900104, 4);
+    refused.replace(refused.find("\"gameId\":12"), 11, "\"gameId\":1.5");
+    auto e = failure([&] { r.handle(TOKEN, "127.0.0.1", refused); });
+    CHECK(e.status() == SP_ERR_WRONG_TYPE && e.index() == 4 && e.transaction_id() == 900104);
+    CHECK((journal.missing() == std::vector<slotpartner::IndexRange>{{3, 3}, {5, 6}}));
+    CHECK((journal.missing(1) == std::vector<slotpartner::IndexRange>{{3, 3}}));
+    auto status = journal.status();
+    CHECK(status.handled == 2 && status.refused == 1 && status.missing == 3);
+    CHECK(status.first_index == 1 && status.highest_index == 7 && status.watermark == 2);
+    CHECK(failure([&] { journal.missing(0); }).field() == "limit");
+
+    slotpartner::Journal counted(slotpartner::JournalConfig(dir.url("first.db")).first_index(10).durable(false)
+                                     .max_reply_bytes(100).lock_timeout_ms(1000));
+    auto fresh = counted.status();
+    CHECK(fresh.first_index == 10 && !fresh.highest_index && !fresh.watermark && fresh.handled == 0);
+    const auto r10 = journaled(counted);
+    journaled_callback(r10, refund_body(1, 13), runs);
+    CHECK((counted.missing() == std::vector<slotpartner::IndexRange>{{10, 12}}));
+    auto big = r10.parse(refund_body(2, 14));
+    big.begin();
+    CHECK(failure([&] { big.finish(std::string(101, 'x')); }).field() == "reply");
+    big.abandon();
+}
+
+void journal_threads_one_new() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    const std::string body = refund_body(900200, 1);
+    std::atomic<int> ready{0}, news{0}, dones{0}, busies{0}, others{0};
+    std::string replies[8];
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; t++) {
+        threads.emplace_back([&, t] {
+            auto event = r.parse(body);
+            ready++;
+            while (ready < 8) {
+                std::this_thread::yield();
+            }
+            try {
+                auto claim = event.begin();
+                if (claim.outcome == SP_BEGIN_NEW) {
+                    news++;
+                    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                    replies[t] = std::string(event.reply(true));
+                    event.finish();
+                } else if (claim.outcome == SP_BEGIN_DONE) {
+                    dones++;
+                    replies[t] = std::string(claim.reply);
+                } else {
+                    others++;
+                }
+            } catch (const slotpartner::Error &e) {
+                (e.status() == SP_ERR_BUSY ? busies : others)++;
+            }
+        });
+    }
+    for (auto &thread : threads) {
+        thread.join();
+    }
+    CHECK(news == 1 && others == 0 && news + dones + busies == 8);
+    for (const std::string &reply : replies) {
+        CHECK(reply.empty() || reply == R"({"refund":{"success":true,"errorMessage":""}})");
+    }
+    CHECK(journal.status().handled == 1);
+}
+
+void journal_misuse_and_unusable_journals() {
+    auto no_journal = failure([] { receiver().parse(fixture("refund.json")).begin(); });
+    CHECK(no_journal.status() == SP_ERR_INVALID_ARGUMENT && std::string(no_journal.what()).find("no journal") != std::string::npos);
+    auto bad_url = failure([] { slotpartner::Journal("mysql://x"); });
+    CHECK(bad_url.status() == SP_ERR_INVALID_ARGUMENT && bad_url.field() == "journal_url");
+    TempDir dir;
+    auto not_a_file = failure([&] { slotpartner::Journal("sqlite:" + dir.path().string()); });
+    CHECK(not_a_file.status() == SP_ERR_JOURNAL && not_a_file.http_status() == 503);
+    CHECK(failure([&] { slotpartner::Journal(slotpartner::JournalConfig(dir.url()).lease_ms(0)); }).status() ==
+          SP_ERR_INVALID_ARGUMENT); // checked when opened
+    // The receiver keeps the journal open after the Journal object is gone.
+    std::optional<slotpartner::Receiver> r;
+    {
+        slotpartner::Journal journal(dir.url());
+        r.emplace(journaled(journal));
+    }
+    auto event = r->parse(refund_body(1, 1));
+    CHECK(event.begin().outcome == SP_BEGIN_NEW);
+    event.reply(true);
+    event.finish();
+}
+
 void get_games_against_the_sandbox() {
     const char *base_url = std::getenv("SLOTPARTNER_BASE_URL");
     const char *ca_file = std::getenv("SLOTPARTNER_CA_FILE");
@@ -310,6 +568,13 @@ int main() {
     last_error_message_passed_back();
     standalone_replies();
     receiver_is_shared_by_threads();
+    journal_answers_a_repeat_with_the_first_reply();
+    journal_conflict_names_the_transaction();
+    journal_abandoned_and_dropped_claims_run_again();
+    journal_busy_and_lost_claims();
+    journal_balance_refusals_and_gaps();
+    journal_threads_one_new();
+    journal_misuse_and_unusable_journals();
     get_games_against_the_sandbox();
     std::printf("cpp: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -19,6 +19,12 @@ declare(strict_types=1);
  *   SLOTPARTNER_TRUSTED_PROXIES  proxies whose X-Forwarded-For is believed (default: none)
  *   SLOTPARTNER_STRICT_INDEX     1 to refuse an event whose index is not a non-negative integer
  *                                (default: handle it with no index)
+ *   SLOTPARTNER_JOURNAL  a delivery journal (sqlite:PATH, or postgres://... across hosts): each
+ *                        refund and payout is handled once, a repeated delivery is answered with
+ *                        the first reply byte for byte, and a refused one is recorded as seen
+ *   SLOTPARTNER_WALLET   a directory standing in for the partner's ledger: one file per credited
+ *                        transaction, created only if absent, so a transactionId is never
+ *                        credited twice (the unique key exactly-once needs across a crash)
  *   SLOTPARTNER_LIB      the library file (default: the checkout's target/release build)
  *
  * Answers: 405 for a method other than POST; 401 for a missing or wrong token; 403 for a source
@@ -30,12 +36,22 @@ declare(strict_types=1);
  * is passed on as received. The demo business logic accepts every valid event (but knows no
  * player called "unknown-player") and logs one line per event to stderr, and one for its index;
  * replace handleEvent() with yours.
+ *
+ * With SLOTPARTNER_JOURNAL set, every valid event is claimed first ($event->begin()): a repeated
+ * delivery is answered 200 with the stored reply and runs nothing (logged "repeated delivery
+ * answered from the journal"); a new one runs the logic, then $event->finish() stores its reply; a
+ * conflict (same transactionId, other content) is answered 409, a busy claim or a journal that
+ * fails 503, each with the library's answer. When the ledger (SLOTPARTNER_WALLET) fails, the claim
+ * is abandoned and the answer is 503 with Retry-After: 5, so that the service delivers again.
+ * Without it, the answers are the ones above, unchanged.
  */
 
 use SlotPartner\BalanceQuery;
 use SlotPartner\BuyRefund;
 use SlotPartner\Event;
 use SlotPartner\JackpotPayout;
+use SlotPartner\Journal;
+use SlotPartner\Outcome;
 use SlotPartner\Receiver;
 use SlotPartner\SlotPartnerException;
 
@@ -43,6 +59,12 @@ $package = dirname(__DIR__);
 require is_file($package . '/vendor/autoload.php') ? $package . '/vendor/autoload.php' : $package . '/autoload.php';
 
 const MAX_BODY_BYTES = 65536;
+const LEDGER_DOWN = '{"error":{"code":"ledger_unavailable","field":"","message":"the ledger is unavailable; deliver again later"}}';
+
+/** The demo ledger failed (a transient failure of the partner's own store). */
+final class LedgerDown extends RuntimeException
+{
+}
 
 function respond(int $status, string $body, ?string $extraHeader = null): void
 {
@@ -70,8 +92,35 @@ function logLine(string $line): void
     file_put_contents('php://stderr', 'callback.php: ' . $line . "\n");
 }
 
-/** The demo business logic: accept every valid event, log it, and build its reply. */
-function handleEvent(Event $event): string
+/**
+ * The demo ledger: credits $amount for $kind/$transactionId once. The file is created only if
+ * absent (fopen mode "x"), the ledger's unique key: a second credit of the same transaction, such
+ * as a delivery run again after its worker died between the credit and finish(), finds it and
+ * changes nothing. Throws LedgerDown when the ledger fails.
+ */
+function credit(?string $wallet, string $kind, int $transactionId, int $amount): void
+{
+    if ($wallet === null || $wallet === '') {
+        return;
+    }
+    $path = $wallet . '/' . $kind . '-' . $transactionId;
+    $file = @fopen($path, 'x');
+    if ($file === false) {
+        if (file_exists($path)) {
+            return; // credited before: the unique key refuses a second credit
+        }
+        throw new LedgerDown('cannot create ' . $path . ': ' . (error_get_last()['message'] ?? 'unknown error'));
+    }
+    if (fwrite($file, $amount . "\n") === false || !fsync($file)) {
+        fclose($file);
+        unlink($path);
+        throw new LedgerDown('cannot write ' . $path);
+    }
+    fclose($file);
+}
+
+/** The demo business logic: accept every valid event, credit it, log it, and build its reply. */
+function handleEvent(Event $event, ?string $wallet = null): string
 {
     if ($event instanceof BuyRefund) {
         logLine(sprintf(
@@ -80,6 +129,7 @@ function handleEvent(Event $event): string
             $event->buyTransactionId,
             $event->playerPartnerIdentifier ?? $event->playerIdentifier,
         ));
+        credit($wallet, 'refund', $event->transactionId, 0);
         return $event->reply(true);
     }
     if ($event instanceof JackpotPayout) {
@@ -91,6 +141,7 @@ function handleEvent(Event $event): string
             $event->jackpotIdentifier,
             $event->playerPartnerIdentifier ?? $event->playerIdentifier,
         ));
+        credit($wallet, 'payout', $event->transactionId, $event->moneyWon);
         return $event->reply(true);
     }
     if ($event instanceof BalanceQuery) {
@@ -146,6 +197,18 @@ if (($_SERVER['REQUEST_METHOD'] ?? '') !== 'POST') {
 $token = getenv('SLOTPARTNER_TOKEN');
 $sources = getenv('SLOTPARTNER_SOURCES');
 $proxies = getenv('SLOTPARTNER_TRUSTED_PROXIES');
+$journalUrl = (string) getenv('SLOTPARTNER_JOURNAL');
+$wallet = (string) getenv('SLOTPARTNER_WALLET');
+$journal = null;
+if ($journalUrl !== '') {
+    try {
+        $journal = new Journal($journalUrl);
+    } catch (SlotPartnerException $e) {
+        logLine('journal: ' . $e->getMessage());
+        respondError($e);   // 503: the service delivers again later
+        return;
+    }
+}
 try {
     $receiver = new Receiver(
         tokens: $token === false ? null : $token,
@@ -154,6 +217,7 @@ try {
         maxBodyBytes: MAX_BODY_BYTES,
         rejectUnknownEvents: true,
         strictIndex: getenv('SLOTPARTNER_STRICT_INDEX') === '1',
+        journal: $journal,
     );
 } catch (SlotPartnerException $e) {
     logLine('configuration: ' . $e->getMessage());
@@ -179,12 +243,50 @@ try {
     respondError($e);
     return;
 }
+if ($journal !== null) {
+    // Claimed first: a repeat is answered with the stored reply, running nothing.
+    try {
+        $claim = $event->begin();
+    } catch (SlotPartnerException $e) {
+        logLine('journal: ' . $e->getMessage());
+        respondError($e);   // 409 conflict, 503 busy or journal down
+        return;
+    }
+    if ($claim->outcome === Outcome::Done) {
+        logLine('repeated delivery answered from the journal');
+        respond(200, (string) $claim->reply);
+        return;
+    }
+    if ($claim->attempt > 1) {
+        logLine('attempt ' . $claim->attempt);
+    }
+}
 try {
-    $reply = handleEvent($event);
+    $reply = handleEvent($event, $wallet);
 } catch (SlotPartnerException $e) {
     logLine('reply: ' . $e->getMessage());
     respondError($e);
     return;
+} catch (LedgerDown $e) {
+    logLine('ledger: ' . $e->getMessage());
+    if ($journal !== null) {
+        // A transient failure: release the claim so that the next delivery runs again.
+        try {
+            $event->abandon();
+        } catch (SlotPartnerException $e) {
+            logLine('journal abandon: ' . $e->getMessage());   // the claim ends with its lease
+        }
+    }
+    respond(503, LEDGER_DOWN, 'Retry-After: 5');
+    return;
+}
+if ($journal !== null) {
+    try {
+        $event->finish();   // stores the reply once the ledger has the credit
+    } catch (SlotPartnerException $e) {
+        // ClaimLostException: the credit is made; the next delivery finds it in the ledger.
+        logLine('journal finish: ' . $e->getMessage());
+    }
 }
 logIndex($event);
 respond($event->replyHttpStatus(), $reply);   // 200; 500 for a refused balance query

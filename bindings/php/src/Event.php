@@ -15,6 +15,13 @@ use FFI\CData;
  * the last reference goes, also when an exception unwinds past it) or by free(). A callback
  * therefore costs three FFI calls: sp_receiver_handle, sp_event_reply(_balance), sp_event_free.
  *
+ * With a journal (Receiver's $journal), begin() claims the event before the partner's logic
+ * runs and finish() stores its reply: five FFI calls for a new delivery (handle, begin, reply,
+ * finish, free), three for a repeat answered from the journal (handle, begin, free), four for a
+ * balance query (handle, begin, reply, free). Destroying or free()ing a claimed event that was
+ * neither finished nor abandoned releases its claim, as abandon() does: the next delivery runs
+ * the logic again.
+ *
  * One thread at a time; not cloneable.
  */
 abstract class Event
@@ -125,6 +132,93 @@ abstract class Event
     }
 
     /**
+     * Claims this delivery in the Receiver's journal (sp_event_begin): the exactly-once step
+     * between handle() and the partner's logic. Its key is the event's name and transactionId
+     * (refund, payout), or its index for other events. One FFI call; may wait up to the
+     * journal's busy wait.
+     *
+     * - Outcome::New ($claim->attempt): run the logic, build the reply, then finish(); after a
+     *   transient failure of the partner (its database is down), abandon() and answer HTTP 503 so
+     *   that the service delivers again;
+     * - Outcome::Done ($claim->reply): send the stored reply with HTTP 200 (replyHttpStatus() is
+     *   200) and run nothing;
+     * - Outcome::NotJournaled: run the logic and send its reply; finish() is not needed.
+     *
+     * @throws ConflictException the key came before with other content: HTTP 409 (the first
+     *     stays; the message names the transactionId and the fields that differ)
+     * @throws BusyException another worker holds the claim and did not finish within the busy
+     *     wait: HTTP 503
+     * @throws JournalException the journal's storage failed: HTTP 503
+     * @throws ConfigurationException the Receiver has no journal, or the event was begun already
+     *     or freed
+     */
+    public function begin(): Claim
+    {
+        $native = $this->native;
+        $handle = $this->handle;
+        $status = $native->ffi->sp_event_begin($handle, $native->claimOut);
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
+        $claim = $native->claim;
+        return match ($claim->outcome) {
+            Outcome::New->value => new Claim(Outcome::New, $claim->attempt),
+            Outcome::Done->value => $this->replayed($handle, $claim->reply->ptr),
+            default => new Claim(Outcome::NotJournaled),
+        };
+    }
+
+    /** A Done claim: the stored reply, and its HTTP status read in place (200). */
+    private function replayed(CData $handle, string $reply): Claim
+    {
+        $this->replyHttpStatus = $handle->reply_http_status;
+        return new Claim(Outcome::Done, 0, $reply);
+    }
+
+    /**
+     * Stores the reply of a claimed event in the journal (sp_event_finish), once the partner
+     * committed its own work: every later delivery of the same event gets it, byte for byte (a
+     * success:false reply too). $reply null (the usual case) stores the reply last built with
+     * reply() or replyBalance(), which is what the host sends. Does nothing for an event answered
+     * from the journal, not journaled, or finished already. One FFI call.
+     *
+     * @throws ClaimLostException the claim is no longer this worker's (its lease expired and
+     *     another delivery took it over): nothing was stored. The partner's work was done: send
+     *     the reply all the same (the other delivery finds the credit in the ledger)
+     * @throws ConfigurationException a reply over the journal's limit or none built (field
+     *     reply; the claim stays: finish again or abandon), or the event was not begun
+     * @throws JournalException the storage failed (the claim stays until its lease ends)
+     */
+    public function finish(?string $reply = null): void
+    {
+        $native = $this->native;
+        $status = $native->ffi->sp_event_finish($this->handle, $reply, $reply === null ? 0 : \strlen($reply));
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
+    }
+
+    /**
+     * Releases the claim after a transient failure of the partner (its database is down), so
+     * that the next delivery runs the logic again (as attempt 2); answer the service with HTTP 503
+     * so that it delivers again (sp_event_abandon). Does nothing for an event answered from the
+     * journal, not journaled, finished or abandoned already. Destroying or free()ing a claimed
+     * event releases its claim the same way, without reporting failures.
+     *
+     * @throws ClaimLostException|JournalException as finish() does (the claim then ends with its
+     *     lease)
+     * @throws ConfigurationException the event was not begun
+     */
+    public function abandon(): void
+    {
+        $native = $this->native;
+        $status = $native->ffi->sp_event_abandon($this->handle);
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
+    }
+
+    /**
      * The HTTP status to send the last reply built for this event with (sp_event's
      * reply_http_status): 200, except for a refused balance query (reply(false, ...) on a
      * BalanceQuery), which gets the Receiver's balanceFailureHttpStatus (500 by default). 0
@@ -143,7 +237,8 @@ abstract class Event
 
     /**
      * Frees the native event now instead of when this object is destroyed. Idempotent; the
-     * properties stay readable, building a reply afterwards fails (ConfigurationException).
+     * properties stay readable, building a reply afterwards fails (ConfigurationException). A
+     * claimed event's claim is released (as abandon() does, failures unreported).
      */
     public function free(): void
     {

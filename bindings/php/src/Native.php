@@ -35,6 +35,12 @@ final class Native
     /** `sp_str *` pointing at $str. */
     public readonly CData $strOut;
 
+    /** `sp_claim`: the answer written by sp_event_begin. */
+    public readonly CData $claim;
+
+    /** `sp_claim *` pointing at $claim. */
+    public readonly CData $claimOut;
+
     /** `sp_error`: the last failure written by sp_last_error. */
     private readonly CData $lastError;
 
@@ -47,6 +53,8 @@ final class Native
         $this->eventOut = $this->out('sp_event');
         $this->str = $ffi->new('sp_str');
         $this->strOut = FFI::addr($this->str);
+        $this->claim = $ffi->new('sp_claim');
+        $this->claimOut = FFI::addr($this->claim);
         $this->lastError = $ffi->new('sp_error');
         $this->lastErrorOut = FFI::addr($this->lastError);
     }

@@ -54,6 +54,10 @@ final class Receiver
      *     answered with (Event::replyHttpStatus() after reply(false, ...), and httpStatus of a
      *     balance query refused by validation): 200, or 400 to 599 [500]. The body states no
      *     balance either way: `{"playerBalance":{"errorMessage":"..."}}`
+     * @param Journal|null $journal the delivery journal this receiver's deliveries go through:
+     *     its events can be claimed with Event::begin(), and a body refused by validation whose
+     *     index can be read is recorded as seen and refused (not reported missing). The receiver
+     *     keeps the native journal open [none]
      *
      * @throws ConfigurationException for an unusable setting (no token, a malformed one, ...)
      */
@@ -71,6 +75,7 @@ final class Receiver
         bool $omitEmptyErrorMessage = false,
         bool $strictIndex = false,
         ?int $balanceFailureHttpStatus = null,
+        ?Journal $journal = null,
     ) {
         $native = Native::get();
         $this->native = $native;
@@ -112,6 +117,9 @@ final class Receiver
                 $native->check($ffi->sp_receiver_config_set_balance_failure_http_status($config, Native::unsigned($balanceFailureHttpStatus, 'balance_failure_http_status', 0xFFFF)));
             }
             $native->check($ffi->sp_receiver_config_set_omit_empty_error_message($config, $omitEmptyErrorMessage));
+            if ($journal !== null) {
+                $native->check($ffi->sp_receiver_config_set_journal($config, $journal->handle()));
+            }
             $receiverOut = $native->out('sp_receiver');
             $native->check($ffi->sp_receiver_new($config, $receiverOut));
             $this->handle = $receiverOut[0];

@@ -14,8 +14,8 @@ namespace SlotPartner;
  * - $httpStatus and $responseBody: what an HTTP endpoint should answer: 401/403/413/400 with
  *   {"error":{...}}, 200 with the event's wrapper and success false for a known event with
  *   invalid fields, or 500 (the Receiver's balanceFailureHttpStatus) with
- *   {"playerBalance":{"errorMessage":"..."}} for a balance query with invalid fields. Null when
- *   the library gave no answer;
+ *   {"playerBalance":{"errorMessage":"..."}} for a balance query with invalid fields; 409 for a
+ *   journal conflict, 503 for the journal's other failures. Null when the library gave no answer;
  * - $eventName, $index, $transactionId: for a refused callback body, the event's name (`event`
  *   or `action`), index and transactionId as far as the body let them be read (null otherwise),
  *   to log which delivery was refused.
@@ -24,7 +24,9 @@ namespace SlotPartner;
  * copied: getMessage() may be passed to the next call, e.g. $event->reply(false, $e->getMessage()).
  *
  * Subclasses by status: ConfigurationException (1), ValidationException (3-13),
- * AuthenticationException (14-16), TransportException (17-19, 22), ServiceException (20-21).
+ * AuthenticationException (14-16), TransportException (17-19, 22), ServiceException (20-21),
+ * and for the delivery journal ConflictException (23), JournalException (24),
+ * ClaimLostException (25) and BusyException (26).
  * A panic inside the library (2, the call had no effect) is a plain SlotPartnerException.
  */
 class SlotPartnerException extends \RuntimeException
@@ -64,6 +66,10 @@ class SlotPartnerException extends \RuntimeException
             $status === Status::CONNECT, $status === Status::TIMEOUT, $status === Status::TLS,
             $status === Status::RESPONSE_TOO_LARGE => new TransportException(...$args),
             $status === Status::HTTP_STATUS, $status === Status::BAD_RESPONSE => new ServiceException(...$args),
+            $status === Status::CONFLICT => new ConflictException(...$args),
+            $status === Status::JOURNAL => new JournalException(...$args),
+            $status === Status::CLAIM_LOST => new ClaimLostException(...$args),
+            $status === Status::BUSY => new BusyException(...$args),
             default => new self(...$args),
         };
     }

@@ -37,6 +37,7 @@ final class Status
     public const CONFLICT = 23;
     public const JOURNAL = 24;
     public const CLAIM_LOST = 25;
+    public const BUSY = 26;
 
     private function __construct()
     {

@@ -140,7 +140,9 @@ T::test('one class per status range', function (): void {
         3 => ValidationException::class, 13 => ValidationException::class, 14 => AuthenticationException::class,
         16 => AuthenticationException::class, 17 => TransportException::class, 18 => TransportException::class,
         19 => TransportException::class, 20 => ServiceException::class, 21 => ServiceException::class,
-        22 => TransportException::class, 99 => SlotPartnerException::class,
+        22 => TransportException::class, 23 => SlotPartner\ConflictException::class,
+        24 => SlotPartner\JournalException::class, 25 => SlotPartner\ClaimLostException::class,
+        26 => SlotPartner\BusyException::class, 99 => SlotPartnerException::class,
     ];
     foreach (range(4, 12) as $status) {
         $expected[$status] = ValidationException::class;

@@ -12,6 +12,12 @@ Configuration (environment):
   SLOTPARTNER_TRUSTED_PROXIES  proxies whose X-Forwarded-For is believed (default: none)
   SLOTPARTNER_STRICT_INDEX     1 to refuse an event whose index is not a non-negative integer
                                (default: handle it with no index)
+  SLOTPARTNER_JOURNAL  a delivery journal (sqlite:PATH, or postgres://... across hosts): each
+                       refund and payout is handled once, a repeated delivery is answered with
+                       the first reply byte for byte, and a refused one is recorded as seen
+  SLOTPARTNER_WALLET   a directory standing in for the partner's ledger: one file per credited
+                       transaction, created only if absent, so a transactionId is never
+                       credited twice (the unique key exactly-once needs across a crash)
 Unknown events are refused, bodies are limited to 64 KiB.
 
 Answers: 405 (with ``Allow: POST``) for a method other than POST; 400 for a Content-Length that
@@ -24,6 +30,14 @@ answered 500 with a body that states no balance. Replies are sent with the statu
 gives (``event.reply_http_status``). The demo business logic accepts every valid event (but
 knows no player called "unknown-player") and logs one line per event to stderr, and one for
 its index; replace handle_event() with yours.
+
+With SLOTPARTNER_JOURNAL set, every valid event is claimed first (``event.begin()``): a repeated
+delivery is answered 200 with the stored reply and runs nothing (logged "repeated delivery
+answered from the journal"); a new one runs the logic, then ``event.finish()`` stores its reply;
+a conflict (same transactionId, other content) is answered 409, a busy claim or a journal that
+fails 503, each with the library's answer. When the ledger (SLOTPARTNER_WALLET) fails, the claim
+is abandoned and the answer is 503 with ``Retry-After: 5``, so that the service delivers again.
+Without it, the answers are the ones above, unchanged.
 
 Prints ``listening http://HOST:PORT`` once it accepts requests (port 0 picks a free port). The
 server handles each request on its own thread; they share one Receiver. X-Forwarded-For is
@@ -57,6 +71,7 @@ REASONS = {
     401: "Unauthorized",
     403: "Forbidden",
     405: "Method Not Allowed",
+    409: "Conflict",
     413: "Content Too Large",
     503: "Service Unavailable",
 }
@@ -66,6 +81,10 @@ BAD_LENGTH = (
     b'"message":"CONTENT_LENGTH is invalid or the body is shorter"}}'
 )
 NO_ERROR = b'{"error":{"code":"internal_error","field":"","message":"no error recorded"}}'
+LEDGER_DOWN = (
+    b'{"error":{"code":"ledger_unavailable","field":"",'
+    b'"message":"the ledger is unavailable; deliver again later"}}'
+)
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
@@ -75,11 +94,41 @@ def log(line: str) -> None:
     sys.stderr.flush()
 
 
-def handle_event(event: slotpartner.Event) -> bytes:
-    """The demo business logic: accept every valid event, log it, and build its reply."""
+class LedgerDown(Exception):
+    """The demo ledger failed (a transient failure of the partner's own store)."""
+
+
+def credit(wallet: str | None, kind: str, transaction_id: int, amount: int) -> None:
+    """The demo ledger: credits ``amount`` for ``kind``/``transaction_id`` once. The file is
+    created only if absent (``O_EXCL``), the ledger's unique key: a second credit of the same
+    transaction, such as a delivery run again after its worker died between the credit and
+    ``finish()``, finds it and changes nothing. Raises LedgerDown when the ledger fails."""
+    if not wallet:
+        return
+    path = os.path.join(wallet, f"{kind}-{transaction_id}")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return  # credited before: the unique key refuses a second credit
+    except OSError as error:
+        raise LedgerDown(str(error)) from error
+    try:
+        os.write(fd, f"{amount}\n".encode())
+        os.fsync(fd)
+    except OSError as error:
+        os.close(fd)
+        os.unlink(path)
+        raise LedgerDown(str(error)) from error
+    os.close(fd)
+
+
+def handle_event(event: slotpartner.Event, wallet: str | None = None) -> bytes:
+    """The demo business logic: accept every valid event, credit it, log it, and build its
+    reply. Raises LedgerDown when the ledger (``wallet``) fails."""
     if isinstance(event, slotpartner.BuyRefund):
         player = event.player_partner_identifier or event.player_identifier
         log(f"refund transaction {event.transaction_id} of purchase {event.buy_transaction_id} for player {player}")
+        credit(wallet, "refund", event.transaction_id, 0)
         return event.reply()
     if isinstance(event, slotpartner.JackpotPayout):
         player = event.player_partner_identifier or event.player_identifier
@@ -88,6 +137,7 @@ def handle_event(event: slotpartner.Event) -> bytes:
             f"payout {event.money_won} {event.currency_iso4217} (minor units) of {size} jackpot "
             f"{event.jackpot_identifier} for player {player}"
         )
+        credit(wallet, "payout", event.transaction_id, event.money_won)
         return event.reply()
     if isinstance(event, slotpartner.BalanceQuery):
         player = event.player_partner_identifier or event.player_identifier
@@ -165,24 +215,43 @@ def discard(stream: Any, count: int) -> None:
 
 def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
     """The WSGI application, configured from ``config`` (SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES,
-    SLOTPARTNER_TRUSTED_PROXIES, SLOTPARTNER_STRICT_INDEX)."""
+    SLOTPARTNER_TRUSTED_PROXIES, SLOTPARTNER_STRICT_INDEX, SLOTPARTNER_JOURNAL,
+    SLOTPARTNER_WALLET)."""
     receiver: slotpartner.Receiver | None = None
     configuration_error: slotpartner.SlotPartnerError | None = None
-    try:
-        receiver = slotpartner.Receiver(
-            config.get("SLOTPARTNER_TOKEN"),
-            sources=config.get("SLOTPARTNER_SOURCES", "production"),
-            trusted_proxies=config.get("SLOTPARTNER_TRUSTED_PROXIES", ""),
-            strict_index=config.get("SLOTPARTNER_STRICT_INDEX") == "1",
-            max_body_bytes=MAX_BODY_BYTES,
-            reject_unknown_events=True,
-        )
-    except slotpartner.SlotPartnerError as error:
-        configuration_error = error
-        log(f"configuration: {error.message}")
+    journal_url = config.get("SLOTPARTNER_JOURNAL") or None
+    wallet = config.get("SLOTPARTNER_WALLET") or None
+    journal: slotpartner.Journal | None = None
+    failing_part = "configuration"
+    if journal_url is not None:
+        try:
+            # Opened once per process; the receiver keeps it open, so it is closed right away.
+            journal = slotpartner.Journal(journal_url)
+        except slotpartner.SlotPartnerError as error:
+            configuration_error, failing_part = error, "journal"  # 503: the service delivers again
+            log(f"journal: {error.message}")
+    if configuration_error is None:
+        try:
+            receiver = slotpartner.Receiver(
+                config.get("SLOTPARTNER_TOKEN"),
+                sources=config.get("SLOTPARTNER_SOURCES", "production"),
+                trusted_proxies=config.get("SLOTPARTNER_TRUSTED_PROXIES", ""),
+                strict_index=config.get("SLOTPARTNER_STRICT_INDEX") == "1",
+                max_body_bytes=MAX_BODY_BYTES,
+                reject_unknown_events=True,
+                journal=journal,
+            )
+        except slotpartner.SlotPartnerError as error:
+            configuration_error = error
+            log(f"configuration: {error.message}")
+    if journal is not None:
+        journal.close()  # the receiver keeps it open
 
-    def respond(start_response: StartResponse, status: int, body: bytes, allow: bool = False) -> list[bytes]:
+    def respond(
+        start_response: StartResponse, status: int, body: bytes, allow: bool = False, retry_after: bool = False
+    ) -> list[bytes]:
         headers = [("Allow", "POST")] if allow else []
+        headers += [("Retry-After", "5")] if retry_after else []
         headers += [JSON, ("Content-Length", str(len(body)))]
         start_response(f"{status} {REASONS.get(status, 'Internal Server Error')}", headers)
         return [body]
@@ -198,7 +267,7 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
             return respond(start_response, 405, METHOD_NOT_ALLOWED, allow=True)
         if receiver is None:
             assert configuration_error is not None
-            log(f"configuration: {configuration_error.message}")
+            log(f"{failing_part}: {configuration_error.message}")
             return respond_error(start_response, configuration_error)
         body = read_body(environ)
         if body is None:
@@ -213,13 +282,44 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
         except slotpartner.SlotPartnerError as error:
             log(f"refused: {error.message}")
             return respond_error(start_response, error)
+        with event:  # frees the library's event (and releases an unfinished claim) at the end
+            return answer_event(start_response, event)
+
+    def answer_event(start_response: StartResponse, event: slotpartner.Event) -> list[bytes]:
+        """Handles a valid event: with a journal, claims it first (a repeat is answered with the
+        stored reply, running nothing), and stores the reply once the ledger has the credit."""
+        if journal_url is not None:
+            try:
+                claim = event.begin()
+            except slotpartner.SlotPartnerError as error:
+                log(f"journal: {error.message}")
+                return respond_error(start_response, error)  # 409 conflict, 503 busy or journal down
+            if claim.outcome is slotpartner.Outcome.DONE:
+                log("repeated delivery answered from the journal")
+                assert claim.reply is not None
+                return respond(start_response, 200, claim.reply)
+            if claim.attempt > 1:
+                log(f"attempt {claim.attempt}")
         try:
-            reply = handle_event(event)
+            reply = handle_event(event, wallet)
         except slotpartner.SlotPartnerError as error:
             log(f"reply: {error.message}")
             return respond_error(start_response, error)
-        finally:
-            event.close()
+        except LedgerDown as down:
+            log(f"ledger: {down}")
+            if journal_url is not None:
+                # A transient failure: release the claim so that the next delivery runs again.
+                try:
+                    event.abandon()
+                except slotpartner.SlotPartnerError as error:
+                    log(f"journal abandon: {error.message}")  # the claim ends with its lease
+            return respond(start_response, 503, LEDGER_DOWN, retry_after=True)
+        if journal_url is not None:
+            try:
+                event.finish()
+            except slotpartner.SlotPartnerError as error:
+                # ClaimLostError: the credit is made; the next delivery finds it in the ledger.
+                log(f"journal finish: {error.message}")
         log_index(event)
         return respond(start_response, event.reply_http_status, reply)
 

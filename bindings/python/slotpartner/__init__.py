@@ -13,6 +13,20 @@ Callbacks in::
         reply = event.reply()                                # {"payout":{"success":true,"errorMessage":""}}
         answer(event.reply_http_status, reply)               # 200; 500 for a refused balance query
 
+Exactly once, with a delivery journal (see README.md, "Exactly once")::
+
+    journal = slotpartner.Journal("sqlite:/var/lib/partner/journal.db")
+    receiver = slotpartner.Receiver(token, journal=journal)
+    event = receiver.handle(token_header, remote_addr, body)  # SlotPartnerError: answer its HTTP answer
+    claim = event.begin()             # ConflictError 409, BusyError/JournalError 503
+    if claim.outcome is slotpartner.Outcome.DONE:
+        answer(200, claim.reply)      # the first reply, byte for byte; run nothing
+    else:
+        credit(...)                   # the ledger refuses a second credit of a transactionId
+        reply = event.reply()
+        event.finish()                # stores the reply (a no-op when NOT_JOURNALED)
+        answer(event.reply_http_status, reply)
+
 Calls out::
 
     with slotpartner.Client(base_url, token) as client:
@@ -25,14 +39,19 @@ from . import _lib
 from .client import Client, Game
 from .errors import (
     AuthenticationError,
+    BusyError,
+    ClaimLostError,
     ConfigurationError,
+    ConflictError,
+    JournalError,
     ServiceError,
     SlotPartnerError,
     TransportError,
     ValidationError,
     status_name,
 )
-from .events import BalanceQuery, BuyRefund, Event, JackpotPayout, OtherEvent
+from .events import BalanceQuery, BuyRefund, Claim, Event, JackpotPayout, OtherEvent, Outcome
+from .journal import Journal, JournalStatus
 from .receiver import Receiver
 from .replies import reply_balance, reply_result
 
@@ -46,13 +65,21 @@ __version__ = "0.1.0"
 __all__ = [
     "AuthenticationError",
     "BalanceQuery",
+    "BusyError",
     "BuyRefund",
+    "Claim",
+    "ClaimLostError",
     "Client",
     "ConfigurationError",
+    "ConflictError",
     "Event",
     "Game",
     "JackpotPayout",
+    "Journal",
+    "JournalError",
+    "JournalStatus",
     "OtherEvent",
+    "Outcome",
     "Receiver",
     "ServiceError",
     "SlotPartnerError",

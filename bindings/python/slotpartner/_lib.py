@@ -62,12 +62,21 @@ SP_ERR_INVALID_ARGUMENT = 1
 SP_ERR_PANIC = 2
 SP_ERR_UNKNOWN_EVENT = 13
 SP_ERR_BAD_RESPONSE = 21
+SP_ERR_CONFLICT = 23
+SP_ERR_JOURNAL = 24
+SP_ERR_CLAIM_LOST = 25
+SP_ERR_BUSY = 26
 
 # sp_event_kind values.
 SP_EVENT_KIND_BUY_REFUND = 1
 SP_EVENT_KIND_JACKPOT_PAYOUT = 2
 SP_EVENT_KIND_BALANCE_QUERY = 3
 SP_EVENT_KIND_OTHER = 4
+
+# sp_begin values (what sp_event_begin found).
+SP_BEGIN_NEW = 1
+SP_BEGIN_DONE = 2
+SP_BEGIN_NOT_JOURNALED = 3
 
 # sp_trust_roots values.
 TRUST_ROOTS = {"bundled": 0, "system": 1, "extra-only": 2}
@@ -194,6 +203,43 @@ class sp_error(Structure):
     ]
 
 
+class sp_claim(Structure):
+    """``sp_claim``: the answer of ``sp_event_begin``; ``reply`` is owned by the event."""
+
+    _fields_ = [("outcome", c_int), ("attempt", c_int64), ("reply", sp_str)]
+
+
+class sp_journal_stats(Structure):
+    """``sp_journal_stats``: a journal's counts and gap figures, from ``sp_journal_status``."""
+
+    _fields_ = [
+        ("handled", c_uint64),
+        ("replayed", c_uint64),
+        ("conflicts", c_uint64),
+        ("refused", c_uint64),
+        ("in_progress", c_uint64),
+        ("missing", c_uint64),
+        ("has_first_index", c_bool),
+        ("first_index", c_int64),
+        ("has_highest_index", c_bool),
+        ("highest_index", c_int64),
+        ("has_watermark", c_bool),
+        ("watermark", c_int64),
+    ]
+
+
+class sp_index_range(Structure):
+    """``sp_index_range``: missing indexes ``first`` to ``last``, inclusive."""
+
+    _fields_ = [("first", c_int64), ("last", c_int64)]
+
+
+class sp_index_ranges(Structure):
+    """``sp_index_ranges``: ``len`` ranges at ``ranges``, from ``sp_journal_missing``."""
+
+    _fields_ = [("ranges", c_void_p), ("len", c_size_t)]
+
+
 def layout(structure: type[Structure]) -> struct.Struct:
     """A ``struct.Struct`` that unpacks the bytes of ``structure`` in one call.
 
@@ -255,6 +301,7 @@ EventView = view(sp_event)
 BuyRefundView = view(sp_buy_refund)
 JackpotPayoutView = view(sp_jackpot_payout)
 BalanceQueryView = view(sp_balance_query)
+ClaimView = view(sp_claim)
 
 
 # Unpackers of the structs read as arrays (``.size`` bytes each).
@@ -262,6 +309,8 @@ FIELD = layout(sp_field)
 STR = layout(sp_str)
 GAME = layout(sp_game)
 GAMES = layout(sp_games)
+INDEX_RANGE = layout(sp_index_range)
+INDEX_RANGES = layout(sp_index_ranges)
 
 
 class Memory(Protocol):
@@ -304,7 +353,8 @@ class OutSlots(threading.local):
     """Per-thread out-parameters, allocated once per thread instead of once per call.
 
     ``pointer`` receives an object pointer (``sp_event *``...), ``text`` an ``sp_str`` (read
-    through ``StrView``: ``text.ptr`` gives the bytes); the ``*_address`` attributes are what
+    through ``StrView``: ``text.ptr`` gives the bytes), ``claim`` an ``sp_claim`` (read through
+    ``ClaimView``: ``claim.reply`` gives the bytes); the ``*_address`` attributes are what
     the hot functions take (their out-parameters are declared ``c_void_p``, which costs less
     per call than a checked ``byref``). Read a slot right after the call that wrote it.
     """
@@ -314,6 +364,8 @@ class OutSlots(threading.local):
         self.pointer_address = ctypes.addressof(self.pointer)
         self.text = StrView()
         self.text_address = ctypes.addressof(self.text)
+        self.claim = ClaimView()
+        self.claim_address = ctypes.addressof(self.claim)
 
 
 OUT = OutSlots()
@@ -391,6 +443,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_receiver_config_set_balance_currency": (c_int, [c_void_p, c_char_p]),
     "sp_receiver_config_set_balance_failure_http_status": (c_int, [c_void_p, c_uint16]),
     "sp_receiver_config_set_omit_empty_error_message": (c_int, [c_void_p, c_bool]),
+    "sp_receiver_config_set_journal": (c_int, [c_void_p, c_void_p]),
     # Receiver and events.
     "sp_receiver_new": (c_int, [c_void_p, _OUT]),
     "sp_receiver_free": (None, [c_void_p]),
@@ -400,6 +453,24 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_event_reply": (c_int, [c_void_p, c_bool, c_char_p, c_void_p]),
     "sp_event_reply_balance": (c_int, [c_void_p, c_int64, c_char_p, c_int64, c_void_p]),
     "sp_event_field": (c_int, [c_void_p, c_char_p, POINTER(sp_str)]),
+    # The journal's per-callback steps (out-parameter: the OUT claim slot's address).
+    "sp_event_begin": (c_int, [c_void_p, c_void_p]),
+    "sp_event_finish": (c_int, [c_void_p, c_char_p, c_size_t]),
+    "sp_event_abandon": (c_int, [c_void_p]),
+    # Delivery journal.
+    "sp_journal_config_new": (c_int, [c_char_p, _OUT]),
+    "sp_journal_config_free": (None, [c_void_p]),
+    "sp_journal_config_set_lease_ms": (c_int, [c_void_p, c_uint64]),
+    "sp_journal_config_set_busy_wait_ms": (c_int, [c_void_p, c_uint64]),
+    "sp_journal_config_set_durable": (c_int, [c_void_p, c_bool]),
+    "sp_journal_config_set_first_index": (c_int, [c_void_p, c_int64]),
+    "sp_journal_config_set_max_reply_bytes": (c_int, [c_void_p, c_size_t]),
+    "sp_journal_config_set_lock_timeout_ms": (c_int, [c_void_p, c_uint64]),
+    "sp_journal_open": (c_int, [c_void_p, _OUT]),
+    "sp_journal_free": (None, [c_void_p]),
+    "sp_journal_status": (c_int, [c_void_p, POINTER(sp_journal_stats)]),
+    "sp_journal_missing": (c_int, [c_void_p, c_size_t, _OUT]),
+    "sp_index_ranges_free": (None, [c_void_p]),
     # Standalone replies.
     "sp_reply_result_new": (c_int, [c_char_p, c_bool, c_char_p, c_bool, _OUT]),
     "sp_reply_balance_new": (c_int, [c_char_p, c_int64, c_char_p, c_int64, c_char_p, _OUT]),

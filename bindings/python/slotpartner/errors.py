@@ -8,6 +8,11 @@ Exception                 ``status`` (``sp_status``)                  Raised by
 ``AuthenticationError``   14-16 (token missing/wrong, source)         ``Receiver.handle``
 ``TransportError``        17-19, 22 (connect, time-out, TLS, size)    ``Client``
 ``ServiceError``          20-21 (HTTP status, bad response)           ``Client``
+``ConflictError``         23 (same transactionId, other content)      ``Event.begin``
+``JournalError``          24 (the journal's storage failed)           ``Journal``, ``Event.begin``
+                                                                      ``/finish/abandon``
+``ClaimLostError``        25 (the claim's lease expired)              ``Event.finish/abandon``
+``BusyError``             26 (another worker holds the claim)         ``Event.begin``
 ``SlotPartnerError``      2 (the library panicked), unknown codes     anything
 ========================  ==========================================  ===========================
 
@@ -17,7 +22,8 @@ also carry ``http_status`` and ``response_body``: the answer an HTTP endpoint sh
 the failure, such as 401 with a JSON error body for a wrong token, 200 with
 ``{"payout":{"success":false,...}}`` for a payout whose fields are invalid, or 500 (the
 receiver's ``balance_failure_http_status``) with ``{"playerBalance":{"errorMessage":"..."}}``
-for a balance query whose fields are invalid. A refused callback body also names, as far as
+for a balance query whose fields are invalid; 409 for a conflict, 503 for the other journal
+failures (the service delivers again later). A refused callback body also names, as far as
 the body let them be read, the event (``event_name``), its ``index`` and its
 ``transaction_id``, so that the refused delivery can be logged. All of it is read in one call
 (``sp_last_error``).
@@ -132,6 +138,40 @@ class ServiceError(SlotPartnerError):
     holds the status and the start of the body), or with a body of the wrong shape."""
 
 
+class ConflictError(SlotPartnerError):
+    """Status 23 (``SP_ERR_CONFLICT``): the journal holds this delivery's key (the event's name
+    and ``transactionId``) with other content. The first delivery stays and this one is refused:
+    answer ``http_status`` 409 with ``response_body``. The message names the ``transactionId``
+    and the fields that differ; log it, something upstream is wrong."""
+
+
+class JournalError(SlotPartnerError):
+    """Status 24 (``SP_ERR_JOURNAL``): the journal's storage failed (PostgreSQL unreachable, a
+    read-only or corrupt SQLite file, an unknown schema version, a full disk). Answer
+    ``http_status`` 503 so that the service delivers again later."""
+
+
+class ClaimLostError(SlotPartnerError):
+    """Status 25 (``SP_ERR_CLAIM_LOST``): the claim is no longer this worker's (its lease
+    expired and another delivery took it over); nothing was stored. Raised by ``finish`` after
+    the partner's work was done: send the reply all the same (the other delivery finds the
+    credit in the ledger)."""
+
+
+class BusyError(SlotPartnerError):
+    """Status 26 (``SP_ERR_BUSY``): another worker holds a live claim on this delivery and did
+    not finish within the journal's busy wait. Answer ``http_status`` 503 so that the service
+    delivers again later."""
+
+
+_JOURNAL_CLASSES: dict[int, type[SlotPartnerError]] = {
+    23: ConflictError,
+    24: JournalError,
+    25: ClaimLostError,
+    26: BusyError,
+}
+
+
 def error_class(status: int) -> type[SlotPartnerError]:
     """The exception class of a status code."""
     if status == 1:
@@ -144,7 +184,7 @@ def error_class(status: int) -> type[SlotPartnerError]:
         return TransportError
     if status in (20, 21):
         return ServiceError
-    return SlotPartnerError
+    return _JOURNAL_CLASSES.get(status, SlotPartnerError)
 
 
 def _text(view: _lib.sp_str) -> str | None:

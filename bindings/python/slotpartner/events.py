@@ -8,12 +8,21 @@ to send them with (``sp_event.reply_http_status``, read in place into ``reply_ht
 and frees the ``sp_event`` at once (``sp_event_free``). A callback thus costs three foreign
 calls: handle, reply, free.
 
+With a journal (``Receiver(..., journal=...)``), ``begin()`` claims the event first. A claimed
+event (outcome NEW) keeps its ``sp_event`` after ``reply()``, since the journal stores the reply
+built inside it: ``finish()`` stores it (``sp_event_finish``) and then frees the ``sp_event``,
+``abandon()`` releases the claim (``sp_event_abandon``) and frees it. A journaled callback thus
+costs five foreign calls: handle, begin, reply, finish, free; a repeat answered from the journal
+three (handle, begin, free: ``begin()`` copies the stored reply and frees at once); a balance
+query (NOT_JOURNALED) four (handle, begin, reply, free).
+
 When no reply is built, the ``sp_event`` is freed by ``close()``, by leaving a ``with`` block,
-or at the latest when the event object is garbage collected (``__del__``): nothing leaks. A
-reply asked for after the ``sp_event`` is gone is rebuilt with the standalone builders
-(``replies.reply_result``/``reply_balance``), with the same result and the same
-``reply_http_status`` (the receiver's ``balance_failure_http_status`` for a refused balance
-query, kept in the event's ``ReplySettings``).
+or at the latest when the event object is garbage collected (``__del__``): nothing leaks. Freeing
+a claimed event that was neither finished nor abandoned releases its claim, as ``abandon()``
+does: the next delivery runs the logic again. A reply asked for after the ``sp_event`` is gone
+is rebuilt with the standalone builders (``replies.reply_result``/``reply_balance``), with the
+same result and the same ``reply_http_status`` (the receiver's ``balance_failure_http_status``
+for a refused balance query, kept in the event's ``ReplySettings``).
 
 An event belongs to one thread at a time (like ``sp_event``): do not reply to the same event
 from two threads at once. The fields are snapshots: treat them as read-only.
@@ -21,7 +30,9 @@ from two threads at once. The fields are snapshots: treat them as read-only.
 
 from __future__ import annotations
 
+import enum
 from ctypes import c_uint16
+from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from . import _lib
@@ -32,6 +43,9 @@ _LIB = _lib.lib
 _event_reply = _LIB.sp_event_reply
 _event_reply_balance = _LIB.sp_event_reply_balance
 _event_free = _LIB.sp_event_free
+_event_begin = _LIB.sp_event_begin
+_event_finish = _LIB.sp_event_finish
+_event_abandon = _LIB.sp_event_abandon
 _OUT = _lib.OUT
 _read_fields = _lib.read_fields
 _STATUS_OFFSET = _lib.REPLY_HTTP_STATUS_OFFSET
@@ -48,6 +62,54 @@ class ReplySettings(NamedTuple):
 
 
 DEFAULT_REPLY_SETTINGS = ReplySettings()
+
+
+class Outcome(enum.IntEnum):
+    """What ``Event.begin`` found (``sp_begin``)."""
+
+    #: The delivery is this worker's: run the partner's logic, build the reply, then
+    #: ``event.finish()`` (or ``event.abandon()`` after a transient failure, and answer 503).
+    NEW = _lib.SP_BEGIN_NEW
+    #: The delivery was handled before: send ``claim.reply`` (byte for byte the first reply)
+    #: with HTTP 200 and run nothing.
+    DONE = _lib.SP_BEGIN_DONE
+    #: Not answered from the journal (a balance query, which must be current; an unknown event
+    #: without an index): run the logic and send its reply; its index was recorded.
+    NOT_JOURNALED = _lib.SP_BEGIN_NOT_JOURNALED
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The answer of ``Event.begin``.
+
+    Attributes:
+        outcome: NEW, DONE or NOT_JOURNALED.
+        attempt: for NEW, 1 the first time, 2 and on after a worker died (its lease expired)
+            or abandoned it: from 2 on the partner's logic may have run before, so its ledger
+            must refuse a second credit for the same ``transactionId``. 0 otherwise.
+        reply: for DONE, the reply stored the first time (bytes, to send with HTTP 200);
+            None otherwise.
+    """
+
+    outcome: Outcome
+    attempt: int = 0
+    reply: bytes | None = None
+
+    @property
+    def new(self) -> bool:
+        """True when the logic must run (outcome NEW)."""
+        return self.outcome is Outcome.NEW
+
+
+_NOT_JOURNALED = Claim(Outcome.NOT_JOURNALED)
+_NEW = Outcome.NEW
+_DONE = Outcome.DONE
+_CLAIM_LOST = _lib.SP_ERR_CLAIM_LOST
+
+# Event._journal: where the event stands with the journal.
+_NOT_BEGUN = 0  # begin() not called (or no journal): reply() frees the sp_event
+_CLAIMED = 1  # begin() said NEW: the sp_event lives until finish()/abandon()/close()
+_SETTLED = 2  # DONE, NOT_JOURNALED, finished or abandoned
 
 _E = TypeVar("_E", bound="Event")
 
@@ -71,7 +133,7 @@ class Event:
             (500 by default). 0 until a reply is built. Not part of equality or copies.
     """
 
-    __slots__ = ("name", "index", "index_unreadable", "extra", "reply_http_status", "_ptr", "_replies")
+    __slots__ = ("name", "index", "index_unreadable", "extra", "reply_http_status", "_ptr", "_replies", "_journal")
     _fields: ClassVar[tuple[str, ...]] = ()
 
     name: str
@@ -81,6 +143,7 @@ class Event:
     reply_http_status: int
     _ptr: int | None
     _replies: ReplySettings
+    _journal: int
 
     def reply(self, success: bool = True, message: str = "") -> bytes:
         """The reply body for this event: ``{"refund"|"payout":{"success":..,"errorMessage":..}}``.
@@ -93,7 +156,8 @@ class Event:
 
         Send the reply with ``reply_http_status`` (set here: 200, or the receiver's
         ``balance_failure_http_status``, 500 by default, for a refused balance query).
-        Frees the library's copy of the event once the reply is built.
+        Frees the library's copy of the event once the reply is built, unless the event is
+        claimed in a journal (``begin()`` said NEW): then ``finish()`` stores the reply and frees.
         """
         ptr = self._ptr
         if ptr is None:
@@ -104,9 +168,136 @@ class Event:
             raise last_error(status)
         data: bytes = out.text.ptr
         self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
+        if self._journal != _CLAIMED:
+            self._ptr = None
+            _event_free(ptr)
+        return data
+
+    def begin(self) -> Claim:
+        """Claims this delivery in the receiver's journal: the exactly-once step between
+        ``handle`` and the partner's logic (one foreign call, ``sp_event_begin``). Its key is the
+        event's name and ``transactionId`` (refund, payout), or its index for other events.
+
+        Returns a Claim:
+
+        - NEW (``claim.attempt``): run the logic, build the reply (``reply()``), then
+          ``finish()``; after a transient failure of the partner (its database is down),
+          ``abandon()`` and answer HTTP 503 so that the service delivers again;
+        - DONE (``claim.reply``): send the stored reply with HTTP 200 (``reply_http_status`` is
+          set to 200) and run nothing; the library's event is freed at once;
+        - NOT_JOURNALED: run the logic and send its reply; no ``finish()`` is needed.
+
+        Call it before ``reply()`` (which frees the library's event of an unclaimed one).
+        May wait up to the journal's busy wait.
+
+        Raises:
+            ConflictError: the key came before with other content (HTTP 409; the first stays;
+                the message names the ``transactionId`` and the fields that differ).
+            BusyError: another worker holds the claim and did not finish within the busy
+                wait (HTTP 503).
+            JournalError: the journal's storage failed (HTTP 503).
+            ConfigurationError: the receiver has no journal, the event was begun already, or
+                its library event is gone (after ``reply()`` or ``close()``).
+        """
+        ptr = self._ptr
+        if ptr is None:
+            raise argument_error("event", "begin() must come before reply() and close()")
+        out = _OUT
+        status = _event_begin(ptr, out.claim_address)
+        if status:
+            raise last_error(status)
+        claim = out.claim
+        outcome = claim.outcome
+        if outcome == _NEW:
+            self._journal = _CLAIMED
+            return Claim(_NEW, claim.attempt)
+        self._journal = _SETTLED
+        if outcome == _DONE:
+            stored: bytes = claim.reply
+            self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
+            self._ptr = None
+            _event_free(ptr)
+            return Claim(_DONE, 0, stored)
+        return _NOT_JOURNALED
+
+    def finish(self, reply: bytes | bytearray | memoryview | None = None) -> None:
+        """Stores the reply of a claimed event in the journal, once the partner committed its own
+        work: every later delivery of the same event gets it, byte for byte (a ``success:false``
+        reply too). ``reply`` None (the usual case) stores the reply last built with ``reply()``
+        or ``reply_balance()``, which is what the host sends. Then frees the library's event.
+        Two foreign calls (``sp_event_finish``, ``sp_event_free``); none when the event is not
+        claimed (DONE, NOT_JOURNALED, finished already).
+
+        Raises:
+            ClaimLostError: the claim is no longer this worker's (its lease expired and another
+                delivery took it over); nothing was stored, the event is settled and freed. The
+                partner's work was done: send the reply all the same (the other delivery finds
+                the credit in the ledger).
+            ConfigurationError: the reply is over the journal's limit or none was built (the
+                claim stays: finish again or abandon), the event was not begun, or it was closed
+                (its claim released) before.
+            JournalError: the storage failed (the claim stays until its lease ends).
+        """
+        if self._journal != _CLAIMED:
+            self._settled("finish")
+            return
+        ptr = self._ptr
+        if ptr is None:
+            raise argument_error("event", "was closed before finish(): its claim was released, nothing was stored")
+        if reply is None:
+            status = _event_finish(ptr, None, 0)
+        else:
+            data = reply if reply.__class__ is bytes else bytes(reply)
+            status = _event_finish(ptr, data, len(data))
+        error = last_error(status) if status else None
+        if error is not None and status != _CLAIM_LOST:
+            raise error  # the claim stays: finish again, or abandon
+        # Stored, or the claim is gone: the event is settled, as in the library.
+        self._journal = _SETTLED
         self._ptr = None
         _event_free(ptr)
-        return data
+        if error is not None:
+            raise error
+
+    def abandon(self) -> None:
+        """Releases the claim after a transient failure of the partner (its database is down), so
+        that the next delivery runs the logic again (as attempt 2); answer the service with HTTP
+        503 so that it delivers again. Then frees the library's event. Does nothing for an event
+        that is not claimed (DONE, NOT_JOURNALED, finished or abandoned already). Dropping or
+        closing a claimed event releases the claim the same way, without reporting failures.
+
+        Raises ClaimLostError or JournalError as ``finish`` does (the claim then ends with its
+        lease; the event is settled and freed all the same), ConfigurationError when the event
+        was not begun.
+        """
+        if self._journal != _CLAIMED:
+            self._settled("abandon")
+            return
+        ptr = self._ptr
+        if ptr is None:  # closed: freeing it released the claim already
+            self._journal = _SETTLED
+            return
+        status = _event_abandon(ptr)
+        error = last_error(status) if status else None
+        # Settled either way, as in the library: a claim that could not be released ends with
+        # its lease.
+        self._journal = _SETTLED
+        self._ptr = None
+        _event_free(ptr)
+        if error is not None:
+            raise error
+
+    def _settled(self, step: str) -> None:
+        """``finish``/``abandon`` of an event that is not claimed: nothing to do once begun;
+        before ``begin()`` the library's refusal (or the binding's, its event being gone)."""
+        if self._journal == _SETTLED:
+            return
+        ptr = self._ptr
+        if ptr is None:
+            raise argument_error("event", f"{step}() needs begin() first: the event was not begun")
+        status = _event_abandon(ptr) if step == "abandon" else _event_finish(ptr, None, 0)
+        if status:
+            raise last_error(status)
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
         """The reply built by the standalone builders (the library's event is gone); sets
@@ -114,7 +305,8 @@ class Event:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Frees the library's copy of the event now (idempotent). The fields stay readable."""
+        """Frees the library's copy of the event now (idempotent). The fields stay readable.
+        A claimed event's claim is released (as ``abandon()`` does, failures unreported)."""
         ptr = self._ptr
         if ptr is not None:
             self._ptr = None
@@ -223,6 +415,7 @@ class BuyRefund(Event):
         self.reply_http_status = 0
         self._ptr = None
         self._replies = DEFAULT_REPLY_SETTINGS
+        self._journal = _NOT_BEGUN
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
         data = reply_result("refund", success, message, self._replies.omit_empty_error_message)
@@ -317,6 +510,7 @@ class JackpotPayout(Event):
         self.reply_http_status = 0
         self._ptr = None
         self._replies = DEFAULT_REPLY_SETTINGS
+        self._journal = _NOT_BEGUN
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
         data = reply_result("payout", success, message, self._replies.omit_empty_error_message)
@@ -354,6 +548,7 @@ class BalanceQuery(Event):
         self.reply_http_status = 0
         self._ptr = None
         self._replies = DEFAULT_REPLY_SETTINGS
+        self._journal = _NOT_BEGUN
 
     def reply_balance(self, money: int, currency: str | None = None, coins: int = 0) -> bytes:
         """``{"playerBalance":{"money":..,"currencyISO4217":..,"coins":..,"errorMessage":""}}``.
@@ -361,7 +556,7 @@ class BalanceQuery(Event):
         ``money`` is in minor units; ``money`` and ``coins`` must be 0 to 2^53-1
         (ConfigurationError otherwise). ``currency`` None means the receiver's currency.
         Sets ``reply_http_status`` to 200. Frees the library's copy of the event once the reply
-        is built.
+        is built, unless the event is claimed in a journal (then ``finish()`` frees it).
         """
         ptr = self._ptr
         if ptr is None:
@@ -381,8 +576,9 @@ class BalanceQuery(Event):
             raise last_error(status)
         data: bytes = out.text.ptr
         self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
-        self._ptr = None
-        _event_free(ptr)
+        if self._journal != _CLAIMED:
+            self._ptr = None
+            _event_free(ptr)
         return data
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
@@ -417,6 +613,7 @@ class OtherEvent(Event):
         self.reply_http_status = 0
         self._ptr = None
         self._replies = DEFAULT_REPLY_SETTINGS
+        self._journal = _NOT_BEGUN
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
         quoted = '"' + self.name.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -527,5 +724,7 @@ __all__ = [
     "BalanceQuery",
     "OtherEvent",
     "ReplySettings",
+    "Claim",
+    "Outcome",
     "read_event",
 ]

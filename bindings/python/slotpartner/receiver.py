@@ -9,6 +9,7 @@ from typing import Any
 from . import _lib
 from .errors import argument_error, last_error
 from .events import Event, ReplySettings, read_event
+from .journal import Journal
 from .replies import c_text
 
 _LIB = _lib.lib
@@ -57,6 +58,11 @@ class Receiver(_lib.SharedHandle):
             client reads the answer as a wallet; the body states no balance either way:
             ``{"playerBalance":{"errorMessage":"..."}}``.
         omit_empty_error_message: leave ``errorMessage`` out of successful replies.
+        journal: a ``Journal`` that the receiver's deliveries go through (keyword only): its
+            events can be claimed with ``event.begin()``, and a body refused by validation whose
+            index can be read is recorded as seen and refused (not reported missing). The
+            receiver keeps the library's journal open: close the ``Journal`` whenever you like.
+            Default None: no journal.
 
     Raises ConfigurationError for an unusable setting (``field`` names it).
 
@@ -87,6 +93,8 @@ class Receiver(_lib.SharedHandle):
         omit_empty_error_message: bool = False,
         strict_index: bool = False,
         balance_failure_http_status: int = 500,
+        *,
+        journal: Journal | None = None,
     ) -> None:
         self._ptr = None
         token_list: list[str | None] = [tokens] if tokens is None or isinstance(tokens, str) else list(tokens)
@@ -123,6 +131,10 @@ class Receiver(_lib.SharedHandle):
                 (lib.sp_receiver_config_set_balance_failure_http_status, balance_failure_http_status),
                 (lib.sp_receiver_config_set_omit_empty_error_message, omit_empty_error_message),
             ]
+            if journal is not None:
+                if not isinstance(journal, Journal):
+                    raise argument_error("journal", f"expected a slotpartner.Journal, got {type(journal).__name__}")
+                steps.append((lib.sp_receiver_config_set_journal, journal._pointer()))
             for setter, value in steps:
                 status = setter(config, value)
                 if status:

@@ -25,6 +25,7 @@ SCALARS: dict[str, Any] = {
     "size_t": ctypes.c_size_t,
     "enum sp_status": ctypes.c_int,
     "enum sp_event_kind": ctypes.c_int,
+    "enum sp_begin": ctypes.c_int,
 }
 
 
@@ -67,7 +68,9 @@ class AbiTest(unittest.TestCase):
             "sp_str": _lib.sp_str, "sp_field": _lib.sp_field, "sp_game": _lib.sp_game, "sp_games": _lib.sp_games,
             "sp_buffer": _lib.sp_buffer, "sp_buy_refund": _lib.sp_buy_refund,
             "sp_jackpot_payout": _lib.sp_jackpot_payout, "sp_balance_query": _lib.sp_balance_query,
-            "sp_event": _lib.sp_event, "sp_error": _lib.sp_error,
+            "sp_event": _lib.sp_event, "sp_error": _lib.sp_error, "sp_claim": _lib.sp_claim,
+            "sp_journal_stats": _lib.sp_journal_stats, "sp_index_range": _lib.sp_index_range,
+            "sp_index_ranges": _lib.sp_index_ranges,
         }  # fmt: skip
         self.assertEqual(sorted(structs), sorted(mirrored))
         for name, fields in structs.items():
@@ -89,11 +92,14 @@ class AbiTest(unittest.TestCase):
             (_lib.sp_balance_query, _lib.BalanceQueryView),
             (_lib.sp_field, _lib.FieldView),
             (_lib.sp_str, _lib.StrView),
+            (_lib.sp_claim, _lib.ClaimView),
         ):
             self.assertEqual(ctypes.sizeof(view), ctypes.sizeof(struct))
             for name, _ in struct._fields_:
                 self.assertEqual(getattr(view, name).offset, getattr(struct, name).offset, f"{struct.__name__}.{name}")
         self.assertEqual(_lib.layout(_lib.sp_game).size, ctypes.sizeof(_lib.sp_game))
+        self.assertEqual(_lib.INDEX_RANGE.size, ctypes.sizeof(_lib.sp_index_range))
+        self.assertEqual(_lib.INDEX_RANGES.size, ctypes.sizeof(_lib.sp_index_ranges))
 
     def test_every_function_is_declared_with_its_signature(self) -> None:
         functions = header_functions()
@@ -114,6 +120,15 @@ class AbiTest(unittest.TestCase):
         roots = {name.removeprefix("SP_TRUST_ROOTS_").lower().replace("_", "-"): int(value)
                  for name, value in re.findall(r"(SP_TRUST_ROOTS_\w+) = (\d+)", TEXT)}  # fmt: skip
         self.assertEqual(roots, _lib.TRUST_ROOTS)
+        begins = dict(re.findall(r"(SP_BEGIN_\w+) = (\d+)", TEXT))
+        self.assertEqual(len(begins), 3)
+        for name, value in begins.items():
+            self.assertEqual(getattr(_lib, name), int(value))
+            self.assertEqual(slotpartner.Outcome[name.removeprefix("SP_BEGIN_")], int(value))
+        statuses = dict(re.findall(r"(SP_ERR_(?:CONFLICT|JOURNAL|CLAIM_LOST|BUSY)) = (\d+)", TEXT))
+        self.assertEqual(len(statuses), 4)
+        for name, value in statuses.items():
+            self.assertEqual(getattr(_lib, name), int(value))
 
     def test_version(self) -> None:
         major, minor = (int(re.search(rf"#define SP_VERSION_{part} (\d+)", TEXT).group(1)) for part in ("MAJOR", "MINOR"))  # type: ignore[union-attr]

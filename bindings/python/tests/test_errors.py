@@ -10,7 +10,11 @@ from support import HEADER
 import slotpartner
 from slotpartner import (
     AuthenticationError,
+    BusyError,
+    ClaimLostError,
     ConfigurationError,
+    ConflictError,
+    JournalError,
     ServiceError,
     SlotPartnerError,
     TransportError,
@@ -28,16 +32,15 @@ def header_statuses() -> dict[int, str]:
 class ErrorsTest(unittest.TestCase):
     def test_every_status_maps_to_its_class(self) -> None:
         statuses = header_statuses()
-        self.assertEqual(sorted(statuses), list(range(26)), "a status was added: map it in errors.error_class")
+        self.assertEqual(sorted(statuses), list(range(27)), "a status was added: map it in errors.error_class")
         expected = {1: ConfigurationError, 2: SlotPartnerError}
         expected.update({code: ValidationError for code in range(3, 14)})
         expected.update({code: AuthenticationError for code in range(14, 17)})
         expected.update({code: TransportError for code in (17, 18, 19, 22)})
         expected.update({code: ServiceError for code in (20, 21)})
-        # The delivery journal's codes (conflict, journal, claim lost): no C function of the
-        # binding returns them yet, so they keep the base class until the journal is bound.
-        expected.update({code: SlotPartnerError for code in (23, 24, 25)})
-        for code in range(1, 26):
+        # The delivery journal's codes, each its own class.
+        expected.update({23: ConflictError, 24: JournalError, 25: ClaimLostError, 26: BusyError})
+        for code in range(1, 27):
             self.assertIs(error_class(code), expected[code], statuses[code])
         self.assertIs(error_class(99), SlotPartnerError)
 
