@@ -316,3 +316,38 @@ fn a_receiver_without_journal_cannot_recover() {
         sp_client_free(client);
     }
 }
+
+#[test]
+fn a_recovered_event_abandoned_is_fetched_again_by_the_next_recovery() {
+    let server = sandbox();
+    let s = setup("abandoned");
+    for index in [1, 3] {
+        deliver(&s, index);
+    }
+    let client = client(&server, "");
+    let first = start(&s, client);
+    let mut ev = ptr::null_mut();
+    // SAFETY: valid pointers; the recovered event is abandoned (the partner's store was down).
+    unsafe {
+        assert_eq!(sp_recovery_next(first, &mut ev), SP_OK);
+        assert_eq!((*ev).index, 2);
+        assert_eq!(slotpartner::ffi::event::sp_event_abandon(ev), SP_OK);
+        sp_event_free(ev);
+        assert_eq!(sp_recovery_next(first, &mut ev), SP_OK);
+        assert!(ev.is_null());
+    }
+    // Index 2 counts as seen, but nothing was stored: the next recovery fetches it again.
+    assert!(missing(&s).is_empty());
+    let second = start(&s, client);
+    assert_eq!(drain(second, |_| {}), vec![2]);
+    assert_eq!(deliver(&s, 2), sp_begin::SP_BEGIN_DONE);
+    let third = start(&s, client);
+    assert_eq!(report(third).missing, 0);
+    // SAFETY: live objects, freed once.
+    unsafe {
+        for recovery in [first, second, third] {
+            sp_recovery_free(recovery);
+        }
+        sp_client_free(client);
+    }
+}

@@ -152,6 +152,7 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("unknown_schema_version_refused", unknown_schema_version_refused),
     ("reply_over_the_limit_refused", reply_over_the_limit_refused),
     ("eight_threads_one_key", eight_threads_one_key),
+    ("unfinished_lists_abandoned_and_expired_claims", unfinished_lists_abandoned_and_expired_claims),
 ];
 
 /// Runs every behaviour, reporting each, and fails naming those that failed.
@@ -307,6 +308,26 @@ fn lease_expiry_and_finish_after_takeover(b: &dyn Backend) {
     journal.finish(&taken, b"taken over").unwrap();
     assert_eq!(done_reply(&journal, &event), b"taken over");
     assert_eq!(journal.status().unwrap().in_progress, 0);
+}
+
+fn unfinished_lists_abandoned_and_expired_claims(b: &dyn Backend) {
+    let options = JournalOptions { lease: Duration::from_millis(300), busy_wait: Duration::ZERO, ..Default::default() };
+    let journal = open_with(&b.url("unfinished"), options);
+    let done = new_claim(&journal, &refund(1, Some(1), 7));
+    journal.finish(&done, b"done").unwrap();
+    let abandoned = new_claim(&journal, &refund(2, Some(2), 7));
+    journal.abandon(&abandoned).unwrap();
+    let _dies = new_claim(&journal, &refund(3, Some(3), 7));
+    let _live = new_claim(&journal, &refund(4, Some(4), 7));
+    assert_eq!(journal.unfinished(10).unwrap(), vec![2], "a live claim is not unfinished yet");
+    thread::sleep(Duration::from_millis(400));
+    assert_eq!(journal.unfinished(10).unwrap(), vec![2, 3, 4]);
+    assert_eq!(journal.unfinished(1).unwrap(), vec![2]);
+    // Taken over and finished: no longer unfinished; nothing is missing all along.
+    let taken = new_claim(&journal, &refund(3, Some(3), 7));
+    journal.finish(&taken, b"taken").unwrap();
+    assert_eq!(journal.unfinished(10).unwrap(), vec![2, 4]);
+    assert!(journal.missing(10).unwrap().is_empty());
 }
 
 fn balance_query_not_replayed_but_indexed(b: &dyn Backend) {

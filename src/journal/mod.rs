@@ -206,6 +206,7 @@ pub(crate) trait Store: Send + Sync {
     ) -> Result<()>;
     fn status(&self, options: &JournalOptions) -> Result<Status>;
     fn missing(&self, limit: usize, options: &JournalOptions) -> Result<Vec<(i64, i64)>>;
+    fn unfinished(&self, limit: usize, options: &JournalOptions) -> Result<Vec<i64>>;
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>>;
 }
 
@@ -338,6 +339,18 @@ impl Journal {
             return Ok(Vec::new());
         }
         self.store.missing(limit, &self.options)
+    }
+
+    /// The indexes of deliveries claimed and never finished, in order, at most `limit`: abandoned
+    /// ones, and claimed ones whose lease ran out (their worker died). Their index counts as
+    /// seen, yet nothing was stored: a delivered one comes again from the service (it was
+    /// answered 503, or not at all), but a recovered one only through another recovery, which
+    /// therefore fetches these too.
+    pub fn unfinished(&self, limit: usize) -> Result<Vec<i64>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.store.unfinished(limit, &self.options)
     }
 
     /// Counts and gap figures.

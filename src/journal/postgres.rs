@@ -627,6 +627,19 @@ impl super::Store for Postgres {
         })
     }
 
+    fn unfinished(&self, limit: usize, options: &JournalOptions) -> Result<Vec<i64>> {
+        const UNFINISHED: &str = concat!(
+            "SELECT first_index FROM sp_journal_delivery WHERE first_index IS NOT NULL AND (state = 'abandoned' OR (state = 'claimed' AND lease_until_ms <= ",
+            now_ms!(),
+            ")) ORDER BY first_index LIMIT $1"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.transaction(options, Mode::Normal, |tx| {
+            let rows = tx.query(UNFINISHED, &[&limit])?;
+            Ok(rows.iter().map(|r| r.try_get(0)).collect::<std::result::Result<Vec<i64>, _>>()?)
+        })
+    }
+
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
         self.transaction(options, Mode::Normal, |tx| {
             let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE transaction_id = $1 ORDER BY id";

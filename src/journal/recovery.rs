@@ -55,7 +55,7 @@ pub struct Failure {
 /// What a recovery did so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
-    /// Missing indexes the recovery set out to fetch.
+    /// Indexes the recovery set out to fetch: missing ones, and unfinished ones.
     pub missing: u64,
     /// Events fetched and handed to the caller, claimed.
     pub recovered: u64,
@@ -86,19 +86,24 @@ pub struct Recovery {
 }
 
 impl Recovery {
-    /// Lists the indexes missing from the receiver's journal (at most `limit`, at most
-    /// `MAX_INDEXES`) to fetch them through `client`. Fails when the receiver has no journal or
-    /// the journal cannot be read.
+    /// Lists the indexes missing from the receiver's journal, and those of deliveries claimed
+    /// but never finished (abandoned, or their worker died: see `Journal::unfinished`), at most
+    /// `limit` (at most `MAX_INDEXES`), to fetch them through `client`. Fails when the receiver
+    /// has no journal or the journal cannot be read.
     pub fn new(receiver: Arc<Receiver>, client: Client, limit: usize) -> Result<Recovery> {
         let journal = journal_of(&receiver)?;
         let limit = limit.min(MAX_INDEXES);
-        let mut pending = VecDeque::new();
+        let mut indexes = journal.unfinished(limit)?;
         for (first, last) in journal.missing(limit)? {
-            pending.extend((first..=last).take(limit - pending.len()));
-            if pending.len() >= limit {
+            indexes.extend((first..=last).take(limit.saturating_sub(indexes.len())));
+            if indexes.len() >= limit {
                 break;
             }
         }
+        indexes.sort_unstable();
+        indexes.dedup();
+        indexes.truncate(limit);
+        let pending = VecDeque::from(indexes);
         let report = Report { missing: pending.len() as u64, ..Report::default() };
         Ok(Recovery { receiver, client, pending, report })
     }

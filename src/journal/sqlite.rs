@@ -422,6 +422,16 @@ impl super::Store for Sqlite {
         })
     }
 
+    fn unfinished(&self, limit: usize, options: &JournalOptions) -> Result<Vec<i64>> {
+        self.transaction(options, false, false, |tx| {
+            let sql = "SELECT first_index FROM sp_journal_delivery WHERE first_index IS NOT NULL AND (state = 'abandoned' OR (state = 'claimed' AND lease_until_ms <= ?1)) ORDER BY first_index LIMIT ?2";
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut statement = tx.prepare_cached(sql)?;
+            let rows = statement.query_map([super::now_ms(), limit], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
+        })
+    }
+
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
         self.transaction(options, false, false, |tx| {
             let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE transaction_id = ?1 ORDER BY id";
