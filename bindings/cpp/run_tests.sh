@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the C++ test and example under ASan/UBSan (static library), starts the sandbox for
-# getGames, runs the test and checks the example's answers. Prints "N passed, N failed".
+# getGames and getEvent, runs the test and checks the example's answers. Prints "N passed, N failed".
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$root/target/cpp
@@ -15,8 +15,9 @@ ${CXX:-c++} "${flags[@]}" -DSLOTPARTNER_FIXTURES="\"$root/tests/fixtures\"" "$ro
 ${CXX:-c++} "${flags[@]}" "$root/bindings/cpp/example_callback.cpp" -o "$out/example_callback" "${libs[@]}" || exit 1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+# getEvent serves events 1 to 20 of seed 11 for the recovery tests.
 "$root/target/release/slotpartner-sandbox" serve --listen 127.0.0.1:0 --ca-out "$work/ca.pem" \
-  --ready-file "$work/url" > /dev/null 2>&1 &
+  --ready-file "$work/url" --events-count 20 --events-seed 11 > /dev/null 2>&1 &
 sandbox_pid=$!
 for _ in $(seq 200); do [ -s "$work/url" ] && break; sleep 0.1; done
 SLOTPARTNER_BASE_URL=$(cat "$work/url") SLOTPARTNER_CA_FILE=$work/ca.pem "$out/test_slotpartner" | tee "$work/result"

@@ -22,6 +22,10 @@
 //   before (a worker died after crediting): the ledger must refuse a second credit for the same
 //   transactionId (a unique key). FFI calls per journaled callback: handle, begin, reply,
 //   finish, free (five); a repeat: handle, begin, free.
+// - Lost events: a Recovery fetches every index missing from a receiver's journal again through a
+//   Client (ClientConfig::fetch_action/fetch_index_param/fetch_event_key; defaults "getEvent",
+//   "index", "event", assumptions) and hands out each event already claimed, as after begin()
+//   gave SP_BEGIN_NEW: run the logic, reply, finish(). Recovery::report() says what it did.
 #ifndef SLOTPARTNER_HPP
 #define SLOTPARTNER_HPP
 
@@ -587,6 +591,9 @@ public:
         return Event(event);
     }
 
+    /// The C receiver, owned by this object.
+    const sp_receiver *get() const noexcept { return receiver_.get(); }
+
 private:
     detail::Owner<sp_receiver, sp_receiver_free> receiver_;
 };
@@ -702,6 +709,29 @@ public:
         detail::check(sp_client_config_set_lenient_games(config_.get(), lenient));
         return *this;
     }
+    /// How a Recovery fetches a lost event again. The spec says a lost event "can be obtained
+    /// later through the partner-to-service interface by giving the id of the lost event" but
+    /// shows neither the operation, nor its parameter, nor its answer, so all three are
+    /// assumptions: the request is `{"action":<fetch_action>,"<fetch_index_param>":<index>}` and
+    /// the answer holds the event under `fetch_event_key` (empty: the answer is the event
+    /// itself). Defaults "getEvent", "index" and "event": `{"action":"getEvent","index":42}`
+    /// answered `{"event":{...}}`, as the sandbox serves it. A fetch is retried like getGames;
+    /// a 404 answer means the service knows no such event.
+    ClientConfig &fetch_action(std::string_view action) {
+        detail::check(sp_client_config_set_fetch_action(config_.get(), detail::terminated(action).c_str()));
+        return *this;
+    }
+    /// The parameter carrying the lost event's index (default "index"); see fetch_action().
+    ClientConfig &fetch_index_param(std::string_view name) {
+        detail::check(sp_client_config_set_fetch_index_param(config_.get(), detail::terminated(name).c_str()));
+        return *this;
+    }
+    /// The key of the fetch answer holding the event (default "event"; "" for the answer
+    /// itself); see fetch_action().
+    ClientConfig &fetch_event_key(std::string_view key) {
+        detail::check(sp_client_config_set_fetch_event_key(config_.get(), detail::terminated(key).c_str()));
+        return *this;
+    }
 
     const sp_client_config *get() const noexcept { return config_.get(); }
 
@@ -734,8 +764,94 @@ public:
         return std::string(detail::view(owner->text));
     }
 
+    /// The C client, owned by this object.
+    const sp_client *get() const noexcept { return client_.get(); }
+
 private:
     detail::Owner<sp_client, sp_client_free> client_;
+};
+
+/// A missing index a Recovery did not recover.
+struct RecoveryFailure {
+    int64_t index;
+    /// SP_RECOVERY_NOT_FOUND (the service answered 404), SP_RECOVERY_SERVICE (unreachable, a
+    /// time-out, another HTTP error), SP_RECOVERY_INVALID_EVENT (the answer or the event failed
+    /// validation, or carries another index), SP_RECOVERY_JOURNAL (a conflict, a busy claim, the
+    /// storage failed).
+    sp_recovery_reason reason;
+    /// The library's status, such as SP_ERR_HTTP_STATUS.
+    sp_status status;
+    /// Names the field or the HTTP status ("getEvent: HTTP 500 ...").
+    std::string message;
+
+    const char *status_name() const noexcept { return sp_status_name(static_cast<int32_t>(status)); }
+};
+
+/// What a Recovery did so far, copied.
+struct RecoveryReport {
+    uint64_t missing;           ///< missing indexes the recovery set out to fetch (at most its limit)
+    uint64_t recovered;         ///< events fetched and handed out, claimed
+    uint64_t handled_meanwhile; ///< fetched but handled meanwhile by a late delivery (or not journaled)
+    std::vector<RecoveryFailure> failures; ///< not recovered, in the order tried; the next recovery tries again
+
+    /// True when every missing index was tried and none failed.
+    bool complete() const noexcept { return failures.empty() && recovered + handled_meanwhile == missing; }
+};
+
+/// A recovery of the events missing from a receiver's journal, fetched again through a client
+/// (sp_recovery). One thread at a time; movable, not copyable. Events it handed out stay valid
+/// after it is destroyed.
+///
+///     slotpartner::Recovery recovery(receiver, client);
+///     while (std::optional<slotpartner::Event> event = recovery.next()) {
+///         run_partner_logic(*event);   // credits, then event->reply(...)
+///         event->finish();             // already claimed: no begin()
+///     }
+///     slotpartner::RecoveryReport report = recovery.report();
+class Recovery {
+public:
+    /// Lists the indexes missing from `receiver`'s journal, lowest first, at most `limit` (1 to
+    /// 1,000,000); fetches nothing yet. Throws Error: SP_ERR_INVALID_ARGUMENT (the receiver has
+    /// no journal; a limit out of range, field "limit"), SP_ERR_JOURNAL (the journal cannot be
+    /// read).
+    Recovery(const Receiver &receiver, const Client &client, size_t limit = 10000) {
+        sp_recovery *recovery = nullptr;
+        detail::check(sp_recovery_new(receiver.get(), client.get(), limit, &recovery));
+        recovery_.reset(recovery);
+    }
+
+    /// The next recovered event, already claimed in the journal (as after Event::begin() gave
+    /// SP_BEGIN_NEW): run the logic, reply, then finish() (or abandon() after a transient
+    /// failure of the ledger; an Event destroyed unfinished releases the claim). std::nullopt
+    /// when every missing index was tried. Blocks for the calls to the service; indexes that
+    /// fail go to the report.
+    std::optional<Event> next() {
+        sp_event *event = nullptr;
+        detail::check(sp_recovery_next(recovery_.get(), &event));
+        if (event == nullptr) {
+            return std::nullopt;
+        }
+        return std::optional<Event>(std::in_place, event);
+    }
+
+    /// What the recovery did so far: counts and each failure, copied.
+    RecoveryReport report() {
+        sp_recovery_summary summary{};
+        detail::check(sp_recovery_report(recovery_.get(), &summary));
+        RecoveryReport report{summary.missing, summary.recovered, summary.handled_meanwhile, {}};
+        report.failures.reserve(summary.failures_len);
+        for (size_t i = 0; i < summary.failures_len; i++) {
+            const sp_recovery_failure &f = summary.failures[i];
+            report.failures.push_back({f.index, f.reason, f.status, std::string(detail::view(f.message))});
+        }
+        return report;
+    }
+
+    /// The C recovery, owned by this object.
+    sp_recovery *get() noexcept { return recovery_.get(); }
+
+private:
+    detail::Owner<sp_recovery, sp_recovery_free> recovery_;
 };
 
 } // namespace slotpartner

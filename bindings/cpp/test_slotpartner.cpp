@@ -1,6 +1,7 @@
 // Tests of slotpartner.hpp: every event kind, validation errors with their field, token and
 // source refusal, reply bytes, the delivery journal on SQLite in a temporary directory, getGames
-// against the sandbox (SLOTPARTNER_BASE_URL, SLOTPARTNER_CA_FILE), and freeing (run under
+// against the sandbox (SLOTPARTNER_BASE_URL, SLOTPARTNER_CA_FILE), the recovery of lost events
+// against the same sandbox serving getEvent for events 1 to 20 (seed 11), and freeing (run under
 // AddressSanitizer's leak check by run_tests.sh).
 // Prints "N passed, N failed".
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -555,6 +557,203 @@ void get_games_against_the_sandbox() {
     CHECK(insecure.status() == SP_ERR_INVALID_ARGUMENT && insecure.field() == "base_url");
 }
 
+/// A client of the sandbox (SLOTPARTNER_BASE_URL + `path`, SLOTPARTNER_CA_FILE), not retrying.
+slotpartner::ClientConfig sandbox_config(const std::string &path = "") {
+    const char *base_url = std::getenv("SLOTPARTNER_BASE_URL");
+    const char *ca_file = std::getenv("SLOTPARTNER_CA_FILE");
+    slotpartner::ClientConfig config(std::string(base_url ? base_url : "https://127.0.0.1:1") + path, TOKEN);
+    if (ca_file != nullptr) {
+        config.add_ca_file(ca_file);
+    }
+    config.retries(0, 0);
+    return config;
+}
+
+/// The body the service would have delivered for `index`, as getEvent answers it
+/// (`{"event":{...}}`, the event byte for byte).
+std::string sandbox_event(const slotpartner::Client &client, int64_t index) {
+    std::string answer = client.call("getEvent", R"({"index":)" + std::to_string(index) + "}");
+    size_t start = answer.find('{', 1), end = answer.rfind('}');
+    return answer.substr(start, end - start);
+}
+
+/// The README's loop: each recovered event handled (`runs`) and finished; their indexes.
+std::vector<int64_t> recover(slotpartner::Recovery &recovery, int &runs, const std::function<void(size_t)> &between = {}) {
+    std::vector<int64_t> recovered;
+    while (std::optional<slotpartner::Event> event = recovery.next()) {
+        recovered.push_back(event->index().value_or(-1));
+        runs++;
+        event->reply(true);
+        event->finish();
+        if (between) {
+            between(recovered.size());
+        }
+    }
+    return recovered;
+}
+
+std::vector<int64_t> range(int64_t first, int64_t last) {
+    std::vector<int64_t> out;
+    for (int64_t i = first; i <= last; i++) {
+        out.push_back(i);
+    }
+    return out;
+}
+
+void recovery_recovers_claimed_events_and_a_late_delivery_once() {
+    slotpartner::Client client(sandbox_config());
+    std::vector<std::string> bodies(11);
+    for (int64_t i = 1; i <= 10; i++) {
+        bodies[i] = sandbox_event(client, i);
+    }
+    TempDir dir;
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).first_index(1));
+    const auto r = journaled(journal);
+    int runs = 0;
+    for (int64_t index : {1, 2, 4, 5, 9, 10}) {
+        journaled_callback(r, bodies[index], runs);
+    }
+    CHECK((journal.missing() == std::vector<slotpartner::IndexRange>{{3, 3}, {6, 8}}));
+    slotpartner::Recovery recovery(r, client);
+    auto recovered = recover(recovery, runs, [&](size_t count) {
+        if (count == 1) { // index 8 arrives late, after the first recovered event
+            journaled_callback(r, bodies[8], runs);
+        }
+    });
+    CHECK((recovered == std::vector<int64_t>{3, 6, 7}));
+    auto report = recovery.report();
+    CHECK(report.missing == 4 && report.recovered == 3 && report.handled_meanwhile == 1 && report.failures.empty());
+    CHECK(report.complete());
+    CHECK(journal.missing().empty());
+    CHECK(runs == 10);
+    for (int64_t index = 1; index <= 10; index++) { // a second delivery is answered from the journal
+        auto answer = journaled_callback(r, bodies[index], runs);
+        CHECK(answer.first == 200 && answer.second.find(R"("success":true)") != std::string::npos);
+    }
+    CHECK(runs == 10);
+    auto status = journal.status();
+    CHECK(status.handled == 10 && status.in_progress == 0 && status.missing == 0);
+    CHECK(!recovery.next()); // exhausted
+}
+
+void recovery_events_are_claimed() {
+    slotpartner::Client client(sandbox_config());
+    TempDir dir;
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).first_index(1));
+    const auto r = journaled(journal);
+    int runs = 0;
+    journaled_callback(r, sandbox_event(client, 3), runs);
+    std::optional<slotpartner::Event> first, second;
+    {
+        slotpartner::Recovery recovery(r, client);
+        first = recovery.next();
+        second = recovery.next();
+    } // events stay valid after their recovery is gone
+    CHECK(first && second && first->index() == 1 && second->index() == 2);
+    int64_t transaction_id = first->kind() == SP_EVENT_KIND_JACKPOT_PAYOUT ? first->jackpot_payout().transaction_id
+                                                                            : first->buy_refund().transaction_id;
+    CHECK(transaction_id == 900000001);
+    auto begun = failure([&] { first->begin(); });
+    CHECK(begun.status() == SP_ERR_INVALID_ARGUMENT); // claimed already
+    first->reply(false, "player blocked");
+    first->abandon(); // the ledger was down
+    second.reset();   // destroyed unfinished: released the same way
+    CHECK(journal.status().in_progress == 0);
+    for (int64_t index : {1, 2}) { // the next delivery runs it as attempt 2
+        auto event = r.handle(TOKEN, "127.0.0.1", sandbox_event(client, index));
+        auto claim = event.begin();
+        CHECK(claim.outcome == SP_BEGIN_NEW && claim.attempt == 2);
+        event.reply(true);
+        event.finish();
+    }
+}
+
+void recovery_failures_by_reason_and_a_later_healthy_run() {
+    slotpartner::Client client(sandbox_config());
+    TempDir dir;
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).first_index(1));
+    const auto r = journaled(journal);
+    int runs = 0;
+    journaled_callback(r, sandbox_event(client, 1), runs);
+    journaled_callback(r, sandbox_event(client, 3), runs);
+    journaled_callback(r, refund_body(900000022, 22), runs); // beyond the sandbox's 20 events
+    CHECK((journal.missing() == std::vector<slotpartner::IndexRange>{{2, 2}, {4, 21}}));
+    {
+        slotpartner::Recovery failing(r, slotpartner::Client(sandbox_config("/fault/status/500")));
+        CHECK(recover(failing, runs).empty());
+        auto report = failing.report();
+        CHECK(report.missing == 19 && report.recovered == 0 && report.failures.size() == 19 && !report.complete());
+        bool all_service = true;
+        for (const auto &f : report.failures) {
+            all_service = all_service && f.reason == SP_RECOVERY_SERVICE && f.status == SP_ERR_HTTP_STATUS;
+        }
+        CHECK(all_service);
+        CHECK(report.failures[0].index == 2 && report.failures[18].index == 21);
+        CHECK(report.failures[0].message.find("500") != std::string::npos);
+        CHECK(std::string(report.failures[0].status_name()) == "SP_ERR_HTTP_STATUS");
+    }
+    {
+        slotpartner::Recovery malformed(r, slotpartner::Client(sandbox_config("/fault/malformed")));
+        CHECK(recover(malformed, runs).empty());
+        auto report = malformed.report();
+        bool all_invalid = report.failures.size() == 19;
+        for (const auto &f : report.failures) {
+            all_invalid = all_invalid && f.reason == SP_RECOVERY_INVALID_EVENT;
+        }
+        CHECK(all_invalid);
+        CHECK(report.failures[0].message.find("transactionId") != std::string::npos);
+        CHECK(journal.status().in_progress == 0);
+    }
+    slotpartner::Recovery healthy(r, client);
+    auto recovered = recover(healthy, runs);
+    std::vector<int64_t> expected = range(4, 20);
+    expected.insert(expected.begin(), 2);
+    CHECK(recovered == expected);
+    auto report = healthy.report();
+    CHECK(report.missing == 19 && report.recovered == 18 && report.handled_meanwhile == 0);
+    CHECK(report.failures.size() == 1 && report.failures[0].index == 21 && report.failures[0].reason == SP_RECOVERY_NOT_FOUND);
+    CHECK((journal.missing() == std::vector<slotpartner::IndexRange>{{21, 21}}));
+    CHECK(runs == 21); // 3 delivered, 18 recovered: nothing twice
+}
+
+void recovery_fetch_settings_and_misuse() {
+    slotpartner::Client client(sandbox_config());
+    TempDir dir;
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).first_index(1));
+    const auto r = journaled(journal);
+    int runs = 0;
+    journaled_callback(r, sandbox_event(client, 2), runs);
+    auto one_failure = [&](slotpartner::ClientConfig &config) {
+        slotpartner::Recovery recovery(r, slotpartner::Client(config));
+        recover(recovery, runs);
+        auto report = recovery.report();
+        return report.failures.size() == 1 ? report.failures[0] : slotpartner::RecoveryFailure{-1, SP_RECOVERY_JOURNAL, SP_OK, ""};
+    };
+    auto whole = sandbox_config();
+    whole.fetch_event_key(""); // the whole answer taken as the event
+    CHECK(one_failure(whole).reason == SP_RECOVERY_INVALID_EVENT);
+    auto unknown = sandbox_config();
+    unknown.fetch_action("fetchLostEvent");
+    auto failure_400 = one_failure(unknown);
+    CHECK(failure_400.reason == SP_RECOVERY_SERVICE && failure_400.message.find("400") != std::string::npos);
+    auto param = sandbox_config();
+    param.fetch_index_param("eventIndex");
+    CHECK(one_failure(param).reason == SP_RECOVERY_SERVICE);
+    auto spelled = sandbox_config();
+    spelled.fetch_action("getEvent").fetch_index_param("index").fetch_event_key("event");
+    slotpartner::Recovery recovery(r, slotpartner::Client(spelled));
+    CHECK((recover(recovery, runs) == std::vector<int64_t>{1}) && recovery.report().complete());
+    CHECK(failure([] { sandbox_config().fetch_action(""); }).field() == "fetch_action");
+    CHECK(failure([] { sandbox_config().fetch_index_param(""); }).field() == "fetch_index_param");
+    auto no_journal = failure([&] { slotpartner::Recovery{receiver(), client}; });
+    CHECK(no_journal.status() == SP_ERR_INVALID_ARGUMENT && std::string(no_journal.what()).find("no journal") != std::string::npos);
+    auto zero = failure([&] { slotpartner::Recovery{r, client, 0}; });
+    CHECK(zero.status() == SP_ERR_INVALID_ARGUMENT && zero.field() == "limit");
+    slotpartner::Recovery moved_from(r, client);
+    slotpartner::Recovery moved(std::move(moved_from));
+    CHECK(moved.report().missing == 0 && !moved.next());
+}
+
 } // namespace
 
 int main() {
@@ -576,6 +775,10 @@ int main() {
     journal_threads_one_new();
     journal_misuse_and_unusable_journals();
     get_games_against_the_sandbox();
+    recovery_recovers_claimed_events_and_a_late_delivery_once();
+    recovery_events_are_claimed();
+    recovery_failures_by_reason_and_a_later_healthy_run();
+    recovery_fetch_settings_and_misuse();
     std::printf("cpp: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

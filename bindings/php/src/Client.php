@@ -40,6 +40,16 @@ final class Client
      * @param int|null $maxResponseBytes largest answer accepted, at least 1024 [8 MiB]
      * @param bool $lenientGames give a game missing a field of spec 2.1 the field's empty value
      *     instead of failing the call
+     * @param string|null $fetchAction the operation that fetches a lost event again (Recovery)
+     *     ["getEvent"]
+     * @param string|null $fetchIndexParam the parameter carrying the lost event's index ["index"]
+     * @param string|null $fetchEventKey the key of the answer holding the event ["event", for
+     *     `{"event":{...}}`; '' when the answer is the event itself]. The spec says a lost event
+     *     "can be obtained later through the partner-to-service interface by giving the id of
+     *     the lost event" but shows neither the operation, nor its parameter, nor its answer: the
+     *     three defaults are assumptions (the sandbox's), so the request is
+     *     `{"action":"getEvent","index":42}` answered `{"event":{...}}`. A fetch is retried like
+     *     getGames; a 404 answer means the service knows no such event
      *
      * @throws ConfigurationException
      */
@@ -56,6 +66,9 @@ final class Client
         ?string $proxy = null,
         ?int $maxResponseBytes = null,
         bool $lenientGames = false,
+        ?string $fetchAction = null,
+        ?string $fetchIndexParam = null,
+        ?string $fetchEventKey = null,
     ) {
         $native = Native::get();
         $this->native = $native;
@@ -93,6 +106,15 @@ final class Client
                 $native->check($ffi->sp_client_config_set_max_response_bytes($config, Native::unsigned($maxResponseBytes, 'max_response_bytes')));
             }
             $native->check($ffi->sp_client_config_set_lenient_games($config, $lenientGames));
+            if ($fetchAction !== null) {
+                $native->check($ffi->sp_client_config_set_fetch_action($config, Native::cString($fetchAction, 'fetch_action')));
+            }
+            if ($fetchIndexParam !== null) {
+                $native->check($ffi->sp_client_config_set_fetch_index_param($config, Native::cString($fetchIndexParam, 'fetch_index_param')));
+            }
+            if ($fetchEventKey !== null) {
+                $native->check($ffi->sp_client_config_set_fetch_event_key($config, Native::cString($fetchEventKey, 'fetch_event_key')));
+            }
             $clientOut = $native->out('sp_client');
             $native->check($ffi->sp_client_new($config, $clientOut));
             $this->handle = $clientOut[0];
@@ -177,6 +199,16 @@ final class Client
             throw new ServiceException($action . ': the answer is not a JSON object', Status::BAD_RESPONSE, 'SP_ERR_BAD_RESPONSE', $action);
         }
         return $answer;
+    }
+
+    /**
+     * The owned `sp_client *`, for Recovery.
+     *
+     * @internal
+     */
+    public function nativeHandle(): ?CData
+    {
+        return $this->handle;
     }
 
     public function __destruct()

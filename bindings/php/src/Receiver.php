@@ -190,6 +190,16 @@ final class Receiver
         return Event::adopt($native, $native->eventOut[0]);
     }
 
+    /**
+     * The owned `sp_receiver *`, for Recovery.
+     *
+     * @internal
+     */
+    public function nativeHandle(): ?CData
+    {
+        return $this->handle;
+    }
+
     public function __destruct()
     {
         $handle = $this->handle;

@@ -88,6 +88,17 @@ T::test('constants match the header', function () use ($header): void {
         $cases[$case->name] = $case->value;
     }
     T::eq($roots, $cases, 'TrustRoots has every sp_trust_roots value');
+    preg_match_all('/SP_RECOVERY_(\w+) = (\d+)/', $header, $m, PREG_SET_ORDER);
+    $reasons = [];
+    foreach ($m as [, $name, $value]) {
+        $reasons[str_replace('_', '', ucwords(strtolower($name), '_'))] = (int) $value;
+    }
+    $cases = [];
+    foreach (SlotPartner\RecoveryReason::cases() as $case) {
+        $cases[$case->name] = $case->value;
+    }
+    T::eq(4, count($reasons), 'four sp_recovery_reason values');
+    T::eq($reasons, $cases, 'RecoveryReason has every sp_recovery_reason value');
     preg_match_all('/SP_EVENT_KIND_(\w+) = (\d+)/', $header, $m, PREG_SET_ORDER);
     $kinds = [];
     foreach ($m as [, $name, $value]) {

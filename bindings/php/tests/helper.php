@@ -141,7 +141,11 @@ function freePort(): int
     return (int) substr((string) $name, strrpos((string) $name, ':') + 1);
 }
 
-/** `slotpartner-sandbox serve` on 127.0.0.1:0; stopped by closing its standard input. */
+/**
+ * `slotpartner-sandbox serve` on 127.0.0.1:0; stopped by closing its standard input. With
+ * $eventsCount it also serves getEvent for the events `send --burst N --seed $eventsSeed` sends
+ * (indexes 1 to $eventsCount).
+ */
 final class Sandbox
 {
     /** @var resource */
@@ -151,7 +155,7 @@ final class Sandbox
     public readonly string $url;
     public readonly string $caFile;
 
-    public function __construct()
+    public function __construct(?int $eventsCount = null, int $eventsSeed = 1)
     {
         if (!is_executable(SANDBOX)) {
             throw new RuntimeException(SANDBOX . ' is missing: cargo build --release -p slotpartner-sandbox');
@@ -160,7 +164,10 @@ final class Sandbox
         $this->caFile = $dir . '/ca.pem';
         $ready = $dir . '/ready';
         $process = proc_open(
-            [SANDBOX, 'serve', '--listen', '127.0.0.1:0', '--token', TOKEN, '--ca-out', $this->caFile, '--ready-file', $ready, '--exit-on-stdin-eof'],
+            array_merge(
+                [SANDBOX, 'serve', '--listen', '127.0.0.1:0', '--token', TOKEN, '--ca-out', $this->caFile, '--ready-file', $ready, '--exit-on-stdin-eof'],
+                $eventsCount === null ? [] : ['--events-count', (string) $eventsCount, '--events-seed', (string) $eventsSeed],
+            ),
             [0 => ['pipe', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
             $pipes,
         );

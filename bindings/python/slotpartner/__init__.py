@@ -27,6 +27,15 @@ Exactly once, with a delivery journal (see README.md, "Exactly once")::
         event.finish()                # stores the reply (a no-op when NOT_JOURNALED)
         answer(event.reply_http_status, reply)
 
+Lost events fetched again (see README.md, "Lost events")::
+
+    with slotpartner.Recovery(receiver, client) as recovery:
+        for event in recovery:        # each one already claimed, as after begin() said NEW
+            credit(...)
+            event.reply()
+            event.finish()
+    report = recovery.report()        # missing, recovered, handled_meanwhile, failures
+
 Calls out::
 
     with slotpartner.Client(base_url, token) as client:
@@ -53,6 +62,7 @@ from .errors import (
 from .events import BalanceQuery, BuyRefund, Claim, Event, JackpotPayout, OtherEvent, Outcome
 from .journal import Journal, JournalStatus
 from .receiver import Receiver
+from .recovery import Recovery, RecoveryFailure, RecoveryReason, RecoveryReport
 from .replies import reply_balance, reply_result
 
 #: The version of the loaded libslotpartner, such as "0.1.0".
@@ -81,6 +91,10 @@ __all__ = [
     "OtherEvent",
     "Outcome",
     "Receiver",
+    "Recovery",
+    "RecoveryFailure",
+    "RecoveryReason",
+    "RecoveryReport",
     "ServiceError",
     "SlotPartnerError",
     "TransportError",

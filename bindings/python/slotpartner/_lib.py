@@ -78,6 +78,15 @@ SP_BEGIN_NEW = 1
 SP_BEGIN_DONE = 2
 SP_BEGIN_NOT_JOURNALED = 3
 
+# sp_recovery_reason values (why a missing event was not recovered).
+SP_RECOVERY_NOT_FOUND = 1
+SP_RECOVERY_SERVICE = 2
+SP_RECOVERY_INVALID_EVENT = 3
+SP_RECOVERY_JOURNAL = 4
+
+#: The most missing indexes one recovery takes on (the library's limit).
+MAX_RECOVERY_LIMIT = 1_000_000
+
 # sp_trust_roots values.
 TRUST_ROOTS = {"bundled": 0, "system": 1, "extra-only": 2}
 
@@ -240,6 +249,24 @@ class sp_index_ranges(Structure):
     _fields_ = [("ranges", c_void_p), ("len", c_size_t)]
 
 
+class sp_recovery_failure(Structure):
+    """``sp_recovery_failure``: a missing index that was not recovered, why, and the message."""
+
+    _fields_ = [("index", c_int64), ("reason", c_int), ("status", c_int), ("message", sp_str)]
+
+
+class sp_recovery_summary(Structure):
+    """``sp_recovery_summary``: what a recovery did so far; ``failures`` owned by the recovery."""
+
+    _fields_ = [
+        ("missing", c_uint64),
+        ("recovered", c_uint64),
+        ("handled_meanwhile", c_uint64),
+        ("failures", c_void_p),
+        ("failures_len", c_size_t),
+    ]
+
+
 def layout(structure: type[Structure]) -> struct.Struct:
     """A ``struct.Struct`` that unpacks the bytes of ``structure`` in one call.
 
@@ -311,6 +338,7 @@ GAME = layout(sp_game)
 GAMES = layout(sp_games)
 INDEX_RANGE = layout(sp_index_range)
 INDEX_RANGES = layout(sp_index_ranges)
+RECOVERY_FAILURE = layout(sp_recovery_failure)
 
 
 class Memory(Protocol):
@@ -486,12 +514,20 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_client_config_add_ca_file": (c_int, [c_void_p, c_char_p]),
     "sp_client_config_set_proxy": (c_int, [c_void_p, c_char_p]),
     "sp_client_config_set_max_response_bytes": (c_int, [c_void_p, c_uint64]),
+    "sp_client_config_set_fetch_action": (c_int, [c_void_p, c_char_p]),
+    "sp_client_config_set_fetch_index_param": (c_int, [c_void_p, c_char_p]),
+    "sp_client_config_set_fetch_event_key": (c_int, [c_void_p, c_char_p]),
     "sp_client_config_set_lenient_games": (c_int, [c_void_p, c_bool]),
     "sp_client_new": (c_int, [c_void_p, _OUT]),
     "sp_client_free": (None, [c_void_p]),
     "sp_client_get_games": (c_int, [c_void_p, c_char_p, c_int64, _OUT]),
     "sp_client_call": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, _OUT]),
     "sp_games_free": (None, [c_void_p]),
+    # Recovery of lost events (sp_recovery_next's out-parameter: the OUT pointer slot's address).
+    "sp_recovery_new": (c_int, [c_void_p, c_void_p, c_size_t, _OUT]),
+    "sp_recovery_next": (c_int, [c_void_p, c_void_p]),
+    "sp_recovery_report": (c_int, [c_void_p, POINTER(sp_recovery_summary)]),
+    "sp_recovery_free": (None, [c_void_p]),
 }
 
 

@@ -103,6 +103,15 @@ class Client(_lib.SharedHandle):
         proxy: ``http://host:port`` or ``socks5://host:port`` (the environment is never read).
         max_response_bytes: the largest answer accepted.
         lenient_games: give a game missing a field that field's empty value instead of failing.
+        fetch_action, fetch_index_param, fetch_event_key: how ``Recovery`` fetches a lost event
+            again (keyword only). The spec says a lost event "can be obtained later through the
+            partner-to-service interface by giving the id of the lost event" but shows neither
+            the operation, nor its parameter, nor its answer, so all three are assumptions: the
+            request is ``{"action": fetch_action, fetch_index_param: <index>}`` and the answer
+            holds the event under ``fetch_event_key`` (``""``: the answer is the event itself).
+            Defaults ``"getEvent"``, ``"index"`` and ``"event"``: ``{"action":"getEvent",
+            "index":42}`` answered ``{"event":{...}}``, as the sandbox serves it. A fetch is
+            retried like ``getGames``; a 404 answer means the service knows no such event.
 
     Raises ConfigurationError for an unusable setting (``field`` names it).
     """
@@ -123,6 +132,10 @@ class Client(_lib.SharedHandle):
         proxy: str | None = None,
         max_response_bytes: int = 8 << 20,
         lenient_games: bool = False,
+        *,
+        fetch_action: str = "getEvent",
+        fetch_index_param: str = "index",
+        fetch_event_key: str = "event",
     ) -> None:
         self._ptr: int | None = None
         self._lock = threading.Condition()
@@ -149,6 +162,9 @@ class Client(_lib.SharedHandle):
                 (lib.sp_client_config_set_trust_roots, (roots,)),
                 (lib.sp_client_config_set_max_response_bytes, (max_response_bytes,)),
                 (lib.sp_client_config_set_lenient_games, (lenient_games,)),
+                (lib.sp_client_config_set_fetch_action, (c_text(fetch_action, "fetch_action"),)),
+                (lib.sp_client_config_set_fetch_index_param, (c_text(fetch_index_param, "fetch_index_param"),)),
+                (lib.sp_client_config_set_fetch_event_key, (c_text(fetch_event_key, "fetch_event_key"),)),
             ]
             if ca_file is not None:
                 steps.append((lib.sp_client_config_add_ca_file, (c_text(ca_file, "ca_file"),)))

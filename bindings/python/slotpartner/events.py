@@ -717,6 +717,15 @@ def read_event(ptr: int, replies: ReplySettings) -> Event:
     return event
 
 
+def read_claimed_event(ptr: int, replies: ReplySettings) -> Event:
+    """``read_event`` for an ``sp_event`` the library hands out already claimed in the journal
+    (``sp_recovery_next``): the event stands as after ``begin()`` said NEW, so ``reply()`` keeps
+    the library's event for ``finish()``, which stores the reply and frees it."""
+    event = read_event(ptr, replies)
+    event._journal = _CLAIMED
+    return event
+
+
 __all__ = [
     "Event",
     "BuyRefund",
@@ -727,4 +736,5 @@ __all__ = [
     "Claim",
     "Outcome",
     "read_event",
+    "read_claimed_event",
 ]

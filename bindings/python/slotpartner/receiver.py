@@ -174,11 +174,11 @@ class Receiver(_lib.SharedHandle):
 
         Raises:
             AuthenticationError: missing or wrong token (HTTP 401; tokens are compared
-                case-insensitively), source not allowed (403).
+                case-insensitively), source not allowed (403; also a remote address that is
+                not UTF-8 or holds a NUL, unless the sources are ``"any"``).
             ValidationError: the body is refused; ``field`` names the culprit and
                 ``http_status``/``response_body`` are the answer to send (HTTP 200 with the
                 event's wrapper and ``success:false`` for a known event with invalid fields).
-            ConfigurationError: an unusable argument (a remote address that is not UTF-8).
         """
         if body.__class__ is not bytes:
             body = bytes(body)

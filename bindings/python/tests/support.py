@@ -40,9 +40,12 @@ def wait_for(condition, timeout: float = 20.0, what: str = "condition") -> None:
 
 
 class Sandbox:
-    """``slotpartner-sandbox serve`` on a free loopback port; it lives while we hold its stdin."""
+    """``slotpartner-sandbox serve`` on a free loopback port; it lives while we hold its stdin.
 
-    def __init__(self) -> None:
+    With ``events_count``, it also serves ``getEvent`` for the events ``send --burst
+    events_count --seed events_seed`` sends (indexes 1 to ``events_count``, mixed)."""
+
+    def __init__(self, events_count: int | None = None, events_seed: int = 1) -> None:
         if not SANDBOX.is_file():
             raise AssertionError(f"{SANDBOX} is missing: run `cargo build --release -p slotpartner-sandbox`")
         self.dir = tempfile.TemporaryDirectory(prefix="sp-sandbox-")
@@ -50,7 +53,8 @@ class Sandbox:
         ready = os.path.join(self.dir.name, "ready")
         self.process = subprocess.Popen(
             [str(SANDBOX), "serve", "--listen", "127.0.0.1:0", "--token", TOKEN, "--ca-out", self.ca_file,
-             "--ready-file", ready, "--exit-on-stdin-eof"],  # fmt: skip
+             "--ready-file", ready, "--exit-on-stdin-eof",
+             *(["--events-count", str(events_count), "--events-seed", str(events_seed)] if events_count else [])],  # fmt: skip
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

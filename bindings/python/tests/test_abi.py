@@ -26,6 +26,7 @@ SCALARS: dict[str, Any] = {
     "enum sp_status": ctypes.c_int,
     "enum sp_event_kind": ctypes.c_int,
     "enum sp_begin": ctypes.c_int,
+    "enum sp_recovery_reason": ctypes.c_int,
 }
 
 
@@ -70,7 +71,8 @@ class AbiTest(unittest.TestCase):
             "sp_jackpot_payout": _lib.sp_jackpot_payout, "sp_balance_query": _lib.sp_balance_query,
             "sp_event": _lib.sp_event, "sp_error": _lib.sp_error, "sp_claim": _lib.sp_claim,
             "sp_journal_stats": _lib.sp_journal_stats, "sp_index_range": _lib.sp_index_range,
-            "sp_index_ranges": _lib.sp_index_ranges,
+            "sp_index_ranges": _lib.sp_index_ranges, "sp_recovery_failure": _lib.sp_recovery_failure,
+            "sp_recovery_summary": _lib.sp_recovery_summary,
         }  # fmt: skip
         self.assertEqual(sorted(structs), sorted(mirrored))
         for name, fields in structs.items():
@@ -100,6 +102,7 @@ class AbiTest(unittest.TestCase):
         self.assertEqual(_lib.layout(_lib.sp_game).size, ctypes.sizeof(_lib.sp_game))
         self.assertEqual(_lib.INDEX_RANGE.size, ctypes.sizeof(_lib.sp_index_range))
         self.assertEqual(_lib.INDEX_RANGES.size, ctypes.sizeof(_lib.sp_index_ranges))
+        self.assertEqual(_lib.RECOVERY_FAILURE.size, ctypes.sizeof(_lib.sp_recovery_failure))
 
     def test_every_function_is_declared_with_its_signature(self) -> None:
         functions = header_functions()
@@ -125,6 +128,11 @@ class AbiTest(unittest.TestCase):
         for name, value in begins.items():
             self.assertEqual(getattr(_lib, name), int(value))
             self.assertEqual(slotpartner.Outcome[name.removeprefix("SP_BEGIN_")], int(value))
+        reasons = dict(re.findall(r"(SP_RECOVERY_\w+) = (\d+)", TEXT))
+        self.assertEqual(len(reasons), 4)
+        for name, value in reasons.items():
+            self.assertEqual(getattr(_lib, name), int(value))
+            self.assertEqual(slotpartner.RecoveryReason[name.removeprefix("SP_RECOVERY_")], int(value))
         statuses = dict(re.findall(r"(SP_ERR_(?:CONFLICT|JOURNAL|CLAIM_LOST|BUSY)) = (\d+)", TEXT))
         self.assertEqual(len(statuses), 4)
         for name, value in statuses.items():

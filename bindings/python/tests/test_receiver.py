@@ -305,11 +305,6 @@ class AuthenticationTest(unittest.TestCase):
     def test_forbidden_source(self) -> None:
         for remote in (STAGING, "127.0.0.1", None, "not-an-address", "18.203.30.17\0"):
             error = self.refused(TOKEN, remote)
-            if remote is not None and "\0" in remote:
-                # A NUL cannot travel in a C string: refused as an unusable argument, never cut short.
-                self.assertIs(type(error), ConfigurationError)
-                self.assertEqual(error.field, "remote_addr")
-                continue
             self.assertIs(type(error), AuthenticationError, repr(remote))
             self.assertEqual((error.status, error.field, error.http_status), (16, "remote_addr", 403))
         # The source is checked before the token.
