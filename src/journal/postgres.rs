@@ -30,6 +30,24 @@ use super::{Begin, JournalOptions, Record, Status, Step, Synchronous, count};
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
 
+/// Creates the tables inside a savepoint: `false` (rolled back to it) when another process
+/// created them meanwhile.
+fn create_schema(tx: &mut Tx<'_>) -> TxResult<bool> {
+    tx.client.batch_execute("SAVEPOINT sp_journal_schema")?;
+    match tx.client.batch_execute(schema::POSTGRES) {
+        Ok(()) => {
+            tx.client.batch_execute("RELEASE SAVEPOINT sp_journal_schema")?;
+            Ok(true)
+        }
+        Err(e) if matches!(e.code(), Some(c) if *c == SqlState::DUPLICATE_TABLE || *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::DUPLICATE_OBJECT) =>
+        {
+            tx.client.batch_execute("ROLLBACK TO SAVEPOINT sp_journal_schema")?;
+            Ok(false)
+        }
+        Err(e) => Err(Fail::Db(e)),
+    }
+}
+
 /// The server's clock in milliseconds since the Unix epoch.
 macro_rules! now_ms {
     () => {
@@ -164,29 +182,38 @@ impl Postgres {
     }
 
     /// Creates the tables if absent, checks the schema version, stores a configured first index.
+    /// Processes opening a new database at once serialise on an advisory lock; one that still
+    /// finds the tables created under it (its catalog view predates the other's commit) rolls
+    /// its attempt back and looks again.
     fn prepare(&self, options: &JournalOptions) -> Result<()> {
-        self.transaction(options, Mode::Normal, |tx| {
-            let exists = |tx: &mut Tx<'_>| -> TxResult<bool> {
-                let row = tx.query_opt("SELECT to_regclass('sp_journal_meta') IS NOT NULL", &[])?;
-                Ok(row.map(|r| r.try_get(0)).transpose()?.unwrap_or(false))
-            };
-            if !exists(tx)? {
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+        for attempt in 1.. {
+            let settled = self.transaction(options, Mode::Normal, |tx| {
+                let exists = |tx: &mut Tx<'_>| -> TxResult<bool> {
+                    let row = tx.query_opt("SELECT to_regclass('sp_journal_meta') IS NOT NULL", &[])?;
+                    Ok(row.map(|r| r.try_get(0)).transpose()?.unwrap_or(false))
+                };
                 if !exists(tx)? {
-                    tx.client.batch_execute(schema::POSTGRES)?;
+                    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+                    if !exists(tx)? && !create_schema(tx)? {
+                        return Ok(false);
+                    }
                 }
-            }
-            schema::check_version(&self.label, tx.meta("schema_version")?)?;
-            if let Some(first) = options.first_index {
-                if tx.meta("first_index")? != Some(first) {
-                    tx.execute(
-                        "INSERT INTO sp_journal_meta (key, value) VALUES ('first_index', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                        &[&first],
-                    )?;
+                schema::check_version(&self.label, tx.meta("schema_version")?)?;
+                if let Some(first) = options.first_index {
+                    if tx.meta("first_index")? != Some(first) {
+                        tx.execute(
+                            "INSERT INTO sp_journal_meta (key, value) VALUES ('first_index', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                            &[&first],
+                        )?;
+                    }
                 }
+                Ok(true)
+            })?;
+            if settled || attempt >= 5 {
+                break;
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     fn connect(&self, options: &JournalOptions) -> Result<PgConn> {
@@ -202,6 +229,7 @@ impl Postgres {
     fn error(&self, e: &postgres::Error) -> Error {
         let mut message = format!("{}: {e}", self.label);
         if let Some(db) = e.as_db_error() {
+            message = format!("{message}: {} (SQLSTATE {})", db.message(), db.code().code());
             if let Some(detail) = db.detail() {
                 message = format!("{message} ({detail})");
             }

@@ -119,7 +119,7 @@ impl Sqlite {
                 format!("{}: the file is read-only for this user; a journal must be writable", self.label),
             ));
         }
-        let mode: String = db.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(|e| self.error(&e))?;
+        let mode = self.wal_mode(&db, options)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::new(
                 ErrorKind::Journal,
@@ -130,6 +130,29 @@ impl Sqlite {
             ));
         }
         Ok(Conn { db, synchronous: None, lock_timeout: options.lock_timeout })
+    }
+
+    /// Puts the file in WAL mode (kept in the file, so usually found set already), and answers the
+    /// mode in force. Switching needs the file to itself, and SQLite answers busy at once rather
+    /// than through the busy handler, so another process creating the journal at the same moment
+    /// is waited for here, up to `lock_timeout`.
+    fn wal_mode(&self, db: &Connection, options: &JournalOptions) -> Result<String> {
+        let deadline = std::time::Instant::now() + options.lock_timeout;
+        loop {
+            let current: String = db.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(|e| self.error(&e))?;
+            if current.eq_ignore_ascii_case("wal") {
+                return Ok(current);
+            }
+            match db.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+                Err(e)
+                    if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => return other.map_err(|e| self.error(&e)),
+            }
+        }
     }
 
     /// A clear `Journal` error for a SQLite failure.
