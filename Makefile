@@ -1,5 +1,6 @@
 # slotpartner: `make` builds the library and the C examples, `make test` runs every test suite,
-# `make demo` runs the sandbox demo, `make install` installs library, header and pkg-config file.
+# `make demo` runs the sandbox demo, `make install` installs library, header, pkg-config file and
+# the operator command `slotpartner`.
 
 CARGO   ?= cargo
 CC      ?= cc
@@ -16,9 +17,9 @@ SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # What a program linking the static library needs besides it (as `cargo rustc -- --print native-static-libs` says).
 STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: FORCE all lib sandbox test-miri test-cpp test-php test-python examples sanitized test test-rust test-c header-check symbols-check header bench demo install clean
+.PHONY: FORCE all lib cli sandbox test-miri test-cpp test-php test-python examples sanitized test test-rust test-c test-e2e header-check symbols-check header bench demo install clean
 
-all: lib examples
+all: lib examples cli
 
 lib: $(RELEASE)/libslotpartner.so
 
@@ -27,6 +28,12 @@ $(RELEASE)/libslotpartner.so $(RELEASE)/libslotpartner.a: FORCE
 	$(CARGO) build --release --locked -p slotpartner
 
 FORCE:
+
+# The operator command (cli/): journal status, gaps and records, recover, inspect, games.
+cli: $(RELEASE)/slotpartner
+
+$(RELEASE)/slotpartner: FORCE
+	$(CARGO) build --release --locked -p slotpartner-cli
 
 examples: lib $(addprefix $(EXDIR)/,$(EXAMPLES))
 
@@ -42,7 +49,7 @@ $(SANDIR)/%: examples/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
-test: all sanitized sandbox test-rust header-check symbols-check test-c test-miri test-cpp test-php test-python demo
+test: all sanitized sandbox test-rust header-check symbols-check test-c test-e2e test-miri test-cpp test-php test-python demo
 
 test-rust:
 	$(CARGO) fmt --all -- --check
@@ -80,6 +87,11 @@ $(SANDIR)/careless_host: tests/c/careless_host.c include/slotpartner.h $(RELEASE
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -pthread -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
+# End to end: 10,000 events from the sandbox to callback_cgi behind a concurrent CGI gateway,
+# journalled on SQLite and on a throw-away PostgreSQL cluster (skipped if not installed).
+test-e2e: examples sandbox
+	python3 tests/e2e/exactly_once.py
+
 test-cpp: lib sandbox
 	bindings/cpp/run_tests.sh
 
@@ -95,6 +107,7 @@ header:
 bench:
 	$(CARGO) bench --bench callback
 	$(CARGO) bench --bench get_games
+	$(CARGO) bench --bench journal
 	php bindings/php/bench.php
 	python3 bindings/python/bench.py
 
@@ -104,8 +117,9 @@ demo: all sandbox
 sandbox:
 	$(CARGO) build --release --locked -p slotpartner-sandbox
 
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+install: lib cli
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(RELEASE)/slotpartner $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(RELEASE)/libslotpartner.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(RELEASE)/libslotpartner.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/slotpartner.h $(DESTDIR)$(PREFIX)/include/

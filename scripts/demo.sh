@@ -2,7 +2,10 @@
 # The main job on the built-in sandbox, all on loopback: start slotpartner-sandbox, list its
 # games through the get_games example, put the callback_cgi example behind an HTTP server, have
 # the sandbox send it a refund, a payout, a balance query and one invalid event, and check every
-# reply. Exits 0 only if each reply is the expected one. Installs nothing; stops what it starts.
+# reply. Then the same endpoint with a delivery journal and a demo wallet: a payout delivered
+# twice is answered from the journal and credited once, and a burst with lost, repeated and
+# reordered events ends with the journal naming exactly the lost indexes. Exits 0 only if every
+# check passed. Installs nothing; stops what it starts.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -56,10 +59,55 @@ send --index 2 --expect-success true payout
 send --index 3 --expect-success true balance
 send --index 4 --set moneyWon=1500.5 --expect-success false payout
 
+
+echo
+echo "== 5. Exactly once: the same endpoint with a delivery journal (SLOTPARTNER_JOURNAL) and a wallet"
+mkdir "$work/wallet"
+journal="sqlite:$work/journal.db"
+SLOTPARTNER_SOURCES="127.0.0.1,::1" SLOTPARTNER_JOURNAL="$journal" SLOTPARTNER_WALLET="$work/wallet" \
+  python3 scripts/cgi_gateway.py 127.0.0.1:0 target/examples/callback_cgi --ready-file "$work/journaled" \
+  > /dev/null 2> "$work/journaled.log" &
+pids+=($!)
+wait_for "$work/journaled"
+endpoint="$(cat "$work/journaled")/callback"
+echo "callback endpoint at $endpoint, journal $journal, wallet $work/wallet (one file per credit)"
+check() { # DESCRIPTION COMMAND...: runs the check, prints its verdict
+  local what=$1; shift
+  if "$@"; then echo "ok: $what"; else echo "FAILED: $what" >&2; failed=$((failed + 1)); fi
+}
+
+echo
+echo "-- 5a. The service delivers jackpot payout 730046001 (index 1), then delivers it again"
+for _ in 1 2; do send --index 1 --set epochReleasedMillis=1795300123456 --expect-success true payout; done
+echo "endpoint log: $(grep -c 'answered from the journal' "$work/journaled.log") delivery answered from the journal"
+check "the repeat was answered from the journal" grep -q 'answered from the journal' "$work/journaled.log"
+check "the wallet holds one credit: $(ls "$work/wallet")" test "$(ls "$work/wallet")" = payout-730046001
+
+echo
+echo "-- 5b. A burst of 40 events (indexes 2-41): 10% lost, 10% repeated, some reordered"
+echo "   (send checks that every repeat gets the byte-identical reply of the first delivery)"
+"$sandbox" send --url "$endpoint" --token "$token" --burst 40 --index 2 --seed 5 --lose 0.1 --repeat 0.1 \
+  --reorder 0.1 --concurrency 2 --quiet mixed > "$work/burst.txt" || failed=$((failed + 1))
+sed 's/^summary /   /' "$work/burst.txt"
+lost=$(sed -n 's/^summary lost=[0-9]* lost_indexes=//p' "$work/burst.txt")
+delivered=$(sed -n 's/^summary .* delivered=\([0-9]*\) .*/\1/p' "$work/burst.txt")
+
+echo
+echo "-- What the journal saw: examples/c/journal_status $journal"
+rc=0
+target/examples/journal_status "$journal" > "$work/status.txt" || rc=$?
+sed 's/^/   /' "$work/status.txt"
+echo "   (exit status $rc: 1 means indexes are missing)"
+missing=$(sed -n -e 's/^missing index \([0-9]*\)$/\1/p' -e 's/^missing indexes \([0-9]*\)-\([0-9]*\)$/\1 \2/p' \
+  "$work/status.txt" | while read -r a b; do seq "$a" "${b:-$a}"; done | paste -sd, -)
+check "the journal reports exactly the lost indexes ($lost) as missing" test "$rc" = 1 -a "$missing" = "$lost"
+check "the wallet holds one credit per delivered event ($((delivered + 1)))" \
+  test "$(ls "$work/wallet" | wc -l)" = "$((delivered + 1))"
+
 echo
 if [ "$failed" -eq 0 ]; then
-  echo "demo: every reply is the expected one"
+  echo "demo: every reply is the expected one, and every check passed"
 else
-  echo "demo: $failed replies were not the expected ones" >&2
+  echo "demo: $failed replies or checks were not the expected ones" >&2
   exit 1
 fi

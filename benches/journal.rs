@@ -1,0 +1,335 @@
+//! Journal throughput: deliveries per second through `Journal::begin` + `Journal::finish` with
+//! durable replies (the default options), beside the same rows written with plain SQL through
+//! the same crate (`rusqlite`, `postgres`) in the same durability mode: per delivery, one
+//! transaction inserting the claim (SQLite `synchronous=NORMAL`, PostgreSQL
+//! `synchronous_commit=off`) and one updating the row with the reply (`FULL`, `on`). Journal and
+//! plain SQL run in alternating rounds (the order swapped every round); the medians are printed
+//! with the cost ratio (journal time / plain SQL time per delivery). On SQLite with one worker
+//! and with four threads, on PostgreSQL (a throw-away cluster on loopback, as the tests start
+//! it; skipped with a message when PostgreSQL is not installed) likewise.
+//!
+//! Aims (issue 8): a cost ratio of at most 1.3, and at least 2,000 deliveries/s on SQLite with
+//! four workers. The run prints whether each is met; it does not fail on them (timings depend
+//! on the machine).
+//!
+//! `cargo bench --bench journal` (`make bench`); `SLOTPARTNER_BENCH_ROUNDS` and
+//! `SLOTPARTNER_BENCH_DELIVERIES` (per round) change the defaults of 9 and 600 (half that on
+//! PostgreSQL).
+
+#[path = "../tests/e2e/cluster.rs"]
+mod cluster;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::Instant;
+
+use cluster::{Cluster, TempDir, now_ms};
+use slotpartner::journal::{Begin, Delivery, Journal, JournalOptions};
+use slotpartner::{ParseOptions, parse};
+
+const REPLY: &[u8] = br#"{"refund":{"success":true,"errorMessage":""}}"#;
+const LEASE_MS: i64 = 30_000;
+
+fn refund(n: i64) -> Delivery {
+    let body = format!(
+        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{n}","playerIdentifier":"player-1","playerPartnerIdentifier":"partner-1","transactionId":{n},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{n}","gameId":1003,"isMobile":false,"index":{n}}}"#,
+        n + 1_000_000_000
+    );
+    Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).expect("a valid refund"))
+}
+
+/// `workers` slices of deliveries, numbered from `first`.
+fn batches(first: i64, per_round: usize, workers: usize) -> Vec<Vec<Delivery>> {
+    let per_worker = per_round / workers;
+    (0..workers).map(|w| (0..per_worker).map(|i| refund(first + (w * per_worker + i) as i64)).collect()).collect()
+}
+
+/// Runs `work` on each batch in its own thread (or this one for a single batch); deliveries/s.
+fn timed<W: Fn(&[Delivery]) + Sync>(batches: &[Vec<Delivery>], work: W) -> f64 {
+    let total: usize = batches.iter().map(Vec::len).sum();
+    let started = Instant::now();
+    if let [only] = batches {
+        work(only);
+    } else {
+        thread::scope(|s| {
+            for batch in batches {
+                let work = &work;
+                s.spawn(move || work(batch));
+            }
+        });
+    }
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+fn through_journal(journal: &Journal, deliveries: &[Delivery]) {
+    for delivery in deliveries {
+        match journal.begin(delivery).expect("begin") {
+            Begin::New(claim) => journal.finish(&claim, REPLY).expect("finish"),
+            other => panic!("expected New, got {other:?}"),
+        }
+    }
+}
+
+/// A claim token, as the journal writes one (16 bytes).
+fn token(delivery: &Delivery) -> Vec<u8> {
+    let n = delivery.transaction_id().unwrap_or(0);
+    let mut token = n.to_le_bytes().to_vec();
+    token.extend_from_slice(&now_ms().to_le_bytes());
+    token
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plain SQL, the same rows
+
+const SQLITE_TABLE: &str = "
+CREATE TABLE IF NOT EXISTS plain_delivery (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, transaction_id INTEGER,
+    first_index INTEGER, content TEXT NOT NULL, state TEXT NOT NULL, token BLOB,
+    attempts INTEGER NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+    lease_until_ms INTEGER NOT NULL, finished_ms INTEGER, reply BLOB);
+CREATE INDEX IF NOT EXISTS plain_delivery_transaction ON plain_delivery (transaction_id);";
+
+const INSERT: &str = "INSERT INTO plain_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms) VALUES ($1, $2, $3, $4, $5, 'claimed', $6, 1, $7, $7, $8) ON CONFLICT (key) DO NOTHING";
+const UPDATE: &str = "UPDATE plain_delivery SET state = 'done', reply = $3, token = NULL, updated_ms = $4, finished_ms = $4 WHERE key = $1 AND state = 'claimed' AND token = $2";
+
+fn sqlite_plain_connection(path: &std::path::Path) -> rusqlite::Connection {
+    let db = rusqlite::Connection::open(path).unwrap();
+    db.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    let mode: String = db.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    db.execute_batch(SQLITE_TABLE).unwrap();
+    db
+}
+
+fn sqlite_plain(db: &mut rusqlite::Connection, deliveries: &[Delivery]) {
+    use rusqlite::{TransactionBehavior, params};
+    for delivery in deliveries {
+        let key = delivery.key().unwrap();
+        let token = token(delivery);
+        let now = now_ms();
+        db.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        let inserted = tx
+            .prepare_cached(&INSERT.replace('$', "?"))
+            .unwrap()
+            .execute(params![
+                key,
+                delivery.name(),
+                delivery.transaction_id(),
+                delivery.index(),
+                delivery.fingerprint(),
+                token,
+                now,
+                now + LEASE_MS
+            ])
+            .unwrap();
+        tx.commit().unwrap();
+        assert_eq!(inserted, 1);
+        db.pragma_update(None, "synchronous", "FULL").unwrap();
+        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        let updated = tx
+            .prepare_cached(&UPDATE.replace('$', "?"))
+            .unwrap()
+            .execute(params![key, token, REPLY, now_ms()])
+            .unwrap();
+        tx.commit().unwrap();
+        assert_eq!(updated, 1);
+    }
+}
+
+const POSTGRES_TABLE: &str = "
+CREATE TABLE IF NOT EXISTS plain_delivery (
+    id BIGSERIAL PRIMARY KEY, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, transaction_id BIGINT,
+    first_index BIGINT, content TEXT NOT NULL, state TEXT NOT NULL, token BYTEA,
+    attempts BIGINT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL,
+    lease_until_ms BIGINT NOT NULL, finished_ms BIGINT, reply BYTEA);
+CREATE INDEX IF NOT EXISTS plain_delivery_transaction ON plain_delivery (transaction_id);";
+
+fn postgres_plain_client(url: &str) -> postgres::Client {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client.batch_execute("SET synchronous_commit TO off").unwrap();
+    client
+}
+
+fn postgres_plain(client: &mut postgres::Client, deliveries: &[Delivery]) {
+    let insert = client.prepare(INSERT).unwrap();
+    let update = client.prepare(UPDATE).unwrap();
+    for delivery in deliveries {
+        let key = delivery.key().unwrap();
+        let token = token(delivery);
+        let now = now_ms();
+        // The claim: one statement, committed with synchronous_commit=off (the session's).
+        let inserted = client
+            .execute(
+                &insert,
+                &[
+                    &key,
+                    &delivery.name(),
+                    &delivery.transaction_id(),
+                    &delivery.index(),
+                    &delivery.fingerprint(),
+                    &token,
+                    &now,
+                    &(now + LEASE_MS),
+                ],
+            )
+            .unwrap();
+        assert_eq!(inserted, 1);
+        // The reply: committed durably.
+        client.batch_execute("BEGIN; SET LOCAL synchronous_commit TO on").unwrap();
+        let updated = client.execute(&update, &[&key, &token, &REPLY, &now_ms()]).unwrap();
+        client.batch_execute("COMMIT").unwrap();
+        assert_eq!(updated, 1);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounds
+
+struct Row {
+    backend: &'static str,
+    workers: usize,
+    journal: f64,
+    plain: f64,
+}
+
+impl Row {
+    fn ratio(&self) -> f64 {
+        self.plain / self.journal
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Alternating rounds of `journal` and `plain`, each given the round's batches; the medians.
+fn rounds(
+    rounds: usize,
+    per_round: usize,
+    workers: usize,
+    first: i64,
+    journal: impl Fn(&[Vec<Delivery>]) -> f64,
+    plain: impl Fn(&[Vec<Delivery>]) -> f64,
+) -> (f64, f64) {
+    let (mut journal_rates, mut plain_rates) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let base = first + (round * per_round) as i64;
+        let ours = batches(base, per_round, workers);
+        let theirs = batches(base, per_round, workers);
+        if round % 2 == 0 {
+            journal_rates.push(journal(&ours));
+            plain_rates.push(plain(&theirs));
+        } else {
+            plain_rates.push(plain(&theirs));
+            journal_rates.push(journal(&ours));
+        }
+    }
+    (median(journal_rates), median(plain_rates))
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(default)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter or `--list` from `cargo test --benches` is ignored.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let round_count = env_number("SLOTPARTNER_BENCH_ROUNDS", 9);
+    let per_round = env_number("SLOTPARTNER_BENCH_DELIVERIES", 600);
+    let started = Instant::now();
+    let mut table = Vec::new();
+
+    // SQLite: a journal file and a plain file side by side in one folder.
+    let dir = TempDir::new("slotpartner-bench-journal");
+    let journal =
+        Journal::open(&format!("sqlite:{}", dir.path().join("journal.db").display()), &JournalOptions::default())
+            .expect("open the SQLite journal");
+    // Connections are opened before the clock starts, as the journal's pool keeps them.
+    let plain_path = dir.path().join("plain.db");
+    let plain_connections: Vec<Mutex<rusqlite::Connection>> =
+        (0..4).map(|_| Mutex::new(sqlite_plain_connection(&plain_path))).collect();
+    let mut first = 1;
+    for workers in [1, 4] {
+        let (j, p) = rounds(
+            round_count,
+            per_round,
+            workers,
+            first,
+            |batches| timed(batches, |batch| through_journal(&journal, batch)),
+            |batches| {
+                let next = AtomicUsize::new(0);
+                timed(batches, |batch| {
+                    sqlite_plain(&mut plain_connections[next.fetch_add(1, Ordering::Relaxed)].lock().unwrap(), batch)
+                })
+            },
+        );
+        table.push(Row { backend: "sqlite", workers, journal: j, plain: p });
+        first += (round_count * per_round) as i64;
+    }
+
+    // PostgreSQL: one throw-away cluster, the journal and the plain table in one database.
+    if let Some(cluster) = Cluster::start("PostgreSQL half of the journal bench") {
+        let url = cluster.url();
+        let journal = Journal::open(&url, &JournalOptions::default()).expect("open the PostgreSQL journal");
+        cluster.client().batch_execute(POSTGRES_TABLE).unwrap();
+        let plain_clients: Vec<Mutex<postgres::Client>> =
+            (0..4).map(|_| Mutex::new(postgres_plain_client(&url))).collect();
+        let pg_per_round = per_round / 2;
+        for workers in [1, 4] {
+            let (j, p) = rounds(
+                round_count,
+                pg_per_round,
+                workers,
+                first,
+                |batches| timed(batches, |batch| through_journal(&journal, batch)),
+                |batches| {
+                    let next = AtomicUsize::new(0);
+                    timed(batches, |batch| {
+                        postgres_plain(&mut plain_clients[next.fetch_add(1, Ordering::Relaxed)].lock().unwrap(), batch)
+                    })
+                },
+            );
+            table.push(Row { backend: "postgres", workers, journal: j, plain: p });
+            first += (round_count * pg_per_round) as i64;
+        }
+    }
+
+    println!();
+    println!(
+        "journal throughput: begin + finish per delivery, durable replies; median of {round_count} alternating rounds of {per_round} deliveries ({} on PostgreSQL)",
+        per_round / 2
+    );
+    println!("{:<9} {:>7} {:>12} {:>14} {:>12}", "backend", "workers", "journal/s", "plain SQL/s", "cost ratio");
+    for row in &table {
+        println!(
+            "{:<9} {:>7} {:>12.0} {:>14.0} {:>11.2}x",
+            row.backend,
+            row.workers,
+            row.journal,
+            row.plain,
+            row.ratio()
+        );
+    }
+    let worst = table.iter().max_by(|a, b| a.ratio().total_cmp(&b.ratio())).expect("rows");
+    let verdict = |met: bool| if met { "met" } else { "NOT met" };
+    println!(
+        "aim: cost at most 1.3x plain SQL: {} (highest {:.2}x, {} with {} worker{})",
+        verdict(worst.ratio() <= 1.3),
+        worst.ratio(),
+        worst.backend,
+        worst.workers,
+        if worst.workers == 1 { "" } else { "s" }
+    );
+    let four = table.iter().find(|r| r.backend == "sqlite" && r.workers == 4).expect("sqlite row");
+    println!(
+        "aim: at least 2,000 deliveries/s on SQLite with 4 workers: {} ({:.0}/s)",
+        verdict(four.journal >= 2000.0),
+        four.journal
+    );
+    println!("({:.0} s)", started.elapsed().as_secs_f64());
+}

@@ -1,0 +1,133 @@
+//! `slotpartner`, the operator command of the slotpartner library: what the delivery journal
+//! holds (`journal status`, `journal gaps`, `journal show`), recovery of lost events through the
+//! partner's own callback endpoint (`recover`), a body read with the library's validation
+//! (`inspect`), and the service's games (`games`).
+//!
+//! Exit statuses, the same for every command: 0 the answer is good news, 1 the answer is bad
+//! news (gaps remain, an invalid body, nothing found), 2 the command could not answer (usage,
+//! configuration, an unreachable journal or service). Errors are one line on stderr.
+
+mod args;
+mod config;
+mod games;
+mod inspect;
+mod journal;
+mod output;
+mod recover;
+mod time;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command, JournalCommand};
+
+/// What a command says about its answer: 0 good news, 1 bad news.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Good,
+    Bad,
+}
+
+impl Verdict {
+    pub fn bad_if(bad: bool) -> Verdict {
+        if bad { Verdict::Bad } else { Verdict::Good }
+    }
+}
+
+/// Why a command could not answer (exit status 2): one line, without the `slotpartner: ` prefix.
+#[derive(Debug)]
+pub struct Fail(pub String);
+
+impl From<slotpartner::Error> for Fail {
+    fn from(error: slotpartner::Error) -> Self {
+        Fail(error.message)
+    }
+}
+
+pub type Outcome = Result<Verdict, Fail>;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
+    let outcome = match cli.command {
+        Command::Journal { command } => match command {
+            JournalCommand::Status(a) => journal::status(&a),
+            JournalCommand::Gaps(a) => journal::gaps(&a),
+            JournalCommand::Show(a) => journal::show(&a),
+        },
+        Command::Recover(a) => recover::run(&a),
+        Command::Inspect(a) => inspect::run(&a),
+        Command::Games(a) => games::run(&a),
+    };
+    // A closed stdout (`| head`) is not worth a message; flush what is left.
+    let _ = std::io::stdout().flush();
+    match outcome {
+        Ok(Verdict::Good) => ExitCode::SUCCESS,
+        Ok(Verdict::Bad) => ExitCode::from(1),
+        Err(Fail(message)) => {
+            eprintln!("slotpartner: {}", one_line(&message));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `--help` and `--version` print as usual (exit 0); every other argument error is one line
+/// naming the problem and where to read more (exit 2).
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = error.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            // The problem is the first paragraph of clap's message (a list of missing arguments
+            // follows its line on indented lines); the usage and tips are left out.
+            let rendered = error.render().to_string();
+            let paragraph: Vec<&str> = rendered
+                .lines()
+                .skip_while(|l| l.trim().is_empty())
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let problem = paragraph.join(" ");
+            let problem = problem.strip_prefix("error: ").unwrap_or(&problem);
+            eprintln!("slotpartner: {} (see '{} --help')", one_line(problem), command_path());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The subcommand the arguments name (`slotpartner journal show`), for the pointer to its help.
+fn command_path() -> String {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    let mut path = vec![command.get_name().to_owned()];
+    for arg in std::env::args_os().skip(1) {
+        let Some(arg) = arg.to_str() else { break };
+        match command.find_subcommand(arg) {
+            Some(sub) => {
+                path.push(sub.get_name().to_owned());
+                let sub = sub.clone();
+                command = sub;
+            }
+            None if arg.starts_with('-') => continue,
+            None => break,
+        }
+    }
+    path.join(" ")
+}
+
+/// A message as one line: line breaks and other control characters become spaces.
+pub fn one_line(text: &str) -> String {
+    let mapped: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    mapped.split_whitespace().collect::<Vec<_>>().join(" ")
+}

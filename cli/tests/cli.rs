@@ -1,0 +1,654 @@
+//! The `slotpartner` command as an operator uses it: the built binary run as a process, its
+//! output and exit statuses checked. Journals are prepared through the library's Rust API; the
+//! service is the sandbox in-process; the partner's callback endpoint is a small HTTP server on
+//! loopback running the library's receiver and journal, crediting a ledger.
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use slotpartner::journal::{Begin, Delivery};
+use slotpartner::{ParseOptions, parse};
+use slotpartner_sandbox::burst::{self, BurstOptions, EventMix, Shares};
+
+use support::*;
+
+// ---------------------------------------------------------------------------------------------
+// Bodies
+
+fn refund_body(transaction_id: i64, index: i64) -> String {
+    format!(
+        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{transaction_id}","playerIdentifier":"player-1","transactionId":{transaction_id},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{transaction_id}","gameId":1001,"isMobile":false,"index":{index}}}"#,
+        transaction_id + 1_000_000
+    )
+}
+
+fn payout_body(transaction_id: i64, index: i64, money: i64) -> String {
+    format!(
+        r#"{{"event":"jackpotPayout","jackpotIdentifier":"jp-1","playerIdentifier":"player-1","currencyISO4217":"EUR","moneyWon":{money},"coinsWon":0,"isMoney":true,"epochReleasedMillis":1718064000000,"isPrimary":true,"transactionId":{transaction_id},"buyTransactionId":{},"partnerGameRequestIdentifier":"req-{transaction_id}","gameSessionId":5,"gameId":1002,"index":{index},"note":{{"a":[1, 2]}}}}"#,
+        transaction_id + 1_000_000
+    )
+}
+
+fn delivery(body: &str) -> Delivery {
+    Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).unwrap())
+}
+
+/// A journal with: 1 a refund done, 2 a payout done, 3-4 missing, 5 refused, 6 claimed (in
+/// progress), 7 missing, 8 a refund done, replayed once.
+fn prepared_journal(scratch: &Scratch) -> String {
+    let url = scratch.journal_url();
+    let journal = open_journal(&url);
+    for (body, reply) in [
+        (refund_body(900_001, 1), r#"{"refund":{"success":true,"errorMessage":""}}"#),
+        (payout_body(900_002, 2, 150_000), r#"{"payout":{"success":true,"errorMessage":""}}"#),
+        (refund_body(900_008, 8), r#"{"refund":{"success":false,"errorMessage":"player blocked"}}"#),
+    ] {
+        let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!("new") };
+        journal.finish(&claim, reply.as_bytes()).unwrap();
+    }
+    assert!(matches!(journal.begin(&delivery(&refund_body(900_008, 8))).unwrap(), Begin::Done(_)));
+    journal.record_refused(5, Some("jackpotPayout"), Some(900_005)).unwrap();
+    assert!(matches!(journal.begin(&delivery(&refund_body(900_006, 6))).unwrap(), Begin::New(_)));
+    url
+}
+
+// ---------------------------------------------------------------------------------------------
+// journal status, gaps, show
+
+#[test]
+fn journal_status_counts_and_figures() {
+    let scratch = Scratch::new("status");
+    let url = prepared_journal(&scratch);
+    let out = run(&["journal", "status", "--journal", &url]).expect(0);
+    for line in [
+        "handled:       3",
+        "replayed:      1",
+        "refused:       1",
+        "in progress:   1",
+        "missing:       3",
+        "first index:   1",
+        "highest index: 8",
+        "watermark:     2",
+    ] {
+        assert!(out.stdout.lines().any(|l| l == line), "{line:?} in\n{}", out.stdout);
+    }
+    // The environment variable works as the option does; the option wins.
+    let json = run_with(&["journal", "status", "--json"], &[("SLOTPARTNER_JOURNAL", &url)], None).expect(0).json();
+    assert_eq!(json["missing"], 3);
+    assert_eq!(json["handled"], 3);
+    assert_eq!(json["in_progress"], 1);
+    assert_eq!(json["watermark"], 2);
+    assert_eq!(json["highest_index"], 8);
+    let out = run_with(&["journal", "status", "--journal", &url], &[("SLOTPARTNER_JOURNAL", "mysql://x")], None);
+    out.expect(0);
+}
+
+#[test]
+fn journal_gaps_lists_ranges_and_fails_while_any_remain() {
+    let scratch = Scratch::new("gaps");
+    let url = prepared_journal(&scratch);
+    let out = run(&["journal", "gaps", "--journal", &url]).expect(1);
+    assert_eq!(out.stdout, "3-4\n7\n");
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let json = run(&["journal", "gaps", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!(json["missing"], 3);
+    assert_eq!(json["ranges"], serde_json::json!([{"first":3,"last":4},{"first":7,"last":7}]));
+    assert_eq!(json["truncated"], false);
+    let out = run(&["journal", "gaps", "--journal", &url, "--limit", "1"]).expect(1);
+    assert_eq!(out.stdout, "3-4\n");
+    assert!(out.stderr.contains("only the first 1 ranges"), "{}", out.stderr);
+    let out = run(&["journal", "gaps", "--journal", &url, "--limit", "2"]).expect(1);
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("3-4\n7\n", ""));
+
+    // No gap: nothing printed, exit 0.
+    let full = Scratch::new("gaps-none");
+    let journal = open_journal(&full.journal_url());
+    for index in 1..=3 {
+        let Begin::New(claim) = journal.begin(&delivery(&refund_body(800 + index, index))).unwrap() else { panic!() };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    let out = run(&["journal", "gaps", "--journal", &full.journal_url()]).expect(0);
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
+    assert_eq!(
+        run(&["journal", "gaps", "--journal", &full.journal_url(), "--json"]).expect(0).json()["ranges"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn journal_show_prints_each_record_or_exits_1() {
+    let scratch = Scratch::new("show");
+    let url = prepared_journal(&scratch);
+    let out = run(&["journal", "show", "900008", "--journal", &url]).expect(0);
+    let expect = [
+        "key:            gameSessionBuyRefund:900008",
+        "event:          gameSessionBuyRefund",
+        "index:          8",
+        "transactionId:  900008",
+        "state:          done",
+        "attempts:       1",
+        r#"reply:          {"refund":{"success":false,"errorMessage":"player blocked"}}"#,
+    ];
+    for line in expect {
+        assert!(out.stdout.lines().any(|l| l == line), "{line:?} in\n{}", out.stdout);
+    }
+    let created = out.stdout.lines().find_map(|l| l.strip_prefix("created:        ")).unwrap();
+    assert!(is_rfc3339_utc(created), "{created}");
+    let finished = out.stdout.lines().find_map(|l| l.strip_prefix("finished:       ")).unwrap();
+    assert!(is_rfc3339_utc(finished), "{finished}");
+
+    let json = run(&["journal", "show", "900006", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(json.as_array().unwrap().len(), 1);
+    assert_eq!(json[0]["state"], "claimed");
+    assert_eq!(json[0]["reply"], serde_json::Value::Null);
+    assert!(is_rfc3339_utc(json[0]["lease_until"].as_str().unwrap()));
+    let json = run(&["journal", "show", "900005", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((json[0]["key"].as_str(), json[0]["state"].as_str()), (Some("refused:5"), Some("refused")));
+
+    let out = run(&["journal", "show", "123", "--journal", &url]).expect(1);
+    assert!(out.stdout.is_empty());
+    assert_eq!(out.stderr, "slotpartner: the journal holds no record of transactionId 123\n");
+    assert_eq!(run(&["journal", "show", "123", "--journal", &url, "--json"]).expect(1).json(), serde_json::json!([]));
+}
+
+fn is_rfc3339_utc(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 24
+        && text.ends_with('Z')
+        && [4, 7].iter().all(|&i| b[i] == b'-')
+        && b[10] == b'T'
+        && [13, 16].iter().all(|&i| b[i] == b':')
+        && b[19] == b'.'
+        && text.starts_with("20")
+}
+
+#[test]
+fn journal_errors_are_one_line_and_exit_2() {
+    let scratch = Scratch::new("journal-errors");
+    let line = run(&["journal", "status", "--journal", "mysql://db/x"]).expect(2).one_error_line().to_owned();
+    assert!(line.starts_with(r#"slotpartner: journal_url: scheme "mysql" is not a journal"#), "{line}");
+    let absent = format!("sqlite:{}", scratch.path("absent.db").display());
+    let line = run(&["journal", "gaps", "--journal", &absent]).expect(2).one_error_line().to_owned();
+    assert!(line.contains("does not exist"), "{line}");
+    assert!(!scratch.path("absent.db").exists(), "no journal is created by reading one");
+    let line = run(&["journal", "status"]).expect(2).one_error_line().to_owned();
+    assert_eq!(line, "slotpartner: no journal: give --journal URL or set SLOTPARTNER_JOURNAL");
+    let line = run(&["journal", "show", "abc", "--journal", &absent]).expect(2).one_error_line().to_owned();
+    assert!(line.contains("'abc'") && line.ends_with("(see 'slotpartner journal show --help')"), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// recover
+
+/// The arguments of `recover` against `base_url` and `endpoint`.
+fn recover_args<'a>(journal: &'a str, base_url: &'a str, ca: &'a str, endpoint: &'a Endpoint) -> Vec<&'a str> {
+    vec![
+        "recover",
+        "--journal",
+        journal,
+        "--base-url",
+        base_url,
+        "--token",
+        TOKEN,
+        "--ca-file",
+        ca,
+        "--callback-url",
+        &endpoint.url,
+        "--retries",
+        "0",
+    ]
+}
+
+/// A summary line's `key=value` pairs.
+fn summary(out: &Run) -> std::collections::HashMap<String, String> {
+    out.stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("summary "))
+        .flat_map(|l| l.split(' '))
+        .filter_map(|pair| pair.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect()
+}
+
+/// The seed of a burst of `count` whose last event is delivered (a lost last event cannot be
+/// seen missing: nothing after it arrived).
+fn seed_keeping_the_last(count: u64, shares: Shares) -> u64 {
+    (1..).find(|&seed| !burst::schedule(1, count, shares, seed).lost.contains(&count)).unwrap()
+}
+
+#[test]
+fn recover_closes_every_gap_once_and_then_finds_nothing_to_do() {
+    const COUNT: u64 = 300;
+    let shares = Shares { lose: 0.05, repeat: 0.03, reorder: 0.05 };
+    let seed = seed_keeping_the_last(COUNT, shares);
+    let scratch = Scratch::new("recover");
+    let url = scratch.journal_url();
+    let journal = open_journal(&url);
+    let endpoint = Endpoint::start(journal);
+    let service = sandbox(seed, COUNT);
+    let ca = ca_file(&scratch, &service);
+
+    // The service's deliveries, some lost, repeated and reordered.
+    let mut options = BurstOptions::new(&endpoint.url, COUNT);
+    options.seed = seed;
+    options.mix = EventMix::Mixed;
+    options.shares = shares;
+    options.quiet = true;
+    let report = burst::run(&options, &mut std::io::sink()).unwrap();
+    assert!(report.ok, "every delivery answered");
+    let lost: Vec<i64> = report.lost_indexes.iter().map(|&i| i as i64).collect();
+    assert_eq!(lost.len(), 15);
+    let gaps = run(&["journal", "gaps", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!(gaps["missing"], 15);
+
+    // A dry run lists them and changes nothing.
+    let base = service.base_url();
+    let mut args = recover_args(&url, &base, path_str(&ca), &endpoint);
+    args.push("--dry-run");
+    let out = run(&args).expect(1);
+    let listed: Vec<i64> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("index=")?.strip_suffix(" result=would_fetch")?.parse().ok())
+        .collect();
+    assert_eq!(listed, lost);
+    assert_eq!(endpoint.requests(), report.deliveries);
+
+    // One lost event arrives late, while the recovery runs: when the command delivers the
+    // first lost index, the endpoint has just handled the last one.
+    let (first_lost, last_lost) = (lost[0], *lost.last().unwrap());
+    let late = slotpartner_sandbox::burst::burst_event(seed, EventMix::Mixed, last_lost as u64).body;
+    endpoint.late_delivery_on(first_lost, late);
+
+    let out = run(&recover_args(&url, &base, path_str(&ca), &endpoint)).expect(0);
+    let s = summary(&out);
+    assert_eq!(s["missing_before"], "15");
+    assert_eq!(s["taken"], "15");
+    assert_eq!(s["recovered"], "14", "{}", out.stdout);
+    assert_eq!(s["handled_meanwhile"], "1");
+    assert_eq!((s["not_fetched"].as_str(), s["endpoint_failures"].as_str()), ("0", "0"));
+    assert_eq!((s["gaps_remaining"].as_str(), s["result"].as_str()), ("0", "ok"));
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("index=")).collect();
+    assert_eq!(lines.len(), 15, "one line per index when stdout is not a terminal");
+    assert!(lines[0].starts_with(&format!("index={first_lost} result=recovered event=")), "{}", lines[0]);
+    assert!(lines[14].starts_with(&format!("index={last_lost} result=handled_meanwhile")), "{}", lines[14]);
+
+    // Every index credited exactly once; the wallet holds all the service sent, lost included.
+    let credits = endpoint.credits();
+    assert_eq!(credits.len() as u64, COUNT);
+    assert!(credits.values().all(|c| c.times == 1), "nothing credited twice");
+    let indexes: BTreeSet<i64> = credits.values().filter_map(|c| c.index).collect();
+    assert_eq!(indexes, (1..=COUNT as i64).collect());
+    let money: i64 = credits.values().map(|c| c.money).sum();
+    assert_eq!(money as u64, report.sent_money_total);
+
+    let out = run(&["journal", "gaps", "--journal", &url]).expect(0);
+    assert_eq!(out.stdout, "");
+
+    // A second run finds nothing to do.
+    let requests = endpoint.requests();
+    let mut args = recover_args(&url, &base, path_str(&ca), &endpoint);
+    args.push("--json");
+    let json = run(&args).expect(0).json();
+    assert_eq!((json["taken"].as_u64(), json["gaps_remaining"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(json["results"], serde_json::json!([]));
+    assert_eq!(endpoint.requests(), requests, "nothing delivered");
+}
+
+#[test]
+fn recover_under_faults_reports_each_index_and_a_later_run_finishes() {
+    const COUNT: u64 = 40;
+    let shares = Shares { lose: 0.1, repeat: 0.0, reorder: 0.0 };
+    let seed = seed_keeping_the_last(COUNT, shares);
+    let scratch = Scratch::new("recover-faults");
+    let url = scratch.journal_url();
+    let endpoint = Endpoint::start(open_journal(&url));
+    let service = sandbox(seed, COUNT);
+    let ca = ca_file(&scratch, &service);
+    let mut options = BurstOptions::new(&endpoint.url, COUNT);
+    options.seed = seed;
+    options.shares = shares;
+    options.quiet = true;
+    let report = burst::run(&options, &mut std::io::sink()).unwrap();
+    let lost: Vec<i64> = report.lost_indexes.iter().map(|&i| i as i64).collect();
+    assert_eq!(lost.len(), 4);
+    let base = service.base_url();
+    let ca = path_str(&ca);
+
+    // The service answers 500 to every fetch: each index is reported, the gaps remain.
+    let failing = format!("{base}/fault/status/500");
+    let out = run(&recover_args(&url, &failing, ca, &endpoint)).expect(1);
+    for index in &lost {
+        let line = out.stdout.lines().find(|l| l.starts_with(&format!("index={index} "))).unwrap();
+        assert!(line.contains("result=not_fetched reason=service"), "{line}");
+        assert!(line.contains("HTTP 500"), "{line}");
+    }
+    let s = summary(&out);
+    assert_eq!((s["service"].as_str(), s["gaps_remaining"].as_str(), s["result"].as_str()), ("4", "4", "gaps_remain"));
+
+    // A malformed event: not delivered, reported as invalid, with the field.
+    let malformed = format!("{base}/fault/malformed");
+    let mut args = recover_args(&url, &malformed, ca, &endpoint);
+    args.push("--json");
+    let json = run(&args).expect(1).json();
+    assert_eq!(json["not_fetched"]["invalid_event"], 4);
+    let first = &json["results"][0];
+    assert_eq!((first["result"].as_str(), first["reason"].as_str()), (Some("not_fetched"), Some("invalid_event")));
+    assert!(first["message"].as_str().unwrap().contains("transactionId"), "{first}");
+
+    // The service times out for every fetch.
+    let slow = format!("{base}/fault/slow/2000");
+    let mut args = recover_args(&url, &slow, ca, &endpoint);
+    args.extend(["--timeout", "0.2", "--limit", "1"]);
+    let out = run(&args).expect(1);
+    assert!(out.stdout.contains("result=not_fetched reason=service"), "{}", out.stdout);
+    assert_eq!(summary(&out)["taken"], "1");
+
+    // The endpoint fails on one index: reported with its status; the others are recovered.
+    endpoint.fail_index(lost[1]);
+    let out = run(&recover_args(&url, &base, ca, &endpoint)).expect(1);
+    let line = out.stdout.lines().find(|l| l.starts_with(&format!("index={} ", lost[1]))).unwrap();
+    assert!(line.contains("result=endpoint_failed") && line.contains("http=500"), "{line}");
+    let s = summary(&out);
+    assert_eq!((s["recovered"].as_str(), s["endpoint_failures"].as_str()), ("3", "1"));
+    assert_eq!(s["gaps_remaining"], "1");
+    assert_eq!(s["remaining"], lost[1].to_string());
+
+    // Healed, a later run finishes the job; nothing was credited twice.
+    endpoint.heal();
+    let out = run(&recover_args(&url, &base, ca, &endpoint)).expect(0);
+    assert_eq!(summary(&out)["recovered"], "1");
+    let credits = endpoint.credits();
+    assert_eq!(credits.len() as u64, COUNT);
+    assert!(credits.values().all(|c| c.times == 1));
+    run(&["journal", "gaps", "--journal", &url]).expect(0);
+}
+
+#[test]
+fn recover_stops_when_the_endpoint_cannot_be_reached_and_checks_its_configuration() {
+    let scratch = Scratch::new("recover-config");
+    let url = scratch.journal_url();
+    let journal = open_journal(&url);
+    for index in [1, 10] {
+        let Begin::New(claim) = journal.begin(&delivery(&refund_body(index, index))).unwrap() else { panic!() };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    let service = sandbox(1, 10);
+    let ca = ca_file(&scratch, &service);
+    let base = service.base_url();
+    // A port nobody listens on: the run stops after three connection failures.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let callback = format!("http://{closed}/callback");
+    let out = run(&[
+        "recover",
+        "--journal",
+        &url,
+        "--base-url",
+        &base,
+        "--token",
+        TOKEN,
+        "--ca-file",
+        path_str(&ca),
+        "--callback-url",
+        &callback,
+    ])
+    .expect(1);
+    let s = summary(&out);
+    assert_eq!((s["endpoint_failures"].as_str(), s["not_tried"].as_str()), ("3", "5"));
+    assert_eq!(s["gaps_remaining"], "8");
+    assert!(
+        out.stdout.contains(
+            r#"summary stopped="the callback endpoint could not be reached 3 times in a row; 5 indexes not tried""#
+        ),
+        "{}",
+        out.stdout
+    );
+
+    let env = [
+        ("SLOTPARTNER_JOURNAL", url.as_str()),
+        ("SLOTPARTNER_BASE_URL", base.as_str()),
+        ("SLOTPARTNER_TOKEN", TOKEN),
+        ("SLOTPARTNER_CA_FILE", path_str(&ca)),
+    ];
+    let bad = |args: &[&str]| run_with(args, &env, None).expect(2).one_error_line().to_owned();
+    assert_eq!(bad(&["recover"]), "slotpartner: no callback endpoint: give --callback-url URL");
+    let line = bad(&["recover", "--callback-url", "http://partner.example/cb"]);
+    assert!(line.starts_with("slotpartner: callback_url: http:// only to a loopback host"), "{line}");
+    let line = bad(&["recover", "--callback-url", &callback, "--base-url", "http://127.0.0.1:1"]);
+    assert!(line.starts_with("slotpartner: base_url: must start with https://"), "{line}");
+    let line = bad(&["recover", "--callback-url", &callback, "--token", "nope"]);
+    assert!(line.starts_with("slotpartner: token: "), "{line}");
+    let line = bad(&["recover", "--callback-url", &callback, "--fetch-action", ""]);
+    assert!(line.starts_with("slotpartner: fetch_action: "), "{line}");
+    let line = bad(&["recover", "--callback-url", &callback, "--limit", "0"]);
+    assert!(line.contains("--limit") && line.ends_with("(see 'slotpartner recover --help')"), "{line}");
+}
+
+#[test]
+fn recover_warns_when_the_endpoint_uses_another_journal() {
+    let scratch = Scratch::new("recover-other-journal");
+    let url = scratch.journal_url();
+    let journal = open_journal(&url);
+    for index in [1, 3] {
+        let Begin::New(claim) = journal.begin(&delivery(&refund_body(index, index))).unwrap() else { panic!() };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    let other = format!("sqlite:{}", scratch.path("other.db").display());
+    let endpoint = Endpoint::start(open_journal(&other));
+    let service = sandbox(1, 3);
+    let ca = ca_file(&scratch, &service);
+    let base = service.base_url();
+    let out = run(&recover_args(&url, &base, path_str(&ca), &endpoint)).expect(1);
+    assert_eq!(summary(&out)["recovered"], "1");
+    assert_eq!(summary(&out)["remaining"], "2");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "slotpartner: warning: index 2 was delivered to {} but is still missing from the journal: does that endpoint use the journal given here?\n",
+            endpoint.url
+        )
+    );
+}
+
+#[test]
+fn recover_delivers_over_https_trusting_the_endpoint_ca() {
+    const COUNT: u64 = 30;
+    let shares = Shares { lose: 0.1, repeat: 0.0, reorder: 0.0 };
+    let seed = seed_keeping_the_last(COUNT, shares);
+    let scratch = Scratch::new("recover-https");
+    let url = scratch.journal_url();
+    let (endpoint, endpoint_ca) = Endpoint::start_tls(open_journal(&url));
+    let endpoint_ca = scratch.write("endpoint-ca.pem", endpoint_ca.as_bytes());
+    let service = sandbox(seed, COUNT);
+    let ca = ca_file(&scratch, &service);
+    let mut options = BurstOptions::new(&endpoint.url, COUNT);
+    options.seed = seed;
+    options.shares = shares;
+    options.quiet = true;
+    options.ca_file = Some(endpoint_ca.clone());
+    assert!(burst::run(&options, &mut std::io::sink()).unwrap().ok);
+    let base = service.base_url();
+    assert!(endpoint.url.starts_with("https://127.0.0.1:"));
+
+    // The endpoint's own CA is not trusted: each delivery fails with the TLS error, and the
+    // run stops after three of them.
+    let out = run(&recover_args(&url, &base, path_str(&ca), &endpoint)).expect(1);
+    let line = out.stdout.lines().find(|l| l.contains("result=endpoint_failed")).unwrap();
+    assert!(line.to_lowercase().contains("certificate"), "{line}");
+
+    let env = [("SLOTPARTNER_CALLBACK_CA_FILE", path_str(&endpoint_ca))];
+    let out = run_with(&recover_args(&url, &base, path_str(&ca), &endpoint), &env, None).expect(0);
+    assert_eq!(summary(&out)["recovered"], "3");
+    let credits = endpoint.credits();
+    assert_eq!(credits.len() as u64, COUNT);
+    assert!(credits.values().all(|c| c.times == 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// inspect
+
+#[test]
+fn inspect_prints_every_field_of_a_valid_body() {
+    let scratch = Scratch::new("inspect");
+    let file = scratch.write("payout.json", payout_body(900_002, 42, 150_000).as_bytes());
+    let out = run(&["inspect", path_str(&file)]).expect(0);
+    for line in [
+        "event: jackpotPayout (jackpot_payout)",
+        "index: 42",
+        r#"  jackpotIdentifier: "jp-1""#,
+        "  moneyWon: 150000",
+        "  isPrimary: true",
+        "  bonusCode: (absent)",
+        "  isMobile: (absent)",
+        "extra: index = 42",
+        r#"extra: note = {"a":[1, 2]}"#,
+    ] {
+        assert!(out.stdout.lines().any(|l| l == line), "{line:?} in\n{}", out.stdout);
+    }
+    // From stdin, as JSON: typed fields, then extra fields as raw JSON.
+    let out = run_with(&["inspect", "-", "--json"], &[], Some(refund_body(7, 3).as_bytes())).expect(0);
+    let json = out.json();
+    assert_eq!(
+        (json["valid"].as_bool(), json["kind"].as_str(), json["index"].as_i64()),
+        (Some(true), Some("buy_refund"), Some(3))
+    );
+    assert_eq!(json["fields"]["transactionId"], 7);
+    assert_eq!(json["fields"]["bonusCode"], serde_json::Value::Null);
+    assert_eq!(json["extra"], serde_json::json!([{"name":"index","value":3}]));
+    assert!(out.stdout.find("\"gameSessionIdentifier\"").unwrap() < out.stdout.find("\"isMobile\"").unwrap());
+    // Another index field name.
+    let body = payout_body(1, 1, 5).replace("\"index\"", "\"seq\"");
+    let json =
+        run_with(&["inspect", "-", "--json", "--index-field", "seq"], &[], Some(body.as_bytes())).expect(0).json();
+    assert_eq!(json["index"], 1);
+}
+
+#[test]
+fn inspect_names_the_exact_error_of_an_invalid_body() {
+    let scratch = Scratch::new("inspect-invalid");
+    let body = payout_body(900_002, 42, 150_000).replace("\"moneyWon\":150000", "\"moneyWon\":1.5");
+    let file = scratch.write("bad.json", body.as_bytes());
+    let out = run(&["inspect", path_str(&file)]).expect(1);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines[0], "error: SP_ERR_WRONG_TYPE (wrong_type)");
+    assert_eq!(lines[1], "field: jackpotPayout.moneyWon");
+    assert!(lines[2].starts_with("message: jackpotPayout.moneyWon: "), "{}", lines[2]);
+    assert_eq!(lines[3], "read: event=\"jackpotPayout\" index=42 transactionId=900002");
+    assert!(
+        lines[4].starts_with(r#"answer: HTTP 200 {"payout":{"success":false,"errorMessage":"jackpotPayout.moneyWon: "#),
+        "{}",
+        lines[4]
+    );
+
+    let json = run_with(&["inspect", "-", "--json"], &[], Some(b"[1,2]")).expect(1).json();
+    assert_eq!((json["valid"].as_bool(), json["status"].as_str()), (Some(false), Some("SP_ERR_NOT_AN_OBJECT")));
+    assert_eq!(json["answer"]["http_status"], 400);
+    assert!(json["answer"]["body"].as_str().unwrap().contains("not_an_object"));
+
+    let strict = refund_body(1, 1).replace("\"index\":1", "\"index\":\"1\"");
+    run_with(&["inspect", "-"], &[], Some(strict.as_bytes())).expect(0);
+    let out = run_with(&["inspect", "-", "--strict-index"], &[], Some(strict.as_bytes())).expect(1);
+    assert!(out.stdout.contains("field: gameSessionBuyRefund.index"), "{}", out.stdout);
+
+    let line = run(&["inspect", path_str(&scratch.path("absent.json"))]).expect(2).one_error_line().to_owned();
+    assert!(line.starts_with("slotpartner: cannot open "), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// games
+
+#[test]
+fn games_as_a_table_and_as_json() {
+    let scratch = Scratch::new("games");
+    let service = sandbox(1, 1);
+    let ca = ca_file(&scratch, &service);
+    let base = service.base_url();
+    let env =
+        [("SLOTPARTNER_BASE_URL", base.as_str()), ("SLOTPARTNER_TOKEN", TOKEN), ("SLOTPARTNER_CA_FILE", path_str(&ca))];
+    let out = run_with(&["games", "en-US"], &env, None).expect(0);
+    let header = out.stdout.lines().find(|l| l.contains("id")).unwrap();
+    for column in ["id", "name", "type", "rules", "categories"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let rows: Vec<&str> = out.stdout.lines().filter(|l| l.contains("SlotMachine")).collect();
+    assert_eq!(rows.len(), 7, "{}", out.stdout);
+    assert!(rows.iter().any(|r| r.contains("1003") && r.contains("null")), "{}", out.stdout);
+
+    let json = run_with(&["games", "de-DE", "--json"], &env, None).expect(0).json();
+    let games = json.as_array().unwrap();
+    assert_eq!(games.len(), 7);
+    for field in [
+        "gameId",
+        "name",
+        "rules",
+        "gameType",
+        "minPlayers",
+        "maxPlayers",
+        "supportsTournament",
+        "categories",
+        "imageSquare",
+        "imageBackground",
+        "imageLogo",
+        "descriptionShort",
+        "descriptionLong",
+        "extra",
+    ] {
+        assert!(games[0].get(field).is_some(), "{field} in {}", games[0]);
+    }
+    let one = run_with(&["games", "en_US", "1003", "--json"], &env, None).expect(0).json();
+    assert_eq!((one[0]["gameId"].as_i64(), one[0]["categories"].is_null()), (Some(1003), true));
+
+    let line = run_with(&["games", "english"], &env, None).expect(2).one_error_line().to_owned();
+    assert!(line.starts_with("slotpartner: locale: expected an ISO 639 language"), "{line}");
+    let malformed = format!("{base}/fault/malformed");
+    let line =
+        run_with(&["games", "en-US", "--base-url", &malformed], &env, None).expect(2).one_error_line().to_owned();
+    assert!(line.contains("getGames.games[0].gameId"), "{line}");
+    let line = run(&["games", "en-US"]).expect(2).one_error_line().to_owned();
+    assert_eq!(line, "slotpartner: no service: give --base-url URL or set SLOTPARTNER_BASE_URL");
+}
+
+// ---------------------------------------------------------------------------------------------
+// usage
+
+#[test]
+fn help_on_every_command_and_usage_errors_in_one_line() {
+    for command in [
+        &[][..],
+        &["journal"],
+        &["journal", "status"],
+        &["journal", "gaps"],
+        &["journal", "show"],
+        &["recover"],
+        &["inspect"],
+        &["games"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let out = run(&args).expect(0);
+        assert!(out.stdout.contains("Usage: slotpartner"), "{args:?}\n{}", out.stdout);
+        assert!(out.stdout.contains("Exit status"), "{args:?}\n{}", out.stdout);
+        if !command.is_empty() && command != ["journal"] {
+            assert!(out.stdout.contains("Examples:"), "{args:?}\n{}", out.stdout);
+        }
+    }
+    let out = run(&["--version"]).expect(0);
+    assert_eq!(out.stdout, format!("slotpartner {}\n", env!("CARGO_PKG_VERSION")));
+    let out = run(&["recover", "--help"]).expect(0);
+    assert!(out.stdout.contains("SLOTPARTNER_TOKEN") && !out.stdout.contains(TOKEN));
+
+    for (args, says) in [
+        (&["bogus"][..], "unrecognized subcommand 'bogus' (see 'slotpartner --help')"),
+        (&["journal", "gaps", "--limit", "x"], "(see 'slotpartner journal gaps --help')"),
+        (&["inspect"], "FILE"),
+        (&["recover", "--frobnicate"], "unexpected argument '--frobnicate'"),
+    ] {
+        let out = run(args).expect(2);
+        let line = out.one_error_line();
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+    // No command at all: the help, on stderr, exit 2.
+    let out = run(&[]).expect(2);
+    assert!(out.stderr.contains("Usage: slotpartner"));
+}

@@ -1,0 +1,174 @@
+//! A throw-away PostgreSQL cluster for tests and benchmarks, shared by `tests/exactly_once.rs`
+//! and `benches/journal.rs` (`#[path]` includes it; it is no test target of its own). The same
+//! approach as `tests/journal.rs`: `initdb` and `pg_ctl` from `/usr/lib/postgresql/*/bin`, run as
+//! `nobody` when the caller is root (PostgreSQL refuses root), a temporary folder, a free port on
+//! 127.0.0.1, stopped and removed by `Drop`, also when a test panics.
+#![allow(dead_code)] // each includer uses part of it
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(prefix: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let path = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    i64::try_from(since.as_millis()).unwrap()
+}
+
+pub fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// Whether `tool` is in one of the usual system folders.
+pub fn have_tool(tool: &str) -> bool {
+    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"].iter().any(|d| Path::new(d).join(tool).exists())
+}
+
+/// The prefix that runs a command as `nobody` when we are root (empty when we are not); `None`
+/// when root has no tool to drop privileges with.
+pub fn unprivileged_prefix() -> Option<Vec<&'static str>> {
+    if !is_root() {
+        Some(Vec::new())
+    } else if have_tool("runuser") {
+        Some(vec!["runuser", "-u", "nobody", "--"])
+    } else if have_tool("setpriv") {
+        Some(vec!["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+    } else {
+        None
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The newest `/usr/lib/postgresql/*/bin` that has `initdb` and `pg_ctl`.
+pub fn postgres_bin() -> Option<PathBuf> {
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let version = entry.file_name().to_str()?.split('.').next()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            (bin.join("initdb").exists() && bin.join("pg_ctl").exists()).then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+/// A cluster in a temporary folder owned by the unprivileged user, listening on loopback;
+/// stopped and removed when dropped.
+pub struct Cluster {
+    bin: PathBuf,
+    runner: Vec<&'static str>,
+    dir: TempDir,
+    port: u16,
+}
+
+impl Cluster {
+    /// Starts a cluster, or prints a SKIP line (naming `what` is skipped and why) and returns
+    /// `None` when PostgreSQL is not installed or cannot be run unprivileged.
+    pub fn start(what: &str) -> Option<Cluster> {
+        let Some(bin) = postgres_bin() else {
+            println!("SKIP {what}: no initdb and pg_ctl under /usr/lib/postgresql/*/bin (Debian package `postgresql`)");
+            return None;
+        };
+        let Some(runner) = unprivileged_prefix() else {
+            println!("SKIP {what}: running as root and neither runuser nor setpriv can run PostgreSQL as nobody");
+            return None;
+        };
+        let dir = TempDir::new("slotpartner-pg");
+        if !runner.is_empty() {
+            let id = |flag: &str| -> u32 {
+                let out = Command::new("id").args([flag, "nobody"]).output().expect("id");
+                String::from_utf8_lossy(&out.stdout).trim().parse().expect("nobody's id")
+            };
+            std::os::unix::fs::chown(&dir.0, Some(id("-u")), Some(id("-g"))).expect("chown the cluster folder");
+        }
+        let cluster = Cluster { bin, runner, dir, port: free_port() };
+        let data = cluster.dir.0.join("data");
+        cluster
+            .run("initdb", &["-D", data.to_str().unwrap(), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"]);
+        let server_options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=100",
+            cluster.port,
+            cluster.dir.0.display()
+        );
+        let log = cluster.dir.0.join("log");
+        let data = data.to_str().unwrap();
+        let log = log.to_str().unwrap();
+        cluster.run("pg_ctl", &["-D", data, "-l", log, "-w", "-t", "30", "-o", &server_options, "start"]);
+        Some(cluster)
+    }
+
+    fn command(&self, tool: &str) -> Command {
+        let tool = self.bin.join(tool);
+        let mut command = match self.runner.split_first() {
+            Some((runner, args)) => {
+                let mut command = Command::new(runner);
+                command.args(args).arg(tool);
+                command
+            }
+            None => Command::new(tool),
+        };
+        command.current_dir(&self.dir.0).stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        let output = self.command(tool).args(args).output().unwrap_or_else(|e| panic!("{tool}: {e}"));
+        if !output.status.success() {
+            let log = std::fs::read_to_string(self.dir.0.join("log")).unwrap_or_default();
+            panic!(
+                "{tool} failed: {}\n{}\n{log}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+
+    /// The superuser's URL of the `postgres` database.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    pub fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect to the test cluster")
+    }
+
+    /// A URL whose tables live in schema `name` of their own (created here), so that one
+    /// cluster serves several journals.
+    pub fn schema_url(&self, name: &str) -> String {
+        self.client().batch_execute(&format!("CREATE SCHEMA {name}")).expect("create a schema");
+        format!("{}?options=-csearch_path%3D{name}", self.url())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let data = self.dir.0.join("data");
+        let _ = self.command("pg_ctl").args(["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]).output();
+    }
+}
