@@ -89,7 +89,7 @@ $(SANDIR)/careless_host: tests/c/careless_host.c include/slotpartner.h $(RELEASE
 
 # End to end: 10,000 events from the sandbox to callback_cgi behind a concurrent CGI gateway,
 # journalled on SQLite and on a throw-away PostgreSQL cluster (skipped if not installed).
-test-e2e: examples sandbox
+test-e2e: examples sandbox cli
 	python3 tests/e2e/exactly_once.py
 
 test-cpp: lib sandbox

@@ -27,7 +27,11 @@ and the checks:
     as missing (those between the lowest and highest delivered: a journal without a
     configured first index cannot know of a loss before the first event it saw or after the
     last);
-  - the gateway ran at least four worker processes at once (its closing log line).
+  - the gateway ran at least four worker processes at once (its closing log line);
+  - lost events recovered with the operator command: `slotpartner recover` against a sandbox
+    serving the burst's events first with every fetch failing (exit 1, nothing credited), then
+    healthy (exit 0); `slotpartner journal gaps` prints nothing; every index of the burst is
+    credited exactly once and the payouts add up to the sandbox's total of all it sent.
 
 PostgreSQL: a throw-away cluster is started here (initdb and pg_ctl from
 /usr/lib/postgresql/*/bin, as `nobody` when run as root, since PostgreSQL refuses root; a free
@@ -58,6 +62,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CGI = ROOT / "target/examples/callback_cgi"
 STATUS = ROOT / "target/examples/journal_status"
 SANDBOX = ROOT / "target/release/slotpartner-sandbox"
+OPERATOR = ROOT / "target/release/slotpartner"
 GATEWAY = ROOT / "scripts/cgi_gateway.py"
 TOKEN = "6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f"
 SEND_TIMEOUT = 300  # seconds: a bound, far above the expected run time
@@ -254,6 +259,7 @@ def run_burst(label, journal_url, events, work, fresh_journals=()):
               "lost %d repeated %d reordered %d" % (report["lost"], report["repeated"], report["reordered"]))
         check_wallet(label, wallet, report)
         check_journal(label, journal_url, report)
+        recover(label, journal_url, events, ready.read_text() + "/callback", wallet, report, work)
     finally:
         gateway.terminate()
         try:
@@ -265,6 +271,64 @@ def run_burst(label, journal_url, events, work, fresh_journals=()):
     most = re.findall(r"peak concurrency (\d+) programs", gateway_log.read_text(errors="replace"))
     check("%s: the gateway ran 4 worker processes at once" % label, most and int(most[-1]) >= 4,
           "its log says %s" % (most or "nothing"))
+
+
+def recover(label, journal_url, events, callback_url, wallet, report, work):
+    """`slotpartner recover` against a sandbox that serves the burst's events (getEvent): a run
+    whose every fetch fails leaves the gaps and credits nothing, the next run closes them, and
+    every index of the burst ends credited exactly once."""
+    ready, ca = work / "service", work / "ca.pem"
+    serve = [str(SANDBOX), "serve", "--listen", "127.0.0.1:0", "--token", TOKEN, "--ca-out", str(ca),
+             "--ready-file", str(ready), "--events-count", str(events), "--events-seed", "7",
+             "--events-kind", "mixed", "--exit-on-stdin-eof"]
+    service = subprocess.Popen(serve, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if not check("%s: the service serves the burst's events" % label, wait_for_file(ready, 20, service)):
+            return
+        base = ready.read_text()
+        env = dict(os.environ, SLOTPARTNER_JOURNAL=journal_url, SLOTPARTNER_TOKEN=TOKEN,
+                   SLOTPARTNER_CA_FILE=str(ca), SLOTPARTNER_CALLBACK_URL=callback_url)
+
+        def operator(*args):
+            return subprocess.run([str(OPERATOR), *args], env=env, capture_output=True, text=True, timeout=SEND_TIMEOUT)
+
+        before = len(list(wallet.iterdir()))
+        failing = operator("recover", "--base-url", base + "/fault/status/500", "--retries", "0", "--json")
+        summary = json.loads(failing.stdout or "{}")
+        check("%s: recover with a failing service exits 1, names each failure, credits nothing" % label,
+              failing.returncode == 1 and len(list(wallet.iterdir())) == before and summary.get("recovered") == 0,
+              "exit %d: %s %s" % (failing.returncode, failing.stdout[-400:], failing.stderr[-400:]))
+        started = time.monotonic()
+        healthy = operator("recover", "--base-url", base)
+        print("%s: recover took %.1f s: %s" % (label, time.monotonic() - started,
+                                               " ".join(healthy.stdout.splitlines()[-3:])), flush=True)
+        check("%s: a second recover closes every gap (exit 0)" % label, healthy.returncode == 0,
+              "exit %d: %s %s" % (healthy.returncode, healthy.stdout[-600:], healthy.stderr[-400:]))
+        gaps = operator("journal", "gaps")
+        check("%s: slotpartner journal gaps prints nothing and exits 0" % label,
+              gaps.returncode == 0 and gaps.stdout.strip() == "", "exit %d: %s" % (gaps.returncode, gaps.stdout[:200]))
+        first = report["first_index"]
+        wanted = {900000000 + i for i in range(first, first + events)}
+        credited, money, twice = {}, 0, []
+        for entry in wallet.iterdir():
+            kind, _, number = entry.name.partition("-")
+            if int(number) in credited:
+                twice.append(number)
+            credited[int(number)] = kind
+            if kind == "payout":
+                money += int(entry.read_text())
+        check("%s: every index %d..%d credited exactly once after recovery" % (label, first, first + events - 1),
+              set(credited) == wanted and not twice,
+              "missing %s, extra %s" % (sorted(wanted - set(credited))[:10], sorted(set(credited) - wanted)[:10]))
+        check("%s: wallet total %d equals the sandbox's total of all it sent, lost ones included (%d)" % (
+            label, money, report["sent_money_total"]), money == report["sent_money_total"])
+    finally:
+        service.stdin.close()
+        try:
+            service.wait(10)
+        except subprocess.TimeoutExpired:
+            service.kill()
+            service.wait()
 
 
 def _field(report_file, name):
@@ -335,9 +399,9 @@ def main():
     parser.add_argument("--pg-events", type=int, default=10000, help="events of the PostgreSQL burst")
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     args = parser.parse_args()
-    for needed in (CGI, STATUS, SANDBOX):
+    for needed in (CGI, STATUS, SANDBOX, OPERATOR):
         if not needed.exists():
-            sys.exit("exactly_once: %s is missing: run `make examples sandbox` first" % needed)
+            sys.exit("exactly_once: %s is missing: run `make examples sandbox cli` first" % needed)
     # SIGTERM and SIGINT unwind through the finally blocks, which stop what was started.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = pathlib.Path(tempfile.mkdtemp(prefix="slotpartner-e2e-"))
