@@ -1,6 +1,9 @@
 //! Typed callback events and the parser that produces them from a raw body.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 
 use crate::callback::fields::FieldReader;
 use crate::callback::json::{self, Field};
@@ -111,15 +114,18 @@ pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
 
 /// What a refused body lets be read of the event's identity: a second, lenient reading (the
 /// error path only), where any part that is absent or of another type is simply not known.
+/// Each part is read from its own top-level value, kept raw until then: a number beyond a double
+/// elsewhere does not hide it, and nothing inside a string is taken for it (serde_json's `Value`
+/// reads an object keyed `$serde_json::private::RawValue` as the JSON in its string).
 fn ids_of_refused(body: &[u8], options: &ParseOptions) -> Option<EventIds> {
     if body.len() > options.max_body_bytes {
         return None;
     }
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let object = value.as_object()?;
-    let name = ["event", "action"].iter().find_map(|key| object.get(*key)?.as_str()).map(str::to_owned);
-    let index = object.get(options.index_field.as_str()).and_then(serde_json::Value::as_i64).filter(|i| *i >= 0);
-    let transaction_id = object.get("transactionId").and_then(serde_json::Value::as_i64);
+    let object: BTreeMap<String, &RawValue> = serde_json::from_str(std::str::from_utf8(body).ok()?).ok()?;
+    let read = |key: &str| object.get(key).map(|raw| raw.get());
+    let name = ["event", "action"].iter().find_map(|key| serde_json::from_str::<String>(read(key)?).ok());
+    let index = read(&options.index_field).and_then(|raw| serde_json::from_str::<i64>(raw).ok()).filter(|i| *i >= 0);
+    let transaction_id = read("transactionId").and_then(|raw| serde_json::from_str::<i64>(raw).ok());
     let ids = EventIds { name, index, transaction_id };
     (ids != EventIds::default()).then_some(ids)
 }

@@ -199,6 +199,20 @@ impl<'s> StrictValue<'s> {
         error
     }
 
+    /// Checks a value inside a container, taken raw: JSON's grammar allows any number, and the
+    /// raw reading checks a number's syntax without computing it, so a number beyond a double
+    /// (`900719E9254741982`) is valid here as it is in a top-level field the spec does not
+    /// define. A container is walked on its own text, a string with escapes decoded (a lone
+    /// surrogate escape is refused).
+    fn check_raw<E: de::Error>(self, raw: &RawValue) -> std::result::Result<(), E> {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'{' | b'[') => self.deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(E::custom),
+            Some(b'"') if text.contains('\\') => serde_json::from_str::<String>(text).map(drop).map_err(E::custom),
+            _ => Ok(()),
+        }
+    }
+
     fn enter<E: de::Error>(&self) -> std::result::Result<Self, E> {
         if self.depth > self.max_depth {
             return Err(self.fail(ErrorKind::TooDeep, format!("nested deeper than {} levels", self.max_depth)));
@@ -243,7 +257,9 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
         let inner = self.enter()?;
-        while seq.next_element_seed(inner)?.is_some() {}
+        while let Some(raw) = seq.next_element::<&RawValue>()? {
+            inner.check_raw(raw)?;
+        }
         Ok(())
     }
 
@@ -255,7 +271,7 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
                 return Err(self.fail(ErrorKind::InvalidValue, problem.to_owned()));
             }
             keys.push(key);
-            map.next_value_seed(inner)?;
+            inner.check_raw(map.next_value::<&RawValue>()?)?;
         }
         keys.sort_unstable();
         match keys.windows(2).find(|pair| pair[0] == pair[1]) {
