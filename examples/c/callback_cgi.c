@@ -45,6 +45,7 @@ static const char *reason_phrase(unsigned status) {
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
     case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
     case 413: return "Content Too Large";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";

@@ -24,6 +24,7 @@ USAGE:
   slotpartner-sandbox send --url URL [--token UUID] [--ca-file PEM] [--index N] [--count N]
                            [--set FIELD=VALUE]... [--unset FIELD]... [--body-file FILE]
                            [--expect-success true|false] [--expect-http CODE]
+                           [--header NAME:VALUE]... [--print-body]
                            refund|payout|balance|raw
   slotpartner-sandbox send --url URL --burst N [--token UUID] [--ca-file PEM] [--index I]
                            [--seed S] [--lose P] [--repeat P] [--reorder P]
@@ -60,6 +61,9 @@ send: POST callback events to a partner URL and judge each reply; prints
   --body-file FILE     raw: the bytes to send
   --expect-success B   refund/payout: 'success' must be B; balance: B = empty errorMessage
   --expect-http CODE   raw: the HTTP status must be CODE
+  --header NAME:VALUE  send this header too, with every request (repeatable; one named
+                       Content-Type or X-Service-Token replaces that header)
+  --print-body         print 'sent index=N event=NAME bytes=LEN body=BODY' before each reply line
   Exit status: 0 all verdicts ok, 1 otherwise, 2 usage error.
 
 send --burst N: N refund/payout events with indexes I..I+N-1 (transactionId
@@ -313,6 +317,7 @@ fn send_cmd(mut args: Args) -> Result<ExitCode, Failure> {
                 bopts.quiet = true;
                 burst_only = Some(name);
             }
+            Arg::Opt(name, None) if name == "--print-body" => opts.print_body = true,
             Arg::Opt(name, inline) => {
                 let value = args.value(&name, inline)?;
                 match name.as_str() {
@@ -326,6 +331,7 @@ fn send_cmd(mut args: Args) -> Result<ExitCode, Failure> {
                     }
                     "--set" => opts.edits.push(send::parse_set(&value).map_err(Failure::Usage)?),
                     "--unset" => opts.edits.push(Edit::Unset(value)),
+                    "--header" => opts.headers.push(send::parse_header(&value).map_err(Failure::Usage)?),
                     "--body-file" => opts.body_file = Some(value.into()),
                     "--expect-success" => {
                         opts.expect_success = Some(match value.as_str() {
@@ -387,6 +393,9 @@ fn burst_cmd(
         return usage_err(
             "--set, --unset, --body-file and --expect-http do not apply to --burst (its events are fixed by the seed, so that serve's getEvent returns them unchanged)",
         );
+    }
+    if !single.headers.is_empty() || single.print_body {
+        return usage_err("--header and --print-body do not apply to --burst");
     }
     let kind = kind.ok_or_else(|| Failure::Usage("send --burst needs a kind: mixed, refund or payout".into()))?;
     opts.mix = EventMix::parse(&kind).ok_or_else(|| {

@@ -73,6 +73,59 @@ pub fn parse_set(arg: &str) -> Result<Edit, String> {
     Ok(Edit::Set(field.to_string(), value))
 }
 
+/// Parses `NAME:VALUE` for `--header`: the spaces and tabs around VALUE are removed, then
+/// [`check_header`] applies.
+pub fn parse_header(arg: &str) -> Result<(String, String), String> {
+    let (name, value) = arg
+        .split_once(':')
+        .ok_or_else(|| format!("--header expects NAME:VALUE, got '{}': no ':'", arg.escape_debug()))?;
+    let value = value.trim_matches([' ', '\t']);
+    check_header(name, value)
+        .map_err(|why| format!("--header expects NAME:VALUE, got '{}': {why}", arg.escape_debug()))?;
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// A header's NAME must be an HTTP field name (RFC 9110 token characters); its VALUE visible
+/// characters, spaces and tabs (no CR, LF, NUL or other control character, which would split or
+/// end the header), not starting or ending with a space or tab.
+pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the name is empty".into());
+    }
+    let is_tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if let Some(bad) = name.bytes().find(|&b| !is_tchar(b)) {
+        return Err(format!("the name holds '{}', not allowed in a field name", (bad as char).escape_debug()));
+    }
+    if let Some(bad) = value.chars().find(|&c| c != ' ' && c != '\t' && c.is_control()) {
+        return Err(format!("the value holds the control character {bad:?}"));
+    }
+    if value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']) {
+        return Err("the value starts or ends with a space or tab".into());
+    }
+    Ok(())
+}
+
+/// The headers of every request: `Content-Type` and `X-Service-Token` (unless `token` is empty),
+/// each left out when `extra` has a header of that name, then `extra` in order.
+pub fn request_headers(token: &str, extra: &[(String, String)]) -> Vec<(String, String)> {
+    let mut headers = vec![("Content-Type".to_string(), JSON_UTF8.to_string())];
+    if !token.is_empty() {
+        headers.push(("X-Service-Token".to_string(), token.to_string()));
+    }
+    headers.retain(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
+    headers.extend(extra.iter().cloned());
+    headers
+}
+
+/// How `--print-body` shows a body sent: as it is when it is UTF-8 text on one line, else quoted
+/// with Rust escapes (`"a\nb"`, invalid UTF-8 as U+FFFD).
+pub fn shown_sent_body(body: &[u8]) -> String {
+    match std::str::from_utf8(body) {
+        Ok(text) if !text.chars().any(char::is_control) => text.to_string(),
+        _ => format!("{:?}", String::from_utf8_lossy(body)),
+    }
+}
+
 /// Everything `send` needs.
 #[derive(Debug, Clone)]
 pub struct SendOptions {
@@ -87,6 +140,11 @@ pub struct SendOptions {
     pub expect_success: Option<bool>,
     pub expect_http: Option<u16>,
     pub kind: EventKind,
+    /// `--header NAME:VALUE`, in order: sent with every request (one named `Content-Type` or
+    /// `X-Service-Token` replaces that header).
+    pub headers: Vec<(String, String)>,
+    /// `--print-body`: print each body before its reply line.
+    pub print_body: bool,
 }
 
 impl SendOptions {
@@ -103,12 +161,17 @@ impl SendOptions {
             expect_success: None,
             expect_http: None,
             kind,
+            headers: Vec::new(),
+            print_body: false,
         }
     }
 
     /// Checks option combinations and the URL (usage errors).
     pub fn validate(&self) -> Result<(), String> {
         check_url(&self.url)?;
+        for (name, value) in &self.headers {
+            check_header(name, value).map_err(|why| format!("header '{}': {why}", name.escape_debug()))?;
+        }
         if self.count == 0 || self.count > 10_000 {
             return Err("--count must be between 1 and 10000".into());
         }
@@ -418,6 +481,7 @@ pub fn run(opts: &SendOptions, out: &mut dyn Write) -> Result<bool, String> {
         }
         None => None,
     };
+    let headers = request_headers(&opts.token, &opts.headers);
     let mut all_ok = true;
     for seq in 0..opts.count {
         let index = opts.index + seq;
@@ -440,9 +504,14 @@ pub fn run(opts: &SendOptions, out: &mut dyn Write) -> Result<bool, String> {
                 (bytes, index.to_string(), opts.kind.name().to_string())
             }
         };
-        let mut request = agent.post(&opts.url).header("Content-Type", JSON_UTF8);
-        if !opts.token.is_empty() {
-            request = request.header("X-Service-Token", opts.token.as_str());
+        let mut request = agent.post(&opts.url);
+        for (header, value) in &headers {
+            request = request.header(header.as_str(), value.as_str());
+        }
+        if opts.print_body {
+            let line =
+                format!("sent index={shown_index} event={name} bytes={} body={}", body.len(), shown_sent_body(&body));
+            writeln!(out, "{line}").map_err(|e| format!("cannot write output: {e}"))?;
         }
         let line = match request.send(&body[..]) {
             Err(e) => {

@@ -425,5 +425,64 @@ fn transport_error(action: &str, error: ureq::Error) -> Error {
         ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..) => ErrorKind::BadResponse,
         _ => ErrorKind::Connect,
     };
-    Error::field(kind, action, format!("{error}"))
+    match tls_hint(&error) {
+        Some(hint) => Error::field(kind, action, format!("{error}. {hint}")),
+        None => Error::field(kind, action, format!("{error}")),
+    }
+}
+
+/// What to do about a TLS failure, when its cause is one a partner can act on: the rustls error
+/// inside the ureq error (as ureq returns it, or wrapped in an I/O error by the handshake).
+fn tls_hint(error: &ureq::Error) -> Option<&'static str> {
+    use rustls::CertificateError as Cert;
+    let tls = match error {
+        ureq::Error::Rustls(e) => e,
+        ureq::Error::Io(e) => e.get_ref()?.downcast_ref::<rustls::Error>()?,
+        _ => return None,
+    };
+    let rustls::Error::InvalidCertificate(cert) = tls else {
+        return match tls {
+            rustls::Error::InvalidMessage(_) => {
+                Some("Is a TLS server listening at this address? (a plain HTTP server answers https:// like this)")
+            }
+            _ => None,
+        };
+    };
+    Some(match cert {
+        Cert::UnknownIssuer => {
+            "The server's certificate is not signed by a certificate authority this client trusts: add that CA \
+             with ca_file / ca_pem (sp_client_config_add_ca_file, sp_client_config_add_ca_pem)"
+        }
+        Cert::Expired | Cert::ExpiredContext { .. } => {
+            "The server's certificate has expired (or this machine's clock is wrong): the server must renew it"
+        }
+        Cert::NotValidYet | Cert::NotValidYetContext { .. } => {
+            "The server's certificate is not valid yet: check this machine's clock (and the server's)"
+        }
+        Cert::NotValidForName | Cert::NotValidForNameContext { .. } => {
+            "The certificate does not name this host: use a host name the certificate names in base_url, or \
+             give the server a certificate that names this host"
+        }
+        Cert::InvalidPurpose | Cert::InvalidPurposeContext { .. } => {
+            "The server's certificate is not for TLS servers: its extended key usage must include serverAuth"
+        }
+        Cert::Revoked => "The server's certificate was revoked: the server needs a new one",
+        Cert::BadSignature => {
+            "The server's certificate chain does not verify: a certificate is not signed by its issuer"
+        }
+        Cert::Other(other) => {
+            // rustls passes webpki's other errors through as `Other`, of a type this crate does not
+            // depend on: its debug text names the webpki variant.
+            let detail = format!("{other:?}");
+            if detail.contains("CaUsedAsEndEntity") {
+                "The server presents a CA certificate as its own: sign a leaf certificate for the server's name \
+                 with that CA and serve it (followed by the CA)"
+            } else if detail.contains("EndEntityUsedAsCa") {
+                "The server's chain uses a leaf certificate as a CA: serve the leaf signed by a real CA"
+            } else {
+                return None;
+            }
+        }
+        _ => return None,
+    })
 }

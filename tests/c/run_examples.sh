@@ -100,7 +100,7 @@ done
 # get_games against the sandbox over HTTPS on loopback.
 sandbox=$root/target/release/slotpartner-sandbox
 "$sandbox" serve --listen 127.0.0.1:0 --token "$TOKEN" --ca-out "$work/ca.pem" --ready-file "$work/service" \
-  --exit-on-stdin-eof < <(sleep 60) > /dev/null 2>&1 &
+  --exit-on-stdin-eof < <(sleep 60 2> /dev/null) > /dev/null 2>&1 &
 sandbox_pid=$!
 for _ in $(seq 200); do [ -s "$work/service" ] && break; sleep 0.1; done
 games() { # NAME EXPECTED_EXIT BASE_URL TOKEN CA_FILE ARGS...
