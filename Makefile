@@ -6,6 +6,16 @@ CARGO   ?= cargo
 CC      ?= cc
 CXX     ?= c++
 PREFIX  ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# The package version (Cargo.toml) and the shared library's names: build.rs gives the library
+# the SONAME libslotpartner.so.<major>; make install lays out libslotpartner.so.<version> with
+# the links libslotpartner.so.<major> (what programs load) and libslotpartner.so (what -l finds).
+VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
+SONAME   := libslotpartner.so.$(SOMAJOR)
 
 RELEASE  := target/release
 EXDIR    := target/examples
@@ -17,15 +27,21 @@ SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # What a program linking the static library needs besides it (as `cargo rustc -- --print native-static-libs` says).
 STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: FORCE all lib cli sandbox test-miri test-cpp test-php test-python examples sanitized test test-rust test-c test-e2e header-check symbols-check header bench demo install clean
+.PHONY: FORCE all lib cli sandbox test-miri test-cpp test-php test-python examples sanitized test test-rust test-c test-e2e header-check symbols-check header bench demo install uninstall test-install clean
 
 all: lib examples cli
 
 lib: $(RELEASE)/libslotpartner.so
 
-# Cargo decides what to rebuild; make always asks it.
+# One cargo call builds every release binary of the workspace (the library, the operator command,
+# the sandbox): built apart, packages resolve shared dependencies with different features and each
+# rebuilds the library the other left. Cargo decides what to rebuild; make always asks it.
+BUILD_RELEASE := $(CARGO) build --release --locked --workspace
+
 $(RELEASE)/libslotpartner.so $(RELEASE)/libslotpartner.a: FORCE
-	$(CARGO) build --release --locked -p slotpartner
+	$(BUILD_RELEASE)
+	@# Programs linked with -lslotpartner load the SONAME: the examples find it here by their rpath.
+	@ln -sfn libslotpartner.so $(RELEASE)/$(SONAME)
 
 FORCE:
 
@@ -33,7 +49,7 @@ FORCE:
 cli: $(RELEASE)/slotpartner
 
 $(RELEASE)/slotpartner: FORCE
-	$(CARGO) build --release --locked -p slotpartner-cli
+	$(BUILD_RELEASE)
 
 examples: lib $(addprefix $(EXDIR)/,$(EXAMPLES))
 
@@ -49,7 +65,7 @@ $(SANDIR)/%: examples/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
-test: all sanitized sandbox test-rust header-check symbols-check test-c test-e2e test-miri test-cpp test-php test-python demo
+test: all sanitized sandbox test-rust header-check symbols-check test-c test-valgrind test-threads test-e2e test-miri test-fuzz-smoke test-cpp test-php test-python test-install demo
 
 test-rust:
 	$(CARGO) fmt --all -- --check
@@ -82,10 +98,65 @@ test-miri:
 		echo "test-miri: SKIPPED: no nightly toolchain with miri (rustup component add --toolchain nightly miri rust-src)"; \
 	fi
 
+# Coverage-guided fuzzing with cargo-fuzz (nightly) of every entry point: fuzz/ is a crate of
+# its own, outside the workspace. `make fuzz` runs each target for FUZZ_SECONDS (default 300)
+# from its corpus in fuzz/corpus/, keeping what it finds new there (minimise it afterwards:
+# `cd fuzz && cargo +nightly fuzz cmin -a TARGET corpus/TARGET -- -use_counters=0`). A finding
+# stops the run and is written to fuzz/artifacts/TARGET/, to become a test in
+# tests/fuzz_regressions.rs.
+FUZZ_TARGETS := receiver_handle reply_builders games_answer sources journal_key
+FUZZ_SECONDS ?= 300
+FUZZ_FLAGS   := -dict=callback.dict -timeout=10 -print_final_stats=1
+
+fuzz:
+	cd fuzz && $(CARGO) +nightly fuzz build --debug-assertions
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		(cd fuzz && $(CARGO) +nightly fuzz run --debug-assertions $$t corpus/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS)) || exit 1; \
+	done
+
+# About 10 s of each target from its corpus (left as it is), where a nightly toolchain with
+# cargo-fuzz is present; says so plainly and passes where it is not.
+test-fuzz-smoke:
+	@if ! $(CARGO) +nightly fuzz --version > /dev/null 2>&1; then \
+		echo "fuzz smoke: SKIPPED (no nightly toolchain with cargo-fuzz: rustup toolchain install nightly; cargo install cargo-fuzz --locked)"; \
+	else \
+		set -e; cd fuzz; $(CARGO) +nightly fuzz build --debug-assertions; \
+		for t in $(FUZZ_TARGETS); do \
+			scratch=$$(mktemp -d); \
+			$(CARGO) +nightly fuzz run --debug-assertions $$t $$scratch corpus/$$t -- \
+				-max_total_time=10 -seed=1 $(FUZZ_FLAGS) > target/smoke-$$t.log 2>&1 \
+				|| { tail -n 40 target/smoke-$$t.log; rm -rf $$scratch; echo "fuzz smoke: $$t FAILED (input in fuzz/artifacts/$$t/)"; exit 1; }; \
+			rm -rf $$scratch; \
+			echo "fuzz smoke: $$t: $$(grep -h '^Done' target/smoke-$$t.log)"; \
+		done; \
+		echo "fuzz smoke: $(words $(FUZZ_TARGETS)) targets passed"; \
+	fi
+
+.PHONY: fuzz test-fuzz-smoke
+
 # The C ABI used as a careless host would use it, under the sanitizers.
 $(SANDIR)/careless_host: tests/c/careless_host.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -pthread -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
+
+# The C examples (plain build) under valgrind memcheck: every case of run_examples.sh (every
+# fixture, the CGI cases, get_games against the sandbox), callback_cgi with a SQLite journal and
+# journal_status on it; no error and nothing definitely lost (suppressions: tests/c/valgrind.supp).
+test-valgrind: examples sandbox
+	tests/c/valgrind.sh $(EXDIR)
+
+# 8 threads sharing one receiver, one client (against the sandbox) and one SQLite journal,
+# checking every reply, under the sanitizers.
+test-threads: sandbox $(SANDIR)/threads
+	tests/c/threads.sh $(SANDIR)/threads
+
+$(SANDIR)/threads: tests/c/threads.c include/slotpartner.h $(RELEASE)/libslotpartner.a
+	@mkdir -p $(SANDIR)
+	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -pthread -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
+
+.PHONY: test-valgrind test-threads
 
 # End to end: 10,000 events from the sandbox to callback_cgi behind a concurrent CGI gateway,
 # journalled on SQLite and on a throw-away PostgreSQL cluster (skipped if not installed).
@@ -115,16 +186,39 @@ demo: all sandbox
 	scripts/demo.sh
 
 sandbox:
-	$(CARGO) build --release --locked -p slotpartner-sandbox
+	$(BUILD_RELEASE)
 
-install: lib cli
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 $(RELEASE)/slotpartner $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(RELEASE)/libslotpartner.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(RELEASE)/libslotpartner.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/slotpartner.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)|' \
-		-e 's|@STATIC_LIBS@|$(STATIC_LIBS)|' slotpartner.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/slotpartner.pc
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: the library as cargo-c lays it out (the
+# versioned file, the SONAME link programs load, the link -lslotpartner finds, the static
+# library), the header, the pkg-config file and the operator command; make uninstall removes
+# exactly these. install(1) replaces a file by a new one rather than writing into it, so
+# processes that have the old library mapped keep running.
+INSTALLED := $(BINDIR)/slotpartner $(LIBDIR)/libslotpartner.so.$(VERSION) $(LIBDIR)/$(SONAME) \
+	$(LIBDIR)/libslotpartner.so $(LIBDIR)/libslotpartner.a $(INCLUDEDIR)/slotpartner.h \
+	$(PKGCONFIGDIR)/slotpartner.pc
+
+install:
+	$(BUILD_RELEASE)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(RELEASE)/slotpartner $(DESTDIR)$(BINDIR)/slotpartner
+	install -m 755 $(RELEASE)/libslotpartner.so $(DESTDIR)$(LIBDIR)/libslotpartner.so.$(VERSION)
+	ln -sfn libslotpartner.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sfn libslotpartner.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libslotpartner.so
+	install -m 644 $(RELEASE)/libslotpartner.a $(DESTDIR)$(LIBDIR)/libslotpartner.a
+	install -m 644 include/slotpartner.h $(DESTDIR)$(INCLUDEDIR)/slotpartner.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+		-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@STATIC_LIBS@|$(STATIC_LIBS)|' slotpartner.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/slotpartner.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/slotpartner.pc
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+
+# Installs into a temporary prefix and uses what it installed: C programs built through
+# pkg-config against the shared and the static library, the Python wheel in a fresh virtual
+# environment, the PHP package through Composer; then uninstalls. Prints "install: N passed, N failed".
+test-install:
+	MAKE='$(MAKE)' tests/install/install_test.sh
 
 clean:
 	$(CARGO) clean

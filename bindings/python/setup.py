@@ -6,6 +6,13 @@ this checkout, or the file ``SLOTPARTNER_LIB`` names, into the built package as
 this platform (``py3-none-<platform>``: the library is native, the Python code is not tied to
 a Python version). Without a library the build still succeeds, with a warning, and the installed
 package looks for the library through SLOTPARTNER_LIB or the system's loader at import.
+
+``pip wheel ./bindings/python -w DIR`` builds in an isolated environment with setuptools and wheel
+from PyPI (pyproject.toml); offline, ``pip wheel --no-build-isolation`` uses the environment's own
+setuptools (70.1 or newer, or an older one with the ``wheel`` package). The library keeps its
+SONAME (``libslotpartner.so.0``); ctypes loads the bundled copy by path. The wheel is not
+``manylinux``: the library is linked against this machine's glibc. ``tests/install/install_test.sh``
+builds the wheel, installs it into a fresh virtual environment and handles a callback there.
 """
 
 from __future__ import annotations
@@ -39,10 +46,12 @@ class BuildWithLibrary(build_py):
     def run(self) -> None:
         super().run()
         found = library()
+        target = Path(self.build_lib) / "slotpartner" / LIBRARY
         if found is None:
+            # A copy left in build/ by an earlier build must not slip into a pure wheel.
+            target.unlink(missing_ok=True)
             self.warn(f"{LIBRARY} not found (run `make` first, or set SLOTPARTNER_LIB): not bundled")
             return
-        target = Path(self.build_lib) / "slotpartner" / LIBRARY
         self.announce(f"bundling {found} as {target}", level=2)
         shutil.copyfile(found, target)
 

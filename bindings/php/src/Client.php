@@ -16,30 +16,35 @@ use FFI\CData;
  */
 final class Client
 {
+    /** The library's retry defaults (sp_client_config_new), for the one of $retries and $retryBackoffMs left null. */
+    private const DEFAULT_RETRIES = 2;
+    private const DEFAULT_RETRY_BACKOFF_MS = 200;
+
     /** The owned `sp_client *`. */
     private ?CData $handle = null;
 
     private readonly Native $native;
 
     /**
-     * Settings left null keep the library's default (shown in brackets). The environment
-     * (HTTPS_PROXY, SSL_CERT_FILE, ...) is never consulted.
+     * Every setting after $token is optional: null (the default) keeps the library's default,
+     * shown in brackets. The environment (HTTPS_PROXY, SSL_CERT_FILE, ...) is never consulted.
      *
      * @param string $baseUrl the service's address, https:// only (the token must not travel in clear)
      * @param string $token the partner token (a UUID), sent as X-Service-Token
-     * @param string|null $caFile a PEM file of CA certificates to trust as well
-     * @param string|null $caPem PEM text of CA certificates to trust as well
-     * @param int|null $connectTimeoutMs time to open a connection, TCP and TLS [5000]
-     * @param int|null $timeoutMs time for a whole call, answer included [15000]
-     * @param int|null $retries how often getGames is tried again (0 to 10) after a connection
-     *     failure, a time-out or a 5xx answer [2]; call() is never retried
-     * @param int $retryBackoffMs first wait before a retry, doubled each time (with $retries) [200]
+     * @param string|null $caFile a PEM file of CA certificates to trust as well [none]
+     * @param string|null $caPem PEM text of CA certificates to trust as well [none]
+     * @param int|null $connectTimeoutMs time to open a connection, TCP and TLS, at least 1 [5000]
+     * @param int|null $timeoutMs time for a whole call, answer included, at least 1 [15000]
+     * @param int|null $retries how often getGames and Recovery's fetches are tried again (0 to
+     *     10) after a connection failure, a time-out or a 5xx answer [2]; call() is never retried
+     * @param int|null $retryBackoffMs first wait before a retry, doubled each time; 0 for none
+     *     [200]
      * @param TrustRoots|null $trustRoots roots trusted besides $caFile/$caPem [Bundled]
      * @param string|null $proxy `http://host:port` or `socks5://host:port`, optional
-     *     `user:password@` [direct]
+     *     `user:password@` [a direct connection]
      * @param int|null $maxResponseBytes largest answer accepted, at least 1024 [8 MiB]
-     * @param bool $lenientGames give a game missing a field of spec 2.1 the field's empty value
-     *     instead of failing the call
+     * @param bool|null $lenientGames give a game missing a field of spec 2.1 the field's empty
+     *     value instead of failing the call [false]
      * @param string|null $fetchAction the operation that fetches a lost event again (Recovery)
      *     ["getEvent"]
      * @param string|null $fetchIndexParam the parameter carrying the lost event's index ["index"]
@@ -61,11 +66,11 @@ final class Client
         ?int $connectTimeoutMs = null,
         ?int $timeoutMs = null,
         ?int $retries = null,
-        int $retryBackoffMs = 200,
+        ?int $retryBackoffMs = null,
         ?TrustRoots $trustRoots = null,
         ?string $proxy = null,
         ?int $maxResponseBytes = null,
-        bool $lenientGames = false,
+        ?bool $lenientGames = null,
         ?string $fetchAction = null,
         ?string $fetchIndexParam = null,
         ?string $fetchEventKey = null,
@@ -89,11 +94,12 @@ final class Client
             if ($timeoutMs !== null) {
                 $native->check($ffi->sp_client_config_set_timeout_ms($config, Native::unsigned($timeoutMs, 'timeout_ms')));
             }
-            if ($retries !== null) {
+            if ($retries !== null || $retryBackoffMs !== null) {
+                // One C setter takes both: the one left null keeps the library's default.
                 $native->check($ffi->sp_client_config_set_retries(
                     $config,
-                    Native::unsigned($retries, 'retries', 0xFFFFFFFF),
-                    Native::unsigned($retryBackoffMs, 'backoff_ms'),
+                    Native::unsigned($retries ?? self::DEFAULT_RETRIES, 'retries', 0xFFFFFFFF),
+                    Native::unsigned($retryBackoffMs ?? self::DEFAULT_RETRY_BACKOFF_MS, 'backoff_ms'),
                 ));
             }
             if ($trustRoots !== null) {
@@ -105,7 +111,9 @@ final class Client
             if ($maxResponseBytes !== null) {
                 $native->check($ffi->sp_client_config_set_max_response_bytes($config, Native::unsigned($maxResponseBytes, 'max_response_bytes')));
             }
-            $native->check($ffi->sp_client_config_set_lenient_games($config, $lenientGames));
+            if ($lenientGames !== null) {
+                $native->check($ffi->sp_client_config_set_lenient_games($config, $lenientGames));
+            }
             if ($fetchAction !== null) {
                 $native->check($ffi->sp_client_config_set_fetch_action($config, Native::cString($fetchAction, 'fetch_action')));
             }

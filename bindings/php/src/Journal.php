@@ -32,7 +32,8 @@ final class Journal
     private readonly CData $stats;
 
     /**
-     * Settings left null keep the library's default (shown in brackets).
+     * Every setting after $url is optional: null (the default) keeps the library's default,
+     * shown in brackets.
      *
      * @param string $url `sqlite:PATH` (one file that every process and thread of a host shares;
      *     created if absent) or `postgres://USER@HOST/DATABASE` (callbacks on several hosts)
@@ -42,12 +43,12 @@ final class Journal
      *     interval
      * @param int|null $busyWaitMs how long Event::begin() waits for another worker's live claim on
      *     the same delivery before throwing BusyException, at most 24 h [2000]
-     * @param bool $durable flush a stored reply to disk before finish() returns (SQLite
+     * @param bool|null $durable flush a stored reply to disk before finish() returns (SQLite
      *     synchronous=FULL, PostgreSQL synchronous_commit=on) [true]; false: it survives a crash
      *     of the process, not of the machine
      * @param int|null $firstIndex the index gap detection counts from (stored in the journal)
      *     [null: the lowest index seen]
-     * @param int|null $maxReplyBytes the largest reply finish() stores [65536]
+     * @param int|null $maxReplyBytes the largest reply finish() stores, at least 1 [65536]
      * @param int|null $lockTimeoutMs how long one statement waits for a lock another process
      *     holds (SQLite's busy time-out, PostgreSQL's lock_timeout and connect time-out) [5000]
      *
@@ -59,7 +60,7 @@ final class Journal
         string $url,
         ?int $leaseMs = null,
         ?int $busyWaitMs = null,
-        bool $durable = true,
+        ?bool $durable = null,
         ?int $firstIndex = null,
         ?int $maxReplyBytes = null,
         ?int $lockTimeoutMs = null,
@@ -78,7 +79,9 @@ final class Journal
             if ($busyWaitMs !== null) {
                 $native->check($ffi->sp_journal_config_set_busy_wait_ms($config, Native::unsigned($busyWaitMs, 'busy_wait_ms')));
             }
-            $native->check($ffi->sp_journal_config_set_durable($config, $durable));
+            if ($durable !== null) {
+                $native->check($ffi->sp_journal_config_set_durable($config, $durable));
+            }
             if ($firstIndex !== null) {
                 $native->check($ffi->sp_journal_config_set_first_index($config, Native::unsigned($firstIndex, 'first_index')));
             }

@@ -16,6 +16,9 @@ use FFI\CData;
  */
 final class Native
 {
+    /** What a list-valued setting's items are trimmed of (the same characters in every binding). */
+    private const BLANKS = " \t\r\n\f\v";
+
     private static ?self $instance = null;
 
     private static ?object $override = null;
@@ -136,6 +139,57 @@ final class Native
             throw new ConfigurationException($field . ': must not contain a NUL byte', Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', $field);
         }
         return $value;
+    }
+
+    /**
+     * The items of a list-valued setting (tokens, sources, trusted_proxies): one comma-separated
+     * string (`'staging, 10.1.2.0/24'`) or an array of strings (`['staging', '10.1.2.0/24']`),
+     * one item per string, each trimmed of blanks (the same rules as the Python binding's). []
+     * for an empty value (a blank string or an empty array), which the library refuses for tokens
+     * and sources as it does in C and takes as none for trusted proxies.
+     *
+     * @param string|array<mixed> $value
+     *
+     * @return list<string>
+     *
+     * @throws ConfigurationException naming $field for a malformed value: an item that is empty
+     *     (a stray comma), not a string, or an array item holding a comma
+     */
+    public static function listSetting(string|array $value, string $field): array
+    {
+        if (is_string($value)) {
+            if (trim($value, self::BLANKS) === '') {
+                return [];
+            }
+            $items = explode(',', $value);
+            $where = 'between commas';
+        } else {
+            $items = array_values($value);
+            $where = 'of the list';
+            foreach ($items as $i => $item) {
+                if (!is_string($item)) {
+                    throw self::argumentError($field, sprintf('item %d of the list is %s, not a string', $i + 1, get_debug_type($item)));
+                }
+                if (str_contains($item, ',')) {
+                    throw self::argumentError($field, sprintf('item %d of the list holds a comma: give one value per item', $i + 1));
+                }
+            }
+        }
+        $result = [];
+        foreach ($items as $i => $item) {
+            $text = trim((string) $item, self::BLANKS);
+            if ($text === '') {
+                throw self::argumentError($field, sprintf('item %d %s is empty', $i + 1, $where));
+            }
+            $result[] = $text;
+        }
+        return $result;
+    }
+
+    /** A status-1 error found by the binding before calling the library (no HTTP answer). */
+    public static function argumentError(string $field, string $problem): ConfigurationException
+    {
+        return new ConfigurationException($field . ': ' . $problem, Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', $field);
     }
 
     /**

@@ -27,29 +27,36 @@ final class Receiver
     private readonly Native $native;
 
     /**
-     * Settings left null keep the library's default (shown in brackets).
+     * Every setting but $tokens is optional: null (the default) keeps the library's default,
+     * shown in brackets. The list-valued settings ($tokens, $sources, $trustedProxies) take one
+     * comma-separated string or an array of strings, each item trimmed of blanks; an empty item
+     * (a stray comma), an item that is not a string, or an array item holding a comma is refused
+     * naming the setting. An empty value ('', []) is refused for $tokens and $sources and means
+     * none for $trustedProxies.
      *
      * @param string|list<string>|null $tokens the partner token (a UUID) the service sends in
-     *     X-Service-Token; two during a rotation. Null (an unset environment variable) is
-     *     refused by the library like an empty list, naming the field `token`
-     * @param string $sources "any", or a comma-separated list of "staging", "production" (the
-     *     spec's addresses), IPv4/IPv6 addresses and CIDR ranges
-     * @param string|null $trustedProxies comma-separated addresses and ranges whose
-     *     X-Forwarded-For is believed [none]
-     * @param int|null $maxBodyBytes largest body accepted [65536]
+     *     X-Service-Token, or two during a rotation ('A, B' or [A, B]). Required: null (an unset
+     *     environment variable) is refused by the library like a NULL token in C, naming the
+     *     field `token` ("token: must not be NULL"); errors name the field `token`, as the
+     *     library's do
+     * @param string|list<string>|null $sources "any", or "staging", "production" (the spec's
+     *     addresses), IPv4/IPv6 addresses and CIDR ranges ["production"]
+     * @param string|list<string>|null $trustedProxies addresses and ranges whose
+     *     X-Forwarded-For is believed [none; an empty value means none too]
+     * @param int|null $maxBodyBytes largest body accepted, at least 2 [65536]
      * @param int|null $maxDepth deepest nesting accepted, 1 to 100, top-level object = 1 [32]
-     * @param int|null $maxIdentifierBytes longest identifier or code accepted [256]
+     * @param int|null $maxIdentifierBytes longest identifier or code accepted, at least 1 [256]
      * @param string|null $indexField name of the service's event index field ["index"]
-     * @param bool $strictIndex refuse an event whose index field is present but not a
+     * @param bool|null $rejectUnknownEvents refuse events other than the three known ones
+     *     (ValidationException, HTTP 400) instead of passing them through as OtherEvent [false]
+     * @param string|null $balanceWrapper wrapper key of balance replies ["playerBalance"]
+     * @param string|null $balanceCurrency currency of balance replies when none is named ["EUR"]
+     * @param bool|null $omitEmptyErrorMessage leave `errorMessage` out of successful replies
+     *     instead of sending "" [false]
+     * @param bool|null $strictIndex refuse an event whose index field is present but not a
      *     non-negative integer ("42", -1, 1.5), naming the field (ValidationException, HTTP 200
      *     with the event's wrapper and success false) [false: such an event is handled with
      *     $index null and $indexUnreadable true, the raw value in $extra]
-     * @param bool $rejectUnknownEvents refuse events other than the three known ones
-     *     (ValidationException, HTTP 400) instead of passing them through as OtherEvent
-     * @param string|null $balanceWrapper wrapper key of balance replies ["playerBalance"]
-     * @param string|null $balanceCurrency currency of balance replies when none is named ["EUR"]
-     * @param bool $omitEmptyErrorMessage leave `errorMessage` out of successful replies instead
-     *     of sending ""
      * @param int|null $balanceFailureHttpStatus the HTTP status a refused balance query is
      *     answered with (Event::replyHttpStatus() after reply(false, ...), and httpStatus of a
      *     balance query refused by validation): 200, or 400 to 599 [500]. The body states no
@@ -63,34 +70,43 @@ final class Receiver
      */
     public function __construct(
         string|array|null $tokens,
-        string $sources = 'production',
-        ?string $trustedProxies = null,
+        string|array|null $sources = null,
+        string|array|null $trustedProxies = null,
         ?int $maxBodyBytes = null,
         ?int $maxDepth = null,
         ?int $maxIdentifierBytes = null,
         ?string $indexField = null,
-        bool $rejectUnknownEvents = false,
+        ?bool $rejectUnknownEvents = null,
         ?string $balanceWrapper = null,
         ?string $balanceCurrency = null,
-        bool $omitEmptyErrorMessage = false,
-        bool $strictIndex = false,
+        ?bool $omitEmptyErrorMessage = null,
+        ?bool $strictIndex = null,
         ?int $balanceFailureHttpStatus = null,
         ?Journal $journal = null,
     ) {
         $native = Native::get();
         $this->native = $native;
         $ffi = $native->ffi;
+        if ($tokens === null) {
+            $tokenList = [null]; // the library refuses it ("token: must not be NULL"), as in C
+        } else {
+            // A blank string reaches the library as it is, which refuses it as it does in C.
+            $tokenList = Native::listSetting($tokens, 'token') ?: (is_string($tokens) ? [$tokens] : []);
+        }
+        $sourceList = $sources === null ? null : implode(',', Native::listSetting($sources, 'sources'));
+        $proxyList = $trustedProxies === null ? null : implode(',', Native::listSetting($trustedProxies, 'trusted_proxies'));
         $configOut = $native->out('sp_receiver_config');
         $native->check($ffi->sp_receiver_config_new($configOut));
         $config = $configOut[0];
         try {
-            foreach (is_array($tokens) ? $tokens : [$tokens] as $token) {
-                // A null token reaches the library, which refuses it ("token: must not be NULL").
+            foreach ($tokenList as $token) {
                 $native->check($ffi->sp_receiver_config_add_token($config, Native::cString($token, 'token')));
             }
-            $native->check($ffi->sp_receiver_config_set_sources($config, Native::cString($sources, 'sources')));
-            if ($trustedProxies !== null) {
-                $native->check($ffi->sp_receiver_config_set_trusted_proxies($config, Native::cString($trustedProxies, 'trusted_proxies')));
+            if ($sourceList !== null) {
+                $native->check($ffi->sp_receiver_config_set_sources($config, Native::cString($sourceList, 'sources')));
+            }
+            if ($proxyList !== null) {
+                $native->check($ffi->sp_receiver_config_set_trusted_proxies($config, Native::cString($proxyList, 'trusted_proxies')));
             }
             if ($maxBodyBytes !== null) {
                 $native->check($ffi->sp_receiver_config_set_max_body_bytes($config, Native::unsigned($maxBodyBytes, 'max_body_bytes')));
@@ -104,8 +120,12 @@ final class Receiver
             if ($indexField !== null) {
                 $native->check($ffi->sp_receiver_config_set_index_field($config, Native::cString($indexField, 'index_field')));
             }
-            $native->check($ffi->sp_receiver_config_set_strict_index($config, $strictIndex));
-            $native->check($ffi->sp_receiver_config_set_reject_unknown_events($config, $rejectUnknownEvents));
+            if ($strictIndex !== null) {
+                $native->check($ffi->sp_receiver_config_set_strict_index($config, $strictIndex));
+            }
+            if ($rejectUnknownEvents !== null) {
+                $native->check($ffi->sp_receiver_config_set_reject_unknown_events($config, $rejectUnknownEvents));
+            }
             if ($balanceWrapper !== null) {
                 $native->check($ffi->sp_receiver_config_set_balance_wrapper($config, Native::cString($balanceWrapper, 'balance_wrapper')));
             }
@@ -116,7 +136,9 @@ final class Receiver
                 // A uint16_t in C: refused here rather than wrapped (65736 would become 200).
                 $native->check($ffi->sp_receiver_config_set_balance_failure_http_status($config, Native::unsigned($balanceFailureHttpStatus, 'balance_failure_http_status', 0xFFFF)));
             }
-            $native->check($ffi->sp_receiver_config_set_omit_empty_error_message($config, $omitEmptyErrorMessage));
+            if ($omitEmptyErrorMessage !== null) {
+                $native->check($ffi->sp_receiver_config_set_omit_empty_error_message($config, $omitEmptyErrorMessage));
+            }
             if ($journal !== null) {
                 $native->check($ffi->sp_receiver_config_set_journal($config, $journal->handle()));
             }

@@ -37,6 +37,9 @@ final class Recovery implements \IteratorAggregate
     /** The most missing indexes one recovery takes on (the library's limit). */
     public const MAX_LIMIT = 1_000_000;
 
+    /** How many missing indexes a recovery takes on when its $limit is null. */
+    public const DEFAULT_LIMIT = 10_000;
+
     /** The owned `sp_recovery *`; null once closed. */
     private ?CData $handle = null;
 
@@ -49,20 +52,23 @@ final class Recovery implements \IteratorAggregate
     private ?RecoveryReport $final = null;
 
     /**
-     * Lists the indexes missing from $receiver's journal, lowest first, at most $limit of them
-     * (1 to 1,000,000); the rest wait for the next recovery. Fetches nothing yet.
+     * Lists the indexes missing from $receiver's journal, lowest first, at most $limit of them;
+     * the rest wait for the next recovery. Fetches nothing yet.
      *
      * @param Receiver $receiver a receiver with a journal: events are validated with its settings
      *     and claimed in its journal
      * @param Client $client its fetch settings (fetchAction, fetchIndexParam, fetchEventKey) say
      *     how an event is fetched; the recovery keeps the native client
+     * @param int|null $limit the most missing indexes this recovery takes on, 1 to 1,000,000
+     *     [10,000]
      *
      * @throws ConfigurationException the receiver has no journal, or a $limit out of range
      *     (field limit)
      * @throws JournalException the journal cannot be read
      */
-    public function __construct(Receiver $receiver, Client $client, int $limit = 10_000)
+    public function __construct(Receiver $receiver, Client $client, ?int $limit = null)
     {
+        $limit ??= self::DEFAULT_LIMIT;
         $native = Native::get();
         $this->native = $native;
         $ffi = $native->ffi;

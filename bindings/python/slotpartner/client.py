@@ -77,6 +77,12 @@ def _read_games(ptr: int) -> list[Game]:
     return games
 
 
+#: The library's retry defaults (``sp_client_config_new``): used for the one of ``retries`` and
+#: ``retry_backoff`` left None when the other is given, since one C setter takes both.
+DEFAULT_RETRIES = 2
+DEFAULT_RETRY_BACKOFF_MS = 200
+
+
 def _milliseconds(seconds: float, name: str) -> int:
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise argument_error(name, f"expected a positive number of seconds, got {seconds!r}")
@@ -90,28 +96,37 @@ class Client(_lib.SharedHandle):
     and use it from every thread. ``close()`` (or leaving a ``with`` block) waits for calls in
     progress on other threads, then frees it; later calls raise ConfigurationError.
 
+    Every setting after ``token`` is optional: None (the default) keeps the library's default,
+    shown in brackets. The environment (``HTTPS_PROXY``, ``SSL_CERT_FILE``...) is never read.
+
     Args:
         base_url: the service's base URL (``https://`` only; the token must not travel in clear).
         token: the partner token (a UUID), sent as ``X-Service-Token``.
-        ca_file, ca_pem: extra CA certificates to trust (PEM file path, PEM text).
-        connect_timeout, timeout: seconds allowed to connect and for a whole call.
-        retries, retry_backoff: how often ``getGames`` is tried again after a connection failure,
-            a time-out or a 5xx answer, and the first wait in seconds (doubling each time).
-            ``call`` is never retried.
+        ca_file: a PEM file of CA certificates to trust as well [none].
+        ca_pem: PEM text (str or bytes) of CA certificates to trust as well [none].
+        connect_timeout: seconds allowed to open a connection, TCP and TLS [5.0].
+        timeout: seconds allowed for a whole call, answer included [15.0].
+        retries: how often ``getGames`` and a ``Recovery``'s fetches are tried again (0 to 10)
+            after a connection failure, a time-out or a 5xx answer [2]; ``call`` is never
+            retried.
+        retry_backoff: the first wait before a retry in seconds, doubling each time; 0 for none
+            [0.2].
         trust_roots: ``"bundled"`` (Mozilla's roots, in the library), ``"system"`` (the OS store)
-            or ``"extra-only"`` (only ``ca_file``/``ca_pem``).
-        proxy: ``http://host:port`` or ``socks5://host:port`` (the environment is never read).
-        max_response_bytes: the largest answer accepted.
-        lenient_games: give a game missing a field that field's empty value instead of failing.
+            or ``"extra-only"`` (only ``ca_file``/``ca_pem``) [``"bundled"``].
+        proxy: ``http://host:port`` or ``socks5://host:port``, optional ``user:password@``
+            [a direct connection].
+        max_response_bytes: the largest answer accepted, at least 1024 [8 MiB].
+        lenient_games: give a game missing a field that field's empty value instead of failing
+            the call [False].
         fetch_action, fetch_index_param, fetch_event_key: how ``Recovery`` fetches a lost event
             again (keyword only). The spec says a lost event "can be obtained later through the
             partner-to-service interface by giving the id of the lost event" but shows neither
             the operation, nor its parameter, nor its answer, so all three are assumptions: the
             request is ``{"action": fetch_action, fetch_index_param: <index>}`` and the answer
             holds the event under ``fetch_event_key`` (``""``: the answer is the event itself).
-            Defaults ``"getEvent"``, ``"index"`` and ``"event"``: ``{"action":"getEvent",
-            "index":42}`` answered ``{"event":{...}}``, as the sandbox serves it. A fetch is
-            retried like ``getGames``; a 404 answer means the service knows no such event.
+            [``"getEvent"``, ``"index"`` and ``"event"``: ``{"action":"getEvent","index":42}``
+            answered ``{"event":{...}}``, as the sandbox serves it.] A fetch is retried like
+            ``getGames``; a 404 answer means the service knows no such event.
 
     Raises ConfigurationError for an unusable setting (``field`` names it).
     """
@@ -124,54 +139,77 @@ class Client(_lib.SharedHandle):
         token: str,
         ca_file: str | None = None,
         ca_pem: str | bytes | None = None,
-        connect_timeout: float = 5.0,
-        timeout: float = 15.0,
-        retries: int = 2,
-        retry_backoff: float = 0.2,
-        trust_roots: str = "bundled",
+        connect_timeout: float | None = None,
+        timeout: float | None = None,
+        retries: int | None = None,
+        retry_backoff: float | None = None,
+        trust_roots: str | None = None,
         proxy: str | None = None,
-        max_response_bytes: int = 8 << 20,
-        lenient_games: bool = False,
+        max_response_bytes: int | None = None,
+        lenient_games: bool | None = None,
         *,
-        fetch_action: str = "getEvent",
-        fetch_index_param: str = "index",
-        fetch_event_key: str = "event",
+        fetch_action: str | None = None,
+        fetch_index_param: str | None = None,
+        fetch_event_key: str | None = None,
     ) -> None:
         self._ptr: int | None = None
         self._lock = threading.Condition()
         self._active = 0
-        roots = _lib.TRUST_ROOTS.get(trust_roots)
-        if roots is None:
-            raise argument_error("trust_roots", f"expected one of {', '.join(_lib.TRUST_ROOTS)}, got {trust_roots!r}")
-        if not 0 <= retries < 2**32:
+        roots = None
+        if trust_roots is not None:
+            roots = _lib.TRUST_ROOTS.get(trust_roots)
+            if roots is None:
+                raise argument_error(
+                    "trust_roots", f"expected one of {', '.join(_lib.TRUST_ROOTS)}, got {trust_roots!r}"
+                )
+        if retries is not None and not 0 <= retries < 2**32:
             raise argument_error("retries", f"expected 0 to 10, got {retries}")
-        if not 0 <= max_response_bytes < 2**64:
+        if max_response_bytes is not None and not 0 <= max_response_bytes < 2**64:
             raise argument_error("max_response_bytes", f"expected a positive integer, got {max_response_bytes}")
-        backoff_ms = 0 if retry_backoff == 0 else _milliseconds(retry_backoff, "retry_backoff")
+        backoff_ms = None
+        if retry_backoff is not None:
+            backoff_ms = 0 if retry_backoff == 0 else _milliseconds(retry_backoff, "retry_backoff")
         pem = ca_pem.encode() if isinstance(ca_pem, str) else ca_pem
         lib = _LIB
+        # (setter, arguments) for each setting given; None keeps the library's default.
+        steps: list[tuple[Any, tuple[Any, ...]]] = []
+        if connect_timeout is not None:
+            steps.append(
+                (lib.sp_client_config_set_connect_timeout_ms, (_milliseconds(connect_timeout, "connect_timeout"),))
+            )
+        if timeout is not None:
+            steps.append((lib.sp_client_config_set_timeout_ms, (_milliseconds(timeout, "timeout"),)))
+        if retries is not None or backoff_ms is not None:
+            # One C setter takes both: the one not given keeps its default.
+            steps.append((
+                lib.sp_client_config_set_retries,
+                (
+                    DEFAULT_RETRIES if retries is None else retries,
+                    DEFAULT_RETRY_BACKOFF_MS if backoff_ms is None else backoff_ms,
+                ),
+            ))  # fmt: skip
+        if roots is not None:
+            steps.append((lib.sp_client_config_set_trust_roots, (roots,)))
+        if max_response_bytes is not None:
+            steps.append((lib.sp_client_config_set_max_response_bytes, (max_response_bytes,)))
+        if lenient_games is not None:
+            steps.append((lib.sp_client_config_set_lenient_games, (lenient_games,)))
+        for setter, value, name in (
+            (lib.sp_client_config_set_fetch_action, fetch_action, "fetch_action"),
+            (lib.sp_client_config_set_fetch_index_param, fetch_index_param, "fetch_index_param"),
+            (lib.sp_client_config_set_fetch_event_key, fetch_event_key, "fetch_event_key"),
+            (lib.sp_client_config_add_ca_file, ca_file, "ca_file"),
+            (lib.sp_client_config_set_proxy, proxy, "proxy"),
+        ):
+            if value is not None:
+                steps.append((setter, (c_text(value, name),)))
+        if pem is not None:
+            steps.append((lib.sp_client_config_add_ca_pem, (pem, len(pem))))
         config = ctypes.c_void_p()
         status = lib.sp_client_config_new(c_text(base_url, "base_url"), c_text(token, "token"), ctypes.byref(config))
         if status:
             raise last_error(status)
         try:
-            steps: list[tuple[Any, tuple[Any, ...]]] = [
-                (lib.sp_client_config_set_connect_timeout_ms, (_milliseconds(connect_timeout, "connect_timeout"),)),
-                (lib.sp_client_config_set_timeout_ms, (_milliseconds(timeout, "timeout"),)),
-                (lib.sp_client_config_set_retries, (retries, backoff_ms)),
-                (lib.sp_client_config_set_trust_roots, (roots,)),
-                (lib.sp_client_config_set_max_response_bytes, (max_response_bytes,)),
-                (lib.sp_client_config_set_lenient_games, (lenient_games,)),
-                (lib.sp_client_config_set_fetch_action, (c_text(fetch_action, "fetch_action"),)),
-                (lib.sp_client_config_set_fetch_index_param, (c_text(fetch_index_param, "fetch_index_param"),)),
-                (lib.sp_client_config_set_fetch_event_key, (c_text(fetch_event_key, "fetch_event_key"),)),
-            ]
-            if ca_file is not None:
-                steps.append((lib.sp_client_config_add_ca_file, (c_text(ca_file, "ca_file"),)))
-            if pem is not None:
-                steps.append((lib.sp_client_config_add_ca_pem, (pem, len(pem))))
-            if proxy is not None:
-                steps.append((lib.sp_client_config_set_proxy, (c_text(proxy, "proxy"),)))
             for setter, args in steps:
                 status = setter(config, *args)
                 if status:
@@ -265,7 +303,6 @@ class Client(_lib.SharedHandle):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
 
 
 __all__ = ["Client", "Game"]

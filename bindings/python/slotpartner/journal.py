@@ -68,22 +68,25 @@ class Journal(_lib.SharedHandle):
     if absent) or ``postgres://USER@HOST/DATABASE`` (callbacks landing on several hosts). The
     schema is created on first open.
 
+    Every setting after ``url`` is optional (keyword only): None (the default) keeps the
+    library's default, shown in brackets.
+
     Args:
         url: where the journal lives.
         lease_ms: how long a claim is held for a worker that neither finishes nor abandons it
-            (it died) before the next delivery takes it over as attempt 2 (1 ms to 24 h; default
-            30000). Longer than the partner's longest handling, shorter than the service's retry
-            interval.
+            (it died) before the next delivery takes it over as attempt 2, 1 ms to 24 h
+            [30000]. Longer than the partner's longest handling, shorter than the service's
+            retry interval.
         busy_wait_ms: how long ``Event.begin`` waits for another worker's live claim on the same
-            delivery before raising BusyError (at most 24 h; default 2000).
+            delivery before raising BusyError, at most 24 h [2000].
         durable: flush a stored reply to disk before ``finish`` returns (SQLite
-            ``synchronous=FULL``, PostgreSQL ``synchronous_commit=on``; default True). False:
-            it survives a crash of the process, not of the machine.
-        first_index: the index gap detection counts from (stored in the journal); None for the
-            lowest index seen (the default).
-        max_reply_bytes: the largest reply ``finish`` stores (default 65536).
+            ``synchronous=FULL``, PostgreSQL ``synchronous_commit=on``) [True]. False: it
+            survives a crash of the process, not of the machine.
+        first_index: the index gap detection counts from (stored in the journal) [the lowest
+            index seen].
+        max_reply_bytes: the largest reply ``finish`` stores, at least 1 [65536].
         lock_timeout_ms: how long one statement waits for a lock another process holds (SQLite's
-            busy time-out, PostgreSQL's ``lock_timeout`` and connect time-out; default 5000).
+            busy time-out, PostgreSQL's ``lock_timeout`` and connect time-out) [5000].
 
     Raises:
         ConfigurationError: an unusable URL (field ``journal_url``) or setting (its name).
@@ -104,39 +107,50 @@ class Journal(_lib.SharedHandle):
         self,
         url: str,
         *,
-        lease_ms: int = 30_000,
-        busy_wait_ms: int = 2_000,
-        durable: bool = True,
+        lease_ms: int | None = None,
+        busy_wait_ms: int | None = None,
+        durable: bool | None = None,
         first_index: int | None = None,
-        max_reply_bytes: int = 65_536,
-        lock_timeout_ms: int = 5_000,
+        max_reply_bytes: int | None = None,
+        lock_timeout_ms: int | None = None,
     ) -> None:
         self._ptr = None
         self._lock = threading.Condition()
         self._active = 0
         day = 24 * 3600 * 1000
-        steps: list[tuple[Any, Any]] = [
-            (_LIB.sp_journal_config_set_lease_ms, _check_range(lease_ms, "lease_ms", 0, 2**64 - 1, f"1 to {day} ms")),
+        # (setter, value) for each setting given; None keeps the library's default.
+        settings: list[tuple[Any, Any]] = [
+            (
+                _LIB.sp_journal_config_set_lease_ms,
+                None if lease_ms is None else _check_range(lease_ms, "lease_ms", 0, 2**64 - 1, f"1 to {day} ms"),
+            ),
             (
                 _LIB.sp_journal_config_set_busy_wait_ms,
-                _check_range(busy_wait_ms, "busy_wait_ms", 0, 2**64 - 1, f"0 to {day} ms"),
+                None
+                if busy_wait_ms is None
+                else _check_range(busy_wait_ms, "busy_wait_ms", 0, 2**64 - 1, f"0 to {day} ms"),
             ),
-            (_LIB.sp_journal_config_set_durable, bool(durable)),
+            (_LIB.sp_journal_config_set_durable, None if durable is None else bool(durable)),
             (
                 _LIB.sp_journal_config_set_first_index,
-                -1
+                None
                 if first_index is None
                 else _check_range(first_index, "first_index", 0, 2**63 - 1, "a non-negative integer or None"),
             ),
             (
                 _LIB.sp_journal_config_set_max_reply_bytes,
-                _check_range(max_reply_bytes, "max_reply_bytes", 0, 2**63 - 1, "a positive integer"),
+                None
+                if max_reply_bytes is None
+                else _check_range(max_reply_bytes, "max_reply_bytes", 0, 2**63 - 1, "a positive integer"),
             ),
             (
                 _LIB.sp_journal_config_set_lock_timeout_ms,
-                _check_range(lock_timeout_ms, "lock_timeout_ms", 0, 2**64 - 1, "a number of milliseconds"),
+                None
+                if lock_timeout_ms is None
+                else _check_range(lock_timeout_ms, "lock_timeout_ms", 0, 2**64 - 1, "a number of milliseconds"),
             ),
         ]
+        steps = [(setter, value) for setter, value in settings if value is not None]
         config = ctypes.c_void_p()
         status = _LIB.sp_journal_config_new(c_text(url, "journal_url"), ctypes.byref(config))
         if status:

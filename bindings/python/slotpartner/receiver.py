@@ -8,7 +8,7 @@ from typing import Any
 
 from . import _lib
 from .errors import argument_error, last_error
-from .events import Event, ReplySettings, read_event
+from .events import DEFAULT_REPLY_SETTINGS, Event, ReplySettings, read_event
 from .journal import Journal
 from .replies import c_text
 
@@ -27,6 +27,46 @@ def _header(value: str | bytes | bytearray | memoryview | None) -> bytes | None:
     return data.replace(b"\0", b"\xff") if b"\0" in data else data
 
 
+#: What a list-valued setting's blanks are trimmed of (the same characters in every binding).
+_BLANKS = " \t\r\n\f\v"
+
+
+def list_setting(value: object, field: str) -> list[str]:
+    """The items of a list-valued setting (``tokens``, ``sources``, ``trusted_proxies``).
+
+    ``value`` is one comma-separated string (``"staging, 10.1.2.0/24"``) or an iterable of
+    strings (``["staging", "10.1.2.0/24"]``), one item per string; each item is trimmed of
+    blanks. Returns ``[]`` for an empty value (a blank string or an empty list), which the
+    library refuses for tokens and sources as it does in C and takes as none for trusted
+    proxies. Raises ConfigurationError naming ``field`` for a malformed value: an item that is
+    empty (a stray comma), not a string, or a list item holding a comma.
+    """
+    if isinstance(value, str):
+        if not value.strip(_BLANKS):
+            return []
+        items: list[object] = list(value.split(","))
+        where = "between commas"
+    elif isinstance(value, (bytes, bytearray, memoryview)) or not isinstance(value, Iterable):
+        raise argument_error(
+            field, f"expected a comma-separated string or a list of strings, got {type(value).__name__}"
+        )
+    else:
+        items = list(value)
+        where = "of the list"
+        for number, item in enumerate(items, 1):
+            if not isinstance(item, str):
+                raise argument_error(field, f"item {number} of the list is {type(item).__name__}, not a string")
+            if "," in item:
+                raise argument_error(field, f"item {number} of the list holds a comma: give one value per item")
+    result = []
+    for number, item in enumerate(items, 1):
+        text = str(item).strip(_BLANKS)
+        if not text:
+            raise argument_error(field, f"item {number} {where} is empty")
+        result.append(text)
+    return result
+
+
 class Receiver(_lib.SharedHandle):
     """A configured callback receiver, immutable and safe to share between threads.
 
@@ -35,34 +75,46 @@ class Receiver(_lib.SharedHandle):
         receiver = Receiver("6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f", sources="production")
         event = receiver.handle(token_header, remote_addr, body)
 
+    Every setting but ``tokens`` is optional: None (the default) keeps the library's default,
+    shown in brackets. The list-valued settings (``tokens``, ``sources``, ``trusted_proxies``)
+    take one comma-separated string or a list of strings, each item trimmed of blanks; an empty
+    item (a stray comma), an item that is not a string, or a list item holding a comma is
+    refused naming the setting. An empty value (``""``, ``[]``) is refused for ``tokens`` and
+    ``sources`` and means none for ``trusted_proxies``.
+
     Args:
-        tokens: the partner token (a UUID), or up to two of them during a rotation (None is
-            refused like a NULL token in C, so that an unset variable reports itself).
-        sources: ``"any"``, or a comma-separated list of ``staging``, ``production`` (the spec's
-            addresses), IPv4/IPv6 addresses and CIDR ranges.
-        trusted_proxies: comma-separated addresses and ranges whose ``X-Forwarded-For`` is
-            believed (empty: never).
-        max_body_bytes, max_depth, max_identifier_bytes: limits (64 KiB, 32 levels, 256 bytes).
-        index_field: the name of the service's event index field (default ``"index"``).
+        tokens: the partner token (a UUID), or two during a rotation (``"A, B"`` or
+            ``[A, B]``). Required: None is refused like a NULL token in C (``token: must not
+            be NULL``), so that an unset variable reports itself. Errors name the field
+            ``token``, as the library's do.
+        sources: ``"any"``, or ``staging``, ``production`` (the spec's addresses), IPv4/IPv6
+            addresses and CIDR ranges [``"production"``].
+        trusted_proxies: addresses and ranges whose ``X-Forwarded-For`` is believed [none; an
+            empty value means none too].
+        max_body_bytes: the largest body accepted, at least 2 [65536].
+        max_depth: the deepest nesting accepted, 1 to 100, the top-level object being 1 [32].
+        max_identifier_bytes: the longest identifier or code accepted, at least 1 [256].
+        index_field: the name of the service's event index field [``"index"``].
+        reject_unknown_events: refuse events other than refund, payout and balance query
+            (ValidationError, HTTP 400) instead of passing them through as ``OtherEvent``
+            [False].
+        balance_wrapper: the balance reply's wrapper key [``"playerBalance"``].
+        balance_currency: the balance reply's currency when none is named [``"EUR"``].
+        omit_empty_error_message: leave ``errorMessage`` out of successful replies [False].
         strict_index: refuse an event whose index field is present but not a non-negative
             integer (``"42"``, ``-1``, ``1.5``) with a ValidationError naming the field (HTTP 200,
-            the event's wrapper, ``success`` false). Default False: such an event is handled
-            with ``index`` None and ``index_unreadable`` True, the raw value in ``extra``.
-        reject_unknown_events: refuse events other than refund, payout and balance query
-            (ValidationError, HTTP 400) instead of passing them through as ``OtherEvent``.
-        balance_wrapper, balance_currency: the balance reply's wrapper key and default currency
-            (``"playerBalance"``, ``"EUR"``).
+            the event's wrapper, ``success`` false) [False: such an event is handled with
+            ``index`` None and ``index_unreadable`` True, the raw value in ``extra``].
         balance_failure_http_status: the HTTP status a refused balance query is answered with
             (``event.reply_http_status`` after ``reply(False, ...)``, and ``http_status`` of a
-            balance query refused by validation): 200, or 400 to 599. Default 500, so that no
-            client reads the answer as a wallet; the body states no balance either way:
+            balance query refused by validation): 200, or 400 to 599 [500, so that no client
+            reads the answer as a wallet]; the body states no balance either way:
             ``{"playerBalance":{"errorMessage":"..."}}``.
-        omit_empty_error_message: leave ``errorMessage`` out of successful replies.
         journal: a ``Journal`` that the receiver's deliveries go through (keyword only): its
             events can be claimed with ``event.begin()``, and a body refused by validation whose
             index can be read is recorded as seen and refused (not reported missing). The
             receiver keeps the library's journal open: close the ``Journal`` whenever you like.
-            Default None: no journal.
+            [None: no journal].
 
     Raises ConfigurationError for an unusable setting (``field`` names it).
 
@@ -81,60 +133,75 @@ class Receiver(_lib.SharedHandle):
     def __init__(
         self,
         tokens: str | Iterable[str] | None,
-        sources: str = "production",
-        trusted_proxies: str = "",
-        max_body_bytes: int = 65536,
-        max_depth: int = 32,
-        max_identifier_bytes: int = 256,
-        index_field: str = "index",
-        reject_unknown_events: bool = False,
-        balance_wrapper: str = "playerBalance",
-        balance_currency: str = "EUR",
-        omit_empty_error_message: bool = False,
-        strict_index: bool = False,
-        balance_failure_http_status: int = 500,
+        sources: str | Iterable[str] | None = None,
+        trusted_proxies: str | Iterable[str] | None = None,
+        max_body_bytes: int | None = None,
+        max_depth: int | None = None,
+        max_identifier_bytes: int | None = None,
+        index_field: str | None = None,
+        reject_unknown_events: bool | None = None,
+        balance_wrapper: str | None = None,
+        balance_currency: str | None = None,
+        omit_empty_error_message: bool | None = None,
+        strict_index: bool | None = None,
+        balance_failure_http_status: int | None = None,
         *,
         journal: Journal | None = None,
     ) -> None:
         self._ptr = None
-        token_list: list[str | None] = [tokens] if tokens is None or isinstance(tokens, str) else list(tokens)
+        token_list: list[str | None]
+        if tokens is None:
+            token_list = [None]  # the library refuses it: "token: must not be NULL", as in C
+        else:
+            # A blank string reaches the library as it is, which refuses it as it does in C.
+            token_list = list(list_setting(tokens, "token") or ([tokens] if isinstance(tokens, str) else []))
+        source_list = None if sources is None else list_setting(sources, "sources")
+        proxy_list = None if trusted_proxies is None else list_setting(trusted_proxies, "trusted_proxies")
         for name, value in (
             ("max_body_bytes", max_body_bytes),
             ("max_depth", max_depth),
             ("max_identifier_bytes", max_identifier_bytes),
         ):
-            if not 0 <= value < 2**63:
+            if value is not None and not 0 <= value < 2**63:
                 raise argument_error(name, f"expected a non-negative integer, got {value}")
         # A uint16_t in C: a larger value would wrap silently (65736 -> 200), so refuse it here.
-        if not 0 <= balance_failure_http_status <= 0xFFFF:
+        if balance_failure_http_status is not None and not 0 <= balance_failure_http_status <= 0xFFFF:
             raise argument_error(
                 "balance_failure_http_status",
                 f"expected 200 or an error status from 400 to 599, got {balance_failure_http_status}",
             )
         lib = _LIB
+        # (setter, value) for each setting given; None keeps the library's default.
+        settings: list[tuple[Any, Any]] = [
+            (
+                lib.sp_receiver_config_set_sources,
+                None if source_list is None else c_text(",".join(source_list), "sources"),
+            ),
+            (
+                lib.sp_receiver_config_set_trusted_proxies,
+                None if proxy_list is None else c_text(",".join(proxy_list), "trusted_proxies"),
+            ),
+            (lib.sp_receiver_config_set_max_body_bytes, max_body_bytes),
+            (lib.sp_receiver_config_set_max_depth, max_depth),
+            (lib.sp_receiver_config_set_max_identifier_bytes, max_identifier_bytes),
+            (lib.sp_receiver_config_set_index_field, c_text(index_field, "index_field")),
+            (lib.sp_receiver_config_set_strict_index, strict_index),
+            (lib.sp_receiver_config_set_reject_unknown_events, reject_unknown_events),
+            (lib.sp_receiver_config_set_balance_wrapper, c_text(balance_wrapper, "balance_wrapper")),
+            (lib.sp_receiver_config_set_balance_currency, c_text(balance_currency, "balance_currency")),
+            (lib.sp_receiver_config_set_balance_failure_http_status, balance_failure_http_status),
+            (lib.sp_receiver_config_set_omit_empty_error_message, omit_empty_error_message),
+        ]
+        steps: list[tuple[Any, Any]] = [(lib.sp_receiver_config_add_token, c_text(t, "token")) for t in token_list]
+        steps += [(setter, value) for setter, value in settings if value is not None]
+        if journal is not None:
+            if not isinstance(journal, Journal):
+                raise argument_error("journal", f"expected a slotpartner.Journal, got {type(journal).__name__}")
+            steps.append((lib.sp_receiver_config_set_journal, journal._pointer()))
         config = ctypes.c_void_p()
         if lib.sp_receiver_config_new(ctypes.byref(config)):
             raise last_error(_lib.SP_ERR_INVALID_ARGUMENT)
         try:
-            steps: list[tuple[Any, Any]] = [(lib.sp_receiver_config_add_token, c_text(t, "token")) for t in token_list]
-            steps += [
-                (lib.sp_receiver_config_set_sources, c_text(sources, "sources")),
-                (lib.sp_receiver_config_set_trusted_proxies, c_text(trusted_proxies, "trusted_proxies")),
-                (lib.sp_receiver_config_set_max_body_bytes, max_body_bytes),
-                (lib.sp_receiver_config_set_max_depth, max_depth),
-                (lib.sp_receiver_config_set_max_identifier_bytes, max_identifier_bytes),
-                (lib.sp_receiver_config_set_index_field, c_text(index_field, "index_field")),
-                (lib.sp_receiver_config_set_strict_index, strict_index),
-                (lib.sp_receiver_config_set_reject_unknown_events, reject_unknown_events),
-                (lib.sp_receiver_config_set_balance_wrapper, c_text(balance_wrapper, "balance_wrapper")),
-                (lib.sp_receiver_config_set_balance_currency, c_text(balance_currency, "balance_currency")),
-                (lib.sp_receiver_config_set_balance_failure_http_status, balance_failure_http_status),
-                (lib.sp_receiver_config_set_omit_empty_error_message, omit_empty_error_message),
-            ]
-            if journal is not None:
-                if not isinstance(journal, Journal):
-                    raise argument_error("journal", f"expected a slotpartner.Journal, got {type(journal).__name__}")
-                steps.append((lib.sp_receiver_config_set_journal, journal._pointer()))
             for setter, value in steps:
                 status = setter(config, value)
                 if status:
@@ -146,8 +213,14 @@ class Receiver(_lib.SharedHandle):
         finally:
             lib.sp_receiver_config_free(config)
         self._ptr = receiver.value
+        defaults = DEFAULT_REPLY_SETTINGS
         self._replies = ReplySettings(
-            balance_wrapper, balance_currency, omit_empty_error_message, balance_failure_http_status
+            defaults.balance_wrapper if balance_wrapper is None else balance_wrapper,
+            defaults.balance_currency if balance_currency is None else balance_currency,
+            defaults.omit_empty_error_message if omit_empty_error_message is None else bool(omit_empty_error_message),
+            defaults.balance_failure_http_status
+            if balance_failure_http_status is None
+            else balance_failure_http_status,
         )
 
     def handle(
@@ -215,4 +288,3 @@ class Receiver(_lib.SharedHandle):
         if status:
             raise last_error(status)
         return read_event(out.pointer.value, self._replies)  # type: ignore[arg-type]  # set on success
-

@@ -27,7 +27,7 @@ import ctypes
 import enum
 import threading
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from . import _lib
 from .client import Client
@@ -43,6 +43,8 @@ _next = _LIB.sp_recovery_next
 
 #: The most missing indexes one recovery takes on (the library's limit).
 MAX_RECOVERY_LIMIT = _lib.MAX_RECOVERY_LIMIT
+#: How many missing indexes a recovery takes on when its ``limit`` is None.
+DEFAULT_RECOVERY_LIMIT = 10_000
 
 
 class RecoveryReason(enum.IntEnum):
@@ -68,7 +70,7 @@ class RecoveryFailure(NamedTuple):
     or the HTTP status (``getEvent: HTTP 500 ...``).
     """
 
-    index: int
+    index: int  # type: ignore[assignment,unused-ignore]  # shadows tuple.index, as the field's name
     reason: RecoveryReason
     status_name: str
     message: str
@@ -124,8 +126,8 @@ class Recovery:
         client: the ``Client`` whose fetch settings (``fetch_action``, ``fetch_index_param``,
             ``fetch_event_key``) say how to fetch an event. It may be closed once the recovery
             is created (the recovery keeps the library's client).
-        limit: the most missing indexes this recovery takes on, lowest first (1 to 1,000,000;
-            default 10,000); the rest wait for the next one.
+        limit: the most missing indexes this recovery takes on, lowest first, 1 to 1,000,000
+            (None: the default, 10,000); the rest wait for the next one.
 
     Raises:
         ConfigurationError: the receiver has no journal, a closed client, a bad ``limit``.
@@ -151,7 +153,7 @@ class Recovery:
     _ptr: int | None
     _final: RecoveryReport | None
 
-    def __init__(self, receiver: Receiver, client: Client, limit: int = 10_000) -> None:
+    def __init__(self, receiver: Receiver, client: Client, limit: int | None = None) -> None:
         self._ptr = None
         self._lock = threading.Lock()
         self._final = None
@@ -159,6 +161,8 @@ class Recovery:
             raise argument_error("receiver", f"expected a slotpartner.Receiver, got {type(receiver).__name__}")
         if not isinstance(client, Client):
             raise argument_error("client", f"expected a slotpartner.Client, got {type(client).__name__}")
+        if limit is None:
+            limit = DEFAULT_RECOVERY_LIMIT
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECOVERY_LIMIT:
             raise argument_error("limit", f"expected 1 to {MAX_RECOVERY_LIMIT}, got {limit!r}")
         self._replies = receiver._replies
@@ -241,7 +245,7 @@ class Recovery:
             self._ptr = None
             _free(ptr)  # type: ignore[operator]
 
-    def __reduce__(self) -> object:
+    def __reduce__(self) -> NoReturn:
         raise TypeError("a Recovery cannot be pickled or copied")
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,7 +32,7 @@ def fixture(name: str) -> bytes:
     return (FIXTURES / f"{name}.json").read_bytes()
 
 
-def wait_for(condition, timeout: float = 20.0, what: str = "condition") -> None:
+def wait_for(condition: Callable[[], object], timeout: float = 20.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
