@@ -12,8 +12,8 @@ use FFI;
  * Order: the FFI scope "SLOTPARTNER" when preloading declared it (opcache.preload of
  * preload.php, or ffi.preload of the header bin/slotpartner-preload-header writes); otherwise
  * FFI::cdef() of slotpartner_ffi.h with the library at $SLOTPARTNER_LIB (a file path), else the
- * checkout's target/release/libslotpartner.so, else "libslotpartner.so" through the system
- * loader (ld.so.conf, LD_LIBRARY_PATH).
+ * checkout's target/release/libslotpartner.so, else "libslotpartner.so.0" (the SONAME an installed
+ * library is loaded by) through the system loader (ld.so.conf, LD_LIBRARY_PATH).
  *
  * The loaded FFI object is never freed: the library stays mapped for the life of the process.
  */
@@ -25,8 +25,11 @@ final class Library
     /** Environment variable naming the shared library file. */
     public const ENV_LIBRARY = 'SLOTPARTNER_LIB';
 
-    /** File name the system loader looks for when nothing else is found. */
-    public const SONAME = 'libslotpartner.so';
+    /** File name the system loader looks for when nothing else is found: the installed SONAME. */
+    public const SONAME = 'libslotpartner.so.0';
+
+    /** The library's file name in a checkout's target/release. */
+    public const BUILT_NAME = 'libslotpartner.so';
 
     private static ?FFI $ffi = null;
 
@@ -60,7 +63,7 @@ final class Library
         if (is_string($fromEnv) && $fromEnv !== '') {
             return $fromEnv;
         }
-        $checkout = dirname(__DIR__, 3) . '/target/release/' . self::SONAME;
+        $checkout = dirname(__DIR__, 3) . '/target/release/' . self::BUILT_NAME;
         if (is_file($checkout)) {
             return $checkout;
         }

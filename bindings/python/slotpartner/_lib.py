@@ -11,7 +11,8 @@ Where the library is found, first match wins:
 2. ``libslotpartner.so`` next to this package (what ``pip install`` puts there);
 3. ``target/release/libslotpartner.so`` of the checkout this package sits in (run from a
    checkout after ``make``);
-4. the system's loader (``make install`` into ``/usr/local/lib``, ``ldconfig``).
+4. the system's loader: ``libslotpartner.so.0`` (the installed SONAME), then ``libslotpartner.so``
+   (``make install`` into ``/usr/local/lib``, ``ldconfig``).
 
 Reading library memory: every string leaves the library as an ``sp_str`` view (pointer and
 length) owned by the object that returned it, and is copied out while that object is alive.
@@ -55,6 +56,9 @@ if sys.maxsize < 2**63 - 1:
 HEADER_VERSION = (0, 1)
 
 LIBRARY_NAME = "libslotpartner.so"
+# The name an installed library is loaded by (its SONAME): a runtime-only package ships this one,
+# not the development link LIBRARY_NAME.
+SONAME = "libslotpartner.so.0"
 
 # sp_status values the binding refers to by name.
 SP_OK = 0
@@ -406,8 +410,9 @@ def _candidates() -> list[str]:
         return [explicit]
     here = Path(__file__).resolve().parent
     found = [here / LIBRARY_NAME, here.parent.parent.parent / "target" / "release" / LIBRARY_NAME]
-    # Last, the bare name: the dynamic loader's own search (LD_LIBRARY_PATH, ld.so.cache).
-    return [str(path) for path in found if path.is_file()] + [LIBRARY_NAME]
+    # Last, the bare names: the dynamic loader's own search (LD_LIBRARY_PATH, ld.so.cache), the
+    # SONAME first.
+    return [str(path) for path in found if path.is_file()] + [SONAME, LIBRARY_NAME]
 
 
 def load() -> ctypes.CDLL:
