@@ -112,6 +112,20 @@ pub fn first_control_char(s: &str) -> Option<char> {
     s.chars().find(|c| c.is_control())
 }
 
+/// `name` when it can serve as a key or name the library writes or matches (a reply wrapper, an
+/// action, a field name): non-empty, without control characters; else an `InvalidArgument` error
+/// naming `field`.
+pub fn checked_name<'a>(field: &str, name: &'a str) -> Result<&'a str> {
+    if name.is_empty() || first_control_char(name).is_some() {
+        return Err(Error::field(
+            ErrorKind::InvalidArgument,
+            field,
+            "must be a non-empty name without control characters",
+        ));
+    }
+    Ok(name)
+}
+
 /// The bytes that can start a control character in UTF-8, for `first_control_char`.
 static CONTROL_LEAD: [bool; 256] = {
     let mut table = [false; 256];

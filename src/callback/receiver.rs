@@ -6,7 +6,7 @@ use ipnet::IpNet;
 
 use crate::callback::auth;
 use crate::callback::event::{self, Event};
-use crate::callback::json::MAX_DEPTH_CEILING;
+use crate::callback::json::{self, MAX_DEPTH_CEILING};
 use crate::callback::options::ParseOptions;
 use crate::callback::reply;
 use crate::callback::response::{self, Response};
@@ -103,7 +103,7 @@ impl ReceiverConfig {
 
     /// Sets the name of the service's consecutive event index field (default `index`).
     pub fn set_index_field(&mut self, name: &str) -> Result<()> {
-        self.parse.index_field = non_empty_name("index_field", name)?;
+        self.parse.index_field = json::checked_name("index_field", name)?.to_owned();
         Ok(())
     }
 
@@ -120,10 +120,7 @@ impl ReceiverConfig {
 
     /// Sets the wrapper key of the balance reply (default `playerBalance`).
     pub fn set_balance_wrapper(&mut self, wrapper: &str) -> Result<()> {
-        reply::check_wrapper(wrapper).map_err(|e| {
-            Error::field(e.kind, "balance_wrapper", "must be a non-empty name without control characters")
-        })?;
-        self.balance_wrapper = wrapper.to_owned();
+        self.balance_wrapper = json::checked_name("balance_wrapper", wrapper)?.to_owned();
         Ok(())
     }
 
@@ -170,17 +167,6 @@ fn at_least(field: &str, value: usize, min: usize) -> Result<usize> {
         return Err(Error::field(ErrorKind::InvalidArgument, field, format!("expected at least {min}, got {value}")));
     }
     Ok(value)
-}
-
-fn non_empty_name(field: &str, name: &str) -> Result<String> {
-    if name.is_empty() || crate::callback::json::first_control_char(name).is_some() {
-        return Err(Error::field(
-            ErrorKind::InvalidArgument,
-            field,
-            "must be a non-empty name without control characters",
-        ));
-    }
-    Ok(name.to_owned())
 }
 
 /// One callback request as the host's web server saw it.

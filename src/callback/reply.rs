@@ -86,15 +86,8 @@ pub fn balance_failure(wrapper: &str, message: &str) -> Result<String> {
 }
 
 /// A wrapper key must be a non-empty name without control characters.
-pub fn check_wrapper(wrapper: &str) -> Result<()> {
-    if wrapper.is_empty() || crate::callback::json::first_control_char(wrapper).is_some() {
-        return Err(Error::field(
-            ErrorKind::InvalidArgument,
-            "wrapper",
-            "must be a non-empty name without control characters",
-        ));
-    }
-    Ok(())
+fn check_wrapper(wrapper: &str) -> Result<()> {
+    crate::callback::json::checked_name("wrapper", wrapper).map(drop)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 
-use crate::callback::json::{excerpt, first_control_char, quoted};
+use crate::callback::json::{excerpt, quoted};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How a lost event is asked for and found in the answer.
@@ -26,19 +26,6 @@ impl Default for FetchSettings {
     fn default() -> Self {
         FetchSettings { action: "getEvent".to_owned(), index_param: "index".to_owned(), event_key: "event".to_owned() }
     }
-}
-
-/// Checks a name a setting gives (`fetch_action`, ...): non-empty, no control characters.
-pub(crate) fn check_name(field: &str, name: &str, may_be_empty: bool) -> Result<String> {
-    if (name.is_empty() && !may_be_empty) || first_control_char(name).is_some() {
-        let problem = if may_be_empty {
-            "must be a name without control characters (empty for the whole answer)"
-        } else {
-            "must be a non-empty name without control characters"
-        };
-        return Err(Error::field(ErrorKind::InvalidArgument, field, problem));
-    }
-    Ok(name.to_owned())
 }
 
 impl FetchSettings {

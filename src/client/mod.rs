@@ -18,7 +18,7 @@ use std::time::Duration;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 
 use crate::callback::auth;
-use crate::callback::json::{excerpt, excerpt_of, quoted};
+use crate::callback::json::{checked_name, excerpt, excerpt_of, quoted};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Where the client finds the certificate authorities it trusts, besides any extra ones.
@@ -183,20 +183,21 @@ impl ClientConfig {
 
     /// The operation that fetches a lost event (default `getEvent`; the spec does not show it).
     pub fn set_fetch_action(&mut self, action: &str) -> Result<()> {
-        self.fetch.action = fetch::check_name("fetch_action", action, false)?;
+        self.fetch.action = checked_name("fetch_action", action)?.to_owned();
         Ok(())
     }
 
     /// The parameter carrying the lost event's index (default `index`).
     pub fn set_fetch_index_param(&mut self, name: &str) -> Result<()> {
-        self.fetch.index_param = fetch::check_name("fetch_index_param", name, false)?;
+        self.fetch.index_param = checked_name("fetch_index_param", name)?.to_owned();
         Ok(())
     }
 
     /// The key of the answer holding the fetched event (default `event`); empty when the answer
     /// is the event itself.
     pub fn set_fetch_event_key(&mut self, key: &str) -> Result<()> {
-        self.fetch.event_key = fetch::check_name("fetch_event_key", key, true)?;
+        self.fetch.event_key =
+            if key.is_empty() { String::new() } else { checked_name("fetch_event_key", key)?.to_owned() };
         Ok(())
     }
 }
@@ -330,13 +331,7 @@ impl Client {
     /// Any action with `params`, a JSON object of its parameters (`{}` for none), sent as
     /// `{"action":<action>, ...params}`. Returns the answer body, which must be JSON. Not retried.
     pub fn call(&self, action: &str, params: &str) -> Result<String> {
-        if action.is_empty() || crate::callback::json::first_control_char(action).is_some() {
-            return Err(Error::field(
-                ErrorKind::InvalidArgument,
-                "action",
-                "must be a non-empty name without control characters",
-            ));
-        }
+        checked_name("action", action)?;
         let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(params)
             .map_err(|e| Error::field(ErrorKind::InvalidArgument, "params", format!("expected a JSON object ({e})")))?;
         if object.contains_key("action") {
