@@ -5,11 +5,11 @@ from __future__ import annotations
 import ctypes
 import json
 import math
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import _lib
+from ._guard import GuardedHandle
 from .errors import ServiceError, argument_error, last_error
 from .replies import c_text
 
@@ -89,7 +89,7 @@ def _milliseconds(seconds: float, name: str) -> int:
     return max(1, round(seconds * 1000))
 
 
-class Client(_lib.SharedHandle):
+class Client(GuardedHandle):
     """A client of the service's action address, safe to share between threads.
 
     The library's client is thread-safe and keeps connections alive between calls: create one
@@ -132,6 +132,7 @@ class Client(_lib.SharedHandle):
     """
 
     _free = _LIB.sp_client_free
+    _noun = "client"
 
     def __init__(
         self,
@@ -152,9 +153,7 @@ class Client(_lib.SharedHandle):
         fetch_index_param: str | None = None,
         fetch_event_key: str | None = None,
     ) -> None:
-        self._ptr: int | None = None
-        self._lock = threading.Condition()
-        self._active = 0
+        self._init_guard()
         roots = None
         if trust_roots is not None:
             roots = _lib.TRUST_ROOTS.get(trust_roots)
@@ -222,30 +221,6 @@ class Client(_lib.SharedHandle):
             lib.sp_client_config_free(config)
         self._ptr = client.value
 
-    # Guarding close() against calls in progress: a call holds a count, close() waits for zero.
-    def _enter(self) -> int:
-        with self._lock:
-            if self._ptr is None:
-                raise argument_error("client", "is closed")
-            self._active += 1
-            return self._ptr
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._active -= 1
-            if not self._active:
-                self._lock.notify_all()
-
-    def _invoke(self, function: Any, *args: Any) -> None:
-        """Calls ``function(client, *args)`` with ``close()`` held off; raises the library's error."""
-        client = self._enter()
-        try:
-            status = function(client, *args)
-        finally:
-            self._leave()
-        if status:
-            raise last_error(status)
-
     def get_games(self, locale: str, game_id: int | None = None) -> list[Game]:
         """``getGames`` in ``locale`` (``"en-US"``; ``"en_US"`` is sent as ``"en-US"``) for one game
         or, with ``game_id`` None, all of them. Blocks (without holding the GIL) for up to the
@@ -288,21 +263,6 @@ class Client(_lib.SharedHandle):
         if not isinstance(answer, dict):
             raise ServiceError(_lib.SP_ERR_BAD_RESPONSE, action, f"{action}: the response is not a JSON object")
         return answer
-
-    def close(self) -> None:
-        """Waits for calls in progress on other threads, then frees the client (idempotent)."""
-        with self._lock:
-            ptr, self._ptr = self._ptr, None
-            while self._active:
-                self._lock.wait()
-        if ptr is not None:
-            _LIB.sp_client_free(ptr)
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 __all__ = ["Client", "Game"]

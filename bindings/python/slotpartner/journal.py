@@ -9,11 +9,11 @@ the journal has seen: counts, and the indexes that never arrived.
 from __future__ import annotations
 
 import ctypes
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 from . import _lib
+from ._guard import GuardedHandle
 from .errors import argument_error, last_error
 from .replies import c_text
 
@@ -60,7 +60,7 @@ def _check_range(value: int, name: str, low: int, high: int, what: str) -> int:
     return value
 
 
-class Journal(_lib.SharedHandle):
+class Journal(GuardedHandle):
     """A delivery journal, safe to share between threads (and, through its storage, between
     processes and hosts).
 
@@ -100,6 +100,7 @@ class Journal(_lib.SharedHandle):
     """
 
     _free = _LIB.sp_journal_free
+    _noun = "journal"
 
     _ptr: int | None
 
@@ -114,9 +115,7 @@ class Journal(_lib.SharedHandle):
         max_reply_bytes: int | None = None,
         lock_timeout_ms: int | None = None,
     ) -> None:
-        self._ptr = None
-        self._lock = threading.Condition()
-        self._active = 0
+        self._init_guard()
         day = 24 * 3600 * 1000
         # (setter, value) for each setting given; None keeps the library's default.
         settings: list[tuple[Any, Any]] = [
@@ -168,39 +167,11 @@ class Journal(_lib.SharedHandle):
             _LIB.sp_journal_config_free(config)
         self._ptr = journal.value
 
-    # Guarding close() against calls in progress, as Client does.
-    def _enter(self) -> int:
-        with self._lock:
-            if self._ptr is None:
-                raise argument_error("journal", "is closed")
-            self._active += 1
-            return self._ptr
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._active -= 1
-            if not self._active:
-                self._lock.notify_all()
-
-    def _pointer(self) -> int:
-        """The library's ``sp_journal *`` (for ``Receiver``; raises ConfigurationError once
-        closed). The receiver keeps its own reference: the journal may be closed afterwards."""
-        with self._lock:
-            if self._ptr is None:
-                raise argument_error("journal", "is closed")
-            return self._ptr
-
     def status(self) -> JournalStatus:
         """The journal's counts and gap figures (one foreign call). Raises JournalError when the
         storage fails."""
         out = _lib.sp_journal_stats()
-        journal = self._enter()
-        try:
-            status = _LIB.sp_journal_status(journal, ctypes.byref(out))
-            if status:
-                raise last_error(status)
-        finally:
-            self._leave()
+        self._invoke(_LIB.sp_journal_status, ctypes.byref(out))
         return JournalStatus(
             handled=out.handled,
             replayed=out.replayed,
@@ -220,13 +191,7 @@ class Journal(_lib.SharedHandle):
         ``sp_index_ranges_free``). Raises JournalError when the storage fails."""
         _check_range(limit, "limit", 1, MAX_MISSING_LIMIT, f"1 to {MAX_MISSING_LIMIT}")
         out = ctypes.c_void_p()
-        journal = self._enter()
-        try:
-            status = _LIB.sp_journal_missing(journal, limit, ctypes.byref(out))
-            if status:
-                raise last_error(status)
-        finally:
-            self._leave()
+        self._invoke(_LIB.sp_journal_missing, limit, ctypes.byref(out))
         address = out.value
         assert address
         try:
@@ -236,22 +201,6 @@ class Journal(_lib.SharedHandle):
             return [(first, last) for first, last in _RANGE.iter_unpack(_MEMORY[ptr : ptr + count * _RANGE.size])]
         finally:
             _LIB.sp_index_ranges_free(address)
-
-    def close(self) -> None:
-        """Waits for calls in progress on other threads, then frees the journal (idempotent).
-        Receivers it was given to keep it open until they are freed."""
-        with self._lock:
-            ptr, self._ptr = self._ptr, None
-            while self._active:
-                self._lock.wait()
-        if ptr is not None:
-            _LIB.sp_journal_free(ptr)
-
-    def __enter__(self) -> Journal:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 __all__ = ["Journal", "JournalStatus"]
