@@ -6,14 +6,18 @@
 //! `cargo test --test journal -- --ignored --nocapture throughput` prints deliveries per second
 //! through begin + finish on both backends.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use slotpartner::journal::{Begin, Claim, Delivery, Journal, JournalOptions, RecordState};
 use slotpartner::{ErrorKind, ParseOptions, parse};
+
+#[path = "e2e/cluster.rs"]
+mod cluster;
+use cluster::{Cluster, TempDir, free_port, unprivileged_prefix};
 
 // ---------------------------------------------------------------------------------------------
 // Deliveries
@@ -105,31 +109,11 @@ impl Backend for Postgres {
         "postgres"
     }
     fn url(&self, behaviour: &str) -> String {
-        let mut admin = self.cluster.client();
-        admin.batch_execute(&format!("CREATE SCHEMA {behaviour}")).unwrap();
-        format!("{}?options=-csearch_path%3D{behaviour}", self.cluster.url())
+        self.cluster.schema_url(behaviour)
     }
     fn set_schema_version(&self, url: &str, version: i64) {
         let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
         client.execute("UPDATE sp_journal_meta SET value = $1 WHERE key = 'schema_version'", &[&version]).unwrap();
-    }
-}
-
-/// A directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(prefix: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-        let path = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -177,7 +161,7 @@ fn sqlite_conformance() {
 
 #[test]
 fn postgres_conformance() {
-    let Some(cluster) = Cluster::start() else { return };
+    let Some(cluster) = Cluster::start("PostgreSQL half") else { return };
     run_suite(&Postgres { cluster });
 }
 
@@ -538,13 +522,13 @@ fn read_only_sqlite_file_is_a_clear_error() {
     let copy = dir.0.join("copy.db");
     std::fs::copy(&path, &copy).unwrap();
     std::fs::set_permissions(&copy, std::fs::metadata(&path).unwrap().permissions()).unwrap();
-    let mut command = match unprivileged() {
-        Some(Unprivileged::Root(runner)) => {
-            let mut command = Command::new(runner[0]);
-            command.args(&runner[1..]).arg(std::env::current_exe().unwrap());
+    let mut command = match unprivileged_prefix().as_deref() {
+        Some([runner, args @ ..]) => {
+            let mut command = Command::new(runner);
+            command.args(args).arg(std::env::current_exe().unwrap());
             command
         }
-        Some(Unprivileged::Already) => Command::new(std::env::current_exe().unwrap()),
+        Some([]) => Command::new(std::env::current_exe().unwrap()),
         None => {
             println!("SKIP read-only SQLite file: running as root without runuser or setpriv to drop privileges");
             return;
@@ -587,156 +571,6 @@ fn unreachable_postgres_is_a_clear_error() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A throw-away PostgreSQL cluster
-
-enum Unprivileged {
-    /// Running as root: prefix commands with this to run them as `nobody`.
-    Root(Vec<&'static str>),
-    Already,
-}
-
-fn unprivileged() -> Option<Unprivileged> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        return Some(Unprivileged::Already);
-    }
-    let found =
-        |tool: &str| ["/usr/sbin", "/usr/bin", "/sbin", "/bin"].iter().any(|d| Path::new(d).join(tool).exists());
-    if found("runuser") {
-        Some(Unprivileged::Root(vec!["runuser", "-u", "nobody", "--"]))
-    } else if found("setpriv") {
-        Some(Unprivileged::Root(vec!["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]))
-    } else {
-        None
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// The newest `/usr/lib/postgresql/*/bin` that has `initdb` and `pg_ctl`.
-fn postgres_bin() -> Option<PathBuf> {
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let version = entry.file_name().to_str()?.split('.').next()?.parse().ok()?;
-            let bin = entry.path().join("bin");
-            (bin.join("initdb").exists() && bin.join("pg_ctl").exists()).then_some((version, bin))
-        })
-        .collect();
-    found.sort();
-    found.pop().map(|(_, bin)| bin)
-}
-
-/// A cluster in a temporary folder owned by the unprivileged user, listening on loopback; stopped
-/// and removed when dropped (also when a test panics).
-struct Cluster {
-    bin: PathBuf,
-    runner: Vec<&'static str>,
-    dir: TempDir,
-    port: u16,
-}
-
-impl Cluster {
-    /// Starts a cluster, or prints a SKIP line naming what is missing and returns `None`.
-    fn start() -> Option<Cluster> {
-        let Some(bin) = postgres_bin() else {
-            println!(
-                "SKIP PostgreSQL half: no initdb and pg_ctl under /usr/lib/postgresql/*/bin (Debian package `postgresql`)"
-            );
-            return None;
-        };
-        let runner = match unprivileged() {
-            Some(Unprivileged::Root(runner)) => runner,
-            Some(Unprivileged::Already) => Vec::new(),
-            None => {
-                println!(
-                    "SKIP PostgreSQL half: running as root and neither runuser nor setpriv is there to run PostgreSQL as nobody"
-                );
-                return None;
-            }
-        };
-        let dir = TempDir::new("slotpartner-pg");
-        if !runner.is_empty() {
-            let id = |flag: &str| -> u32 {
-                let out = Command::new("id").args([flag, "nobody"]).output().expect("id");
-                String::from_utf8_lossy(&out.stdout).trim().parse().expect("nobody's id")
-            };
-            std::os::unix::fs::chown(&dir.0, Some(id("-u")), Some(id("-g"))).expect("chown the cluster folder");
-        }
-        let cluster = Cluster { bin, runner, dir, port: free_port() };
-        let data = cluster.dir.0.join("data");
-        cluster
-            .run("initdb", &["-D", data.to_str().unwrap(), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"]);
-        let server_options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=50",
-            cluster.port,
-            cluster.dir.0.display()
-        );
-        let log = cluster.dir.0.join("log");
-        cluster.run(
-            "pg_ctl",
-            &[
-                "-D",
-                data.to_str().unwrap(),
-                "-l",
-                log.to_str().unwrap(),
-                "-w",
-                "-t",
-                "30",
-                "-o",
-                &server_options,
-                "start",
-            ],
-        );
-        Some(cluster)
-    }
-
-    fn command(&self, tool: &str) -> Command {
-        let tool = self.bin.join(tool);
-        let mut command = match self.runner.split_first() {
-            Some((runner, args)) => {
-                let mut command = Command::new(runner);
-                command.args(args).arg(tool);
-                command
-            }
-            None => Command::new(tool),
-        };
-        command.current_dir(&self.dir.0).stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, tool: &str, args: &[&str]) {
-        let output = self.command(tool).args(args).output().unwrap_or_else(|e| panic!("{tool}: {e}"));
-        if !output.status.success() {
-            let log = std::fs::read_to_string(self.dir.0.join("log")).unwrap_or_default();
-            panic!(
-                "{tool} failed: {}\n{}\n{log}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect to the test cluster")
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let data = self.dir.0.join("data");
-        let _ = self.command("pg_ctl").args(["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]).output();
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Throughput (not a timed test: it prints)
 
 fn throughput(url: &str, threads: usize, per_thread: usize, offset: i64) -> f64 {
@@ -764,7 +598,7 @@ fn throughput_begin_finish() {
     let sqlite = format!("sqlite:{}", dir.0.join("bench.db").display());
     println!("sqlite, 1 thread:   {:.0} deliveries/s", throughput(&sqlite, 1, 3000, 0));
     println!("sqlite, 4 threads:  {:.0} deliveries/s", throughput(&sqlite, 4, 1000, 100_000));
-    let Some(cluster) = Cluster::start() else { return };
+    let Some(cluster) = Cluster::start("PostgreSQL half") else { return };
     let postgres = cluster.url();
     println!("postgres, 1 thread: {:.0} deliveries/s", throughput(&postgres, 1, 2000, 0));
     println!("postgres, 4 threads: {:.0} deliveries/s", throughput(&postgres, 4, 1000, 100_000));

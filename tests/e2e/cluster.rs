@@ -1,6 +1,6 @@
-//! A throw-away PostgreSQL cluster for tests and benchmarks, shared by `tests/exactly_once.rs`
-//! and `benches/journal.rs` (`#[path]` includes it; it is no test target of its own). The same
-//! approach as `tests/journal.rs`: `initdb` and `pg_ctl` from `/usr/lib/postgresql/*/bin`, run as
+//! A throw-away PostgreSQL cluster for tests and benchmarks, shared by `tests/journal.rs`,
+//! `tests/exactly_once.rs` and `benches/journal.rs` (`#[path]` includes it; it is no test target
+//! of its own): `initdb` and `pg_ctl` from `/usr/lib/postgresql/*/bin`, run as
 //! `nobody` when the caller is root (PostgreSQL refuses root), a temporary folder, a free port on
 //! 127.0.0.1, stopped and removed by `Drop`, also when a test panics.
 #![allow(dead_code)] // each includer uses part of it
