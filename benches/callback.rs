@@ -1,14 +1,19 @@
 //! Cost of one callback through the C ABI (authenticate + parse + validate + read + reply +
-//! free), next to serde_json alone parsing the same body into a plain struct, the least a
-//! hand-written integration would do. Prints ns per callback and the ratio.
+//! free), next to the least a hand-written integration does with the same body: serde_json
+//! parsing it into a plain struct (for a 60 KiB body: `std::str::from_utf8` plus serde_json
+//! skipping the same bytes). Prints medians of alternating rounds, the fastest round beside
+//! them, the ratio, and, where valgrind is on the PATH, instructions per call counted by
+//! callgrind (exact on a noisy machine: judge a change by them).
 //!
 //! Run: `make bench` (or `cargo bench --bench callback`).
 
 use std::hint::black_box;
+use std::process::Command;
 use std::ptr;
 use std::time::Instant;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use slotpartner::ffi::event::{sp_event, sp_event_free, sp_event_reply, sp_event_reply_balance};
 use slotpartner::ffi::receiver::*;
 use slotpartner::ffi::status::sp_status;
@@ -109,44 +114,149 @@ fn through_abi(receiver: *const sp_receiver, body: &[u8]) -> usize {
     }
 }
 
-/// ns per call of `f` over one round.
-fn round(f: &mut impl FnMut() -> usize) -> f64 {
-    const CALLS: usize = 5_000;
-    let start = Instant::now();
-    for _ in 0..CALLS {
-        black_box(f());
-    }
-    start.elapsed().as_nanos() as f64 / CALLS as f64
+/// One row: a body and the peer that reads it.
+struct Case {
+    name: &'static str,
+    body: Vec<u8>,
+    peer: fn(&[u8]) -> usize,
+    peer_name: &'static str,
 }
 
-/// Medians of ns per call of `ours` and `theirs`, measured in alternating rounds so that the
-/// drifting speed of a shared machine weighs on both alike.
-fn measure(mut ours: impl FnMut() -> usize, mut theirs: impl FnMut() -> usize) -> (f64, f64) {
+fn cases() -> Vec<Case> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let load = |name: &str| std::fs::read(root.join(name)).expect("fixture");
+    let payout = load("payout.json");
+    vec![
+        Case {
+            name: "gameSessionBuyRefund",
+            body: load("refund.json"),
+            peer: |b| serde_json::from_slice::<PlainRefund>(b).map(|r| r.game_id as usize).unwrap(),
+            peer_name: "serde_json typed",
+        },
+        Case {
+            name: "jackpotPayout",
+            body: payout.clone(),
+            peer: |b| serde_json::from_slice::<PlainPayout>(b).map(|p| p.game_id as usize).unwrap(),
+            peer_name: "serde_json typed",
+        },
+        Case {
+            name: "getPlayerBalance",
+            body: load("balance.json"),
+            peer: |b| serde_json::from_slice::<PlainBalance>(b).map(|q| q.action.len()).unwrap(),
+            peer_name: "serde_json typed",
+        },
+        Case {
+            name: "jackpotPayout 60 KiB",
+            body: padded(&payout, 60 * 1024),
+            peer: |b| {
+                let text = std::str::from_utf8(b).unwrap();
+                serde_json::from_str::<IgnoredAny>(text).map(|_| text.len()).unwrap()
+            },
+            peer_name: "utf8 + serde skip",
+        },
+    ]
+}
+
+/// `body` (an object) with a field the spec does not define added in front, an array of small
+/// objects, so that the whole is about `size` bytes: a large body the library must check all of.
+fn padded(body: &[u8], size: usize) -> Vec<u8> {
+    let item = br#"{"spin":123456,"symbols":["cherry","bell","seven"],"win":false,"note":"\u00e9t\u00e9"},"#;
+    let mut padding = b"{\"history\":[".to_vec();
+    while padding.len() + item.len() + body.len() + 2 < size {
+        padding.extend_from_slice(item);
+    }
+    padding.pop();
+    padding.extend_from_slice(b"],");
+    padding.extend_from_slice(&body[1..]);
+    padding
+}
+
+/// ns per call of `f` over one round.
+fn round(f: &mut impl FnMut() -> usize, calls: usize) -> f64 {
+    let start = Instant::now();
+    for _ in 0..calls {
+        black_box(f());
+    }
+    start.elapsed().as_nanos() as f64 / calls as f64
+}
+
+/// (median, fastest) of ns per call of `ours` and of `theirs`, measured in alternating rounds so
+/// that the drifting speed of a shared machine weighs on both alike.
+fn measure(calls: usize, mut ours: impl FnMut() -> usize, mut theirs: impl FnMut() -> usize) -> [(f64, f64); 2] {
     const ROUNDS: usize = 41;
-    round(&mut ours);
-    round(&mut theirs);
-    let (mut a, mut b): (Vec<f64>, Vec<f64>) = (0..ROUNDS).map(|_| (round(&mut ours), round(&mut theirs))).unzip();
-    a.sort_by(f64::total_cmp);
-    b.sort_by(f64::total_cmp);
-    (a[ROUNDS / 2], b[ROUNDS / 2])
+    round(&mut ours, calls);
+    round(&mut theirs, calls);
+    let (a, b): (Vec<f64>, Vec<f64>) =
+        (0..ROUNDS).map(|_| (round(&mut ours, calls), round(&mut theirs, calls))).unzip();
+    [a, b].map(|mut t| {
+        t.sort_by(f64::total_cmp);
+        (t[ROUNDS / 2], t[0])
+    })
+}
+
+/// Instructions per call of one side of one case, counted by callgrind as the difference of two
+/// runs of this program (`--instructions-run`) that differ only in their number of calls, so
+/// that start-up and set-up cancel out. `None` when valgrind cannot be run.
+fn instructions(case: usize, side: &str) -> Option<f64> {
+    let run = |calls: usize| -> Option<f64> {
+        let out = Command::new("valgrind")
+            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .arg(std::env::current_exe().ok()?)
+            .args(["--instructions-run", &case.to_string(), side, &calls.to_string()])
+            .output()
+            .ok()?;
+        let log = String::from_utf8_lossy(&out.stderr);
+        let collected = log.lines().find_map(|l| l.split("Collected :").nth(1))?;
+        collected.trim().parse().ok()
+    };
+    Some((run(1100)? - run(100)?) / 1000.0)
 }
 
 fn main() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let load = |name: &str| std::fs::read(root.join(name)).expect("fixture");
-    let (refund, payout, balance) = (load("refund.json"), load("payout.json"), load("balance.json"));
+    let cases = cases();
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--instructions-run") {
+        let (case, side, calls) = (&cases[args[at + 1].parse::<usize>().unwrap()], &args[at + 2], &args[at + 3]);
+        let receiver = receiver();
+        for _ in 0..calls.parse::<usize>().unwrap() {
+            black_box(if side == "ours" {
+                through_abi(receiver, black_box(&case.body))
+            } else {
+                (case.peer)(black_box(&case.body))
+            });
+        }
+        return;
+    }
     let receiver = receiver();
-
-    println!("{:<22} {:>8} {:>14} {:>16} {:>7}", "callback", "bytes", "slotpartner", "serde_json", "ratio");
-    let row = |name: &str, body: &[u8], peer: &dyn Fn(&[u8]) -> usize| {
-        let (ours, theirs) = measure(|| through_abi(receiver, black_box(body)), || peer(black_box(body)));
-        println!("{name:<22} {:>8} {ours:>11.0} ns {theirs:>13.0} ns {:>6.2}x", body.len(), ours / theirs);
-    };
-    row("gameSessionBuyRefund", &refund, &|b| {
-        serde_json::from_slice::<PlainRefund>(b).map(|r| r.game_id as usize).unwrap()
-    });
-    row("jackpotPayout", &payout, &|b| serde_json::from_slice::<PlainPayout>(b).map(|p| p.game_id as usize).unwrap());
-    row("getPlayerBalance", &balance, &|b| serde_json::from_slice::<PlainBalance>(b).map(|q| q.action.len()).unwrap());
+    let counted = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    println!("One callback through the C ABI (handle + reply + free) next to the peer reading the same");
+    println!("body; medians of 41 alternating rounds, fastest round in brackets; instructions per call");
+    println!("by callgrind{}", if counted { "" } else { " (skipped: valgrind is not on the PATH)" });
+    println!(
+        "{:<21} {:>6} {:>19} {:>19} {:>6} | {:>9} {:>9} {:>6} | peer",
+        "callback", "bytes", "slotpartner ns", "peer ns", "ratio", "ours Ir", "peer Ir", "ratio"
+    );
+    for (number, case) in cases.iter().enumerate() {
+        let calls = if case.body.len() > 10_000 { 200 } else { 5_000 };
+        let [ours, theirs] =
+            measure(calls, || through_abi(receiver, black_box(&case.body)), || (case.peer)(black_box(&case.body)));
+        let counts = if counted { instructions(number, "ours").zip(instructions(number, "peer")) } else { None };
+        let counts = counts.map_or_else(
+            || format!("{:>9} {:>9} {:>6}", "-", "-", "-"),
+            |(a, b)| format!("{a:>9.0} {b:>9.0} {:>5.2}x", a / b),
+        );
+        println!(
+            "{:<21} {:>6} {:>8.0} ({:>8.0}) {:>8.0} ({:>8.0}) {:>5.2}x | {counts} | {}",
+            case.name,
+            case.body.len(),
+            ours.0,
+            ours.1,
+            theirs.0,
+            theirs.1,
+            ours.0 / theirs.0,
+            case.peer_name
+        );
+    }
     // SAFETY: made by sp_receiver_new, freed once.
     unsafe { sp_receiver_free(receiver) };
 }

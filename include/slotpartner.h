@@ -506,6 +506,17 @@ typedef struct sp_event {
    * by the library, never read back.
    */
   uint16_t reply_http_status;
+  /**
+   * Every string of the event in one block, for hosts that pay for each read of a field (PHP,
+   * Python): `strings_len` bytes at `strings`, each string followed by a NUL byte, in this
+   * order: the six string slots of the typed struct (in the struct's order: refund 5, payout 6,
+   * balance query 2, the unused ones and every absent optional one as an empty string; typed
+   * strings are never empty when present), then each extra field's name and JSON in order,
+   * then `name`. So splitting the block at NUL bytes gives 6 + 2 × `extra_fields_len` + 1
+   * strings (and an empty one after the last NUL). The same bytes the `sp_str` fields view.
+   */
+  const uint8_t *strings;
+  size_t strings_len;
 } sp_event;
 
 /**

@@ -622,6 +622,44 @@ fn unknown_event_is_passed_through_and_has_no_reply() {
     unsafe { sp_receiver_free(r) };
 }
 
+/// The event's `strings` block split at its NULs, without the empty tail after the last one.
+fn strings_block(ev: &sp_event) -> Vec<&str> {
+    // SAFETY: the block is owned by the live event: `strings_len` readable bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(ev.strings, ev.strings_len) };
+    let mut parts: Vec<&str> = bytes.split(|&b| b == 0).map(|s| std::str::from_utf8(s).unwrap()).collect();
+    assert_eq!(parts.pop(), Some(""), "the block ends with a NUL");
+    parts
+}
+
+#[test]
+fn every_string_of_an_event_is_in_one_block_in_the_documented_order() {
+    let r = receiver(|_| {});
+    let mut v = payout();
+    v["index"] = json!(7);
+    v["note"] = json!({"a": "é"});
+    let ev = handle_ok(r, &v.to_string());
+    let e = event(ev);
+    // SAFETY: non-NULL, owned by the live event.
+    let p = unsafe { &*e.jackpot_payout };
+    let block = strings_block(e);
+    assert_eq!(block.len(), 6 + 2 * e.extra_fields_len + 1);
+    assert_eq!(block[..6], ["jp-1", "p-2", "pp-2", "EUR", "req-2", ""], "bonusCode is absent");
+    assert_eq!(block[6..], ["index", "7", "note", r#"{"a":"é"}"#, "jackpotPayout"]);
+    // The typed views show the same bytes.
+    assert_eq!(p.currency_iso4217.ptr.cast::<u8>(), e.strings.wrapping_add("jp-1p-2pp-2".len() + 3));
+    assert!(p.bonus_code.ptr.is_null());
+    free_event(ev);
+    for (body, typed) in [(BALANCE, ["", "pp-3", "", "", "", ""]), (OTHER, [""; 6])] {
+        let ev = handle_ok(r, body);
+        let block = strings_block(event(ev));
+        assert_eq!(block[..6], typed);
+        assert_eq!(block.last().copied(), Some(text(event(ev).name)));
+        free_event(ev);
+    }
+    // SAFETY: a live receiver, freed once.
+    unsafe { sp_receiver_free(r) };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Failures and the last error
 

@@ -176,6 +176,8 @@ typedef struct sp_event {
   size_t extra_fields_len;
   bool index_unreadable;
   uint16_t reply_http_status;
+  const uint8_t *strings;
+  size_t strings_len;
 } sp_event;
 
 typedef struct sp_claim {

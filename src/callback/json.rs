@@ -12,6 +12,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::callback::valid_text;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Nesting deeper than this is refused whatever the configuration says (the JSON parser's own
@@ -63,17 +64,12 @@ pub fn split_object(text: &str) -> Result<Vec<Field<'_>>> {
 /// Errors name the value `event.field`.
 pub fn check_value(raw: &RawValue, event: &str, field: &str, max_depth: usize) -> Result<()> {
     let text = raw.get();
-    // Scalars without escapes are valid as they stand: skip the second parse on the hot path.
+    // Scalars without escapes are valid as they stand: skip the second look on the hot path.
     if !text.starts_with(['{', '[']) && !text.contains('\\') {
         return Ok(());
     }
-    let failure = Cell::new(None);
-    let seed = StrictValue { depth: 2, max_depth: max_depth.min(MAX_DEPTH_CEILING), failure: &failure };
-    let mut de = serde_json::Deserializer::from_str(text);
-    seed.deserialize(&mut de).map_err(|e| {
-        let (kind, problem) = failure.take().unwrap_or_else(|| (ErrorKind::InvalidJson, e.to_string()));
-        Error::field(kind, format!("{event}.{field}"), problem)
-    })
+    valid_text::check(text, 2, max_depth.min(MAX_DEPTH_CEILING))
+        .map_err(|(kind, problem)| Error::field(kind, format!("{event}.{field}"), problem))
 }
 
 /// Raw JSON text shortened to 40 characters for an error message.
@@ -221,7 +217,9 @@ impl<'s> StrictValue<'s> {
     fn check_raw<E: de::Error>(self, raw: &RawValue) -> std::result::Result<(), E> {
         let text = raw.get();
         match text.as_bytes().first() {
-            Some(b'{' | b'[') => self.deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(E::custom),
+            Some(b'{' | b'[') => {
+                valid_text::check(text, self.depth, self.max_depth).map_err(|(kind, problem)| self.fail(kind, problem))
+            }
             Some(b'"') if text.contains('\\') => serde_json::from_str::<String>(text).map(drop).map_err(E::custom),
             _ => Ok(()),
         }

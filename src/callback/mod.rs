@@ -14,6 +14,7 @@ pub(crate) mod response;
 pub(crate) mod scan;
 pub(crate) mod sources;
 pub(crate) mod spec;
+pub(crate) mod valid_text;
 
 pub use event::{BalanceQuery, BuyRefund, Event, EventKind, JackpotPayout, parse};
 pub use json::Field;

@@ -119,6 +119,15 @@ pub struct sp_event {
     /// `sp_receiver_config_set_balance_failure_http_status`). 0 until a reply is built. Written
     /// by the library, never read back.
     pub reply_http_status: u16,
+    /// Every string of the event in one block, for hosts that pay for each read of a field (PHP,
+    /// Python): `strings_len` bytes at `strings`, each string followed by a NUL byte, in this
+    /// order: the six string slots of the typed struct (in the struct's order: refund 5, payout 6,
+    /// balance query 2, the unused ones and every absent optional one as an empty string; typed
+    /// strings are never empty when present), then each extra field's name and JSON in order,
+    /// then `name`. So splitting the block at NUL bytes gives 6 + 2 × `extra_fields_len` + 1
+    /// strings (and an empty one after the last NUL). The same bytes the `sp_str` fields view.
+    pub strings: *const u8,
+    pub strings_len: usize,
 }
 
 /// The allocation behind an `sp_event` pointer: the public struct first, then what it points to.
@@ -211,8 +220,13 @@ pub fn into_raw_claimed(event: &Event<'_>, receiver: &Arc<Receiver>, claim: Clai
 fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journaled) -> *mut sp_event {
     let typed = typed_strings(&event.kind);
     let extra_text = event.extra.iter().flat_map(|f| [f.name.as_ref(), f.raw.get()]);
-    let mut arena = Arena::for_strings(typed.iter().flatten().copied().chain(extra_text).chain([event.name.as_ref()]));
-    let strings = typed.map(|s| arena.push_opt(s));
+    let slots = typed.iter().map(|s| s.unwrap_or_default());
+    let mut arena = Arena::for_strings(slots.chain(extra_text).chain([event.name.as_ref()]));
+    // Every slot takes its place in the block, an absent one as an empty string (see `strings`).
+    let strings = typed.map(|s| {
+        let view = arena.push(s.unwrap_or_default());
+        if s.is_some() { view } else { sp_str::NONE }
+    });
     let extra_fields: Vec<sp_field> =
         event.extra.iter().map(|f| sp_field { name: arena.push(&f.name), json: arena.push(f.raw.get()) }).collect();
     let name = arena.push(&event.name);
@@ -229,6 +243,8 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
             extra_fields_len: 0,
             index_unreadable: event.index_unreadable,
             reply_http_status: 0,
+            strings: std::ptr::null(),
+            strings_len: 0,
         },
         known: event.known(),
         name,
@@ -251,6 +267,8 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
     b.view.buy_refund = b.buy_refund.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
     b.view.jackpot_payout = b.jackpot_payout.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
     b.view.balance_query = b.balance_query.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
+    b.view.strings = b.arena.as_bytes().as_ptr();
+    b.view.strings_len = b.arena.as_bytes().len();
     if !b.extra_fields.is_empty() {
         b.view.extra_fields = b.extra_fields.as_ptr();
         b.view.extra_fields_len = b.extra_fields.len();

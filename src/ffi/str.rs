@@ -55,9 +55,9 @@ impl Arena {
         sp_str { ptr: self.bytes[start..].as_ptr().cast(), len: s.len() }
     }
 
-    /// `push` for an optional string; `{NULL, 0}` when absent.
-    pub fn push_opt(&mut self, s: Option<&str>) -> sp_str {
-        s.map_or(sp_str::NONE, |s| self.push(s))
+    /// Everything pushed so far: each string followed by its NUL.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// The bytes a view of this arena shows, found by address arithmetic alone (no pointer is
