@@ -161,6 +161,8 @@ class sp_event(Structure):
         ("extra_fields_len", c_size_t),
         ("index_unreadable", c_bool),
         ("reply_http_status", c_uint16),
+        ("strings", c_void_p),
+        ("strings_len", c_size_t),
     ]
 
 
@@ -271,11 +273,13 @@ class sp_recovery_summary(Structure):
     ]
 
 
-def layout(structure: type[Structure]) -> struct.Struct:
+def layout(structure: type[Structure], skip: tuple[type, ...] = ()) -> struct.Struct:
     """A ``struct.Struct`` that unpacks the bytes of ``structure`` in one call.
 
     Derived from the ctypes declaration (offsets, sizes, padding), so it cannot drift from it.
     Nested ``sp_str`` fields become two values (pointer, length); a NULL pointer unpacks as 0.
+    Fields of a type in ``skip`` are passed over (``layout(s, (sp_str,))`` gives the scalars
+    alone, in declaration order).
     """
     codes = {c_bool: "?", c_int: "i", c_int64: "q"}
     unsigned = {1: "B", 2: "H", 4: "I", 8: "Q"}
@@ -284,6 +288,8 @@ def layout(structure: type[Structure]) -> struct.Struct:
 
     def add(ctype: Any, offset: int) -> None:
         nonlocal fmt, position
+        if ctype in skip:
+            return
         if offset > position:
             fmt += f"{offset - position}x"
             position = offset

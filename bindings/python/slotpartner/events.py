@@ -1,12 +1,15 @@
 """Typed callback events: ``BuyRefund``, ``JackpotPayout``, ``BalanceQuery`` and ``OtherEvent``.
 
 Lifetime. ``Receiver.handle`` returns an event whose fields are already plain Python objects,
-copied out of the library's ``sp_event`` right after ``sp_receiver_handle``. The event keeps
-the ``sp_event`` only so that its reply can be built inside it: ``reply()`` (or
-``reply_balance()``) calls ``sp_event_reply``, copies the reply bytes, reads the HTTP status
-to send them with (``sp_event.reply_http_status``, read in place into ``reply_http_status``)
-and frees the ``sp_event`` at once (``sp_event_free``). A callback thus costs three foreign
-calls: handle, reply, free.
+copied out of the library's ``sp_event`` right after ``sp_receiver_handle`` (three copies out of
+library memory, no foreign call: see ``read_event``). Without a journal, a refund's or payout's
+``sp_event`` is freed at once (``sp_event_free``), and ``reply()`` builds its answer with the
+standalone builders (``replies.reply_result``), which build a success reply once per process and
+then reuse it: a refund or payout callback thus costs two foreign calls, handle and free. A
+balance query (and an unknown event) keeps its ``sp_event`` until ``reply_balance()`` (or
+``reply()``) builds the answer inside it with ``sp_event_reply_balance``, reads the HTTP status
+to send it with (``sp_event.reply_http_status``, read in place into ``reply_http_status``) and
+frees it: three calls, handle, reply, free.
 
 With a journal (``Receiver(..., journal=...)``), ``begin()`` claims the event first. A claimed
 event (outcome NEW) keeps its ``sp_event`` after ``reply()``, since the journal stores the reply
@@ -30,6 +33,7 @@ from two threads at once. The fields are snapshots: treat them as read-only.
 
 from __future__ import annotations
 
+import ctypes
 import enum
 from ctypes import c_uint16
 from dataclasses import dataclass
@@ -47,7 +51,6 @@ _event_begin = _LIB.sp_event_begin
 _event_finish = _LIB.sp_event_finish
 _event_abandon = _LIB.sp_event_abandon
 _OUT = _lib.OUT
-_read_fields = _lib.read_fields
 _STATUS_OFFSET = _lib.REPLY_HTTP_STATUS_OFFSET
 _u16_at = c_uint16.from_address
 
@@ -110,6 +113,7 @@ _CLAIM_LOST = _lib.SP_ERR_CLAIM_LOST
 _NOT_BEGUN = 0  # begin() not called (or no journal): reply() frees the sp_event
 _CLAIMED = 1  # begin() said NEW: the sp_event lives until finish()/abandon()/close()
 _SETTLED = 2  # DONE, NOT_JOURNALED, finished or abandoned
+_NO_JOURNAL = 3  # the receiver has no journal: the sp_event was freed once the fields were read
 
 _E = TypeVar("_E", bound="Event")
 
@@ -200,6 +204,8 @@ class Event:
                 its library event is gone (after ``reply()`` or ``close()``).
         """
         ptr = self._ptr
+        if self._journal == _NO_JOURNAL:
+            raise argument_error("event", "its receiver has no journal (Receiver(..., journal=...))")
         if ptr is None:
             raise argument_error("event", "begin() must come before reply() and close()")
         out = _OUT
@@ -625,95 +631,104 @@ class OtherEvent(Event):
 _PAYOUT = _lib.SP_EVENT_KIND_JACKPOT_PAYOUT
 _REFUND = _lib.SP_EVENT_KIND_BUY_REFUND
 _BALANCE = _lib.SP_EVENT_KIND_BALANCE_QUERY
-_EventView = _lib.EventView
-_FieldView = _lib.FieldView
-_RefundView = _lib.BuyRefundView
-_PayoutView = _lib.JackpotPayoutView
-_BalanceView = _lib.BalanceQueryView
+_MEMORY = _lib.MEMORY
+# The scalars of each struct (its sp_str fields passed over: the strings come from the block).
+_SCALARS = (_lib.sp_str,)
+_EVENT_SIZE = ctypes.sizeof(_lib.sp_event)
+_EVENT = _lib.layout(_lib.sp_event, _SCALARS).unpack
+_REFUND_SIZE = ctypes.sizeof(_lib.sp_buy_refund)
+_REFUND_STRUCT = _lib.layout(_lib.sp_buy_refund, _SCALARS).unpack
+_PAYOUT_SIZE = ctypes.sizeof(_lib.sp_jackpot_payout)
+_PAYOUT_STRUCT = _lib.layout(_lib.sp_jackpot_payout, _SCALARS).unpack
 
 
-def read_event(ptr: int, replies: ReplySettings) -> Event:
+def read_event(ptr: int, replies: ReplySettings, keep: bool = True) -> Event:
     """Copies the ``sp_event`` at ``ptr`` into a typed event that takes over its ownership.
 
-    No foreign call: the structs are read in place through ctypes views (``_lib.view``), every
-    string copied into a Python str. If copying fails the ``sp_event`` is freed before the
-    error propagates.
+    No foreign call, and three copies out of library memory: the ``sp_event`` and its typed
+    struct (their scalars unpacked in one ``struct`` call each) and ``sp_event.strings``, the
+    block holding every string of the event NUL-separated in a fixed order (the six typed
+    string slots, an absent one empty, then each extra field's name and JSON, then the name),
+    decoded and split in one go. If copying fails the ``sp_event`` is freed before the error
+    propagates.
+
+    Unless ``keep`` (a receiver with a journal), the ``sp_event`` of a refund or payout is freed
+    right away and the event replies through the standalone builders (a success reply without a
+    foreign call); a balance query and an unknown event keep theirs for their reply.
     """
     try:
-        view = _EventView.from_address(ptr)
-        kind = view.kind
-        count = view.extra_fields_len
-        if count == 1:  # the common case, the index alone, inline
-            field = _FieldView.from_address(view.extra_fields)
-            extra = {field.name.decode(): field.json.decode()}
+        memory = _MEMORY
+        (kind, has_index, index, refund, payout, _, _, count, unreadable, _, strings, length) = _EVENT(
+            memory[ptr : ptr + _EVENT_SIZE]
+        )
+        texts = memory[strings : strings + length].decode().split("\0")
+        if count == 0:
+            extra = {}
+        elif count == 1:  # the common case: the index alone
+            extra = {texts[6]: texts[7]}
         else:
-            extra = _read_fields(view.extra_fields, count) if count else {}
-        index = view.index if view.has_index else None
-        unreadable = view.index_unreadable
-        name = view.name.decode()
+            extra = dict(zip(texts[6 : 6 + 2 * count : 2], texts[7 : 7 + 2 * count : 2]))
+        name = texts[6 + 2 * count]
+        if not has_index:
+            index = None
         event: Event
         if kind == _PAYOUT:
-            p = _PayoutView.from_address(view.jackpot_payout)
-            player, partner_player, bonus_code = p.player_identifier, p.player_partner_identifier, p.bonus_code
+            (money, coins, is_money, released, primary, transaction, buy, session, game, has_mobile, mobile) = (
+                _PAYOUT_STRUCT(memory[payout : payout + _PAYOUT_SIZE])
+            )
             event = JackpotPayout(
-                p.jackpot_identifier.decode(),
-                player.decode() if player is not None else None,
-                partner_player.decode() if partner_player is not None else None,
-                p.currency_iso4217.decode(),
-                p.money_won,
-                p.coins_won,
-                p.is_money,
-                p.epoch_released_millis,
-                p.is_primary,
-                p.transaction_id,
-                p.buy_transaction_id,
-                p.partner_game_request_identifier.decode(),
-                p.game_session_id,
-                p.game_id,
-                bonus_code.decode() if bonus_code is not None else None,
-                p.is_mobile if p.has_is_mobile else None,
+                texts[0],
+                texts[1] or None,
+                texts[2] or None,
+                texts[3],
+                money,
+                coins,
+                is_money,
+                released,
+                primary,
+                transaction,
+                buy,
+                texts[4],
+                session,
+                game,
+                texts[5] or None,
+                mobile if has_mobile else None,
                 index,
                 extra,
                 name,
                 unreadable,
             )
         elif kind == _REFUND:
-            r = _RefundView.from_address(view.buy_refund)
-            player, partner_player, bonus_code = r.player_identifier, r.player_partner_identifier, r.bonus_code
+            transaction, buy, session, game, mobile = _REFUND_STRUCT(memory[refund : refund + _REFUND_SIZE])
             event = BuyRefund(
-                r.game_session_identifier.decode(),
-                player.decode() if player is not None else None,
-                partner_player.decode() if partner_player is not None else None,
-                r.transaction_id,
-                r.buy_transaction_id,
-                r.game_session_id,
-                r.partner_game_request_identifier.decode(),
-                r.game_id,
-                r.is_mobile,
-                bonus_code.decode() if bonus_code is not None else None,
+                texts[0],
+                texts[1] or None,
+                texts[2] or None,
+                transaction,
+                buy,
+                session,
+                texts[3],
+                game,
+                mobile,
+                texts[4] or None,
                 index,
                 extra,
                 name,
                 unreadable,
             )
         elif kind == _BALANCE:
-            q = _BalanceView.from_address(view.balance_query)
-            player, partner_player = q.player_identifier, q.player_partner_identifier
-            event = BalanceQuery(
-                player.decode() if player is not None else None,
-                partner_player.decode() if partner_player is not None else None,
-                index,
-                extra,
-                name,
-                unreadable,
-            )
+            event = BalanceQuery(texts[0] or None, texts[1] or None, index, extra, name, unreadable)
         else:
             event = OtherEvent(name, index, extra, unreadable)
     except BaseException:
         _event_free(ptr)
         raise
-    event._ptr = ptr
     event._replies = replies
+    if keep or (kind != _PAYOUT and kind != _REFUND):
+        event._ptr = ptr
+    else:
+        event._journal = _NO_JOURNAL
+        _event_free(ptr)
     return event
 
 

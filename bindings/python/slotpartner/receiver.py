@@ -27,6 +27,11 @@ def _header(value: str | bytes | bytearray | memoryview | None) -> bytes | None:
     return data.replace(b"\0", b"\xff") if b"\0" in data else data
 
 
+#: Remote addresses as C strings, by the str they came as: a service calls from a handful of
+#: addresses, so each is encoded once (up to _MAX_ADDRESSES of them, then no more are kept).
+_ADDRESSES: dict[str, bytes | None] = {}
+_MAX_ADDRESSES = 256
+
 #: What a list-valued setting's blanks are trimmed of (the same characters in every binding).
 _BLANKS = " \t\r\n\f\v"
 
@@ -123,12 +128,15 @@ class Receiver(_lib.SharedHandle):
     alive). Events stay valid after their receiver is gone.
     """
 
-    __slots__ = ("_ptr", "_replies", "__weakref__")
+    __slots__ = ("_ptr", "_replies", "_keeps_events", "__weakref__")
 
     _free = _LIB.sp_receiver_free
 
     _ptr: int | None
     _replies: ReplySettings
+    #: Whether events keep the library's event after ``handle`` (a journal: ``begin`` and
+    #: ``finish`` need it), instead of it being freed once the fields are copied out.
+    _keeps_events: bool
 
     def __init__(
         self,
@@ -149,6 +157,7 @@ class Receiver(_lib.SharedHandle):
         journal: Journal | None = None,
     ) -> None:
         self._ptr = None
+        self._keeps_events = journal is not None
         token_list: list[str | None]
         if tokens is None:
             token_list = [None]  # the library refuses it: "token: must not be NULL", as in C
@@ -231,8 +240,9 @@ class Receiver(_lib.SharedHandle):
         forwarded_for: str | bytes | bytearray | memoryview | None = None,
     ) -> Event:
         """Handles one callback: checks the source address, then the token, then parses and
-        validates the body. One foreign call (``sp_receiver_handle``); the fields are copied
-        into the returned event (see ``events`` for its lifetime).
+        validates the body. One foreign call (``sp_receiver_handle``), and a second
+        (``sp_event_free``) when the receiver has no journal; the fields are copied into the
+        returned event (see ``events`` for its lifetime).
 
         Args:
             token: the ``X-Service-Token`` header, None when absent.
@@ -261,8 +271,13 @@ class Receiver(_lib.SharedHandle):
         if token.__class__ is not bytes or b"\0" in token:
             token = _header(token)
         if remote_addr.__class__ is str:
-            remote_addr = remote_addr.encode("utf-8", "surrogateescape")
-        if remote_addr.__class__ is not bytes or b"\0" in remote_addr:
+            encoded = _ADDRESSES.get(remote_addr)
+            if encoded is None:
+                encoded = _header(remote_addr)
+                if len(_ADDRESSES) < _MAX_ADDRESSES:
+                    _ADDRESSES[remote_addr] = encoded
+            remote_addr = encoded
+        elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
             remote_addr = _header(remote_addr)
         out = _OUT
         status = _handle(
@@ -276,7 +291,7 @@ class Receiver(_lib.SharedHandle):
         )
         if status:
             raise last_error(status)
-        return read_event(out.pointer.value, self._replies)  # type: ignore[arg-type]  # set on success
+        return read_event(out.pointer.value, self._replies, self._keeps_events)  # type: ignore[arg-type]
 
     def parse(self, body: bytes) -> Event:
         """Parses and validates ``body`` without checking source or token (for tools and tests).
@@ -287,4 +302,4 @@ class Receiver(_lib.SharedHandle):
         status = _parse(self._ptr, body, len(body), out.pointer_address)
         if status:
             raise last_error(status)
-        return read_event(out.pointer.value, self._replies)  # type: ignore[arg-type]  # set on success
+        return read_event(out.pointer.value, self._replies, self._keeps_events)  # type: ignore[arg-type]

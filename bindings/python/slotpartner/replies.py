@@ -2,8 +2,9 @@
 
 Each builds the exact JSON the service expects through the library (``sp_reply_result_new`` or
 ``sp_reply_balance_new``, then ``sp_buffer_free``: two foreign calls) and returns it as bytes
-the caller owns. ``Event.reply`` is cheaper (one call into the event the library already holds)
-and uses these only when its event's library memory was already released.
+the caller owns; a success of ``reply_result`` is built once per wrapper and then reused.
+``Event.reply`` uses these when its event's library memory was released (always, for a receiver
+without a journal: see ``events``).
 """
 
 from __future__ import annotations
@@ -55,13 +56,24 @@ def _take_buffer(buffer: ctypes.c_void_p) -> bytes:
         _buffer_free(address)
 
 
+#: The successful result replies built so far, by (wrapper, omit_empty_message): a success
+#: reply depends on nothing else, so the library builds each once per process.
+_SUCCESSES: dict[tuple[str, bool], bytes] = {}
+
+
 def reply_result(wrapper: str, success: bool = True, message: str = "", omit_empty_message: bool = False) -> bytes:
     """``{"<wrapper>":{"success":<success>,"errorMessage":"<message>"}}`` as bytes.
 
     ``message`` must be empty when ``success`` is true and must explain the failure otherwise
     (ConfigurationError if not). With ``omit_empty_message`` a success leaves ``errorMessage``
     out. Works for any wrapper key (``refund``, ``payout``, or one the spec does not show).
+    A success reply is built by the library once per wrapper and setting, then reused (no
+    foreign call).
     """
+    if success and not message:
+        known = _SUCCESSES.get((wrapper, omit_empty_message))
+        if known is not None:
+            return known
     buffer = ctypes.c_void_p()
     status = _result_new(
         c_text(wrapper, "wrapper"),
@@ -72,7 +84,10 @@ def reply_result(wrapper: str, success: bool = True, message: str = "", omit_emp
     )
     if status:
         raise last_error(status)
-    return _take_buffer(buffer)
+    data = _take_buffer(buffer)
+    if success and len(_SUCCESSES) < 64:
+        _SUCCESSES[(wrapper, bool(omit_empty_message))] = data
+    return data
 
 
 def reply_balance(

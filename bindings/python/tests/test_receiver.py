@@ -424,12 +424,21 @@ class ReplyTest(unittest.TestCase):
             self.assertEqual(closed.reply_http_status, status)
 
     def test_failed_reply_keeps_the_event(self) -> None:
-        event = self.event("refund")
+        event = self.event("balance")
         with self.assertRaises(ConfigurationError):
-            event.reply(True, "message with success")
+            event.reply(True)
         self.assertIsNotNone(event._ptr)
-        self.assertEqual(event.reply(), b'{"refund":{"success":true,"errorMessage":""}}')
+        self.assertEqual(event.reply_balance(7), slotpartner.reply_balance(7))
         self.assertIsNone(event._ptr)
+
+    def test_without_a_journal_a_refund_or_payout_is_read_and_freed_at_once(self) -> None:
+        for name, wrapper in (("refund", "refund"), ("payout", "payout")):
+            event = self.event(name)
+            self.assertIsNone(event._ptr)
+            with self.assertRaises(ConfigurationError):
+                event.reply(True, "message with success")
+            self.assertEqual(event.reply(), b'{"%s":{"success":true,"errorMessage":""}}' % wrapper.encode())
+            self.assertEqual(event.reply_http_status, 200)
 
     def test_other_event_reply_after_close(self) -> None:
         event = Receiver(TOKEN, sources="any").parse(fixture("other_event"))
@@ -439,11 +448,11 @@ class ReplyTest(unittest.TestCase):
         self.assertEqual((caught.exception.status, caught.exception.field), (13, "event"))
 
     def test_context_manager_and_close(self) -> None:
-        with self.event("payout") as event:
+        with self.event("balance") as event:
             self.assertIsNotNone(event._ptr)
         self.assertIsNone(event._ptr)
         event.close()  # idempotent
-        self.assertEqual(event.money_won, 150000)  # type: ignore[attr-defined]
+        self.assertEqual(event.player_identifier, "svc-player-1001")  # type: ignore[attr-defined]
 
     def test_copies_never_share_the_library_event(self) -> None:
         for name in ("refund", "payout", "balance", "other_event"):
@@ -452,7 +461,8 @@ class ReplyTest(unittest.TestCase):
                 self.assertEqual(duplicate, event)
                 self.assertIsNone(duplicate._ptr)
                 self.assertIs(type(duplicate), type(event))
-            self.assertIsNotNone(event._ptr)
+            # Without a journal only a balance query or an unknown event keeps the library's.
+            self.assertEqual(event._ptr is not None, name in ("balance", "other_event"))
             if isinstance(event, BalanceQuery):
                 self.assertEqual(copy.copy(event).reply_balance(3), event.reply_balance(3))
             elif not isinstance(event, OtherEvent):
