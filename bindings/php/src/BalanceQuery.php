@@ -26,14 +26,15 @@ final class BalanceQuery extends Event
     /**
      * Copies the fields of the native `sp_event *` and takes ownership of it.
      *
+     * @param list<string> $strings the event's `strings` block, split (see Event)
+     *
      * @internal Built by Receiver::handle()/parse() (Event::adopt), not by applications.
      */
-    protected function __construct(Native $native, CData $event)
+    protected function __construct(Native $native, CData $event, array $strings)
     {
-        $q = $event->balance_query;
-        $this->playerIdentifier = $q->player_identifier->ptr;
-        $this->playerPartnerIdentifier = $q->player_partner_identifier->ptr;
-        parent::__construct($native, $event);
+        $this->playerIdentifier = $strings[0] === '' ? null : $strings[0];
+        $this->playerPartnerIdentifier = $strings[1] === '' ? null : $strings[1];
+        parent::__construct($native, $event, $strings);
     }
 
     /**

@@ -43,21 +43,24 @@ final class BuyRefund extends Event
     /**
      * Copies the fields of the native `sp_event *` and takes ownership of it.
      *
+     * @param list<string> $strings the event's `strings` block, split (see Event)
+     * @param \ArrayObject<string, string>|null $successes see Event
+     *
      * @internal Built by Receiver::handle()/parse() (Event::adopt), not by applications.
      */
-    protected function __construct(Native $native, CData $event)
+    protected function __construct(Native $native, CData $event, array $strings, ?\ArrayObject $successes = null)
     {
         $r = $event->buy_refund;
-        $this->gameSessionIdentifier = $r->game_session_identifier->ptr;
-        $this->playerIdentifier = $r->player_identifier->ptr;
-        $this->playerPartnerIdentifier = $r->player_partner_identifier->ptr;
+        $this->gameSessionIdentifier = $strings[0];
+        $this->playerIdentifier = $strings[1] === '' ? null : $strings[1];
+        $this->playerPartnerIdentifier = $strings[2] === '' ? null : $strings[2];
         $this->transactionId = $r->transaction_id;
         $this->buyTransactionId = $r->buy_transaction_id;
         $this->gameSessionId = $r->game_session_id;
-        $this->partnerGameRequestIdentifier = $r->partner_game_request_identifier->ptr;
+        $this->partnerGameRequestIdentifier = $strings[3];
         $this->gameId = $r->game_id;
         $this->isMobile = $r->is_mobile;
-        $this->bonusCode = $r->bonus_code->ptr;
-        parent::__construct($native, $event);
+        $this->bonusCode = $strings[4] === '' ? null : $strings[4];
+        parent::__construct($native, $event, $strings, $successes);
     }
 }

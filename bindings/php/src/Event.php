@@ -9,11 +9,13 @@ use FFI\CData;
 /**
  * A validated callback event: BuyRefund, JackpotPayout, BalanceQuery or OtherEvent.
  *
- * Every field is copied into readonly PHP properties when the event is built, so they stay
- * valid whatever happens to the native event. The native event (owned by this object) is kept
- * only to build the reply: it is freed with sp_event_free when this object is destroyed (when
- * the last reference goes, also when an exception unwinds past it) or by free(). A callback
- * therefore costs three FFI calls: sp_receiver_handle, sp_event_reply(_balance), sp_event_free.
+ * Every field is copied into readonly PHP properties when the event is built (the strings in one
+ * copy of the event's `strings` block), so they stay valid whatever happens to the native event.
+ * The native event (owned by this object) is kept only to build the reply: it is freed with
+ * sp_event_free when this object is destroyed (when the last reference goes, also when an
+ * exception unwinds past it) or by free(). A callback therefore costs three FFI calls:
+ * sp_receiver_handle, sp_event_reply(_balance), sp_event_free; a refund's or payout's success
+ * reply is built once per Receiver and then reused, so that such a callback costs two.
  *
  * With a journal (Receiver's $journal), begin() claims the event before the partner's logic
  * runs and finish() stores its reply: five FFI calls for a new delivery (handle, begin, reply,
@@ -63,35 +65,55 @@ abstract class Event
     /** See replyHttpStatus(). */
     private int $replyHttpStatus = 0;
 
+    /** Whether begin() was called: a claimed event's reply must be built inside it. */
+    private bool $begun = false;
+
     /**
      * Copies the common fields of $event and takes ownership of it. Subclasses copy their own
      * fields first and call this last, so that an event is owned only once fully built.
+     *
+     * @param list<string> $strings the event's `strings` block split at its NULs: six typed
+     *     slots, then each extra field's name and JSON, then the name
+     * @param \ArrayObject<string, string>|null $successes the success replies of the receiver
+     *     the event came from, by event class, shared with it (null: none kept)
      */
-    protected function __construct(protected readonly Native $native, CData $event)
-    {
-        $this->name = $event->name->ptr;
+    protected function __construct(
+        protected readonly Native $native,
+        CData $event,
+        array $strings,
+        private readonly ?\ArrayObject $successes = null,
+    ) {
+        $count = $event->extra_fields_len;
+        $this->name = $strings[6 + 2 * $count];
         $this->index = $event->has_index ? $event->index : null;
         $this->indexUnreadable = $event->index_unreadable;
-        $count = $event->extra_fields_len;
-        $this->extra = $count === 0 ? [] : Native::fields($event->extra_fields, $count);
+        $extra = [];
+        for ($i = 7, $end = 6 + 2 * $count; $i < $end; $i += 2) {
+            $extra[$strings[$i - 1]] = $strings[$i];
+        }
+        $this->extra = $extra;
         $this->handle = $event;
         ++self::$live;
     }
 
     /**
      * Builds the typed event for a native `sp_event *`, taking ownership of it (it is freed here
-     * if building fails).
+     * if building fails). Its strings are read in one copy of the `strings` block.
      *
-     * @internal Called by Receiver.
+     * @param \ArrayObject<string, string>|null $successes the success replies to reuse (see
+     *     reply())
+     *
+     * @internal Called by Receiver and Recovery.
      */
-    public static function adopt(Native $native, CData $event): self
+    public static function adopt(Native $native, CData $event, ?\ArrayObject $successes = null): self
     {
         try {
+            $strings = \explode("\0", \FFI::string($event->strings, $event->strings_len));
             return match ($event->kind) {
-                self::KIND_BUY_REFUND => new BuyRefund($native, $event),
-                self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, $event),
-                self::KIND_BALANCE_QUERY => new BalanceQuery($native, $event),
-                default => new OtherEvent($native, $event),
+                self::KIND_BUY_REFUND => new BuyRefund($native, $event, $strings, $successes),
+                self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, $event, $strings, $successes),
+                self::KIND_BALANCE_QUERY => new BalanceQuery($native, $event, $strings),
+                default => new OtherEvent($native, $event, $strings),
             };
         } catch (\Throwable $e) {
             $native->ffi->sp_event_free($event);
@@ -109,12 +131,19 @@ abstract class Event
      * ValidationException (SP_ERR_UNKNOWN_EVENT, HTTP 400).
      *
      * Returns a PHP string (copied from the library); may be called again, the last call wins.
-     * Send it with replyHttpStatus().
+     * Send it with replyHttpStatus(). A success reply to a refund or payout that was not begun
+     * is built by the library once per Receiver and event kind, then reused without an FFI call.
      *
      * @throws SlotPartnerException
      */
     public function reply(bool $success, ?string $message = null): string
     {
+        $reuse = $success && ($message === null || $message === '') && !$this->begun && $this->successes !== null
+            && $this->handle !== null;
+        if ($reuse && isset($this->successes[static::class])) {
+            $this->replyHttpStatus = 200;
+            return $this->successes[static::class];
+        }
         $native = $this->native;
         $handle = $this->handle;
         $status = $native->ffi->sp_event_reply(
@@ -128,7 +157,11 @@ abstract class Event
         }
         // Read from the struct in place: no call into the library.
         $this->replyHttpStatus = $handle->reply_http_status;
-        return $native->str->ptr;
+        $reply = $native->str->ptr;
+        if ($reuse) {
+            $this->successes[static::class] = $reply;
+        }
+        return $reply;
     }
 
     /**
@@ -156,6 +189,7 @@ abstract class Event
     {
         $native = $this->native;
         $handle = $this->handle;
+        $this->begun = true;
         $status = $native->ffi->sp_event_begin($handle, $native->claimOut);
         if ($status !== Status::OK) {
             throw $native->error($status);

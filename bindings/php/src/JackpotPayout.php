@@ -56,15 +56,18 @@ final class JackpotPayout extends Event
     /**
      * Copies the fields of the native `sp_event *` and takes ownership of it.
      *
+     * @param list<string> $strings the event's `strings` block, split (see Event)
+     * @param \ArrayObject<string, string>|null $successes see Event
+     *
      * @internal Built by Receiver::handle()/parse() (Event::adopt), not by applications.
      */
-    protected function __construct(Native $native, CData $event)
+    protected function __construct(Native $native, CData $event, array $strings, ?\ArrayObject $successes = null)
     {
         $p = $event->jackpot_payout;
-        $this->jackpotIdentifier = $p->jackpot_identifier->ptr;
-        $this->playerIdentifier = $p->player_identifier->ptr;
-        $this->playerPartnerIdentifier = $p->player_partner_identifier->ptr;
-        $this->currencyISO4217 = $p->currency_iso4217->ptr;
+        $this->jackpotIdentifier = $strings[0];
+        $this->playerIdentifier = $strings[1] === '' ? null : $strings[1];
+        $this->playerPartnerIdentifier = $strings[2] === '' ? null : $strings[2];
+        $this->currencyISO4217 = $strings[3];
         $this->moneyWon = $p->money_won;
         $this->coinsWon = $p->coins_won;
         $this->isMoney = $p->is_money;
@@ -72,11 +75,11 @@ final class JackpotPayout extends Event
         $this->isPrimary = $p->is_primary;
         $this->transactionId = $p->transaction_id;
         $this->buyTransactionId = $p->buy_transaction_id;
-        $this->partnerGameRequestIdentifier = $p->partner_game_request_identifier->ptr;
+        $this->partnerGameRequestIdentifier = $strings[4];
         $this->gameSessionId = $p->game_session_id;
         $this->gameId = $p->game_id;
-        $this->bonusCode = $p->bonus_code->ptr;
+        $this->bonusCode = $strings[5] === '' ? null : $strings[5];
         $this->isMobile = $p->has_is_mobile ? $p->is_mobile : null;
-        parent::__construct($native, $event);
+        parent::__construct($native, $event, $strings, $successes);
     }
 }

@@ -27,6 +27,14 @@ final class Receiver
     private readonly Native $native;
 
     /**
+     * The success replies of refunds and payouts built so far, by event class: they depend on
+     * the Receiver's settings alone, so the library builds each once (see Event::reply()).
+     *
+     * @var \ArrayObject<string, string>
+     */
+    private readonly \ArrayObject $successes;
+
+    /**
      * Every setting but $tokens is optional: null (the default) keeps the library's default,
      * shown in brackets. The list-valued settings ($tokens, $sources, $trustedProxies) take one
      * comma-separated string or an array of strings, each item trimmed of blanks; an empty item
@@ -86,6 +94,7 @@ final class Receiver
     ) {
         $native = Native::get();
         $this->native = $native;
+        $this->successes = new \ArrayObject();
         $ffi = $native->ffi;
         if ($tokens === null) {
             $tokenList = [null]; // the library refuses it ("token: must not be NULL"), as in C
@@ -194,7 +203,7 @@ final class Receiver
         if ($status !== Status::OK) {
             throw $native->error($status);
         }
-        return Event::adopt($native, $native->eventOut[0]);
+        return Event::adopt($native, $native->eventOut[0], $this->successes);
     }
 
     /**
@@ -209,7 +218,7 @@ final class Receiver
         if ($status !== Status::OK) {
             throw $native->error($status);
         }
-        return Event::adopt($native, $native->eventOut[0]);
+        return Event::adopt($native, $native->eventOut[0], $this->successes);
     }
 
     /**

@@ -115,6 +115,25 @@ T::test('three FFI calls per callback', function (): void {
         } catch (SlotPartner\AuthenticationException) {
         }
         T::eq(2, $counter->total(), 'the status name is cached');
+        // A refund's or payout's success reply is built once per Receiver, then reused.
+        foreach (['refund' => '{"refund":{"success":true,"errorMessage":""}}', 'payout' => '{"payout":{"success":true,"errorMessage":""}}'] as $kind => $expected) {
+            $counter->reset();
+            $event = $receiver->handle(TOKEN, '127.0.0.1', fixture($kind . '.json'));
+            T::eq($expected, $event->reply(true), $kind . ': the reused success reply');
+            T::eq(200, $event->replyHttpStatus(), $kind . ': its status');
+            T::eq($expected, $event->reply(true, ''), $kind . ': an empty message is none');
+            T::eq('{"' . $kind . '":{"success":false,"errorMessage":"no"}}', $event->reply(false, 'no'), $kind . ': a failure is built');
+            $event = null;
+            T::eq(['sp_receiver_handle' => 1, 'sp_event_reply' => 1, 'sp_event_free' => 1], $counter->calls, $kind . ': only the failure crossed');
+            T::throws(SlotPartner\ConfigurationException::class, fn () => $receiver->handle(TOKEN, '127.0.0.1', fixture($kind . '.json'))->reply(true, 'x'), $kind . ': a success with a message is refused still');
+        }
+        // The reuse follows the Receiver's settings.
+        $omitting = new Receiver(TOKEN, sources: 'any', omitEmptyErrorMessage: true);
+        T::eq('{"refund":{"success":true}}', $omitting->handle(TOKEN, '127.0.0.1', fixture('refund.json'))->reply(true), 'another Receiver, its own reply');
+        T::eq('{"refund":{"success":true,"errorMessage":""}}', $receiver->handle(TOKEN, '127.0.0.1', fixture('refund.json'))->reply(true), 'the first keeps its own');
+        $freed = $receiver->handle(TOKEN, '127.0.0.1', fixture('refund.json'));
+        $freed->free();
+        T::throws(SlotPartner\ConfigurationException::class, fn () => $freed->reply(true), 'a freed event has no reply, reused or not');
     } finally {
         Native::useFfi(null);
     }
