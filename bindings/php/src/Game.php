@@ -13,9 +13,28 @@ use FFI\CData;
 final class Game
 {
     /**
-     * @param list<string> $rules each the raw JSON of one rule (element type not shown by the
-     *     spec): json_decode() them
-     * @param list<string>|null $categories each the raw JSON of one category; null when the
+     * The rules as native values, each decoded from $rulesJson (objects as arrays, integers
+     * beyond PHP's int as strings): `[['key' => 'rtp', 'value' => '96.10'], ...]`.
+     *
+     * @var list<mixed>
+     */
+    public readonly array $rules;
+
+    /**
+     * The categories as native values (`['egypt', 'classic']`), each decoded from
+     * $categoriesJson; null when the service sent `categories: null`.
+     *
+     * @var list<mixed>|null
+     */
+    public readonly ?array $categories;
+
+    /**
+     * Rules and categories are decoded when the game is built (PHP 8.2 has no lazy readonly
+     * property; the cost is paid once per getGames, beside its HTTPS call).
+     *
+     * @param list<string> $rulesJson each the raw JSON of one rule, as the service sent it (the
+     *     spec does not show the element type)
+     * @param list<string>|null $categoriesJson each the raw JSON of one category; null when the
      *     service sent `categories: null`
      * @param string $descriptionShort plain text in the requested locale
      * @param string $descriptionLong HTML in the requested locale
@@ -24,12 +43,12 @@ final class Game
     public function __construct(
         public readonly int $gameId,
         public readonly string $name,
-        public readonly array $rules,
+        public readonly array $rulesJson,
         public readonly string $gameType,
         public readonly int $minPlayers,
         public readonly int $maxPlayers,
         public readonly bool $supportsTournament,
-        public readonly ?array $categories,
+        public readonly ?array $categoriesJson,
         public readonly string $imageSquare,
         public readonly string $imageBackground,
         public readonly string $imageLogo,
@@ -37,6 +56,20 @@ final class Game
         public readonly string $descriptionLong,
         public readonly array $extra = [],
     ) {
+        $this->rules = self::decoded($rulesJson);
+        $this->categories = $categoriesJson === null ? null : self::decoded($categoriesJson);
+    }
+
+    /**
+     * @param list<string> $items raw JSON texts the library validated
+     * @return list<mixed>
+     */
+    private static function decoded(array $items): array
+    {
+        return array_map(
+            static fn (string $json): mixed => json_decode($json, true, 512, JSON_THROW_ON_ERROR | JSON_BIGINT_AS_STRING),
+            $items,
+        );
     }
 
     /**

@@ -22,12 +22,14 @@ T::test('getGames: all games, every field', function () use ($client): void {
     T::eq([1001, 1002, 1003, 1004, 1005, 1006, 1007], array_map(static fn (Game $g): int => $g->gameId, $games), 'ids');
     $g = $games[0];
     T::eq("Pharaoh's Fortune", $g->name, 'name');
-    T::eq(['{"key":"paylines","value":"20"}', '{"key":"reels","value":"5x3"}', '{"key":"rtp","value":"96.10"}'], $g->rules, 'rules as raw JSON');
+    T::eq(['{"key":"paylines","value":"20"}', '{"key":"reels","value":"5x3"}', '{"key":"rtp","value":"96.10"}'], $g->rulesJson, 'rules as raw JSON');
+    T::eq([['key' => 'paylines', 'value' => '20'], ['key' => 'reels', 'value' => '5x3'], ['key' => 'rtp', 'value' => '96.10']], $g->rules, 'rules as native values');
     T::eq('SlotMachine', $g->gameType, 'gameType');
     T::eq(0, $g->minPlayers, 'minPlayers');
     T::eq(0, $g->maxPlayers, 'maxPlayers');
     T::eq(true, $g->supportsTournament, 'supportsTournament');
-    T::eq(['"egypt"', '"classic"', '"featured"'], $g->categories, 'categories as raw JSON');
+    T::eq(['"egypt"', '"classic"', '"featured"'], $g->categoriesJson, 'categories as raw JSON');
+    T::eq(['egypt', 'classic', 'featured'], $g->categories, 'categories as native values');
     T::eq('https://cdn.sandbox.invalid/games/pharaohs-fortune/square.png', $g->imageSquare, 'imageSquare');
     T::eq('https://cdn.sandbox.invalid/games/pharaohs-fortune/background.jpg', $g->imageBackground, 'imageBackground');
     T::eq('https://cdn.sandbox.invalid/games/pharaohs-fortune/logo.png', $g->imageLogo, 'imageLogo');
@@ -47,10 +49,10 @@ T::test('getGames agrees with the raw answer of call()', function () use ($clien
             $r = $raw[$i];
             $mine = [
                 'gameId' => $g->gameId, 'name' => $g->name,
-                'rules' => array_map(static fn (string $j): mixed => json_decode($j, true), $g->rules),
+                'rules' => $g->rules,
                 'gameType' => $g->gameType, 'minPlayers' => $g->minPlayers, 'maxPlayers' => $g->maxPlayers,
                 'supportsTournament' => $g->supportsTournament,
-                'categories' => $g->categories === null ? null : array_map(static fn (string $j): mixed => json_decode($j, true), $g->categories),
+                'categories' => $g->categories,
                 'imageSquare' => $g->imageSquare, 'imageBackground' => $g->imageBackground, 'imageLogo' => $g->imageLogo,
                 'descriptionShort' => $g->descriptionShort, 'descriptionLong' => $g->descriptionLong,
             ];

@@ -21,25 +21,47 @@ _MEMORY = _lib.MEMORY
 class Game:
     """One game of ``getGames`` (spec 2.1), copied out of the library's answer.
 
-    ``rules`` and ``categories`` hold the raw JSON text of each element (the spec does not show
-    their type); ``categories`` is None when the service sent ``null``. ``extra`` maps the
-    fields the spec does not define to their raw JSON.
+    ``rules`` and ``categories`` are native values: each element decoded from its JSON when
+    first read (dicts, strings, numbers: the spec does not show their type), kept as the raw JSON
+    text the service sent in ``rules_json`` and ``categories_json``; ``categories`` is None when
+    the service sent ``null``. ``extra`` maps the fields the spec does not define to their raw
+    JSON.
     """
 
     game_id: int
     name: str
-    rules: list[str]
+    rules_json: list[str]
     game_type: str
     min_players: int
     max_players: int
     supports_tournament: bool
-    categories: list[str] | None
+    categories_json: list[str] | None
     image_square: str
     image_background: str
     image_logo: str
     description_short: str
     description_long: str
     extra: dict[str, str] = field(default_factory=dict)
+    _decoded: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def rules(self) -> list[Any]:
+        """The rules, each decoded from ``rules_json`` (once, on first read)."""
+        decoded = self._decoded.get("rules")
+        if decoded is None:
+            decoded = self._decoded["rules"] = [json.loads(rule) for rule in self.rules_json]
+        return decoded
+
+    @property
+    def categories(self) -> list[Any] | None:
+        """The categories, each decoded from ``categories_json`` (once, on first read); None when
+        the service sent ``null``."""
+        if self.categories_json is None:
+            return None
+        decoded = self._decoded.get("categories")
+        if decoded is None:
+            decoded = self._decoded["categories"] = [json.loads(item) for item in self.categories_json]
+        return decoded
 
 
 def _read_games(ptr: int) -> list[Game]:
@@ -60,12 +82,12 @@ def _read_games(ptr: int) -> list[Game]:
             Game(
                 game_id=game_id,
                 name=text(name_p, name_n),
-                rules=_lib.read_str_array(rules_p, rules_n),
+                rules_json=_lib.read_str_array(rules_p, rules_n),
                 game_type=text(type_p, type_n),
                 min_players=min_players,
                 max_players=max_players,
                 supports_tournament=supports_tournament,
-                categories=_lib.read_str_array(categories_p, categories_n) if has_categories else None,
+                categories_json=_lib.read_str_array(categories_p, categories_n) if has_categories else None,
                 image_square=text(square_p, square_n),
                 image_background=text(background_p, background_n),
                 image_logo=text(logo_p, logo_n),

@@ -39,13 +39,20 @@ class GetGamesTest(unittest.TestCase):
         self.assertIsInstance(first, Game)
         self.assertEqual(first.name, "Pharaoh's Fortune")
         self.assertEqual(
-            first.rules,
+            first.rules_json,
             ['{"key":"paylines","value":"20"}', '{"key":"reels","value":"5x3"}', '{"key":"rtp","value":"96.10"}'],
         )
+        # Native values, decoded once on first read.
+        self.assertEqual(
+            first.rules,
+            [{"key": "paylines", "value": "20"}, {"key": "reels", "value": "5x3"}, {"key": "rtp", "value": "96.10"}],
+        )
+        self.assertIs(first.rules, first.rules)
         self.assertEqual(first.game_type, "SlotMachine")
         self.assertEqual((first.min_players, first.max_players), (0, 0))
         self.assertIs(first.supports_tournament, True)
-        self.assertEqual(first.categories, ['"egypt"', '"classic"', '"featured"'])
+        self.assertEqual(first.categories, ["egypt", "classic", "featured"])
+        self.assertEqual(first.categories_json, ['"egypt"', '"classic"', '"featured"'])
         self.assertEqual(first.image_square, "https://cdn.sandbox.invalid/games/pharaohs-fortune/square.png")
         self.assertEqual(first.image_background, "https://cdn.sandbox.invalid/games/pharaohs-fortune/background.jpg")
         self.assertEqual(first.image_logo, "https://cdn.sandbox.invalid/games/pharaohs-fortune/logo.png")
@@ -56,6 +63,7 @@ class GetGamesTest(unittest.TestCase):
         self.assertEqual(first.extra, {})
         by_id = {g.game_id: g for g in games}
         self.assertIsNone(by_id[1003].categories)  # "categories": null
+        self.assertIsNone(by_id[1003].categories_json)
         self.assertEqual(by_id[1002].rules, [])
         self.assertEqual(by_id[1005].rules, [])
         self.assertIn("€250,000", by_id[1007].description_short)
