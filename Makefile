@@ -175,8 +175,14 @@ test-python: examples sandbox
 header:
 	SLOTPARTNER_BLESS=1 $(CARGO) test --test header
 
-bench:
+bench: lib
 	$(CARGO) bench --bench callback
+	@if printf '#include <jansson.h>\n' | $(CC) -E - > /dev/null 2>&1; then \
+		mkdir -p target/bench && \
+		$(CC) -std=c11 -O2 $(STRICT) -Iinclude benches/c/callback_vs_jansson.c -o target/bench/callback_vs_jansson \
+			-L$(RELEASE) -lslotpartner -ljansson -Wl,-rpath,'$$ORIGIN/../release' && \
+		./target/bench/callback_vs_jansson tests/fixtures; \
+	else echo "callback vs jansson: SKIPPED (no jansson.h: apt-get install libjansson-dev)"; fi
 	$(CARGO) bench --bench get_games
 	$(CARGO) bench --bench journal
 	php bindings/php/bench.php
