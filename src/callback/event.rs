@@ -198,6 +198,13 @@ fn extra_fields<'a>(
 
 /// The service's consecutive index: a non-negative integer; `null` counts as absent.
 fn index_value(field: &Field<'_>, reader: &FieldReader<'_, '_>, options: &ParseOptions) -> Result<Option<i64>> {
+    // The usual index, a plain run of at most 18 digits (below 10^18, within i64), is read
+    // here; anything else (a sign, a fraction, more digits, another type) by the JSON reader.
+    let raw = field.raw.get();
+    if (1..=18).contains(&raw.len()) && raw.bytes().all(|b| b.is_ascii_digit()) && (raw == "0" || !raw.starts_with('0'))
+    {
+        return Ok(raw.parse().ok());
+    }
     let value = match scan::scalar_of(field.raw, options.max_depth) {
         Ok(scan::Scalar::Null) => return Ok(None),
         Ok(value) => value,
