@@ -2,14 +2,13 @@
 
 Lifetime. ``Receiver.handle`` returns an event whose fields are already plain Python objects,
 copied out of the library's ``sp_event`` right after ``sp_receiver_handle`` (three copies out of
-library memory, no foreign call: see ``read_event``). Without a journal, a refund's or payout's
-``sp_event`` is freed at once (``sp_event_free``), and ``reply()`` builds its answer with the
-standalone builders (``replies.reply_result``), which build a success reply once per process and
-then reuse it: a refund or payout callback thus costs two foreign calls, handle and free. A
-balance query (and an unknown event) keeps its ``sp_event`` until ``reply_balance()`` (or
-``reply()``) builds the answer inside it with ``sp_event_reply_balance``, reads the HTTP status
-to send it with (``sp_event.reply_http_status``, read in place into ``reply_http_status``) and
-frees it: three calls, handle, reply, free.
+library memory, no foreign call: see ``read_event``). Without a journal the ``sp_event`` of a
+refund, payout or balance query is freed at once (``sp_event_free``), and ``reply()`` or
+``reply_balance()`` builds the answer with the standalone builders (``replies``), which keep the
+library's success replies (a balance reply as the parts around its amounts) and reuse them: such
+a callback costs two foreign calls, handle and free. A failure reply costs two more
+(``sp_reply_*_new``, ``sp_buffer_free``). An unknown event keeps its ``sp_event``, whose refusal
+to reply carries the library's answer (HTTP 400).
 
 With a journal (``Receiver(..., journal=...)``), ``begin()`` claims the event first. A claimed
 event (outcome NEW) keeps its ``sp_event`` after ``reply()``, since the journal stores the reply
@@ -567,7 +566,8 @@ class BalanceQuery(Event):
         ptr = self._ptr
         if ptr is None:
             settings = self._replies
-            rebuilt = reply_balance(money, currency or settings.balance_currency, coins, "", settings.balance_wrapper)
+            currency = settings.balance_currency if currency is None else currency
+            rebuilt = reply_balance(money, currency, coins, "", settings.balance_wrapper)
             self.reply_http_status = 200
             return rebuilt
         out = _OUT
@@ -631,6 +631,7 @@ class OtherEvent(Event):
 _PAYOUT = _lib.SP_EVENT_KIND_JACKPOT_PAYOUT
 _REFUND = _lib.SP_EVENT_KIND_BUY_REFUND
 _BALANCE = _lib.SP_EVENT_KIND_BALANCE_QUERY
+_OTHER = _lib.SP_EVENT_KIND_OTHER
 _MEMORY = _lib.MEMORY
 # The scalars of each struct (its sp_str fields passed over: the strings come from the block).
 _SCALARS = (_lib.sp_str,)
@@ -652,9 +653,10 @@ def read_event(ptr: int, replies: ReplySettings, keep: bool = True) -> Event:
     decoded and split in one go. If copying fails the ``sp_event`` is freed before the error
     propagates.
 
-    Unless ``keep`` (a receiver with a journal), the ``sp_event`` of a refund or payout is freed
-    right away and the event replies through the standalone builders (a success reply without a
-    foreign call); a balance query and an unknown event keep theirs for their reply.
+    Unless ``keep`` (a receiver with a journal), the ``sp_event`` of a refund, payout or balance
+    query is freed right away and the event replies through the standalone builders (a success
+    reply without a foreign call); an unknown event keeps its own, whose refusal to reply carries
+    the library's answer.
     """
     try:
         memory = _MEMORY
@@ -724,7 +726,7 @@ def read_event(ptr: int, replies: ReplySettings, keep: bool = True) -> Event:
         _event_free(ptr)
         raise
     event._replies = replies
-    if keep or (kind != _PAYOUT and kind != _REFUND):
+    if keep or kind == _OTHER:
         event._ptr = ptr
     else:
         event._journal = _NO_JOURNAL

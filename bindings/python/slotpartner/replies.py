@@ -90,6 +90,24 @@ def reply_result(wrapper: str, success: bool = True, message: str = "", omit_emp
     return data
 
 
+#: Successful balance replies by (wrapper, currency), as the three parts around the money and
+#: the coins of a reply the library built (see ``reply_balance``); an empty tuple when that
+#: reply could not be split (a wrapper holding the marker digits), so the library builds each.
+_BALANCES: dict[tuple[str, str], tuple[bytes, ...]] = {}
+_MONEY_MARK, _COINS_MARK = 7_391_846_205_113, 5_208_613_947_331
+
+
+def _balance_template(wrapper: str, currency: str) -> tuple[bytes, ...]:
+    """The library's balance reply for ``wrapper`` and ``currency`` split around its amounts."""
+    built = _library_balance(_MONEY_MARK, currency, _COINS_MARK, "", wrapper)
+    money, coins = b"%d" % _MONEY_MARK, b"%d" % _COINS_MARK
+    if built.count(money) != 1 or built.count(coins) != 1 or built.index(money) > built.index(coins):
+        return ()
+    head, rest = built.split(money)
+    middle, tail = rest.split(coins)
+    return (head, middle, tail)
+
+
 def reply_balance(
     money: int,
     currency: str = "EUR",
@@ -106,7 +124,24 @@ def reply_balance(
     ``"money":0`` could show the player an empty wallet); ``money``, ``currency`` and ``coins``
     are then unused. Send a failure with an error status (a receiver uses its
     ``balance_failure_http_status``, 500 by default).
+
+    A success is built from the library's own reply for the same wrapper and currency, made once
+    with marker amounts and kept (no foreign call); amounts of another type or out of range, and
+    failures, go to the library every time.
     """
+    if not error_message and type(money) is int and type(coins) is int:
+        if 0 <= money <= MAX_AMOUNT and 0 <= coins <= MAX_AMOUNT:
+            template = _BALANCES.get((wrapper, currency))
+            if template is None and len(_BALANCES) < 64:
+                template = _BALANCES[(wrapper, currency)] = _balance_template(wrapper, currency)
+            if template:
+                head, middle, tail = template
+                return b"%s%d%s%d%s" % (head, money, middle, coins, tail)
+    return _library_balance(money, currency, coins, error_message, wrapper)
+
+
+def _library_balance(money: int, currency: str, coins: int, error_message: str, wrapper: str) -> bytes:
+    """``reply_balance`` built by the library (``sp_reply_balance_new``, ``sp_buffer_free``)."""
     buffer = ctypes.c_void_p()
     status = _balance_new(
         c_text(wrapper, "wrapper"),

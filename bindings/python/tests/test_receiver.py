@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import tempfile
 import unittest
 
 from support import OTHER_TOKEN, PRODUCTION, STAGING, TOKEN, fixture
@@ -325,6 +326,14 @@ class ReplyTest(unittest.TestCase):
     def event(self, name: str) -> slotpartner.Event:
         return self.receiver.parse(fixture(name))
 
+    def kept_event(self, name: str) -> slotpartner.Event:
+        """An event that keeps the library's event after parse: its receiver has a journal."""
+        directory = tempfile.TemporaryDirectory(prefix="sp-kept-")
+        self.addCleanup(directory.cleanup)
+        journal = slotpartner.Journal(f"sqlite:{directory.name}/journal.db")
+        self.addCleanup(journal.close)
+        return Receiver(TOKEN, sources="any", journal=journal).parse(fixture(name))
+
     def test_exact_replies(self) -> None:
         self.assertEqual(self.event("refund").reply(), b'{"refund":{"success":true,"errorMessage":""}}')
         self.assertEqual(self.event("payout").reply(True), b'{"payout":{"success":true,"errorMessage":""}}')
@@ -424,14 +433,14 @@ class ReplyTest(unittest.TestCase):
             self.assertEqual(closed.reply_http_status, status)
 
     def test_failed_reply_keeps_the_event(self) -> None:
-        event = self.event("balance")
+        event = self.kept_event("balance")
         with self.assertRaises(ConfigurationError):
             event.reply(True)
         self.assertIsNotNone(event._ptr)
         self.assertEqual(event.reply_balance(7), slotpartner.reply_balance(7))
         self.assertIsNone(event._ptr)
 
-    def test_without_a_journal_a_refund_or_payout_is_read_and_freed_at_once(self) -> None:
+    def test_without_a_journal_an_event_is_read_and_freed_at_once(self) -> None:
         for name, wrapper in (("refund", "refund"), ("payout", "payout")):
             event = self.event(name)
             self.assertIsNone(event._ptr)
@@ -439,6 +448,24 @@ class ReplyTest(unittest.TestCase):
                 event.reply(True, "message with success")
             self.assertEqual(event.reply(), b'{"%s":{"success":true,"errorMessage":""}}' % wrapper.encode())
             self.assertEqual(event.reply_http_status, 200)
+        balance = self.event("balance")
+        self.assertIsNone(balance._ptr)
+        self.assertIsNotNone(self.event("other_event")._ptr, "an unknown event keeps its own")
+
+    def test_balance_replies_from_the_kept_template_match_the_library(self) -> None:
+        # Each built by the library inside a kept event, and without it from the template.
+        cases = [(0, None, 0), (1, "USD", 2), (2**53 - 1, "EUR", 2**53 - 1), (150000, None, 7), (42, "GBP", 0)]
+        for money, currency, coins in cases:
+            live = self.kept_event("balance").reply_balance(money, currency, coins)  # type: ignore[attr-defined]
+            for _ in range(2):  # the first builds the template, the second uses it
+                self.assertEqual(self.event("balance").reply_balance(money, currency, coins), live)  # type: ignore[attr-defined]
+        # What the template does not take goes to the library, which refuses it as before.
+        for money, currency, coins, field in [(-1, None, 0, "money"), (2**53, None, 0, "money"), (0, None, -5, "coins"),
+                                              (0, "eur", 0, "currency"), (0, "", 0, "currency")]:  # fmt: skip
+            with self.assertRaises(ConfigurationError) as caught:
+                self.event("balance").reply_balance(money, currency, coins)  # type: ignore[attr-defined]
+            self.assertEqual(caught.exception.field, field)
+        self.assertEqual(self.event("balance").reply_balance(True), self.kept_event("balance").reply_balance(1))  # type: ignore[attr-defined]
 
     def test_other_event_reply_after_close(self) -> None:
         event = Receiver(TOKEN, sources="any").parse(fixture("other_event"))
@@ -448,7 +475,7 @@ class ReplyTest(unittest.TestCase):
         self.assertEqual((caught.exception.status, caught.exception.field), (13, "event"))
 
     def test_context_manager_and_close(self) -> None:
-        with self.event("balance") as event:
+        with self.kept_event("balance") as event:
             self.assertIsNotNone(event._ptr)
         self.assertIsNone(event._ptr)
         event.close()  # idempotent
@@ -461,8 +488,8 @@ class ReplyTest(unittest.TestCase):
                 self.assertEqual(duplicate, event)
                 self.assertIsNone(duplicate._ptr)
                 self.assertIs(type(duplicate), type(event))
-            # Without a journal only a balance query or an unknown event keeps the library's.
-            self.assertEqual(event._ptr is not None, name in ("balance", "other_event"))
+            # Without a journal only an unknown event keeps the library's.
+            self.assertEqual(event._ptr is not None, name == "other_event")
             if isinstance(event, BalanceQuery):
                 self.assertEqual(copy.copy(event).reply_balance(3), event.reply_balance(3))
             elif not isinstance(event, OtherEvent):
