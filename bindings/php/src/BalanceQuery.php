@@ -27,14 +27,15 @@ final class BalanceQuery extends Event
      * Copies the fields of the native `sp_event *` and takes ownership of it.
      *
      * @param list<string> $strings the event's `strings` block, split (see Event)
+     * @param \ArrayObject<string, mixed>|null $successes see Event
      *
      * @internal Built by Receiver::handle()/parse() (Event::adopt), not by applications.
      */
-    protected function __construct(Native $native, CData $event, array $strings)
+    protected function __construct(Native $native, CData $event, array $strings, ?\ArrayObject $successes = null)
     {
         $this->playerIdentifier = $strings[0] === '' ? null : $strings[0];
         $this->playerPartnerIdentifier = $strings[1] === '' ? null : $strings[1];
-        parent::__construct($native, $event, $strings);
+        parent::__construct($native, $event, $strings, $successes);
     }
 
     /**
@@ -44,11 +45,56 @@ final class BalanceQuery extends Event
      * $money and $coins are 0 to 2^53-1; $currency null for the configured one.
      *
      * Returns a PHP string (copied from the library); may be called again, the last call wins.
-     * Sent with replyHttpStatus(): 200.
+     * Sent with replyHttpStatus(): 200. For an event that was not begun, the library builds the
+     * reply once per Receiver and currency with marker amounts, and the reply is then put
+     * together from its parts around them (no FFI call); amounts out of range, and the first
+     * reply of each currency, go through the library.
      *
      * @throws SlotPartnerException
      */
     public function replyBalance(int $money, ?string $currency = null, int $coins = 0): string
+    {
+        $kept = $this->keptReplies();
+        if ($kept !== null && $money >= 0 && $money <= self::MAX_AMOUNT && $coins >= 0 && $coins <= self::MAX_AMOUNT) {
+            $key = 'balance ' . ($currency ?? '');
+            $parts = $kept[$key] ?? null;
+            if ($parts === null) {
+                $parts = $kept[$key] = self::split($this->built(self::MONEY_MARK, $currency, self::COINS_MARK));
+            }
+            if ($parts !== []) {
+                $this->repliedOk();
+                return $parts[0] . $money . $parts[1] . $coins . $parts[2];
+            }
+        }
+        return $this->built($money, $currency, $coins);
+    }
+
+    private const MAX_AMOUNT = 9007199254740991;
+
+    private const MONEY_MARK = 7391846205113;
+
+    private const COINS_MARK = 5208613947331;
+
+    /**
+     * A reply the library built, as its parts around the marker amounts; [] when they cannot be
+     * told apart (a wrapper holding their digits), so that every reply is built by the library.
+     *
+     * @return list<string>
+     */
+    private static function split(string $reply): array
+    {
+        $money = (string) self::MONEY_MARK;
+        $coins = (string) self::COINS_MARK;
+        if (substr_count($reply, $money) !== 1 || substr_count($reply, $coins) !== 1 || strpos($reply, $money) > strpos($reply, $coins)) {
+            return [];
+        }
+        [$head, $rest] = explode($money, $reply);
+        [$middle, $tail] = explode($coins, $rest);
+        return [$head, $middle, $tail];
+    }
+
+    /** The balance reply built by the library inside this event (sp_event_reply_balance). */
+    private function built(int $money, ?string $currency, int $coins): string
     {
         $native = $this->native;
         $handle = $this->handle();

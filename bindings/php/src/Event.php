@@ -14,8 +14,9 @@ use FFI\CData;
  * The native event (owned by this object) is kept only to build the reply: it is freed with
  * sp_event_free when this object is destroyed (when the last reference goes, also when an
  * exception unwinds past it) or by free(). A callback therefore costs three FFI calls:
- * sp_receiver_handle, sp_event_reply(_balance), sp_event_free; a refund's or payout's success
- * reply is built once per Receiver and then reused, so that such a callback costs two.
+ * sp_receiver_handle, sp_event_reply(_balance), sp_event_free; a successful reply to an event
+ * that was not begun is built by the library once per Receiver (a balance reply once per currency,
+ * around marker amounts) and then reused, so that such a callback costs two.
  *
  * With a journal (Receiver's $journal), begin() claims the event before the partner's logic
  * runs and finish() stores its reply: five FFI calls for a new delivery (handle, begin, reply,
@@ -112,7 +113,7 @@ abstract class Event
             return match ($event->kind) {
                 self::KIND_BUY_REFUND => new BuyRefund($native, $event, $strings, $successes),
                 self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, $event, $strings, $successes),
-                self::KIND_BALANCE_QUERY => new BalanceQuery($native, $event, $strings),
+                self::KIND_BALANCE_QUERY => new BalanceQuery($native, $event, $strings, $successes),
                 default => new OtherEvent($native, $event, $strings),
             };
         } catch (\Throwable $e) {
@@ -138,11 +139,10 @@ abstract class Event
      */
     public function reply(bool $success, ?string $message = null): string
     {
-        $reuse = $success && ($message === null || $message === '') && !$this->begun && $this->successes !== null
-            && $this->handle !== null;
-        if ($reuse && isset($this->successes[static::class])) {
+        $kept = $success && ($message === null || $message === '') ? $this->keptReplies() : null;
+        if ($kept !== null && isset($kept[static::class])) {
             $this->replyHttpStatus = 200;
-            return $this->successes[static::class];
+            return $kept[static::class];
         }
         $native = $this->native;
         $handle = $this->handle;
@@ -158,8 +158,8 @@ abstract class Event
         // Read from the struct in place: no call into the library.
         $this->replyHttpStatus = $handle->reply_http_status;
         $reply = $native->str->ptr;
-        if ($reuse) {
-            $this->successes[static::class] = $reply;
+        if ($kept !== null) {
+            $kept[static::class] = $reply;
         }
         return $reply;
     }
@@ -261,6 +261,24 @@ abstract class Event
     public function replyHttpStatus(): int
     {
         return $this->replyHttpStatus;
+    }
+
+    /**
+     * The Receiver's kept replies, when this event may use them: it came from a Receiver, still
+     * holds its native event, and was not begun (a claimed event's reply is built inside it, for
+     * finish()).
+     *
+     * @return \ArrayObject<string, mixed>|null
+     */
+    protected function keptReplies(): ?\ArrayObject
+    {
+        return $this->begun || $this->handle === null ? null : $this->successes;
+    }
+
+    /** Records that a successful reply was put together without the library: HTTP 200. */
+    protected function repliedOk(): void
+    {
+        $this->replyHttpStatus = 200;
     }
 
     /** Records the HTTP status of the reply just built into $handle (by a subclass). */

@@ -134,6 +134,25 @@ T::test('three FFI calls per callback', function (): void {
         $freed = $receiver->handle(TOKEN, '127.0.0.1', fixture('refund.json'));
         $freed->free();
         T::throws(SlotPartner\ConfigurationException::class, fn () => $freed->reply(true), 'a freed event has no reply, reused or not');
+        // A balance reply is put together from the library's reply around marker amounts: byte
+        // for byte the library's own (the standalone builder), once built per currency.
+        $wrapped = new Receiver(TOKEN, sources: 'any', balanceWrapper: 'wallet', balanceCurrency: 'GBP');
+        foreach ([[0, null, 0], [1, 'USD', 2], [9007199254740991, 'EUR', 9007199254740991], [150000, null, 7], [42, 'USD', 0]] as [$money, $currency, $coins]) {
+            foreach ([$receiver, $wrapped] as $r) {
+                $wrapper = $r === $wrapped ? 'wallet' : 'playerBalance';
+                $expected = SlotPartner\Reply::balance($money, $currency ?? ($r === $wrapped ? 'GBP' : 'EUR'), $coins, null, $wrapper);
+                $counter->reset();
+                $event = $r->handle(TOKEN, '127.0.0.1', fixture('balance.json'));
+                T::eq($expected, $event->replyBalance($money, $currency, $coins), "balance $money $currency $coins ($wrapper)");
+                T::eq(200, $event->replyHttpStatus(), 'its status');
+                $event = null;
+            }
+        }
+        T::eq(['sp_receiver_handle' => 1, 'sp_event_free' => 1], $counter->calls, 'a balance reply once built: handle and free');
+        foreach ([[-1, null, 0, 'money'], [9007199254740992, null, 0, 'money'], [0, null, -5, 'coins'], [0, 'eur', 0, 'currency']] as [$money, $currency, $coins, $field]) {
+            $e = T::throws(SlotPartner\ConfigurationException::class, fn () => $receiver->handle(TOKEN, '127.0.0.1', fixture('balance.json'))->replyBalance($money, $currency, $coins), "balance refused: $field");
+            T::eq($field, $e?->field, 'the field named');
+        }
     } finally {
         Native::useFfi(null);
     }
