@@ -31,10 +31,12 @@ pub mod games;
 pub mod json;
 #[path = "../../src/callback/spec.rs"]
 pub mod spec;
+#[path = "../../src/callback/valid_text.rs"]
+pub mod valid_text;
 
 /// The paths the files use among themselves (`crate::callback::json`, ...).
 mod callback {
-    pub use super::{json, spec};
+    pub use super::{json, spec, valid_text};
 }
 mod client {
     pub use super::{fetch, games};
