@@ -69,11 +69,11 @@ fn main() {
     }
     let _ = std::fs::remove_file(&ca);
     let ours = median(mine);
-    println!("{:<28} {:>10.0} calls/s", "slotpartner (parse + types)", ours);
+    println!("{:<28} {:>10.0} calls/s {:>8.1} µs a call", "slotpartner (parse + types)", ours, 1e6 / ours);
     if !theirs.is_empty() {
         let theirs = median(theirs);
-        println!("{:<28} {:>10.0} calls/s", "curl (transfer only)", theirs);
-        println!("ratio slotpartner/curl: {:.2}x the rate", ours / theirs);
+        println!("{:<28} {:>10.0} calls/s {:>8.1} µs a call", "curl (transfer only)", theirs, 1e6 / theirs);
+        println!("time a call, slotpartner/curl: {:.2}x", theirs / ours);
     }
     server.shutdown();
 }
