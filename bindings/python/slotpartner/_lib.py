@@ -334,10 +334,6 @@ class StrView(Structure):
 
 
 FieldView = view(sp_field)
-EventView = view(sp_event)
-BuyRefundView = view(sp_buy_refund)
-JackpotPayoutView = view(sp_jackpot_payout)
-BalanceQueryView = view(sp_balance_query)
 ClaimView = view(sp_claim)
 
 
