@@ -63,12 +63,7 @@ pub fn split_object(text: &str) -> Result<Vec<Field<'_>>> {
 /// top-level object as 1, no lone surrogate escapes, no control characters in object keys.
 /// Errors name the value `event.field`.
 pub fn check_value(raw: &RawValue, event: &str, field: &str, max_depth: usize) -> Result<()> {
-    let text = raw.get();
-    // Scalars without escapes are valid as they stand: skip the second look on the hot path.
-    if !text.starts_with(['{', '[']) && !text.contains('\\') {
-        return Ok(());
-    }
-    valid_text::check(text, 2, max_depth.min(MAX_DEPTH_CEILING))
+    valid_text::check_raw(raw.get(), 2, max_depth.min(MAX_DEPTH_CEILING))
         .map_err(|(kind, problem)| Error::field(kind, format!("{event}.{field}"), problem))
 }
 
@@ -212,17 +207,9 @@ impl<'s> StrictValue<'s> {
     /// Checks a value inside a container, taken raw: JSON's grammar allows any number, and the
     /// raw reading checks a number's syntax without computing it, so a number beyond a double
     /// (`900719E9254741982`) is valid here as it is in a top-level field the spec does not
-    /// define. A container is walked on its own text, a string with escapes decoded (a lone
-    /// surrogate escape is refused).
+    /// define. The rest of the value is checked by `valid_text`, as a kept value is.
     fn check_raw<E: de::Error>(self, raw: &RawValue) -> std::result::Result<(), E> {
-        let text = raw.get();
-        match text.as_bytes().first() {
-            Some(b'{' | b'[') => {
-                valid_text::check(text, self.depth, self.max_depth).map_err(|(kind, problem)| self.fail(kind, problem))
-            }
-            Some(b'"') if text.contains('\\') => serde_json::from_str::<String>(text).map(drop).map_err(E::custom),
-            _ => Ok(()),
-        }
+        valid_text::check_raw(raw.get(), self.depth, self.max_depth).map_err(|(kind, problem)| self.fail(kind, problem))
     }
 
     fn enter<E: de::Error>(&self) -> std::result::Result<Self, E> {
@@ -285,11 +272,7 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
             keys.push(key);
             inner.check_raw(map.next_value::<&RawValue>()?)?;
         }
-        keys.sort_unstable();
-        match keys.windows(2).find(|pair| pair[0] == pair[1]) {
-            Some(pair) => Err(self.fail(ErrorKind::DuplicateKey, format!("duplicate key {}", quoted(&pair[0])))),
-            None => Ok(()),
-        }
+        valid_text::no_duplicates(&mut keys).map_err(|(kind, problem)| self.fail(kind, problem))
     }
 }
 

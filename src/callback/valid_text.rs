@@ -4,8 +4,9 @@
 //! number the grammar allows passes (`900719E9254741982` too).
 //!
 //! Each byte is looked at once, whatever the nesting: a value kept raw is checked in about the
-//! time the parser took to skip it. `json::StrictValue` states the same rules as a serde visitor;
-//! a test holds the two to the same answers.
+//! time the parser took to skip it. It checks the values the library keeps raw (`json::check_value`)
+//! and, below their first level, the containers the scan meets in typed fields
+//! (`json::StrictValue`); a test holds it to an independent recursive reading.
 
 use std::borrow::Cow;
 
@@ -14,6 +15,15 @@ use crate::error::ErrorKind;
 
 /// Why a value is refused: the kind and the problem, for `event.field: problem`.
 pub type Refusal = (ErrorKind, String);
+
+/// `check` for a value kept raw, at nesting level `level`: a scalar without escapes is valid as
+/// it stands and is not looked at again (the usual case, on the hot path).
+pub fn check_raw(text: &str, level: usize, max_depth: usize) -> Result<(), Refusal> {
+    if !text.starts_with(['{', '[']) && !text.contains('\\') {
+        return Ok(());
+    }
+    check(text, level, max_depth)
+}
 
 /// What an open container is in `check`'s stack: an array, or an object whose keys start at
 /// this position of the shared key list.
@@ -108,7 +118,7 @@ fn key_of(literal: &str, escaped: bool) -> Result<Cow<'_, str>, Refusal> {
 
 /// Refuses a key that appears twice among `keys` (one object's): compared pairwise when they
 /// are few, sorted otherwise.
-fn no_duplicates(keys: &mut [Cow<'_, str>]) -> Result<(), Refusal> {
+pub fn no_duplicates(keys: &mut [Cow<'_, str>]) -> Result<(), Refusal> {
     let duplicate = if keys.len() <= 8 {
         (1..keys.len()).find(|&i| keys[..i].contains(&keys[i]))
     } else {
