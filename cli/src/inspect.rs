@@ -192,7 +192,7 @@ struct EventJson<'a> {
 #[derive(Serialize)]
 struct ExtraJson<'a> {
     name: &'a str,
-    value: &'a RawValue,
+    value: Box<RawValue>,
 }
 
 impl<'a> EventJson<'a> {
@@ -204,7 +204,7 @@ impl<'a> EventJson<'a> {
             index: event.index,
             index_unreadable: event.index_unreadable,
             fields: OrderedMap(fields.iter().map(|(name, value)| (*name, value.json())).collect()),
-            extra: event.extra.iter().map(|f| ExtraJson { name: &f.name, value: f.raw }).collect(),
+            extra: event.extra.iter().map(|f| ExtraJson { name: &f.name, value: raw_value(f.raw.get()) }).collect(),
         }
     }
 }
@@ -244,4 +244,9 @@ impl<'a> ErrorJson<'a> {
             answer: AnswerJson { http_status, body },
         }
     }
+}
+
+/// A kept value as serde_json's raw value, for printing it as it is.
+fn raw_value(json: &str) -> Box<RawValue> {
+    RawValue::from_string(json.to_owned()).expect("the library keeps valid JSON")
 }

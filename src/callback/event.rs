@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use crate::callback::fields::FieldReader;
 use crate::callback::json::{self, Field};
 use crate::callback::options::ParseOptions;
+use crate::callback::quick_scan;
 use crate::callback::scan::{self, ScanError, Slots};
 use crate::callback::spec::{KnownEvent, Name};
 use crate::error::{Error, ErrorKind, EventIds, Result};
@@ -133,10 +134,25 @@ fn ids_of_refused(body: &[u8], options: &ParseOptions) -> Option<EventIds> {
 fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
     let text = json::object_text(body, options.max_body_bytes)?;
     let mut scanned = scan::Scanned::default();
-    let refused = match scan::scan(text, options.max_depth, &mut scanned) {
-        Ok(()) => None,
-        Err(ScanError::Body(error)) => return Err(error),
-        Err(ScanError::InValue) => scan::rescan(text, options.max_depth, &mut scanned)?,
+    // The quick pass reads the usual body and checks its kept values; anything else, and every
+    // refusal, is read by the serde scan, as is every body the quick pass accepts in builds with
+    // debug assertions, to hold the two to the same reading.
+    let quick = quick_scan::scan(text, options.max_depth, &mut scanned);
+    if quick && cfg!(debug_assertions) {
+        let mut full = scan::Scanned::default();
+        assert!(scan::scan(text, options.max_depth, &mut full).is_ok(), "the serde scan refused {text:?}");
+        assert_eq!(scanned, full, "the two scans differ on {text:?}");
+    }
+    let refused = match quick {
+        true => None,
+        false => {
+            scanned = scan::Scanned::default();
+            match scan::scan(text, options.max_depth, &mut scanned) {
+                Ok(()) => None,
+                Err(ScanError::Body(error)) => return Err(error),
+                Err(ScanError::InValue) => scan::rescan(text, options.max_depth, &mut scanned)?,
+            }
+        }
     };
     let scan::Scanned { slots, others } = scanned;
     let slots = &slots;
@@ -164,9 +180,15 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>>
         return Err(Error::field(ErrorKind::UnknownEvent, name_field.as_str(), problem));
     }
     let spec_mask = known.map_or(0, KnownEvent::spec_mask) | name_field.bit();
-    let extra = extra_fields(text, slots, others, spec_mask)?;
-    for field in &extra {
-        json::check_value(field.raw, event_label, &field.name, options.max_depth).map_err(|e| e.for_event(known))?;
+    let (extra, kept_by_scan) = extra_fields(text, slots, others, spec_mask)?;
+    // The values the quick pass kept are checked already (in debug builds: check_value agrees).
+    let checked = |field: &Field<'_>| json::check_value(field.raw, event_label, &field.name, options.max_depth);
+    if !(quick && kept_by_scan) {
+        for field in &extra {
+            checked(field).map_err(|e| e.for_event(known))?;
+        }
+    } else if cfg!(debug_assertions) {
+        assert!(extra.iter().all(|f| checked(f).is_ok()), "check_value refused a value the quick pass kept: {text:?}");
     }
     let (index, index_unreadable) = match extra.iter().find(|f| f.name == options.index_field.as_str()) {
         Some(field) => match index_value(field, &reader, options) {
@@ -179,21 +201,22 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>>
     Ok(Event { name: name.clone(), kind: typed, index, index_unreadable, extra })
 }
 
-/// The fields outside the event's spec, in body order: `others`, the fields the scan kept raw;
-/// but when a field the scan decoded into a slot is outside the spec (a field of another
-/// event), all of them come from a second split of the body, a rare path.
+/// The fields outside the event's spec, in body order, and whether they are `others`, the
+/// fields the scan kept raw; when a field the scan decoded into a slot is outside the spec (a
+/// field of another event), all of them come from a second split of the body, a rare path.
 fn extra_fields<'a>(
     text: &'a str,
     slots: &Slots<'a>,
     others: Vec<Field<'a>>,
     spec_mask: u32,
-) -> Result<Vec<Field<'a>>> {
+) -> Result<(Vec<Field<'a>>, bool)> {
     let foreign_slot = slots.iter().enumerate().any(|(slot, v)| v.is_some() && spec_mask & 1 << slot == 0);
     if !foreign_slot {
-        return Ok(others);
+        return Ok((others, true));
     }
     let fields = json::split_object(text)?;
-    Ok(fields.into_iter().filter(|f| Name::of(&f.name).is_none_or(|name| spec_mask & name.bit() == 0)).collect())
+    let extra = fields.into_iter().filter(|f| Name::of(&f.name).is_none_or(|name| spec_mask & name.bit() == 0));
+    Ok((extra.collect(), false))
 }
 
 /// The service's consecutive index: a non-negative integer; `null` counts as absent.

@@ -21,10 +21,27 @@ pub const MAX_DEPTH_CEILING: usize = 100;
 
 /// One top-level field: its decoded name and its value as raw JSON text, both borrowed from the
 /// body when the name has no escapes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Field<'a> {
     pub name: Cow<'a, str>,
-    pub raw: &'a RawValue,
+    pub raw: RawJson<'a>,
+}
+
+/// A JSON value exactly as the body wrote it, borrowed from the body; only the library makes
+/// one, from text a JSON reading accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawJson<'a>(&'a str);
+
+impl<'a> RawJson<'a> {
+    /// Text already read as one JSON value (by serde_json or by `quick_scan`).
+    pub(crate) fn checked(text: &'a str) -> Self {
+        RawJson(text)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &'a str {
+        self.0
+    }
 }
 
 /// The body as text once its size, byte order mark, UTF-8 and top-level type are checked: it is
@@ -62,7 +79,7 @@ pub fn split_object(text: &str) -> Result<Vec<Field<'_>>> {
 /// Checks a value kept as raw JSON: no duplicate keys, nesting at most `max_depth` counting the
 /// top-level object as 1, no lone surrogate escapes, no control characters in object keys.
 /// Errors name the value `event.field`.
-pub fn check_value(raw: &RawValue, event: &str, field: &str, max_depth: usize) -> Result<()> {
+pub fn check_value(raw: RawJson<'_>, event: &str, field: &str, max_depth: usize) -> Result<()> {
     valid_text::check_raw(raw.get(), 2, max_depth.min(MAX_DEPTH_CEILING))
         .map_err(|(kind, problem)| Error::field(kind, format!("{event}.{field}"), problem))
 }
@@ -151,7 +168,7 @@ impl<'de> Visitor<'de> for TopLevel {
         let mut fields = Vec::with_capacity(32);
         while let Some(name) = map.next_key_seed(KeySeed)? {
             let raw: &'de RawValue = map.next_value()?;
-            fields.push(Field { name, raw });
+            fields.push(Field { name, raw: RawJson::checked(raw.get()) });
         }
         Ok(fields)
     }

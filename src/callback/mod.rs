@@ -8,6 +8,7 @@ pub(crate) mod event;
 pub(crate) mod fields;
 pub(crate) mod json;
 pub(crate) mod options;
+pub(crate) mod quick_scan;
 pub(crate) mod receiver;
 pub(crate) mod reply;
 pub(crate) mod response;
@@ -17,7 +18,7 @@ pub(crate) mod spec;
 pub(crate) mod valid_text;
 
 pub use event::{BalanceQuery, BuyRefund, Event, EventKind, JackpotPayout, parse};
-pub use json::Field;
+pub use json::{Field, RawJson};
 pub use options::ParseOptions;
 pub use receiver::{DEFAULT_BALANCE_FAILURE_HTTP_STATUS, Receiver, ReceiverConfig, Request};
 pub use response::Response;

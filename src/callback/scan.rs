@@ -8,7 +8,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::callback::json::{self, Field, KeySeed, StrictValue};
+use crate::callback::json::{self, Field, KeySeed, RawJson, StrictValue};
 use crate::callback::spec::Name;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -49,7 +49,7 @@ impl fmt::Display for Scalar<'_> {
 pub type Slots<'a> = [Option<Scalar<'a>>; Name::COUNT];
 
 /// A body after the one pass.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scanned<'a> {
     pub slots: Slots<'a>,
     /// Fields `Name` does not name, in body order, values as raw JSON.
@@ -129,7 +129,7 @@ fn reject_repeated<'n>(names: impl Iterator<Item = &'n str>) -> Result<()> {
 
 /// Decodes one raw value the way the scan decodes slotted ones: containers are checked against
 /// `max_depth` (the value being at level 2). Gives the kind and problem of a refusal.
-pub fn scalar_of(raw: &RawValue, max_depth: usize) -> std::result::Result<Scalar<'_>, (ErrorKind, String)> {
+pub fn scalar_of(raw: RawJson<'_>, max_depth: usize) -> std::result::Result<Scalar<'_>, (ErrorKind, String)> {
     let failure = Cell::new(None);
     let seed = ScalarSeed { strict: StrictValue::new(2, max_depth.min(json::MAX_DEPTH_CEILING), &failure) };
     seed.deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
@@ -175,7 +175,7 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                         return Err(de::Error::custom("key"));
                     }
                     let raw: &'de RawValue = map.next_value()?;
-                    scanned.others.push(Field { name, raw });
+                    scanned.others.push(Field { name, raw: RawJson::checked(raw.get()) });
                 }
             }
         }

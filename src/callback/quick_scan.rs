@@ -1,0 +1,379 @@
+//! The usual callback body read in one hand-written pass over its bytes, checking the JSON
+//! grammar and the library's own rules (nesting depth, no duplicate keys, no control characters
+//! in keys, no lone surrogate escapes) as it goes, with no second look at any value.
+//!
+//! It only ever accepts: whatever is unusual or wrong (an escaped key, a container or a number
+//! other than a plain unsigned integer in a field the spec defines, a repeated key, a rule
+//! broken, a grammar error) makes it decline, and the body is then read by `scan::scan`, the
+//! serde_json reading that stays the reference and words every refusal. So a body is refused,
+//! and its refusal worded, exactly as before; a body this pass accepts gives the same `Scanned`
+//! as `scan::scan` (checked on every accepted body in builds with debug assertions: the test
+//! suites and the fuzz targets), with every kept value checked as `json::check_value` would.
+//!
+//! Why by hand: serde_json reads a top-level object into slots and raw values, and the rules
+//! above then need a second walk over every kept value; one pass that does both costs about a
+//! third of that (README, Benchmarks). serde_json still decodes every escaped string.
+
+use std::borrow::Cow;
+
+use crate::callback::json::{self, Field, RawJson};
+use crate::callback::scan::{Scalar, Scanned};
+use crate::callback::spec::Name;
+use crate::callback::valid_text;
+
+/// Reads the top-level object of `text` (from `json::object_text`) into `scanned` (which starts
+/// empty) and gives true, or gives false (`scanned` then holds a part of the body) when the body
+/// needs the full reading. `max_depth` is the configured depth, capped as everywhere.
+pub fn scan<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -> bool {
+    scan_object(text, max_depth.min(json::MAX_DEPTH_CEILING), scanned).is_some()
+}
+
+fn scan_object<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -> Option<()> {
+    let b = text.as_bytes();
+    let mut at = skip_ws(b, expect(b, skip_ws(b, 0), b'{')?);
+    if b.get(at) == Some(&b'}') {
+        return (skip_ws(b, at + 1) == b.len()).then_some(());
+    }
+    let mut checker = Checker::default();
+    loop {
+        let (key, after_key) = plain_key(text, at)?;
+        at = skip_ws(b, expect(b, after_key, b':')?);
+        match Name::of(key) {
+            Some(name) => {
+                let slot = &mut scanned.slots[name as usize];
+                if slot.is_some() {
+                    return None;
+                }
+                let (value, end) = slot_value(text, at)?;
+                *slot = Some(value);
+                at = end;
+            }
+            None => {
+                if json::key_problem(key).is_some() || scanned.others.iter().any(|f| f.name == key) {
+                    return None;
+                }
+                let end = checker.value(text, at, max_depth)?;
+                scanned.others.push(Field { name: Cow::Borrowed(key), raw: RawJson::checked(&text[at..end]) });
+                at = end;
+            }
+        }
+        at = skip_ws(b, at);
+        match b.get(at)? {
+            b',' => at = skip_ws(b, at + 1),
+            b'}' => return (skip_ws(b, at + 1) == b.len()).then_some(()),
+            _ => return None,
+        }
+    }
+}
+
+/// The value of a field the spec defines: a string, a plain unsigned integer, a boolean or null,
+/// and the index just past it. Anything else declines.
+fn slot_value(text: &str, at: usize) -> Option<(Scalar<'_>, usize)> {
+    let b = text.as_bytes();
+    match *b.get(at)? {
+        b'"' => {
+            let (close, escaped) = string_end(b, at)?;
+            let value = if escaped {
+                Cow::Owned(serde_json::from_str::<String>(&text[at..=close]).ok()?)
+            } else {
+                Cow::Borrowed(&text[at + 1..close])
+            };
+            Some((Scalar::Str(value), close + 1))
+        }
+        b'0'..=b'9' => unsigned(b, at),
+        b't' => Some((Scalar::Bool(true), literal_end(b, at, b"true")?)),
+        b'f' => Some((Scalar::Bool(false), literal_end(b, at, b"false")?)),
+        b'n' => Some((Scalar::Null, literal_end(b, at, b"null")?)),
+        _ => None,
+    }
+}
+
+/// The plain unsigned integer at `at` (digits, no leading zero, within `u64`, no fraction or
+/// exponent) and the index just past it.
+fn unsigned(b: &[u8], at: usize) -> Option<(Scalar<'static>, usize)> {
+    let mut value: u64 = 0;
+    let mut end = at;
+    while let Some(&digit @ b'0'..=b'9') = b.get(end) {
+        value = value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))?;
+        end += 1;
+    }
+    let leading_zero = b[at] == b'0' && end > at + 1;
+    match b.get(end) {
+        Some(b'.' | b'e' | b'E') => None,
+        _ if leading_zero => None,
+        _ => Some((Scalar::Unsigned(value), end)),
+    }
+}
+
+/// A top-level key without escapes at `at` (its opening quote), and the index just past it.
+fn plain_key(text: &str, at: usize) -> Option<(&str, usize)> {
+    if text.as_bytes().get(at) != Some(&b'"') {
+        return None;
+    }
+    match string_end(text.as_bytes(), at)? {
+        (close, false) => Some((&text[at + 1..close], close + 1)),
+        (_, true) => None,
+    }
+}
+
+/// What an open container is on `Checker::open`: an array, or an object whose keys start at
+/// this position of `Checker::keys`.
+const ARRAY: usize = usize::MAX;
+
+/// Checks values kept raw, reusing its two stacks from one value to the next.
+#[derive(Default)]
+struct Checker<'a> {
+    /// The keys of every open object, each object's a tail of the list from where it starts.
+    keys: Vec<Cow<'a, str>>,
+    open: Vec<usize>,
+}
+
+impl<'a> Checker<'a> {
+    /// The index just past the value at `at`, a top-level field's value (nesting level 2),
+    /// checked against the grammar and the rules; `None` declines.
+    fn value(&mut self, text: &'a str, mut at: usize, max_depth: usize) -> Option<usize> {
+        const LEVEL: usize = 2;
+        let b = text.as_bytes();
+        self.keys.clear();
+        self.open.clear();
+        'value: loop {
+            let mut end = match *b.get(at)? {
+                open @ (b'{' | b'[') => {
+                    if LEVEL + self.open.len() > max_depth {
+                        return None;
+                    }
+                    at = skip_ws(b, at + 1);
+                    let object = open == b'{';
+                    self.open.push(if object { self.keys.len() } else { ARRAY });
+                    match (b.get(at)?, object) {
+                        (b'}', true) | (b']', false) => {
+                            self.open.pop();
+                            at + 1
+                        }
+                        (_, true) => {
+                            at = self.key(text, at)?;
+                            continue 'value;
+                        }
+                        (_, false) => continue 'value,
+                    }
+                }
+                b'"' => string_end(b, at)?.0 + 1,
+                b'-' | b'0'..=b'9' => number_end(b, at)?,
+                b't' => literal_end(b, at, b"true")?,
+                b'f' => literal_end(b, at, b"false")?,
+                b'n' => literal_end(b, at, b"null")?,
+                _ => return None,
+            };
+            // After a value: the next element or key, or the close of its container(s).
+            loop {
+                let Some(&first_key) = self.open.last() else { return Some(end) };
+                at = skip_ws(b, end);
+                match (*b.get(at)?, first_key == ARRAY) {
+                    (b',', true) => {
+                        at = skip_ws(b, at + 1);
+                        continue 'value;
+                    }
+                    (b',', false) => {
+                        at = self.key(text, skip_ws(b, at + 1))?;
+                        continue 'value;
+                    }
+                    (b']', true) => {}
+                    (b'}', false) => {
+                        valid_text::no_duplicates(&mut self.keys[first_key..]).ok()?;
+                        self.keys.truncate(first_key);
+                    }
+                    _ => return None,
+                }
+                self.open.pop();
+                end = at + 1;
+            }
+        }
+    }
+
+    /// Reads a key of a nested object at `at` and its colon; gives where its value starts.
+    fn key(&mut self, text: &'a str, at: usize) -> Option<usize> {
+        let (key, after) = plain_key(text, at)?;
+        if json::key_problem(key).is_some() {
+            return None;
+        }
+        self.keys.push(Cow::Borrowed(key));
+        Some(skip_ws(text.as_bytes(), expect(text.as_bytes(), skip_ws(text.as_bytes(), after), b':')?))
+    }
+}
+
+/// JSON's four whitespace bytes.
+fn skip_ws(b: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(at) {
+        at += 1;
+    }
+    at
+}
+
+/// The index past `byte`, which must stand at `at`.
+fn expect(b: &[u8], at: usize, byte: u8) -> Option<usize> {
+    (b.get(at) == Some(&byte)).then_some(at + 1)
+}
+
+/// The index past `word` (`true`, `false`, `null`) at `at`.
+fn literal_end(b: &[u8], at: usize, word: &[u8]) -> Option<usize> {
+    b[at..].starts_with(word).then_some(at + word.len())
+}
+
+/// The index past the number at `at`: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+fn number_end(b: &[u8], mut at: usize) -> Option<usize> {
+    let digits = |at: usize| at + b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if b.get(at) == Some(&b'-') {
+        at += 1;
+    }
+    at = match b.get(at)? {
+        b'0' => at + 1,
+        b'1'..=b'9' => digits(at + 1),
+        _ => return None,
+    };
+    if b.get(at) == Some(&b'.') {
+        let end = digits(at + 1);
+        at = if end > at + 1 { end } else { return None };
+    }
+    if let Some(b'e' | b'E') = b.get(at) {
+        at += 1;
+        if let Some(b'+' | b'-') = b.get(at) {
+            at += 1;
+        }
+        let end = digits(at);
+        at = if end > at { end } else { return None };
+    }
+    Some(at)
+}
+
+/// The index of the quote closing the string that opens at `at`, and whether it holds an
+/// escape. Declines a raw control character, an unknown escape and a lone surrogate escape.
+fn string_end(b: &[u8], at: usize) -> Option<(usize, bool)> {
+    let mut at = at + 1;
+    let mut escaped = false;
+    loop {
+        at = next_special(b, at);
+        match *b.get(at)? {
+            b'"' => return Some((at, escaped)),
+            b'\\' => {
+                escaped = true;
+                at = escape_end(b, at)?;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The index of the first quote, backslash or control character (below 0x20) from `at`, or
+/// the end of `b`. Eight bytes at a time: a byte of a word is flagged when it is below 0x20 or
+/// equal to one of the two (the lowest flag of `below` is exact, which is the one taken).
+fn next_special(b: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
+    while let Some(chunk) = b.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let flags =
+            below(word, 0x20) | below(word ^ (ONES * u64::from(b'"')), 1) | below(word ^ (ONES * u64::from(b'\\')), 1);
+        if flags != 0 {
+            return at + (flags.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    // `at` is at most the length: it moves past a quote or a whole escape, both within `b`.
+    at + b[at..].iter().position(|&c| c < 0x20 || c == b'"' || c == b'\\').unwrap_or(b.len() - at)
+}
+
+/// The index past the escape at `at` (its backslash); a leading surrogate `\uD800`-`\uDBFF`
+/// must be followed by a trailing one `\uDC00`-`\uDFFF`, which it takes in.
+fn escape_end(b: &[u8], at: usize) -> Option<usize> {
+    match *b.get(at + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(at + 2),
+        b'u' => match hex4(b, at + 2)? {
+            0xD800..=0xDBFF if b.get(at + 6) == Some(&b'\\') && b.get(at + 7) == Some(&b'u') => {
+                (0xDC00..=0xDFFF).contains(&hex4(b, at + 8)?).then_some(at + 12)
+            }
+            0xD800..=0xDFFF => None,
+            _ => Some(at + 6),
+        },
+        _ => None,
+    }
+}
+
+/// The four hex digits at `at` as a number.
+fn hex4(b: &[u8], at: usize) -> Option<u32> {
+    let digits = b.get(at..at + 4)?;
+    digits.iter().try_fold(0, |n, &d| Some(n << 4 | char::from(d).to_digit(16)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::callback::scan;
+
+    /// The quick pass and the serde reading on `text`: the quick pass accepted it and both read
+    /// it alike, or it declined.
+    fn agrees(text: &str, max_depth: usize) -> bool {
+        let mut quick = Scanned::default();
+        let accepted = scan(text, max_depth, &mut quick);
+        if accepted {
+            let mut full = Scanned::default();
+            scan::scan(text, max_depth, &mut full).expect("the serde reading accepts what the quick pass accepts");
+            assert_eq!(quick, full, "{text}");
+            for field in &quick.others {
+                json::check_value(field.raw, "e", &field.name, max_depth).expect("kept values pass check_value");
+            }
+        }
+        accepted
+    }
+
+    #[test]
+    fn reads_the_usual_bodies() {
+        for name in ["refund.json", "payout.json", "balance.json", "other_event.json", "payout_minimal.json"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+            let text = std::fs::read_to_string(path).unwrap();
+            assert!(agrees(&text, 32), "{name} is read by the quick pass");
+        }
+        assert!(agrees(r#" { } "#, 32));
+        assert!(agrees(r#"{"a":[1,-2.5e+3,"x\ud83d\ude00",{"b":null,"c":[true,false,{}]}],"event":"x"}"#, 32));
+        assert!(agrees(r#"{"event":"e\u00e9\n","gameId":18446744073709551615,"isMobile":null}"#, 32));
+    }
+
+    #[test]
+    fn declines_what_it_does_not_read_or_what_is_wrong() {
+        let declined = [
+            r#"{"a":1,}"#,
+            r#"{"a":1 "b":2}"#,
+            r#"{"a":[1,]}"#,
+            r#"{"a":[1 2]}"#,
+            r#"{"a":{"b":1,}}"#,
+            r#"{"a":{"b" 1}}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":1e}"#,
+            r#"{"a":-}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":"\x"}"#,
+            "{\"a\":\"tab\there\"}",
+            r#"{"a":"\ud800"}"#,
+            r#"{"a":"\udc00"}"#,
+            r#"{"a":"\ud800\u0041"}"#,
+            r#"{"a":{"k":1,"k":2}}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"event":"x","event":"y"}"#,
+            r#"{"a\u0062":1}"#,
+            "{\"k\u{7f}\":1}",
+            r#"{"a":{"k\u0001":1}}"#,
+            r#"{"gameId":-1}"#,
+            r#"{"gameId":1.5}"#,
+            r#"{"gameId":18446744073709551616}"#,
+            r#"{"gameId":[1]}"#,
+            r#"{"a":1} x"#,
+            r#"{"a":1"#,
+            r#"{"a":[[[[1]]]]}"#,
+        ];
+        for text in declined {
+            assert!(!agrees(text, 4), "declined: {text}");
+        }
+        assert!(agrees(r#"{"a":[[[1]]]}"#, 4), "depth 4 is within 4");
+    }
+}
