@@ -38,27 +38,55 @@ pub fn canonical_token(token: &str) -> String {
     token.to_ascii_lowercase()
 }
 
-/// Checks the presented header value against the configured tokens (kept in `canonical_token`
-/// form), ignoring the case of its letters. Every configured token is compared, whatever the
-/// outcome of the others, so timing tells nothing about which matched.
-pub fn check(configured: &[String], presented: Option<&[u8]>) -> Result<()> {
-    let Some(presented) = presented.filter(|p| !p.is_empty()) else {
-        return Err(Error::field(ErrorKind::MissingToken, "X-Service-Token", "header is missing"));
-    };
-    // A token of another length cannot match: it is compared as it is.
-    let mut lowered = [0u8; 36];
-    let presented = if presented.len() == lowered.len() {
-        lowered.iter_mut().zip(presented).for_each(|(to, from)| *to = from.to_ascii_lowercase());
-        &lowered[..]
-    } else {
-        presented
-    };
-    let matched = configured.iter().fold(subtle::Choice::from(0), |any, token| any | token.as_bytes().ct_eq(presented));
-    if bool::from(matched) {
-        Ok(())
-    } else {
-        Err(Error::field(ErrorKind::WrongToken, "X-Service-Token", "does not match the partner token"))
+/// The configured partner tokens in the form they are compared in: each token's
+/// `canonical_token` bytes as five 64-bit words (the last one padded with zeros), so that a
+/// comparison costs five constant-time word comparisons rather than 36 byte ones.
+#[derive(Clone)]
+pub struct Tokens {
+    words: Vec<[u64; 5]>,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tokens({} configured)", self.words.len())
     }
+}
+
+/// A UUID's length in bytes.
+const TOKEN_BYTES: usize = 36;
+
+impl Tokens {
+    /// The tokens of `configured` (UUIDs, as `validate_token` accepts them), in any case.
+    pub fn new(configured: &[String]) -> Tokens {
+        Tokens { words: configured.iter().filter_map(|t| words_of(t.as_bytes())).collect() }
+    }
+
+    /// Checks the presented header value against the configured tokens, ignoring the case of
+    /// its letters. Every configured token is compared in constant time, whatever the outcome
+    /// of the others, so timing tells nothing about which matched or how much of one did; a
+    /// value of another length than a UUID cannot match and is refused without comparing.
+    pub fn check(&self, presented: Option<&[u8]>) -> Result<()> {
+        let Some(presented) = presented.filter(|p| !p.is_empty()) else {
+            return Err(Error::field(ErrorKind::MissingToken, "X-Service-Token", "header is missing"));
+        };
+        let matched = words_of(presented).is_some_and(|presented| {
+            let any = self.words.iter().fold(subtle::Choice::from(0), |any, token| any | token.ct_eq(&presented));
+            bool::from(any)
+        });
+        if matched {
+            Ok(())
+        } else {
+            Err(Error::field(ErrorKind::WrongToken, "X-Service-Token", "does not match the partner token"))
+        }
+    }
+}
+
+/// A token of UUID length as lowercase 64-bit words; `None` for another length.
+fn words_of(token: &[u8]) -> Option<[u64; 5]> {
+    let token: &[u8; TOKEN_BYTES] = token.try_into().ok()?;
+    let mut padded = [0u8; 40];
+    padded.iter_mut().zip(token).for_each(|(to, from)| *to = from.to_ascii_lowercase());
+    Some(std::array::from_fn(|i| u64::from_le_bytes(padded[8 * i..8 * i + 8].try_into().expect("eight bytes"))))
 }
 
 #[cfg(test)]
@@ -78,20 +106,29 @@ mod tests {
 
     #[test]
     fn either_rotation_token_is_accepted_and_others_refused() {
-        let tokens = [A.to_owned(), B.to_owned()];
-        assert!(check(&tokens, Some(A.as_bytes())).is_ok());
-        assert!(check(&tokens, Some(B.as_bytes())).is_ok());
-        assert_eq!(check(&tokens, Some(b"6f1c2a3e")).unwrap_err().kind, ErrorKind::WrongToken);
-        assert_eq!(check(&tokens[..1], Some(B.as_bytes())).unwrap_err().kind, ErrorKind::WrongToken);
-        assert_eq!(check(&tokens, None).unwrap_err().kind, ErrorKind::MissingToken);
-        assert_eq!(check(&tokens, Some(b"")).unwrap_err().kind, ErrorKind::MissingToken);
+        let tokens = Tokens::new(&[A.to_owned(), B.to_owned()]);
+        assert!(tokens.check(Some(A.as_bytes())).is_ok());
+        assert!(tokens.check(Some(B.as_bytes())).is_ok());
+        assert_eq!(tokens.check(Some(b"6f1c2a3e")).unwrap_err().kind, ErrorKind::WrongToken);
+        assert_eq!(Tokens::new(&[A.to_owned()]).check(Some(B.as_bytes())).unwrap_err().kind, ErrorKind::WrongToken);
+        assert_eq!(tokens.check(None).unwrap_err().kind, ErrorKind::MissingToken);
+        assert_eq!(tokens.check(Some(b"")).unwrap_err().kind, ErrorKind::MissingToken);
+        // One byte off anywhere, the last one too (it shares its word with the padding).
+        for at in [0, 8, 31, 32, 35] {
+            let mut near = A.as_bytes().to_vec();
+            near[at] = if near[at] == b'0' { b'1' } else { b'0' };
+            assert_eq!(tokens.check(Some(&near)).unwrap_err().kind, ErrorKind::WrongToken, "byte {at}");
+        }
+        let mut longer = A.as_bytes().to_vec();
+        longer.push(b'0');
+        assert_eq!(tokens.check(Some(&longer)).unwrap_err().kind, ErrorKind::WrongToken);
     }
 
     #[test]
     fn tokens_are_compared_without_regard_to_case() {
-        let tokens = [canonical_token(&A.to_ascii_uppercase())];
-        assert!(check(&tokens, Some(A.as_bytes())).is_ok());
-        assert!(check(&tokens, Some(A.to_ascii_uppercase().as_bytes())).is_ok());
-        assert_eq!(check(&tokens, Some(B.to_ascii_uppercase().as_bytes())).unwrap_err().kind, ErrorKind::WrongToken);
+        let tokens = Tokens::new(&[canonical_token(&A.to_ascii_uppercase())]);
+        assert!(tokens.check(Some(A.as_bytes())).is_ok());
+        assert!(tokens.check(Some(A.to_ascii_uppercase().as_bytes())).is_ok());
+        assert_eq!(tokens.check(Some(B.to_ascii_uppercase().as_bytes())).unwrap_err().kind, ErrorKind::WrongToken);
     }
 }

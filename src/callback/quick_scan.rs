@@ -35,6 +35,8 @@ fn scan_object<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -
         return (skip_ws(b, at + 1) == b.len()).then_some(());
     }
     let mut checker = Checker::default();
+    // Room for the usual number of fields the spec does not define, so that none is moved.
+    scanned.others.reserve(8);
     loop {
         let (key, after_key) = plain_key(text, at)?;
         at = skip_ws(b, expect(b, after_key, b':')?);

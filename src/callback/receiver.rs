@@ -1,5 +1,6 @@
 //! The callback receiver: configured once, then authenticates, parses and answers each callback.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use ipnet::IpNet;
@@ -188,6 +189,19 @@ pub struct Request<'a> {
 #[derive(Debug, Clone)]
 pub struct Receiver {
     config: ReceiverConfig,
+    /// The configured tokens in the form they are compared in.
+    tokens: auth::Tokens,
+    /// The replies that are the same for every event, built once by the same builders.
+    built: BuiltReplies,
+}
+
+/// The replies a receiver builds once: a refund's and a payout's success reply, and the start of
+/// a successful balance reply (`reply::balance_prefix`).
+#[derive(Debug, Clone)]
+struct BuiltReplies {
+    refund_success: String,
+    payout_success: String,
+    balance_prefix: String,
 }
 
 impl Receiver {
@@ -196,7 +210,13 @@ impl Receiver {
         if config.tokens.is_empty() {
             return Err(Error::field(ErrorKind::InvalidArgument, "token", "no partner token is configured"));
         }
-        Ok(Receiver { config })
+        let omit = config.omit_empty_error_message;
+        let built = BuiltReplies {
+            refund_success: reply::result("refund", true, "", omit)?,
+            payout_success: reply::result("payout", true, "", omit)?,
+            balance_prefix: reply::balance_prefix(&config.balance_wrapper),
+        };
+        Ok(Receiver { tokens: auth::Tokens::new(&config.tokens), built, config })
     }
 
     /// The parse options in force.
@@ -233,7 +253,7 @@ impl Receiver {
         if self.config.sources != SourcePolicy::Any {
             self.check_source(request)?;
         }
-        auth::check(&self.config.tokens, request.token)
+        self.tokens.check(request.token)
     }
 
     fn check_source(&self, request: &Request<'_>) -> Result<()> {
@@ -277,9 +297,20 @@ impl Receiver {
 
     /// The reply to a known event: as `reply`, for callers that kept only the event's kind.
     pub fn reply_to(&self, known: KnownEvent, success: bool, message: &str) -> Result<String> {
+        self.reply_text(known, success, message).map(Cow::into_owned)
+    }
+
+    /// `reply_to`, borrowing the reply the receiver built once where it is that one (a refund's
+    /// or a payout's success).
+    pub(crate) fn reply_text(&self, known: KnownEvent, success: bool, message: &str) -> Result<Cow<'_, str>> {
+        match (known, success && message.is_empty()) {
+            (KnownEvent::BuyRefund, true) => return Ok(Cow::Borrowed(&self.built.refund_success)),
+            (KnownEvent::JackpotPayout, true) => return Ok(Cow::Borrowed(&self.built.payout_success)),
+            _ => {}
+        }
         let wrapper = self.wrapper(known);
         if known != KnownEvent::BalanceQuery {
-            return reply::result(wrapper, success, message, self.config.omit_empty_error_message);
+            return reply::result(wrapper, success, message, self.config.omit_empty_error_message).map(Cow::Owned);
         }
         if success {
             return Err(Error::field(
@@ -288,7 +319,7 @@ impl Receiver {
                 "a successful balance reply needs the balance: use the balance reply",
             ));
         }
-        reply::balance_failure(wrapper, message)
+        reply::balance_failure(wrapper, message).map(Cow::Owned)
     }
 
     /// The HTTP status to send a reply with: 200, except for a refused balance query (500 by
@@ -300,7 +331,7 @@ impl Receiver {
     /// The successful balance reply; `currency` defaults to the configured one.
     pub fn balance_reply(&self, money: i64, currency: Option<&str>, coins: i64) -> Result<String> {
         let currency = currency.unwrap_or(&self.config.balance_currency);
-        reply::balance(&self.config.balance_wrapper, money, currency, coins, "")
+        reply::balance_after(&self.built.balance_prefix, money, currency, coins)
     }
 
     /// What the endpoint answers when `handle` fails: for a known event whose fields are

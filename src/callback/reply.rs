@@ -42,6 +42,22 @@ pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_mess
         return balance_failure(wrapper, error_message);
     }
     check_wrapper(wrapper)?;
+    balance_after(&balance_prefix(wrapper), money, currency, coins)
+}
+
+/// The start of every successful balance reply for `wrapper` (a checked name), up to the money:
+/// `{"<wrapper>":{"money":`. A receiver keeps it, to put each balance reply together from it.
+pub fn balance_prefix(wrapper: &str) -> String {
+    let mut out = String::with_capacity(12 + wrapper.len());
+    out.push('{');
+    push_quoted(&mut out, wrapper);
+    out.push_str(r#":{"money":"#);
+    out
+}
+
+/// The successful balance reply from its `balance_prefix`, after checking the amounts and the
+/// currency. Its capacity leaves room for one more byte (a host's NUL).
+pub fn balance_after(prefix: &str, money: i64, currency: &str, coins: i64) -> Result<String> {
     for (name, value) in [("money", money), ("coins", coins)] {
         if !(0..=MAX_AMOUNT).contains(&value) {
             let problem = format!("expected an integer from 0 to {MAX_AMOUNT}, got {value}");
@@ -52,11 +68,10 @@ pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_mess
         let problem = format!("expected three uppercase letters (ISO 4217), got {}", quoted(currency));
         return Err(Error::field(ErrorKind::InvalidArgument, "currency", problem));
     }
-    let mut out = String::with_capacity(96 + wrapper.len() + error_message.len());
-    out.push('{');
-    push_quoted(&mut out, wrapper);
+    const REST: &str = r#","currencyISO4217":"XXX","coins":,"errorMessage":""}}"#;
+    let mut out = String::with_capacity(prefix.len() + REST.len() + 2 * 16 + 1);
+    out.push_str(prefix);
     let mut digits = itoa::Buffer::new();
-    out.push_str(r#":{"money":"#);
     out.push_str(digits.format(money));
     out.push_str(r#","currencyISO4217":""#);
     out.push_str(currency);

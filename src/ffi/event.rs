@@ -389,12 +389,15 @@ unsafe fn event_box<'a>(event: *const sp_event) -> crate::Result<&'a EventBox> {
 }
 
 /// Stores `reply` in the event with the HTTP status to send it with, and views it.
-fn keep_reply(b: &mut EventBox, reply: impl Into<Vec<u8>>, http_status: u16) -> sp_str {
-    let mut reply = reply.into();
-    reply.push(0);
-    b.reply = reply;
-    b.view.reply_http_status = http_status;
-    sp_str::of_nul_terminated(&b.reply)
+/// Takes the box's `reply` and `view` apart from the rest, so that the reply may borrow from the
+/// box's receiver.
+fn keep_reply(kept: &mut Vec<u8>, view: &mut sp_event, reply: &[u8], http_status: u16) -> sp_str {
+    kept.clear();
+    kept.reserve_exact(reply.len() + 1);
+    kept.extend_from_slice(reply);
+    kept.push(0);
+    view.reply_http_status = http_status;
+    sp_str::of_nul_terminated(kept)
 }
 
 /// The known event of a box, or the error of asking a reply for an unknown one.
@@ -435,9 +438,10 @@ pub unsafe extern "C" fn sp_event_reply(
         let (b, message, out) =
             unsafe { (event_box_mut(event)?, args::opt_text("message", message)?, args::out("out", out)?) };
         let known = known(b)?;
-        let reply = b.receiver.reply_to(known, success, message.unwrap_or(""))?;
-        let http_status = b.receiver.reply_http_status(known, success);
-        out.write(keep_reply(b, reply, http_status));
+        let EventBox { receiver, reply: kept, view, .. } = b;
+        let reply = receiver.reply_text(known, success, message.unwrap_or(""))?;
+        let http_status = receiver.reply_http_status(known, success);
+        out.write(keep_reply(kept, view, reply.as_bytes(), http_status));
         Ok(())
     })
 }
@@ -469,7 +473,7 @@ pub unsafe extern "C" fn sp_event_reply_balance(
             );
         }
         let reply = b.receiver.balance_reply(money, currency, coins)?;
-        out.write(keep_reply(b, reply, 200));
+        out.write(keep_reply(&mut b.reply, &mut b.view, reply.as_bytes(), 200));
         Ok(())
     })
 }
@@ -535,7 +539,7 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
             }
             Begin::Done(stored) => {
                 b.journaled = Journaled::Settled;
-                let reply = keep_reply(b, stored, 200);
+                let reply = keep_reply(&mut b.reply, &mut b.view, &stored, 200);
                 sp_claim { outcome: sp_begin::SP_BEGIN_DONE, attempt: 0, reply }
             }
             Begin::NotReplayable => {
