@@ -1056,6 +1056,34 @@ mod careless_host {
         unsafe { sp_receiver_free(r) };
     }
 
+    /// The typed struct and the extra fields live inside the event's own allocation: pointers the
+    /// host took before a reply (the library then changes the event) still read, and the host may
+    /// write into the typed struct without the library reading it back.
+    #[test]
+    fn views_taken_before_a_reply_stay_valid_after_it() {
+        let r = receiver(|_| {});
+        let ev = handle_ok(r, REFUND);
+        // SAFETY: a live event; the pointers are the library's views into it.
+        let (refund, fields) = unsafe { ((*ev).buy_refund.cast_mut(), (*ev).extra_fields) };
+        assert_eq!(
+            reply(ev, false, Some(c"ledger down")).unwrap(),
+            r#"{"refund":{"success":false,"errorMessage":"ledger down"}}"#
+        );
+        assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+        // SAFETY: as above: the views stay valid until sp_event_free; the host may write into them.
+        unsafe {
+            assert_eq!(((*refund).transaction_id, text((*refund).game_session_identifier)), (1001, "gs-1"));
+            assert_eq!((text((*fields).name), text((*fields.add(1)).json)), ("index", r#"{"a": [1, "x"]}"#));
+            (*refund).transaction_id = -5;
+            (*refund).game_session_identifier = sp_str::from_static(c"overwritten");
+        }
+        assert_eq!(field(ev, c"traceId").as_deref(), Ok(r#"{"a": [1, "x"]}"#));
+        assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+        free_event(ev);
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
+
     /// An event only read, by any number of threads (`sp_event_field` takes it `const`).
     struct ReadOnlyEvent(*const sp_event);
     // SAFETY: the threads sharing it only read it, which the library documents as allowed.

@@ -34,7 +34,8 @@ fn scan_object<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -
     if b.get(at) == Some(&b'}') {
         return (skip_ws(b, at + 1) == b.len()).then_some(());
     }
-    let mut checker = Checker::default();
+    // Made at the first container met: most bodies have none.
+    let mut checker = None;
     // Room for the usual number of fields the spec does not define, so that none is moved.
     scanned.others.reserve(8);
     loop {
@@ -54,7 +55,10 @@ fn scan_object<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -
                 if json::key_problem(key).is_some() || scanned.others.iter().any(|f| f.name == key) {
                     return None;
                 }
-                let end = checker.value(text, at, max_depth)?;
+                let end = match b.get(at) {
+                    Some(b'{' | b'[') => checker.get_or_insert_with(Checker::default).value(text, at, max_depth)?,
+                    _ => scalar_end(b, at)?,
+                };
                 scanned.others.push(Field { name: Cow::Borrowed(key), raw: RawJson::checked(&text[at..end]) });
                 at = end;
             }
@@ -122,12 +126,18 @@ fn plain_key(text: &str, at: usize) -> Option<(&str, usize)> {
 /// this position of `Checker::keys`.
 const ARRAY: usize = usize::MAX;
 
-/// Checks values kept raw, reusing its two stacks from one value to the next.
-#[derive(Default)]
+/// Checks values kept raw, reusing its stacks from one value to the next.
 struct Checker<'a> {
     /// The keys of every open object, each object's a tail of the list from where it starts.
     keys: Vec<Cow<'a, str>>,
-    open: Vec<usize>,
+    /// The open containers, from the outermost: no allocation, as nesting is bounded.
+    open: [usize; json::MAX_DEPTH_CEILING],
+}
+
+impl Default for Checker<'_> {
+    fn default() -> Self {
+        Checker { keys: Vec::new(), open: [0; json::MAX_DEPTH_CEILING] }
+    }
 }
 
 impl<'a> Checker<'a> {
@@ -137,38 +147,35 @@ impl<'a> Checker<'a> {
         const LEVEL: usize = 2;
         let b = text.as_bytes();
         self.keys.clear();
-        self.open.clear();
+        let mut depth = 0;
         'value: loop {
             let mut end = match *b.get(at)? {
                 open @ (b'{' | b'[') => {
-                    if LEVEL + self.open.len() > max_depth {
+                    // Within the array: `max_depth` is at most its length.
+                    if LEVEL + depth > max_depth {
                         return None;
                     }
                     at = skip_ws(b, at + 1);
                     let object = open == b'{';
-                    self.open.push(if object { self.keys.len() } else { ARRAY });
+                    self.open[depth] = if object { self.keys.len() } else { ARRAY };
                     match (b.get(at)?, object) {
-                        (b'}', true) | (b']', false) => {
-                            self.open.pop();
-                            at + 1
-                        }
+                        (b'}', true) | (b']', false) => at + 1,
                         (_, true) => {
+                            depth += 1;
                             at = self.key(text, at)?;
                             continue 'value;
                         }
-                        (_, false) => continue 'value,
+                        (_, false) => {
+                            depth += 1;
+                            continue 'value;
+                        }
                     }
                 }
-                b'"' => string_end(b, at)?.0 + 1,
-                b'-' | b'0'..=b'9' => number_end(b, at)?,
-                b't' => literal_end(b, at, b"true")?,
-                b'f' => literal_end(b, at, b"false")?,
-                b'n' => literal_end(b, at, b"null")?,
-                _ => return None,
+                _ => scalar_end(b, at)?,
             };
             // After a value: the next element or key, or the close of its container(s).
-            loop {
-                let Some(&first_key) = self.open.last() else { return Some(end) };
+            while depth > 0 {
+                let first_key = self.open[depth - 1];
                 at = skip_ws(b, end);
                 match (*b.get(at)?, first_key == ARRAY) {
                     (b',', true) => {
@@ -186,9 +193,10 @@ impl<'a> Checker<'a> {
                     }
                     _ => return None,
                 }
-                self.open.pop();
+                depth -= 1;
                 end = at + 1;
             }
+            return Some(end);
         }
     }
 
@@ -200,6 +208,19 @@ impl<'a> Checker<'a> {
         }
         self.keys.push(Cow::Borrowed(key));
         Some(skip_ws(text.as_bytes(), expect(text.as_bytes(), skip_ws(text.as_bytes(), after), b':')?))
+    }
+}
+
+/// The index past the string, number, `true`, `false` or `null` at `at`.
+#[inline(always)]
+fn scalar_end(b: &[u8], at: usize) -> Option<usize> {
+    match *b.get(at)? {
+        b'"' => Some(string_end(b, at)?.0 + 1),
+        b'-' | b'0'..=b'9' => number_end(b, at),
+        b't' => literal_end(b, at, b"true"),
+        b'f' => literal_end(b, at, b"false"),
+        b'n' => literal_end(b, at, b"null"),
+        _ => None,
     }
 }
 

@@ -140,12 +140,19 @@ struct EventBox {
     known: Option<KnownEvent>,
     /// The view of the event's name in `arena`, the library's own copy of `view.name`.
     name: sp_str,
-    /// The typed structs live in allocations of their own, so that the views handed out stay
-    /// valid whatever the library later borrows of the box itself.
-    buy_refund: Option<Box<sp_buy_refund>>,
-    jackpot_payout: Option<Box<sp_jackpot_payout>>,
-    balance_query: Option<Box<sp_balance_query>>,
-    extra_fields: Vec<sp_field>,
+    /// The typed struct of the event's kind (the other two stay zeroed, unused). The pointers
+    /// handed out to them, and to `extra_inline`, are taken from the box's own raw pointer,
+    /// never through a reference, so that they stay valid whatever the library later borrows of
+    /// the box itself (the box is one allocation: no typed struct needs one of its own).
+    buy_refund: sp_buy_refund,
+    jackpot_payout: sp_jackpot_payout,
+    balance_query: sp_balance_query,
+    /// The extra fields: the first `extra_len` entries of `extra_inline` when there are at most
+    /// `INLINE_FIELDS` (the usual event: the index and a field or two), else all of
+    /// `extra_spill`.
+    extra_inline: [sp_field; INLINE_FIELDS],
+    extra_spill: Vec<sp_field>,
+    extra_len: usize,
     arena: Arena,
     /// The last reply built (or answered from the journal), NUL-terminated; empty when none.
     reply: Vec<u8>,
@@ -153,6 +160,16 @@ struct EventBox {
     /// What the journal knows of this delivery, when the receiver has a journal.
     delivery: Option<Delivery>,
     journaled: Journaled,
+}
+
+/// How many extra fields an event keeps inside its box.
+const INLINE_FIELDS: usize = 4;
+
+impl EventBox {
+    /// The extra fields, in body order.
+    fn extra_fields(&self) -> &[sp_field] {
+        if self.extra_len <= INLINE_FIELDS { &self.extra_inline[..self.extra_len] } else { &self.extra_spill }
+    }
 }
 
 /// Where an event stands with its receiver's journal.
@@ -227,10 +244,18 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
         let view = arena.push(s.unwrap_or_default());
         if s.is_some() { view } else { sp_str::NONE }
     });
-    let extra_fields: Vec<sp_field> =
-        event.extra.iter().map(|f| sp_field { name: arena.push(&f.name), json: arena.push(f.raw.get()) }).collect();
+    let mut extra_inline = [sp_field { name: sp_str::NONE, json: sp_str::NONE }; INLINE_FIELDS];
+    let mut extra_spill = Vec::new();
+    let mut view_of =
+        |f: &crate::callback::Field<'_>| sp_field { name: arena.push(&f.name), json: arena.push(f.raw.get()) };
+    if event.extra.len() <= INLINE_FIELDS {
+        extra_inline.iter_mut().zip(&event.extra).for_each(|(slot, f)| *slot = view_of(f));
+    } else {
+        extra_spill = event.extra.iter().map(view_of).collect();
+    }
     let name = arena.push(&event.name);
-    let mut boxed = Box::new(EventBox {
+    let (buy_refund, jackpot_payout, balance_query) = typed_structs(&event.kind, strings);
+    let boxed = Box::new(EventBox {
         view: sp_event {
             kind: kind_of(&event.kind),
             name,
@@ -248,30 +273,42 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
         },
         known: event.known(),
         name,
-        buy_refund: None,
-        jackpot_payout: None,
-        balance_query: None,
-        extra_fields,
+        buy_refund,
+        jackpot_payout,
+        balance_query,
+        extra_inline,
+        extra_spill,
+        extra_len: event.extra.len(),
         arena,
         reply: Vec::new(),
         receiver: Arc::clone(receiver),
         delivery: receiver.journal().map(|_| Delivery::of(event)),
         journaled,
     });
-    fill(&event.kind, strings, &mut boxed);
-    // The box is handed out first and its views taken through the pointer handed out, so that
-    // no later move of the box invalidates them.
+    // The box is handed out first and its views taken from the pointer handed out, by address
+    // alone, so that neither a later move nor a later borrow of the box invalidates them.
     let raw = Box::into_raw(boxed);
-    // SAFETY: `raw` is the live allocation just made; no other reference to it exists yet.
-    let b = unsafe { &mut *raw };
-    b.view.buy_refund = b.buy_refund.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
-    b.view.jackpot_payout = b.jackpot_payout.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
-    b.view.balance_query = b.balance_query.as_deref().map_or(std::ptr::null(), std::ptr::from_ref);
-    b.view.strings = b.arena.as_bytes().as_ptr();
-    b.view.strings_len = b.arena.as_bytes().len();
-    if !b.extra_fields.is_empty() {
-        b.view.extra_fields = b.extra_fields.as_ptr();
-        b.view.extra_fields_len = b.extra_fields.len();
+    // SAFETY: `raw` is the live allocation just made; no reference to it exists. The places
+    // are read and written through `raw` itself.
+    unsafe {
+        let (kind, extra_len) = ((*raw).view.kind, (*raw).extra_len);
+        match kind {
+            sp_event_kind::SP_EVENT_KIND_BUY_REFUND => (*raw).view.buy_refund = &raw const (*raw).buy_refund,
+            sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT => {
+                (*raw).view.jackpot_payout = &raw const (*raw).jackpot_payout
+            }
+            sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY => (*raw).view.balance_query = &raw const (*raw).balance_query,
+            sp_event_kind::SP_EVENT_KIND_OTHER => {}
+        }
+        if extra_len > 0 {
+            (*raw).view.extra_fields = match extra_len <= INLINE_FIELDS {
+                true => (&raw const (*raw).extra_inline).cast::<sp_field>(),
+                false => (*raw).extra_spill.as_ptr(),
+            };
+            (*raw).view.extra_fields_len = extra_len;
+        }
+        let strings = (*raw).arena.as_bytes();
+        ((*raw).view.strings, (*raw).view.strings_len) = (strings.as_ptr(), strings.len());
     }
     raw.cast::<sp_event>()
 }
@@ -311,11 +348,16 @@ fn kind_of(kind: &EventKind<'_>) -> sp_event_kind {
     }
 }
 
-/// Fills the typed struct of `kind` into the box, with the views of `typed_strings`.
-fn fill(kind: &EventKind<'_>, s: [sp_str; 6], b: &mut EventBox) {
+/// The three typed structs of a box: the one of `kind`, with the views of `typed_strings`, and
+/// the other two zeroed (all strings `{NULL, 0}`, all numbers 0, all flags false).
+fn typed_structs(kind: &EventKind<'_>, s: [sp_str; 6]) -> (sp_buy_refund, sp_jackpot_payout, sp_balance_query) {
+    // SAFETY: the three are plain C structs of pointers, integers and booleans, for which all
+    // bits zero is a valid value (NULL, 0, false).
+    let (mut refund, mut payout, mut balance): (sp_buy_refund, sp_jackpot_payout, sp_balance_query) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed(), std::mem::zeroed()) };
     match kind {
         EventKind::BuyRefund(r) => {
-            b.buy_refund = Some(Box::new(sp_buy_refund {
+            refund = sp_buy_refund {
                 game_session_identifier: s[0],
                 player_identifier: s[1],
                 player_partner_identifier: s[2],
@@ -326,10 +368,10 @@ fn fill(kind: &EventKind<'_>, s: [sp_str; 6], b: &mut EventBox) {
                 game_id: r.game_id,
                 is_mobile: r.is_mobile,
                 bonus_code: s[4],
-            }))
+            }
         }
         EventKind::JackpotPayout(p) => {
-            b.jackpot_payout = Some(Box::new(sp_jackpot_payout {
+            payout = sp_jackpot_payout {
                 jackpot_identifier: s[0],
                 player_identifier: s[1],
                 player_partner_identifier: s[2],
@@ -347,14 +389,14 @@ fn fill(kind: &EventKind<'_>, s: [sp_str; 6], b: &mut EventBox) {
                 bonus_code: s[5],
                 has_is_mobile: p.is_mobile.is_some(),
                 is_mobile: p.is_mobile.unwrap_or(false),
-            }))
+            }
         }
         EventKind::BalanceQuery(_) => {
-            b.balance_query =
-                Some(Box::new(sp_balance_query { player_identifier: s[0], player_partner_identifier: s[1] }))
+            balance = sp_balance_query { player_identifier: s[0], player_partner_identifier: s[1] }
         }
         EventKind::Other => {}
     }
+    (refund, payout, balance)
 }
 
 /// Frees an event and everything it points to, including a reply built for it. NULL is allowed
@@ -491,7 +533,7 @@ pub unsafe extern "C" fn sp_event_field(event: *const sp_event, name: *const c_c
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented; only read here.
         let (b, name, out) = unsafe { (event_box(event)?, args::text("name", name)?, args::out("out", out)?) };
-        let found = b.extra_fields.iter().find(|f| b.arena.text_of(f.name) == Some(name.as_bytes()));
+        let found = b.extra_fields().iter().find(|f| b.arena.text_of(f.name) == Some(name.as_bytes()));
         let field =
             found.ok_or_else(|| Error::field(ErrorKind::MissingField, name, "the event has no such extra field"))?;
         out.write(field.json);
