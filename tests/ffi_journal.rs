@@ -144,6 +144,42 @@ fn missing(journal: *const sp_journal) -> Vec<(i64, i64)> {
     }
 }
 
+/// The reply a finish stores is the last one built for the event, whether it is a success
+/// (which the receiver builds once and every event views) or a failure built for this event.
+#[test]
+fn finishing_stores_the_last_reply_however_it_was_built() {
+    let dir = TempDir::new("last-reply");
+    let journal = open_journal(&dir.url(), 2000).unwrap();
+    let r = receiver(journal);
+    let success_reply = r#"{"refund":{"success":true,"errorMessage":""}}"#;
+    let failure = r#"{"refund":{"success":false,"errorMessage":"ledger says no"}}"#;
+    // (transaction, the replies built in order, the one stored)
+    let cases = [
+        (910_001, [true, false], failure),
+        (910_002, [false, true], success_reply),
+        (910_003, [true, true], success_reply),
+    ];
+    for (transaction, builds, stored) in cases {
+        let ev = handle(r, &refund(transaction, 1, 12)).unwrap();
+        assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_NEW);
+        for success in builds {
+            let built = if success { reply(ev, true, None) } else { reply(ev, false, Some(c"ledger says no")) };
+            assert_eq!(built, if success { success_reply } else { failure });
+        }
+        assert_eq!(finish(ev), SP_OK);
+        free(ev);
+        let ev = handle(r, &refund(transaction, 1, 12)).unwrap();
+        let claim = begin(ev).unwrap();
+        assert_eq!((claim.outcome, text(claim.reply)), (sp_begin::SP_BEGIN_DONE, stored), "transaction {transaction}");
+        free(ev);
+    }
+    // SAFETY: live objects, freed once.
+    unsafe {
+        sp_journal_free(journal);
+        sp_receiver_free(r);
+    }
+}
+
 #[test]
 fn a_repeated_delivery_gets_the_first_reply_and_runs_nothing() {
     let dir = TempDir::new("repeat");

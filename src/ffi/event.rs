@@ -155,7 +155,11 @@ struct EventBox {
     extra_len: usize,
     arena: Arena,
     /// The last reply built (or answered from the journal), NUL-terminated; empty when none.
+    /// Unused while `reply_is_built` holds.
     reply: Vec<u8>,
+    /// The last reply is the receiver's own success reply for the event's kind, built once per
+    /// receiver (`Receiver::built_reply`), handed out as it is: the event keeps the receiver.
+    reply_is_built: bool,
     receiver: Arc<Receiver>,
     /// What the journal knows of this delivery, when the receiver has a journal.
     delivery: Option<Delivery>,
@@ -166,6 +170,25 @@ struct EventBox {
 const INLINE_FIELDS: usize = 4;
 
 impl EventBox {
+    /// The last reply built for the event, without its NUL; empty when none.
+    fn last_reply(&self) -> &[u8] {
+        let built = self.known.filter(|_| self.reply_is_built).and_then(|k| self.receiver.built_reply(k, true, ""));
+        let reply = built.map_or(&self.reply[..], str::as_bytes);
+        reply.strip_suffix(&[0]).unwrap_or_default()
+    }
+
+    /// Keeps `reply` as the event's last reply, with the HTTP status to send it with, and views
+    /// it (NUL-terminated).
+    fn keep_reply(&mut self, reply: &[u8], http_status: u16) -> sp_str {
+        self.reply.clear();
+        self.reply.reserve_exact(reply.len() + 1);
+        self.reply.extend_from_slice(reply);
+        self.reply.push(0);
+        self.reply_is_built = false;
+        self.view.reply_http_status = http_status;
+        sp_str::of_nul_terminated(&self.reply)
+    }
+
     /// The extra fields, in body order.
     fn extra_fields(&self) -> &[sp_field] {
         if self.extra_len <= INLINE_FIELDS { &self.extra_inline[..self.extra_len] } else { &self.extra_spill }
@@ -281,6 +304,7 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
         extra_len: event.extra.len(),
         arena,
         reply: Vec::new(),
+        reply_is_built: false,
         receiver: Arc::clone(receiver),
         delivery: receiver.journal().map(|_| Delivery::of(event)),
         journaled,
@@ -430,18 +454,6 @@ unsafe fn event_box<'a>(event: *const sp_event) -> crate::Result<&'a EventBox> {
     unsafe { args::object("event", event.cast::<EventBox>()) }
 }
 
-/// Stores `reply` in the event with the HTTP status to send it with, and views it.
-/// Takes the box's `reply` and `view` apart from the rest, so that the reply may borrow from the
-/// box's receiver.
-fn keep_reply(kept: &mut Vec<u8>, view: &mut sp_event, reply: &[u8], http_status: u16) -> sp_str {
-    kept.clear();
-    kept.reserve_exact(reply.len() + 1);
-    kept.extend_from_slice(reply);
-    kept.push(0);
-    view.reply_http_status = http_status;
-    sp_str::of_nul_terminated(kept)
-}
-
 /// The known event of a box, or the error of asking a reply for an unknown one.
 /// Reads the library's own copies, never what the host can write in `view`.
 fn known(b: &EventBox) -> crate::Result<KnownEvent> {
@@ -480,10 +492,21 @@ pub unsafe extern "C" fn sp_event_reply(
         let (b, message, out) =
             unsafe { (event_box_mut(event)?, args::opt_text("message", message)?, args::out("out", out)?) };
         let known = known(b)?;
-        let EventBox { receiver, reply: kept, view, .. } = b;
-        let reply = receiver.reply_text(known, success, message.unwrap_or(""))?;
-        let http_status = receiver.reply_http_status(known, success);
-        out.write(keep_reply(kept, view, reply.as_bytes(), http_status));
+        let message = message.unwrap_or("");
+        let http_status = b.receiver.reply_http_status(known, success);
+        let view = match b.receiver.built_reply(known, success, message) {
+            Some(built) => {
+                let view = sp_str::of_nul_terminated(built.as_bytes());
+                b.reply_is_built = true;
+                b.view.reply_http_status = http_status;
+                view
+            }
+            None => {
+                let reply = b.receiver.reply_text(known, success, message)?.into_owned();
+                b.keep_reply(reply.as_bytes(), http_status)
+            }
+        };
+        out.write(view);
         Ok(())
     })
 }
@@ -515,7 +538,7 @@ pub unsafe extern "C" fn sp_event_reply_balance(
             );
         }
         let reply = b.receiver.balance_reply(money, currency, coins)?;
-        out.write(keep_reply(&mut b.reply, &mut b.view, reply.as_bytes(), 200));
+        out.write(b.keep_reply(reply.as_bytes(), 200));
         Ok(())
     })
 }
@@ -581,7 +604,7 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
             }
             Begin::Done(stored) => {
                 b.journaled = Journaled::Settled;
-                let reply = keep_reply(&mut b.reply, &mut b.view, &stored, 200);
+                let reply = b.keep_reply(&stored, 200);
                 sp_claim { outcome: sp_begin::SP_BEGIN_DONE, attempt: 0, reply }
             }
             Begin::NotReplayable => {
@@ -622,7 +645,7 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
         let Journaled::Claimed(claim) = &b.journaled else {
             return settled_or_not_begun(b);
         };
-        let reply = if reply.is_null() { b.reply.strip_suffix(&[0]).unwrap_or_default() } else { given };
+        let reply = if reply.is_null() { b.last_reply() } else { given };
         if reply.is_empty() {
             let problem = "no reply was built for the event (sp_event_reply) and none was given";
             return Err(Error::field(ErrorKind::InvalidArgument, "reply", problem).into());
