@@ -96,12 +96,17 @@ pub struct EventIds {
 }
 
 impl Error {
-    /// An error that concerns no single field.
+    /// An error that concerns no single field. Cold, like every error constructor: kept out of
+    /// the hot paths' code, so that a callback's instructions stay together.
+    #[cold]
+    #[inline(never)]
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error { kind, field: String::new(), message: message.into(), event: None, ids: None }
     }
 
     /// An error about `field`; the message becomes `field: problem`.
+    #[cold]
+    #[inline(never)]
     pub fn field(kind: ErrorKind, field: impl Into<String>, problem: impl fmt::Display) -> Self {
         let field = field.into();
         let message = format!("{field}: {problem}");

@@ -143,17 +143,7 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>>
         assert!(scan::scan(text, options.max_depth, &mut full).is_ok(), "the serde scan refused {text:?}");
         assert_eq!(scanned, full, "the two scans differ on {text:?}");
     }
-    let refused = match quick {
-        true => None,
-        false => {
-            scanned = scan::Scanned::default();
-            match scan::scan(text, options.max_depth, &mut scanned) {
-                Ok(()) => None,
-                Err(ScanError::Body(error)) => return Err(error),
-                Err(ScanError::InValue) => scan::rescan(text, options.max_depth, &mut scanned)?,
-            }
-        }
-    };
+    let refused = if quick { None } else { full_scan(text, options.max_depth, &mut scanned)? };
     let scan::Scanned { slots, others } = scanned;
     let slots = &slots;
     if let Some((name @ (Name::Event | Name::Action), kind, problem)) = &refused {
@@ -199,6 +189,20 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>>
         None => (None, false),
     };
     Ok(Event { name: name.clone(), kind: typed, index, index_unreadable, extra })
+}
+
+/// The serde scan of a body the quick pass declined (`scanned` is refilled from scratch): the
+/// slots, the fields kept raw, and the first slotted field whose value is refused. Cold: the
+/// usual body never comes here, and its code stays out of the way of the usual path's.
+#[cold]
+#[inline(never)]
+fn full_scan<'a>(text: &'a str, max_depth: usize, scanned: &mut scan::Scanned<'a>) -> Result<Option<scan::Refusal>> {
+    *scanned = scan::Scanned::default();
+    match scan::scan(text, max_depth, scanned) {
+        Ok(()) => Ok(None),
+        Err(ScanError::Body(error)) => Err(error),
+        Err(ScanError::InValue) => scan::rescan(text, max_depth, scanned),
+    }
 }
 
 /// The fields outside the event's spec, in body order, and whether they are `others`, the

@@ -29,10 +29,14 @@ impl<'a> FieldReader<'_, 'a> {
         self.slots[name as usize].as_ref().filter(|v| **v != Scalar::Null)
     }
 
+    #[cold]
+    #[inline(never)]
     fn error(&self, kind: ErrorKind, name: &str, problem: impl std::fmt::Display) -> Error {
         Error::field(kind, format!("{}.{name}", self.event), problem)
     }
 
+    #[cold]
+    #[inline(never)]
     fn missing(&self, name: Name) -> Error {
         self.error(ErrorKind::MissingField, name.as_str(), "required field is missing")
     }
@@ -51,8 +55,17 @@ impl<'a> FieldReader<'_, 'a> {
 
     /// A non-negative integer of at most `max`, from any decoded value of the field `name`.
     pub fn non_negative(&self, name: &str, value: &Scalar<'_>, max: i64) -> Result<i64> {
+        match *value {
+            Scalar::Unsigned(n) if n <= max as u64 => Ok(n as i64),
+            _ => Err(self.not_non_negative(name, value, max)),
+        }
+    }
+
+    /// Why `value` is not a non-negative integer of at most `max`.
+    #[cold]
+    #[inline(never)]
+    fn not_non_negative(&self, name: &str, value: &Scalar<'_>, max: i64) -> Error {
         let (kind, problem) = match *value {
-            Scalar::Unsigned(n) if n <= max as u64 => return Ok(n as i64),
             Scalar::Unsigned(_) => (ErrorKind::OutOfRange, format!("expected at most {max}")),
             Scalar::Negative(_) => (ErrorKind::OutOfRange, "expected a non-negative integer".to_owned()),
             Scalar::Float(_) => {
@@ -68,11 +81,11 @@ impl<'a> FieldReader<'_, 'a> {
             }
             _ => {
                 let problem = format!("expected a non-negative integer, got {value}");
-                return Err(self.error(ErrorKind::WrongType, name, problem));
+                return self.error(ErrorKind::WrongType, name, problem);
             }
         };
         let got = self.raw_text(name).map_or_else(|| value.to_string(), |text| excerpt(&text));
-        Err(self.error(kind, name, format!("{problem}, got {got}")))
+        self.error(kind, name, format!("{problem}, got {got}"))
     }
 
     /// The raw JSON text of the top-level field `name`, for error messages only (it splits the
@@ -107,18 +120,26 @@ impl<'a> FieldReader<'_, 'a> {
     pub fn opt_identifier(&self, name: Name) -> Result<Option<Cow<'a, str>>> {
         let Some(value) = self.value(name) else { return Ok(None) };
         let value = self.string(name, value)?;
+        let control = crate::callback::json::first_control_char(&value);
+        if value.is_empty() || value.len() > self.max_identifier_bytes || control.is_some() {
+            return Err(self.not_identifier(name, &value, control));
+        }
+        Ok(Some(value))
+    }
+
+    /// Why `value` (with its first control character `control`) is not an identifier.
+    #[cold]
+    #[inline(never)]
+    fn not_identifier(&self, name: Name, value: &str, control: Option<char>) -> Error {
         if value.is_empty() {
-            return Err(self.error(ErrorKind::InvalidValue, name.as_str(), "must not be empty"));
+            return self.error(ErrorKind::InvalidValue, name.as_str(), "must not be empty");
         }
         if value.len() > self.max_identifier_bytes {
             let problem = format!("{} bytes, more than the limit of {}", value.len(), self.max_identifier_bytes);
-            return Err(self.error(ErrorKind::InvalidValue, name.as_str(), problem));
+            return self.error(ErrorKind::InvalidValue, name.as_str(), problem);
         }
-        if let Some(c) = crate::callback::json::first_control_char(&value) {
-            let problem = format!("contains the control character U+{:04X}", u32::from(c));
-            return Err(self.error(ErrorKind::InvalidValue, name.as_str(), problem));
-        }
-        Ok(Some(value))
+        let problem = format!("contains the control character U+{:04X}", u32::from(control.unwrap_or_default()));
+        self.error(ErrorKind::InvalidValue, name.as_str(), problem)
     }
 
     /// A required ISO 4217 currency code: exactly three uppercase ASCII letters.

@@ -85,11 +85,8 @@ fn slot_value(text: &str, at: usize) -> Option<(Scalar<'_>, usize)> {
     match *b.get(at)? {
         b'"' => {
             let (close, escaped) = string_end(b, at)?;
-            let value = if escaped {
-                Cow::Owned(serde_json::from_str::<String>(&text[at..=close]).ok()?)
-            } else {
-                Cow::Borrowed(&text[at + 1..close])
-            };
+            let value =
+                if escaped { Cow::Owned(decoded(&text[at..=close])?) } else { Cow::Borrowed(&text[at + 1..close]) };
             Some((Scalar::Str(value), close + 1))
         }
         b'0'..=b'9' => unsigned(b, at),
@@ -98,6 +95,13 @@ fn slot_value(text: &str, at: usize) -> Option<(Scalar<'_>, usize)> {
         b'n' => Some((Scalar::Null, literal_end(b, at, b"null")?)),
         _ => None,
     }
+}
+
+/// A string literal with escapes, decoded by serde_json (out of the usual path's way).
+#[cold]
+#[inline(never)]
+fn decoded(literal: &str) -> Option<String> {
+    serde_json::from_str(literal).ok()
 }
 
 /// The plain unsigned integer at `at` (digits, no leading zero, within `u64`, no fraction or

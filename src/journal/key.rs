@@ -22,6 +22,7 @@ impl Delivery {
     /// other event carrying an index. A balance query has no key: a balance must be current, so it
     /// is never answered from the journal, but its index is recorded like any other. An unknown
     /// event without an index has no key either.
+    #[inline(never)]
     pub fn of(event: &Event<'_>) -> Delivery {
         let name = event.name.as_ref();
         let mut canon = Canon::new(name);
