@@ -1084,6 +1084,29 @@ mod careless_host {
         unsafe { sp_receiver_free(r) };
     }
 
+    /// A reply stays valid until the next reply is built: a refused attempt (an amount out of
+    /// range, the reply's own bytes handed back as the currency) builds none and leaves it alone.
+    #[test]
+    fn a_refused_reply_leaves_the_last_one_valid() {
+        let r = receiver(|_| {});
+        let ev = handle_ok(r, BALANCE);
+        let mut first = sentinel_str();
+        // SAFETY: a live event and a writable out-parameter.
+        assert_eq!(unsafe { sp_event_reply_balance(ev, 1234, ptr::null(), 5, &mut first) }, SP_OK);
+        let expected = r#"{"playerBalance":{"money":1234,"currencyISO4217":"EUR","coins":5,"errorMessage":""}}"#;
+        assert_eq!(text(first), expected);
+        assert_eq!(reply_balance(ev, -1, None, 0), Err(SP_ERR_INVALID_ARGUMENT));
+        // The reply's own bytes as the currency: not three uppercase letters, refused.
+        let mut out = sentinel_str();
+        // SAFETY: `first` is NUL-terminated and still valid, as checked after.
+        let status = unsafe { sp_event_reply_balance(ev, 1, first.ptr, 1, &mut out) };
+        assert_eq!(status, SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(text(first), expected, "the last reply is still there, unchanged");
+        free_event(ev);
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
+
     /// An event only read, by any number of threads (`sp_event_field` takes it `const`).
     struct ReadOnlyEvent(*const sp_event);
     // SAFETY: the threads sharing it only read it, which the library documents as allowed.

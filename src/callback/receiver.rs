@@ -351,6 +351,19 @@ impl Receiver {
         reply::balance_after(&self.built.balance_prefix, money, currency, coins)
     }
 
+    /// `balance_reply` in two steps, for a caller that writes it into a buffer of its own: the
+    /// check, which gives the writer of the reply (into a buffer, with room for a NUL).
+    pub(crate) fn balance_writer<'r>(
+        &'r self,
+        money: i64,
+        currency: Option<&'r str>,
+        coins: i64,
+    ) -> Result<impl FnOnce(&mut Vec<u8>) + 'r> {
+        let currency = currency.unwrap_or(&self.config.balance_currency);
+        reply::check_balance(money, currency, coins)?;
+        Ok(move |out: &mut Vec<u8>| reply::push_balance(out, &self.built.balance_prefix, money, currency, coins))
+    }
+
     /// What the endpoint answers when `handle` fails: for a known event whose fields are
     /// invalid, the event's failure reply with the field-naming message (HTTP 200 with the
     /// wrapper and `success` false, the spec's way to report a failed handling; a balance query's

@@ -56,8 +56,16 @@ pub fn balance_prefix(wrapper: &str) -> String {
 }
 
 /// The successful balance reply from its `balance_prefix`, after checking the amounts and the
-/// currency. Its capacity leaves room for one more byte (a host's NUL).
+/// currency.
 pub fn balance_after(prefix: &str, money: i64, currency: &str, coins: i64) -> Result<String> {
+    check_balance(money, currency, coins)?;
+    let mut out = Vec::new();
+    push_balance(&mut out, prefix, money, currency, coins);
+    Ok(String::from_utf8(out).expect("a prefix, ASCII digits and letters"))
+}
+
+/// Checks what a successful balance reply states: amounts of 0 to 2^53 - 1 and an ISO 4217 code.
+pub fn check_balance(money: i64, currency: &str, coins: i64) -> Result<()> {
     for (name, value) in [("money", money), ("coins", coins)] {
         if !(0..=MAX_AMOUNT).contains(&value) {
             let problem = format!("expected an integer from 0 to {MAX_AMOUNT}, got {value}");
@@ -68,17 +76,22 @@ pub fn balance_after(prefix: &str, money: i64, currency: &str, coins: i64) -> Re
         let problem = format!("expected three uppercase letters (ISO 4217), got {}", quoted(currency));
         return Err(Error::field(ErrorKind::InvalidArgument, "currency", problem));
     }
+    Ok(())
+}
+
+/// Appends the successful balance reply of `balance_after` to `out`, its arguments checked
+/// (`check_balance`), with room for one more byte (a host's NUL).
+pub fn push_balance(out: &mut Vec<u8>, prefix: &str, money: i64, currency: &str, coins: i64) {
     const REST: &str = r#","currencyISO4217":"XXX","coins":,"errorMessage":""}}"#;
-    let mut out = String::with_capacity(prefix.len() + REST.len() + 2 * 16 + 1);
-    out.push_str(prefix);
+    out.reserve(prefix.len() + REST.len() + 2 * 16 + 1);
+    out.extend_from_slice(prefix.as_bytes());
     let mut digits = itoa::Buffer::new();
-    out.push_str(digits.format(money));
-    out.push_str(r#","currencyISO4217":""#);
-    out.push_str(currency);
-    out.push_str(r#"","coins":"#);
-    out.push_str(digits.format(coins));
-    out.push_str(r#","errorMessage":""}}"#);
-    Ok(out)
+    out.extend_from_slice(digits.format(money).as_bytes());
+    out.extend_from_slice(br#","currencyISO4217":""#);
+    out.extend_from_slice(currency.as_bytes());
+    out.extend_from_slice(br#"","coins":"#);
+    out.extend_from_slice(digits.format(coins).as_bytes());
+    out.extend_from_slice(br#","errorMessage":""}}"#);
 }
 
 /// `{"<wrapper>":{"errorMessage":"<message>"}}`: a refused balance query, stating no balance.

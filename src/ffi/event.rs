@@ -166,6 +166,25 @@ struct EventBox {
     journaled: Journaled,
 }
 
+/// Makes `write`'s reply (written into the emptied buffer `kept`, then a NUL) the event's last
+/// reply, with the HTTP status to send it with, and views it. Takes the box's parts, so that
+/// `write` may borrow the box's receiver; `write` cannot fail, so that a reply handed out
+/// before stays valid whenever building the next one is refused.
+fn keep_written(
+    kept: &mut Vec<u8>,
+    is_built: &mut bool,
+    view: &mut sp_event,
+    http_status: u16,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> sp_str {
+    kept.clear();
+    write(kept);
+    kept.push(0);
+    *is_built = false;
+    view.reply_http_status = http_status;
+    sp_str::of_nul_terminated(kept)
+}
+
 /// How many extra fields an event keeps inside its box.
 const INLINE_FIELDS: usize = 4;
 
@@ -180,13 +199,10 @@ impl EventBox {
     /// Keeps `reply` as the event's last reply, with the HTTP status to send it with, and views
     /// it (NUL-terminated).
     fn keep_reply(&mut self, reply: &[u8], http_status: u16) -> sp_str {
-        self.reply.clear();
-        self.reply.reserve_exact(reply.len() + 1);
-        self.reply.extend_from_slice(reply);
-        self.reply.push(0);
-        self.reply_is_built = false;
-        self.view.reply_http_status = http_status;
-        sp_str::of_nul_terminated(&self.reply)
+        keep_written(&mut self.reply, &mut self.reply_is_built, &mut self.view, http_status, |kept| {
+            kept.reserve_exact(reply.len() + 1);
+            kept.extend_from_slice(reply);
+        })
     }
 
     /// The extra fields, in body order.
@@ -537,8 +553,9 @@ pub unsafe extern "C" fn sp_event_reply_balance(
                 Error::field(ErrorKind::InvalidArgument, "event", "is not a balance query (getPlayerBalance)").into()
             );
         }
-        let reply = b.receiver.balance_reply(money, currency, coins)?;
-        out.write(b.keep_reply(reply.as_bytes(), 200));
+        let EventBox { receiver, reply, reply_is_built, view, .. } = b;
+        let write = receiver.balance_writer(money, currency, coins)?;
+        out.write(keep_written(reply, reply_is_built, view, 200, write));
         Ok(())
     })
 }
