@@ -19,7 +19,6 @@ use std::borrow::Cow;
 use crate::callback::json::{self, Field, RawJson};
 use crate::callback::scan::{Scalar, Scanned};
 use crate::callback::spec::Name;
-use crate::callback::valid_text;
 
 /// Reads the top-level object of `text` (from `json::object_text`) into `scanned` (which starts
 /// empty) and gives true, or gives false (`scanned` then holds a part of the body) when the body
@@ -132,21 +131,28 @@ fn plain_key(text: &str, at: usize) -> Option<(&str, usize)> {
     }
 }
 
+/// How deep a kept value may nest, and how many keys its open objects may hold at once, for
+/// this pass (no allocation: fixed stacks); a deeper or wider value goes to the serde scan.
+const MAX_OPEN: usize = 16;
+const MAX_KEYS: usize = 32;
+
 /// What an open container is on `Checker::open`: an array, or an object whose keys start at
 /// this position of `Checker::keys`.
-const ARRAY: usize = usize::MAX;
+const ARRAY: u8 = u8::MAX;
 
-/// Checks values kept raw, reusing its stacks from one value to the next.
+/// Checks values kept raw, with fixed stacks reused from one value to the next.
 struct Checker<'a> {
-    /// The keys of every open object, each object's a tail of the list from where it starts.
-    keys: Vec<Cow<'a, str>>,
-    /// The open containers, from the outermost: no allocation, as nesting is bounded.
-    open: [usize; json::MAX_DEPTH_CEILING],
+    /// The keys of every open object, `key_count` of them, each object's a tail from where it
+    /// starts.
+    keys: [&'a str; MAX_KEYS],
+    key_count: usize,
+    /// The open containers, from the outermost.
+    open: [u8; MAX_OPEN],
 }
 
 impl Default for Checker<'_> {
     fn default() -> Self {
-        Checker { keys: Vec::new(), open: [0; json::MAX_DEPTH_CEILING] }
+        Checker { keys: [""; MAX_KEYS], key_count: 0, open: [0; MAX_OPEN] }
     }
 }
 
@@ -156,23 +162,23 @@ impl<'a> Checker<'a> {
     fn value(&mut self, text: &'a str, mut at: usize, max_depth: usize) -> Option<usize> {
         const LEVEL: usize = 2;
         let b = text.as_bytes();
-        self.keys.clear();
+        self.key_count = 0;
         let mut depth = 0;
         'value: loop {
             let mut end = match *b.get(at)? {
                 open @ (b'{' | b'[') => {
-                    // Within the array: `max_depth` is at most its length.
-                    if LEVEL + depth > max_depth {
+                    if LEVEL + depth > max_depth || depth == MAX_OPEN {
                         return None;
                     }
                     at = skip_ws(b, at + 1);
                     let object = open == b'{';
-                    self.open[depth] = if object { self.keys.len() } else { ARRAY };
+                    // At most MAX_KEYS, which is below ARRAY.
+                    self.open[depth] = if object { self.key_count as u8 } else { ARRAY };
                     match (b.get(at)?, object) {
                         (b'}', true) | (b']', false) => at + 1,
                         (_, true) => {
                             depth += 1;
-                            at = self.key(text, at)?;
+                            at = self.key(text, at, self.key_count as u8)?;
                             continue 'value;
                         }
                         (_, false) => {
@@ -193,14 +199,11 @@ impl<'a> Checker<'a> {
                         continue 'value;
                     }
                     (b',', false) => {
-                        at = self.key(text, skip_ws(b, at + 1))?;
+                        at = self.key(text, skip_ws(b, at + 1), first_key)?;
                         continue 'value;
                     }
                     (b']', true) => {}
-                    (b'}', false) => {
-                        valid_text::no_duplicates(&mut self.keys[first_key..]).ok()?;
-                        self.keys.truncate(first_key);
-                    }
+                    (b'}', false) => self.key_count = usize::from(first_key),
                     _ => return None,
                 }
                 depth -= 1;
@@ -210,13 +213,16 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Reads a key of a nested object at `at` and its colon; gives where its value starts.
-    fn key(&mut self, text: &'a str, at: usize) -> Option<usize> {
+    /// Reads a key at `at` of the innermost open object, whose keys start at `first`, and its
+    /// colon, declining a key the object holds already; gives where its value starts.
+    fn key(&mut self, text: &'a str, at: usize, first: u8) -> Option<usize> {
         let (key, after) = plain_key(text, at)?;
-        if json::key_problem(key).is_some() {
+        let object_keys = &self.keys[usize::from(first)..self.key_count];
+        if self.key_count == MAX_KEYS || object_keys.contains(&key) || json::key_problem(key).is_some() {
             return None;
         }
-        self.keys.push(Cow::Borrowed(key));
+        self.keys[self.key_count] = key;
+        self.key_count += 1;
         Some(skip_ws(text.as_bytes(), expect(text.as_bytes(), skip_ws(text.as_bytes(), after), b':')?))
     }
 }
@@ -408,6 +414,18 @@ mod tests {
             assert!(!agrees(text, 4), "declined: {text}");
         }
         assert!(agrees(r#"{"a":[[[1]]]}"#, 4), "depth 4 is within 4");
+        // Nesting and open keys beyond the fixed stacks: the serde scan reads them.
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(MAX_OPEN), "]".repeat(MAX_OPEN));
+        assert!(agrees(&deep, 32) && !agrees(&deep.replacen('[', "[[", 1).replacen(']', "]]", 1), 32));
+        let wide = |n: usize| {
+            format!(
+                "{{\"a\":{{{}}}}}",
+                (0..n).map(|i| format!("\"k{i}\":[{{\"x\":1,\"y\":{{}}}}]")).collect::<Vec<_>>().join(",")
+            )
+        };
+        // At its deepest the last key's object holds two more keys open: n + 2 in all.
+        assert!(agrees(&wide(MAX_KEYS - 2), 32) && !agrees(&wide(MAX_KEYS - 1), 32));
+        assert!(agrees(r#"{"a":{"k":{"k":1},"j":[{"k":2,"j":3}],"l":{}},"b":{"k":1}}"#, 32));
         // Many fields the spec does not define: the serde scan reads them.
         let many = |n: usize| format!("{{{}}}", (0..n).map(|i| format!("\"f{i}\":{i}")).collect::<Vec<_>>().join(","));
         assert!(agrees(&many(MAX_PAIRWISE), 32));
