@@ -195,22 +195,13 @@ pub struct Receiver {
     built: BuiltReplies,
 }
 
-/// The replies a receiver builds once: a refund's and a payout's success reply, each followed by
-/// a NUL byte (so that a C host can be handed it as it is), and the start of a successful
-/// balance reply (`reply::balance_prefix`).
+/// The replies a receiver builds once: a refund's and a payout's success reply, and the start of
+/// a successful balance reply (`reply::balance_prefix`).
 #[derive(Debug, Clone)]
 struct BuiltReplies {
     refund_success: String,
     payout_success: String,
     balance_prefix: String,
-}
-
-/// `reply` followed by a NUL byte.
-fn nul_terminated(reply: Result<String>) -> Result<String> {
-    reply.map(|mut reply| {
-        reply.push('\0');
-        reply
-    })
 }
 
 impl Receiver {
@@ -221,8 +212,8 @@ impl Receiver {
         }
         let omit = config.omit_empty_error_message;
         let built = BuiltReplies {
-            refund_success: nul_terminated(reply::result("refund", true, "", omit))?,
-            payout_success: nul_terminated(reply::result("payout", true, "", omit))?,
+            refund_success: reply::result("refund", true, "", omit)?,
+            payout_success: reply::result("payout", true, "", omit)?,
             balance_prefix: reply::balance_prefix(&config.balance_wrapper),
         };
         Ok(Receiver { tokens: auth::Tokens::new(&config.tokens), built, config })
@@ -312,8 +303,10 @@ impl Receiver {
     /// `reply_to`, borrowing the reply the receiver built once where it is that one (a refund's
     /// or a payout's success).
     pub(crate) fn reply_text(&self, known: KnownEvent, success: bool, message: &str) -> Result<Cow<'_, str>> {
-        if let Some(built) = self.built_reply(known, success, message) {
-            return Ok(Cow::Borrowed(&built[..built.len() - 1]));
+        match (known, success && message.is_empty()) {
+            (KnownEvent::BuyRefund, true) => return Ok(Cow::Borrowed(&self.built.refund_success)),
+            (KnownEvent::JackpotPayout, true) => return Ok(Cow::Borrowed(&self.built.payout_success)),
+            _ => {}
         }
         let wrapper = self.wrapper(known);
         if known != KnownEvent::BalanceQuery {
@@ -327,16 +320,6 @@ impl Receiver {
             ));
         }
         reply::balance_failure(wrapper, message).map(Cow::Owned)
-    }
-
-    /// The reply to `known` built once by the receiver, followed by a NUL byte, where the reply
-    /// is that one: a refund's or a payout's success.
-    pub(crate) fn built_reply(&self, known: KnownEvent, success: bool, message: &str) -> Option<&str> {
-        match (known, success && message.is_empty()) {
-            (KnownEvent::BuyRefund, true) => Some(&self.built.refund_success),
-            (KnownEvent::JackpotPayout, true) => Some(&self.built.payout_success),
-            _ => None,
-        }
     }
 
     /// The HTTP status to send a reply with: 200, except for a refused balance query (500 by

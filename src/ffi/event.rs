@@ -155,11 +155,9 @@ struct EventBox {
     extra_len: usize,
     arena: Arena,
     /// The last reply built (or answered from the journal), NUL-terminated; empty when none.
-    /// Unused while `reply_is_built` holds.
+    /// The event's own copy, even of a reply the receiver keeps built: what a host does to the
+    /// bytes it was handed stays with its event.
     reply: Vec<u8>,
-    /// The last reply is the receiver's own success reply for the event's kind, built once per
-    /// receiver (`Receiver::built_reply`), handed out as it is: the event keeps the receiver.
-    reply_is_built: bool,
     receiver: Arc<Receiver>,
     /// What the journal knows of this delivery, when the receiver has a journal.
     delivery: Option<Delivery>,
@@ -170,19 +168,18 @@ struct EventBox {
 /// reply, with the HTTP status to send it with, and views it. Takes the box's parts, so that
 /// `write` may borrow the box's receiver; `write` cannot fail, so that a reply handed out
 /// before stays valid whenever building the next one is refused.
-fn keep_written(
-    kept: &mut Vec<u8>,
-    is_built: &mut bool,
-    view: &mut sp_event,
-    http_status: u16,
-    write: impl FnOnce(&mut Vec<u8>),
-) -> sp_str {
+fn keep_written(kept: &mut Vec<u8>, view: &mut sp_event, http_status: u16, write: impl FnOnce(&mut Vec<u8>)) -> sp_str {
     kept.clear();
     write(kept);
     kept.push(0);
-    *is_built = false;
     view.reply_http_status = http_status;
     sp_str::of_nul_terminated(kept)
+}
+
+/// Copies `reply` into the emptied buffer `kept`, with room for its NUL.
+fn copy_reply(kept: &mut Vec<u8>, reply: &[u8]) {
+    kept.reserve_exact(reply.len() + 1);
+    kept.extend_from_slice(reply);
 }
 
 /// How many extra fields an event keeps inside its box.
@@ -191,18 +188,7 @@ const INLINE_FIELDS: usize = 4;
 impl EventBox {
     /// The last reply built for the event, without its NUL; empty when none.
     fn last_reply(&self) -> &[u8] {
-        let built = self.known.filter(|_| self.reply_is_built).and_then(|k| self.receiver.built_reply(k, true, ""));
-        let reply = built.map_or(&self.reply[..], str::as_bytes);
-        reply.strip_suffix(&[0]).unwrap_or_default()
-    }
-
-    /// Keeps `reply` as the event's last reply, with the HTTP status to send it with, and views
-    /// it (NUL-terminated).
-    fn keep_reply(&mut self, reply: &[u8], http_status: u16) -> sp_str {
-        keep_written(&mut self.reply, &mut self.reply_is_built, &mut self.view, http_status, |kept| {
-            kept.reserve_exact(reply.len() + 1);
-            kept.extend_from_slice(reply);
-        })
+        self.reply.strip_suffix(&[0]).unwrap_or_default()
     }
 
     /// The extra fields, in body order.
@@ -320,7 +306,6 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
         extra_len: event.extra.len(),
         arena,
         reply: Vec::new(),
-        reply_is_built: false,
         receiver: Arc::clone(receiver),
         delivery: receiver.journal().map(|_| Delivery::of(event)),
         journaled,
@@ -508,20 +493,10 @@ pub unsafe extern "C" fn sp_event_reply(
         let (b, message, out) =
             unsafe { (event_box_mut(event)?, args::opt_text("message", message)?, args::out("out", out)?) };
         let known = known(b)?;
-        let message = message.unwrap_or("");
-        let http_status = b.receiver.reply_http_status(known, success);
-        let view = match b.receiver.built_reply(known, success, message) {
-            Some(built) => {
-                let view = sp_str::of_nul_terminated(built.as_bytes());
-                b.reply_is_built = true;
-                b.view.reply_http_status = http_status;
-                view
-            }
-            None => {
-                let reply = b.receiver.reply_text(known, success, message)?.into_owned();
-                b.keep_reply(reply.as_bytes(), http_status)
-            }
-        };
+        let EventBox { receiver, reply: kept, view, .. } = b;
+        let reply = receiver.reply_text(known, success, message.unwrap_or(""))?;
+        let http_status = receiver.reply_http_status(known, success);
+        let view = keep_written(kept, view, http_status, |kept| copy_reply(kept, reply.as_bytes()));
         out.write(view);
         Ok(())
     })
@@ -553,9 +528,9 @@ pub unsafe extern "C" fn sp_event_reply_balance(
                 Error::field(ErrorKind::InvalidArgument, "event", "is not a balance query (getPlayerBalance)").into()
             );
         }
-        let EventBox { receiver, reply, reply_is_built, view, .. } = b;
+        let EventBox { receiver, reply, view, .. } = b;
         let write = receiver.balance_writer(money, currency, coins)?;
-        out.write(keep_written(reply, reply_is_built, view, 200, write));
+        out.write(keep_written(reply, view, 200, write));
         Ok(())
     })
 }
@@ -621,7 +596,7 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
             }
             Begin::Done(stored) => {
                 b.journaled = Journaled::Settled;
-                let reply = b.keep_reply(&stored, 200);
+                let reply = keep_written(&mut b.reply, &mut b.view, 200, |kept| copy_reply(kept, &stored));
                 sp_claim { outcome: sp_begin::SP_BEGIN_DONE, attempt: 0, reply }
             }
             Begin::NotReplayable => {
