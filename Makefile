@@ -93,7 +93,8 @@ test-c: examples sanitized sandbox $(SANDIR)/careless_host
 # toolchain with miri is present.
 test-miri:
 	@if cargo +nightly miri --version > /dev/null 2>&1; then \
-		$(CARGO) +nightly miri test -p slotpartner --test ffi_abi careless_host; \
+		$(CARGO) +nightly miri test -p slotpartner --test ffi_abi careless_host && \
+		$(CARGO) +nightly miri test -p slotpartner --test ffi_record careless_host; \
 	else \
 		echo "test-miri: SKIPPED: no nightly toolchain with miri (rustup component add --toolchain nightly miri rust-src)"; \
 	fi

@@ -632,6 +632,61 @@ typedef struct sp_recovery_summary {
   size_t failures_len;
 } sp_recovery_summary;
 
+/**
+ * The header of a record written by `sp_receiver_handle_record`: every number and flag of the
+ * event, with `strings_len` bytes of strings right after it (at
+ * `(const uint8_t *)record + sizeof(sp_record)`), laid out as `sp_event.strings` describes: the
+ * six typed string slots (refund 5, payout 6, balance query 2, in the order of the typed
+ * structs; unused and absent ones empty), then each extra field's name and raw JSON, then the
+ * event's name, each followed by a NUL byte. Splitting them at NUL bytes gives
+ * 6 + 2 × `extra_fields_len` + 1 strings (and an empty one after the last NUL).
+ *
+ * The numbers of another kind's struct are 0 and its flags false. The record belongs to the
+ * caller's buffer: the library keeps no pointer into it and nothing in it is to be freed.
+ */
+typedef struct sp_record {
+  /**
+   * Bytes written: this header and the strings after it.
+   */
+  size_t size;
+  /**
+   * Bytes of strings after the header, their NULs included.
+   */
+  size_t strings_len;
+  /**
+   * How many extra fields (name and raw JSON, as `sp_event.extra_fields`) the strings hold.
+   */
+  size_t extra_fields_len;
+  enum sp_event_kind kind;
+  /**
+   * As in `sp_event`.
+   */
+  bool has_index;
+  bool index_unreadable;
+  /**
+   * Whether `is_mobile` says something: always for a refund, when the body states it for a
+   * payout, never for the other kinds.
+   */
+  bool has_is_mobile;
+  bool is_mobile;
+  int64_t index;
+  /**
+   * Refund and payout.
+   */
+  int64_t transaction_id;
+  int64_t buy_transaction_id;
+  int64_t game_session_id;
+  int64_t game_id;
+  /**
+   * Payout only: `money_won` in minor units; amounts are 0 to 2^53-1.
+   */
+  int64_t money_won;
+  int64_t coins_won;
+  int64_t epoch_released_millis;
+  bool is_money;
+  bool is_primary;
+} sp_record;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1337,6 +1392,44 @@ enum sp_status sp_receiver_parse(const struct sp_receiver *receiver,
                                  const uint8_t *body,
                                  size_t len,
                                  struct sp_event **out);
+
+/**
+ * Handles one callback like `sp_receiver_handle` (source, token, body: the same checks, the
+ * same refusals, the same `sp_last_error_response`), but writes the event into the caller's
+ * buffer `record` (`capacity` bytes, aligned for `sp_record`, 8 bytes on 64-bit hosts) instead
+ * of allocating an `sp_event`: one call, nothing to free. Read the header as an `sp_record`
+ * and the strings after it.
+ *
+ * A record takes `sizeof(sp_record)` plus at most the body's length plus 8 bytes (strings are
+ * unescaped, so never longer than in the body, each with its NUL); a buffer of
+ * `sizeof(sp_record) + len + 8` bytes always fits. `*size` (when `size` is not NULL) gets the
+ * record's size on success, and when `capacity` is too small (`SP_ERR_INVALID_ARGUMENT`, field
+ * `capacity`: nothing is written into `record`) the size it needs: handle the same callback
+ * again with a larger buffer.
+ *
+ * For a receiver without a journal only (`SP_ERR_INVALID_ARGUMENT`, field `receiver`,
+ * otherwise): a journaled delivery is claimed through its `sp_event`. The reply is built apart:
+ * `sp_reply_result_new`, `sp_reply_balance_new`, or a reply the host keeps (a refund's or
+ * payout's success reply is the same bytes every time). An unknown event
+ * (`SP_EVENT_KIND_OTHER`) has no reply: answer it as `sp_event_reply` would, with HTTP 400.
+ *
+ * Refused with `SP_ERR_INVALID_ARGUMENT` before anything is written: a NULL or misaligned
+ * `record`, and a record that would be written over a byte of the body, the token, the address
+ * or the forwarded header (the record is written while they are read).
+ *
+ * # Safety
+ * As for `sp_receiver_handle`; `record` is NULL or points to `capacity` writable bytes that
+ * nothing else reads or writes during the call; `size` is NULL or writable.
+ */
+enum sp_status sp_receiver_handle_record(const struct sp_receiver *receiver,
+                                         const char *token,
+                                         const char *remote_addr,
+                                         const char *forwarded_for,
+                                         const uint8_t *body,
+                                         size_t len,
+                                         void *record,
+                                         size_t capacity,
+                                         size_t *size);
 
 /**
  * Starts a recovery of the events missing from `receiver`'s journal (at most `limit` indexes,

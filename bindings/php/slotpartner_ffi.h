@@ -226,6 +226,27 @@ typedef struct sp_recovery_summary {
   size_t failures_len;
 } sp_recovery_summary;
 
+typedef struct sp_record {
+  size_t size;
+  size_t strings_len;
+  size_t extra_fields_len;
+  enum sp_event_kind kind;
+  bool has_index;
+  bool index_unreadable;
+  bool has_is_mobile;
+  bool is_mobile;
+  int64_t index;
+  int64_t transaction_id;
+  int64_t buy_transaction_id;
+  int64_t game_session_id;
+  int64_t game_id;
+  int64_t money_won;
+  int64_t coins_won;
+  int64_t epoch_released_millis;
+  bool is_money;
+  bool is_primary;
+} sp_record;
+
 enum sp_status sp_client_config_new(const char *base_url,
                                     const char *token,
                                     struct sp_client_config **out);
@@ -399,6 +420,16 @@ enum sp_status sp_receiver_parse(const struct sp_receiver *receiver,
                                  const uint8_t *body,
                                  size_t len,
                                  struct sp_event **out);
+
+enum sp_status sp_receiver_handle_record(const struct sp_receiver *receiver,
+                                         const char *token,
+                                         const char *remote_addr,
+                                         const char *forwarded_for,
+                                         const uint8_t *body,
+                                         size_t len,
+                                         void *record,
+                                         size_t capacity,
+                                         size_t *size);
 
 enum sp_status sp_recovery_new(const struct sp_receiver *receiver,
                                const struct sp_client *client,

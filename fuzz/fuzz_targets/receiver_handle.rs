@@ -13,7 +13,10 @@
 //!   that is itself JSON and never claims `"success":true`;
 //! - the source and token checks come first: where the request fails them, the body is not
 //!   looked at; where it passes them, `sp_receiver_handle` answers as `sp_receiver_parse` does;
-//! - every string handed out is NUL-terminated UTF-8 without NUL inside; everything is freed.
+//! - every string handed out is NUL-terminated UTF-8 without NUL inside; everything is freed;
+//! - `sp_receiver_handle_record` answers as `sp_receiver_handle` does: the same refusal word for
+//!   word, or a record whose numbers and strings are the event's, within
+//!   `sizeof(sp_record) + len + 8` bytes.
 #![no_main]
 
 use std::ffi::CString;
@@ -26,6 +29,7 @@ use slotpartner::ffi::event::{
     sp_event, sp_event_field, sp_event_free, sp_event_kind, sp_event_reply, sp_event_reply_balance,
 };
 use slotpartner::ffi::receiver::*;
+use slotpartner::ffi::record::{sp_receiver_handle_record, sp_record};
 use slotpartner::ffi::status::sp_status::{self, *};
 use slotpartner::ffi::str::sp_str;
 use slotpartner_fuzz::{Reading, c_string, last_error, opt_view, plain_value_of, read_json, view_bytes};
@@ -467,6 +471,57 @@ unsafe fn check_replies(ev: *mut sp_event, s: &Setup) {
     }
 }
 
+/// The same request through `sp_receiver_handle_record`: `event` is what `sp_receiver_handle`
+/// gave (then still live), `refusal` its status and message otherwise.
+///
+/// # Safety
+/// `receiver` and `event` are live; the strings are NULL or NUL-terminated.
+unsafe fn check_record(
+    receiver: *const sp_receiver,
+    request: [*const std::ffi::c_char; 3],
+    body: &[u8],
+    event: Result<*mut sp_event, (sp_status, String)>,
+) {
+    let header = std::mem::size_of::<sp_record>();
+    let mut buffer = vec![0u64; (header + body.len() + 8).div_ceil(8)];
+    let mut size = 0usize;
+    // SAFETY: as promised; the buffer is aligned and writable for its whole length.
+    let status = unsafe {
+        let record = buffer.as_mut_ptr().cast();
+        let [token, remote, forwarded] = request;
+        sp_receiver_handle_record(
+            receiver,
+            token,
+            remote,
+            forwarded,
+            body.as_ptr(),
+            body.len(),
+            record,
+            buffer.len() * 8,
+            &mut size,
+        )
+    };
+    match event {
+        Err((expected, message)) => {
+            assert_eq!(status, expected, "record and handle disagree");
+            assert_eq!(last_error(status).0, message);
+        }
+        Ok(ev) => {
+            assert_eq!(status, SP_OK, "refused a record: {}", last_error(status).0);
+            // SAFETY: the record was written; the event is live.
+            unsafe {
+                let record = buffer.as_ptr().cast::<sp_record>().read();
+                let e = &*ev;
+                assert!(record.size == size && size <= header + body.len() + 8, "{size} bytes");
+                assert_eq!((record.kind, record.has_index, record.index), (e.kind, e.has_index, e.index));
+                assert_eq!(record.extra_fields_len, e.extra_fields_len);
+                let strings = std::slice::from_raw_parts(buffer.as_ptr().cast::<u8>().add(header), record.strings_len);
+                assert_eq!(strings, std::slice::from_raw_parts(e.strings, e.strings_len));
+            }
+        }
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let (head, body) = data.split_at(data.len().min(SETUP_BYTES));
     let Ok(setup) = Setup::arbitrary(&mut Unstructured::new(head)) else { return };
@@ -514,11 +569,22 @@ fuzz_target!(|data: &[u8]| {
         let reading = reading.unwrap_or_else(|e| panic!("accepted a body serde_json's grammar refuses: {e}"));
         // SAFETY: the live event just handed out.
         unsafe { check_accepted(&setup, &reading, out) };
+        // SAFETY: as above.
+        unsafe { check_record(receiver, [cptr(&token), cptr(&remote), cptr(&forwarded)], body, Ok(out)) };
         // SAFETY: freed once.
         unsafe { sp_event_free(out) };
     } else {
         assert_eq!(out, sentinel, "out written on failure {status:?}");
         let (message, _, http, answer) = last_error(status);
+        // SAFETY: as above.
+        unsafe {
+            check_record(
+                receiver,
+                [cptr(&token), cptr(&remote), cptr(&forwarded)],
+                body,
+                Err((status, message.clone())),
+            )
+        };
         // Refused as invalid JSON or UTF-8 only when it is: strict JSON is refused only for the
         // library's own rules (duplicate keys, depth, types, values), which name them.
         if matches!(status, SP_ERR_INVALID_JSON | SP_ERR_INVALID_UTF8) {

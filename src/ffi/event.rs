@@ -259,11 +259,17 @@ pub fn into_raw_claimed(event: &Event<'_>, receiver: &Arc<Receiver>, claim: Clai
     into_raw_with(event, receiver, Journaled::Claimed(claim))
 }
 
+/// Every string of `event` in the order of the `strings` block (see `sp_event.strings`): the six
+/// typed slots (an absent one empty), each extra field's name and JSON, then the name.
+pub(crate) fn block_strings<'e>(event: &'e Event<'_>) -> impl Iterator<Item = &'e str> {
+    let slots = typed_strings(&event.kind).into_iter().map(Option::unwrap_or_default);
+    let extra_text = event.extra.iter().flat_map(|f| [f.name.as_ref(), f.raw.get()]);
+    slots.chain(extra_text).chain([event.name.as_ref()])
+}
+
 fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journaled) -> *mut sp_event {
     let typed = typed_strings(&event.kind);
-    let extra_text = event.extra.iter().flat_map(|f| [f.name.as_ref(), f.raw.get()]);
-    let slots = typed.iter().map(|s| s.unwrap_or_default());
-    let mut arena = Arena::for_strings(slots.chain(extra_text).chain([event.name.as_ref()]));
+    let mut arena = Arena::for_strings(block_strings(event));
     // Every slot takes its place in the block, an absent one as an empty string (see `strings`).
     let strings = typed.map(|s| {
         let view = arena.push(s.unwrap_or_default());
@@ -364,7 +370,7 @@ fn typed_strings<'e>(kind: &'e EventKind<'_>) -> [Option<&'e str>; 6] {
     }
 }
 
-fn kind_of(kind: &EventKind<'_>) -> sp_event_kind {
+pub(crate) fn kind_of(kind: &EventKind<'_>) -> sp_event_kind {
     match kind {
         EventKind::BuyRefund(_) => sp_event_kind::SP_EVENT_KIND_BUY_REFUND,
         EventKind::JackpotPayout(_) => sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT,

@@ -12,6 +12,7 @@ pub mod games;
 pub mod journal;
 pub mod owned;
 pub mod receiver;
+pub mod record;
 pub mod recovery;
 pub mod reply;
 

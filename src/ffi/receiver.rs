@@ -342,17 +342,34 @@ pub unsafe extern "C" fn sp_receiver_handle(
         let (receiver, out, request) = unsafe {
             let receiver = &args::object("receiver", receiver)?.inner;
             let out = args::out("out", out)?;
-            let request = Request {
-                token: args::opt_bytes_z(token),
-                remote_addr: args::opt_bytes_z(remote_addr),
-                forwarded_for: args::opt_bytes_z(forwarded_for),
-                body: args::bytes("body", body, len)?,
-            };
-            (receiver, out, request)
+            (receiver, out, request(token, remote_addr, forwarded_for, body, len)?)
         };
         let parsed = receiver.handle(&request);
         deliver(receiver, parsed, out)
     })
+}
+
+/// The request of a callback from the C arguments of `sp_receiver_handle`.
+///
+/// # Safety
+/// The strings are NULL or NUL-terminated; `body` is NULL (with `len` 0) or points to `len`
+/// readable bytes; all outlive `'a`.
+pub(crate) unsafe fn request<'a>(
+    token: *const c_char,
+    remote_addr: *const c_char,
+    forwarded_for: *const c_char,
+    body: *const u8,
+    len: usize,
+) -> Result<Request<'a>> {
+    // SAFETY: forwarded caller promises.
+    unsafe {
+        Ok(Request {
+            token: args::opt_bytes_z(token),
+            remote_addr: args::opt_bytes_z(remote_addr),
+            forwarded_for: args::opt_bytes_z(forwarded_for),
+            body: args::bytes("body", body, len)?,
+        })
+    }
 }
 
 /// Hands a parsed event to `out`, or turns the error into a failure with the receiver's answer.
@@ -366,11 +383,14 @@ fn deliver(
             out.write(event::into_raw(&parsed, receiver));
             Ok(())
         }
-        Err(error) => {
-            let response = Some(receiver.error_response(&error));
-            Err(Failure { error, response })
-        }
+        Err(error) => Err(refused(receiver, error)),
     }
+}
+
+/// A refused callback as a failure carrying the receiver's answer to it (HTTP status and body).
+pub(crate) fn refused(receiver: &Receiver, error: crate::error::Error) -> Failure {
+    let response = Some(receiver.error_response(&error));
+    Failure { error, response }
 }
 
 /// Parses and validates a body without checking source or token (for tools and tests). Owns and

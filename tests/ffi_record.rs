@@ -1,0 +1,391 @@
+//! `sp_receiver_handle_record` called from Rust as a C host calls it: its record must say
+//! exactly what `sp_event` says for the same body, refuse what `sp_receiver_handle` refuses in
+//! the same words, and never write where it was not asked to.
+
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::mem::size_of;
+use std::path::Path;
+use std::ptr;
+
+use slotpartner::ffi::error::{sp_last_error_field, sp_last_error_message, sp_last_error_response};
+use slotpartner::ffi::event::{sp_event, sp_event_free, sp_event_kind};
+use slotpartner::ffi::journal::{sp_journal, sp_journal_config_free, sp_journal_config_new, sp_journal_open};
+use slotpartner::ffi::receiver::*;
+use slotpartner::ffi::record::{sp_receiver_handle_record, sp_record};
+use slotpartner::ffi::status::sp_status::{self, *};
+use slotpartner::ffi::str::sp_str;
+
+const TOKEN: &CStr = c"6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f";
+const PRODUCTION: &CStr = c"18.203.30.17";
+const HEADER: usize = size_of::<sp_record>();
+/// The most a record takes beyond its header and the body's length (see the function's docs).
+const SPARE: usize = 8;
+/// Fixtures compiled in, for the tests miri runs (which cannot open files).
+const REFUND: &[u8] = include_bytes!("fixtures/refund.json");
+const BALANCE: &[u8] = include_bytes!("fixtures/balance.json");
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()
+}
+
+fn text(s: sp_str) -> String {
+    // SAFETY: a view the library handed out, alive until the next call on this thread.
+    String::from_utf8(unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) }.to_vec()).unwrap()
+}
+
+fn last_error() -> (String, String, u16, String) {
+    let (mut http, mut body) = (0u16, sp_str::NONE);
+    // SAFETY: valid out-pointers.
+    assert_eq!(unsafe { sp_last_error_response(&mut http, &mut body) }, SP_OK);
+    (text(sp_last_error_message()), text(sp_last_error_field()), http, text(body))
+}
+
+/// A receiver with the test token; `settings` may change the configuration first.
+fn receiver(settings: impl FnOnce(*mut sp_receiver_config)) -> *mut sp_receiver {
+    let (mut config, mut r) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: valid pointers throughout; the configuration is freed once the receiver exists.
+    unsafe {
+        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
+        assert_eq!(sp_receiver_config_add_token(config, TOKEN.as_ptr()), SP_OK);
+        settings(config);
+        assert_eq!(sp_receiver_new(config, &mut r), SP_OK);
+        sp_receiver_config_free(config);
+    }
+    r
+}
+
+/// An 8-byte aligned buffer of `bytes` bytes (rounded up), every byte 0xAA.
+fn buffer(bytes: usize) -> Vec<u64> {
+    vec![0xAAAA_AAAA_AAAA_AAAA; bytes.div_ceil(8)]
+}
+
+fn as_bytes(buffer: &[u64]) -> &[u8] {
+    // SAFETY: any u64 slice is readable as bytes.
+    unsafe { std::slice::from_raw_parts(buffer.as_ptr().cast::<u8>(), buffer.len() * 8) }
+}
+
+/// `sp_receiver_handle_record` into `out` (capacity: its whole length), as a C host calls it.
+fn handle_record(r: *const sp_receiver, token: *const c_char, body: &[u8], out: &mut [u64]) -> (sp_status, usize) {
+    let mut size = usize::MAX;
+    // SAFETY: valid pointers; `out` is writable for its whole length.
+    let status = unsafe {
+        sp_receiver_handle_record(
+            r,
+            token,
+            PRODUCTION.as_ptr(),
+            ptr::null(),
+            body.as_ptr(),
+            body.len(),
+            out.as_mut_ptr().cast::<c_void>(),
+            out.len() * 8,
+            &mut size,
+        )
+    };
+    (status, size)
+}
+
+/// The header and the strings of a record written into `out`.
+fn read(out: &[u64]) -> (sp_record, Vec<String>) {
+    // SAFETY: the buffer is aligned and holds a record the library wrote.
+    let header = unsafe { out.as_ptr().cast::<sp_record>().read() };
+    let strings = &as_bytes(out)[HEADER..HEADER + header.strings_len];
+    (header, split(strings))
+}
+
+fn split(block: &[u8]) -> Vec<String> {
+    let mut parts: Vec<String> = block.split(|&b| b == 0).map(|s| String::from_utf8(s.to_vec()).unwrap()).collect();
+    assert_eq!(parts.pop().as_deref(), Some(""), "the block ends with a NUL");
+    parts
+}
+
+/// The event `sp_receiver_handle` gives for `body`, its strings block split, and the event.
+fn event_of(r: *const sp_receiver, body: &[u8]) -> (*mut sp_event, Vec<String>) {
+    let mut ev = ptr::null_mut();
+    // SAFETY: valid pointers.
+    let status = unsafe {
+        sp_receiver_handle(r, TOKEN.as_ptr(), PRODUCTION.as_ptr(), ptr::null(), body.as_ptr(), body.len(), &mut ev)
+    };
+    assert_eq!(status, SP_OK, "{}", last_error().0);
+    // SAFETY: a live event; its block is `strings_len` readable bytes.
+    let strings = unsafe { std::slice::from_raw_parts((*ev).strings, (*ev).strings_len) };
+    (ev, split(strings))
+}
+
+/// Checks that the record of `body` says what its `sp_event` says, and fits the documented bound.
+fn assert_record_matches_event(r: *const sp_receiver, body: &[u8]) -> sp_record {
+    let mut out = buffer(HEADER + body.len() + SPARE);
+    let (status, size) = handle_record(r, TOKEN.as_ptr(), body, &mut out);
+    assert_eq!(status, SP_OK, "{}", last_error().0);
+    let (record, strings) = read(&out);
+    assert_eq!((record.size, size), (HEADER + record.strings_len, record.size));
+    assert!(record.size <= HEADER + body.len() + SPARE, "{} bytes for a {}-byte body", record.size, body.len());
+    let (ev, event_strings) = event_of(r, body);
+    assert_eq!(strings, event_strings);
+    // SAFETY: a live event from event_of; its typed struct is non-NULL for its kind.
+    unsafe {
+        let e = &*ev;
+        assert_eq!((record.kind, record.has_index, record.index), (e.kind, e.has_index, e.index));
+        assert_eq!((record.index_unreadable, record.extra_fields_len), (e.index_unreadable, e.extra_fields_len));
+        let numbers = [record.transaction_id, record.buy_transaction_id, record.game_session_id, record.game_id];
+        let payout = [record.money_won, record.coins_won, record.epoch_released_millis];
+        let flags = [record.has_is_mobile, record.is_mobile, record.is_money, record.is_primary];
+        match e.kind {
+            sp_event_kind::SP_EVENT_KIND_BUY_REFUND => {
+                let s = &*e.buy_refund;
+                assert_eq!(numbers, [s.transaction_id, s.buy_transaction_id, s.game_session_id, s.game_id]);
+                assert_eq!((payout, flags), ([0; 3], [true, s.is_mobile, false, false]));
+            }
+            sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT => {
+                let s = &*e.jackpot_payout;
+                assert_eq!(numbers, [s.transaction_id, s.buy_transaction_id, s.game_session_id, s.game_id]);
+                assert_eq!(payout, [s.money_won, s.coins_won, s.epoch_released_millis]);
+                assert_eq!(flags, [s.has_is_mobile, s.is_mobile, s.is_money, s.is_primary]);
+            }
+            _ => assert_eq!((numbers, payout, flags), ([0; 4], [0; 3], [false; 4])),
+        }
+        sp_event_free(ev);
+    }
+    record
+}
+
+#[test]
+fn a_record_says_what_the_event_says() {
+    let r = receiver(|_| {});
+    let kinds: Vec<sp_event_kind> =
+        ["refund.json", "payout.json", "payout_minimal.json", "balance.json", "other_event.json"]
+            .iter()
+            .map(|name| assert_record_matches_event(r, &fixture(name)).kind)
+            .collect();
+    use sp_event_kind::*;
+    let expected = [SP_EVENT_KIND_BUY_REFUND, SP_EVENT_KIND_JACKPOT_PAYOUT, SP_EVENT_KIND_JACKPOT_PAYOUT];
+    assert_eq!(kinds, [&expected[..], &[SP_EVENT_KIND_BALANCE_QUERY, SP_EVENT_KIND_OTHER]].concat());
+    // SAFETY: the receiver from `receiver`.
+    unsafe { sp_receiver_free(r) };
+}
+
+/// Every body of the receiver fuzz corpus that is accepted: the record matches the event and
+/// stays within `sizeof(sp_record) + len + 8` bytes, escapes, empty values and many fields
+/// included.
+#[test]
+fn every_accepted_corpus_body_has_a_matching_record_within_the_bound() {
+    let r = receiver(|config| {
+        // SAFETY: a live configuration.
+        unsafe { assert_eq!(sp_receiver_config_set_sources(config, c"any".as_ptr()), SP_OK) };
+    });
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/receiver_handle");
+    let mut accepted = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        // The fuzz input's first 32 bytes choose its settings; the rest is the body.
+        let input = std::fs::read(entry.unwrap().path()).unwrap();
+        let body = input.get(32..).unwrap_or_default();
+        let mut out = buffer(HEADER + body.len() + SPARE);
+        if handle_record(r, TOKEN.as_ptr(), body, &mut out).0 == SP_OK {
+            assert_record_matches_event(r, body);
+            accepted += 1;
+        }
+    }
+    assert!(accepted > 100, "only {accepted} corpus bodies accepted");
+    // SAFETY: the receiver from `receiver`.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn a_too_small_buffer_gets_the_size_needed_and_nothing_written() {
+    let r = receiver(|_| {});
+    let body = fixture("payout.json");
+    let mut small = buffer(HEADER + 16);
+    let (status, needed) = handle_record(r, TOKEN.as_ptr(), &body, &mut small);
+    assert_eq!(status, SP_ERR_INVALID_ARGUMENT);
+    let (message, field, _, _) = last_error();
+    assert_eq!(field, "capacity");
+    assert_eq!(message, format!("capacity: is {} bytes; this event's record needs {needed}", HEADER + 16));
+    assert!(as_bytes(&small).iter().all(|&b| b == 0xAA), "written on failure");
+    // Exactly the size asked for fits, and nothing after it is touched.
+    let mut exact = buffer(needed + 8);
+    let (status, size) = handle_record(r, TOKEN.as_ptr(), &body, &mut exact[..needed.div_ceil(8)]);
+    assert_eq!((status, size), (SP_OK, needed));
+    assert!(as_bytes(&exact)[needed.div_ceil(8) * 8..].iter().all(|&b| b == 0xAA));
+    // SAFETY: the receiver from `receiver`.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn refusals_are_those_of_sp_receiver_handle_word_for_word() {
+    let r = receiver(|_| {});
+    let bodies =
+        ["invalid_money_float.json", "duplicate_key.json", "not_json.json", "invalid_utf8.json", "refund.json"];
+    for (name, token) in bodies.iter().zip([TOKEN, TOKEN, TOKEN, TOKEN, c"not-the-token"]) {
+        let body = fixture(name);
+        let mut out = buffer(HEADER + body.len() + SPARE);
+        let (status, size) = handle_record(r, token.as_ptr(), &body, &mut out);
+        let refused = last_error();
+        assert_eq!(size, usize::MAX, "{name}: size written on a refusal");
+        assert!(as_bytes(&out).iter().all(|&b| b == 0xAA), "{name}: record written on a refusal");
+        let mut ev = ptr::null_mut();
+        // SAFETY: valid pointers.
+        let expected = unsafe {
+            sp_receiver_handle(r, token.as_ptr(), PRODUCTION.as_ptr(), ptr::null(), body.as_ptr(), body.len(), &mut ev)
+        };
+        assert_ne!(expected, SP_OK, "{name}");
+        assert_eq!((status, refused), (expected, last_error()), "{name}");
+    }
+    // SAFETY: the receiver from `receiver`.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn a_receiver_with_a_journal_is_refused() {
+    let dir = std::env::temp_dir().join(format!("slotpartner-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = CString::new(format!("sqlite:{}", dir.join("journal.db").display())).unwrap();
+    let (mut config, mut journal): (_, *mut sp_journal) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: valid pointers; each object is freed once.
+    unsafe {
+        assert_eq!(sp_journal_config_new(url.as_ptr(), &mut config), SP_OK);
+        assert_eq!(sp_journal_open(config, &mut journal), SP_OK);
+        sp_journal_config_free(config);
+        let r = receiver(|c| assert_eq!(sp_receiver_config_set_journal(c, journal), SP_OK));
+        let body = fixture("refund.json");
+        let mut out = buffer(HEADER + body.len() + SPARE);
+        assert_eq!(handle_record(r, TOKEN.as_ptr(), &body, &mut out).0, SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(last_error().1, "receiver");
+        sp_receiver_free(r);
+        slotpartner::ffi::journal::sp_journal_free(journal);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// As a careless host would call it (also run under miri).
+mod careless_host {
+    use super::*;
+
+    #[test]
+    fn a_null_or_misaligned_record_is_refused_before_anything_is_written() {
+        let r = receiver(|_| {});
+        let body = BALANCE;
+        let mut out = buffer(HEADER + body.len() + SPARE + 8);
+        let misaligned = as_bytes(&out).as_ptr().wrapping_add(1).cast_mut().cast::<c_void>();
+        for (record, problem) in [(ptr::null_mut(), "must not be NULL"), (misaligned, "must be aligned to 8 bytes")] {
+            let mut size = 7usize;
+            // SAFETY: valid pointers but the record, which the library must refuse unread.
+            let status = unsafe {
+                let (token, addr) = (TOKEN.as_ptr(), PRODUCTION.as_ptr());
+                sp_receiver_handle_record(
+                    r,
+                    token,
+                    addr,
+                    ptr::null(),
+                    body.as_ptr(),
+                    body.len(),
+                    record,
+                    4096,
+                    &mut size,
+                )
+            };
+            assert_eq!(status, SP_ERR_INVALID_ARGUMENT);
+            let (message, field, _, _) = last_error();
+            assert_eq!((field.as_str(), size), ("record", 7));
+            assert!(message.starts_with(&format!("record: {problem}")), "{message}");
+        }
+        assert!(as_bytes(&out).iter().all(|&b| b == 0xAA));
+        // A NULL size is allowed.
+        // SAFETY: valid pointers; the buffer holds the record.
+        let status = unsafe {
+            let record = out.as_mut_ptr().cast::<c_void>();
+            let (token, addr) = (TOKEN.as_ptr(), PRODUCTION.as_ptr());
+            sp_receiver_handle_record(
+                r,
+                token,
+                addr,
+                ptr::null(),
+                body.as_ptr(),
+                body.len(),
+                record,
+                4096,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, SP_OK);
+        // SAFETY: the receiver from `receiver`.
+        unsafe { sp_receiver_free(r) };
+    }
+
+    #[test]
+    fn a_record_written_over_its_own_body_is_refused() {
+        let r = receiver(|_| {});
+        let body = REFUND;
+        // The body sits where the record's strings would go, as a host reusing one buffer for
+        // both might put it.
+        let mut out = buffer(HEADER + body.len() + SPARE);
+        let at = HEADER;
+        // SAFETY: `out` has room for the body at `at`.
+        let inside = unsafe {
+            let start = out.as_mut_ptr().cast::<u8>().add(at);
+            ptr::copy_nonoverlapping(body.as_ptr(), start, body.len());
+            start
+        };
+        let before = as_bytes(&out).to_vec();
+        let capacity = out.len() * 8;
+        // SAFETY: valid pointers; the record buffer and the body overlap, which must be refused.
+        let status = unsafe {
+            let (token, addr) = (TOKEN.as_ptr(), PRODUCTION.as_ptr());
+            let record = out.as_mut_ptr().cast::<c_void>();
+            sp_receiver_handle_record(
+                r,
+                token,
+                addr,
+                ptr::null(),
+                inside,
+                body.len(),
+                record,
+                capacity,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(last_error().1, "record");
+        assert_eq!(as_bytes(&out), &before[..], "written over the body");
+        // SAFETY: the receiver from `receiver`.
+        unsafe { sp_receiver_free(r) };
+    }
+
+    #[test]
+    fn a_capacity_of_size_max_writes_only_the_record() {
+        let r = receiver(|_| {});
+        let body = REFUND;
+        let mut out = buffer(HEADER + body.len() + SPARE + 64);
+        let mut size = 0usize;
+        // SAFETY: valid pointers; the capacity lies, but the record fits in the real buffer.
+        let status = unsafe {
+            let (token, addr, record) = (TOKEN.as_ptr(), PRODUCTION.as_ptr(), out.as_mut_ptr().cast::<c_void>());
+            sp_receiver_handle_record(
+                r,
+                token,
+                addr,
+                ptr::null(),
+                body.as_ptr(),
+                body.len(),
+                record,
+                usize::MAX,
+                &mut size,
+            )
+        };
+        assert_eq!(status, SP_OK);
+        assert!(as_bytes(&out)[size..].iter().all(|&b| b == 0xAA), "written past the record");
+        // SAFETY: the receiver from `receiver`.
+        unsafe { sp_receiver_free(r) };
+    }
+
+    #[test]
+    fn the_last_error_message_may_be_the_token() {
+        let r = receiver(|_| {});
+        let body = REFUND;
+        let mut out = buffer(HEADER + body.len() + SPARE);
+        assert_eq!(handle_record(r, c"wrong".as_ptr(), body, &mut out).0, SP_ERR_WRONG_TOKEN);
+        let (status, _) = handle_record(r, sp_last_error_message().ptr, body, &mut out);
+        assert_eq!(status, SP_ERR_WRONG_TOKEN);
+        assert!(as_bytes(&out).iter().all(|&b| b == 0xAA));
+        // SAFETY: the receiver from `receiver`.
+        unsafe { sp_receiver_free(r) };
+    }
+}
