@@ -166,6 +166,32 @@ class sp_event(Structure):
     ]
 
 
+class sp_record(Structure):
+    """``sp_record``: the header of a record ``sp_receiver_handle_record`` writes into a buffer of
+    ours; the strings block follows it."""
+
+    _fields_ = [
+        ("size", c_size_t),
+        ("strings_len", c_size_t),
+        ("extra_fields_len", c_size_t),
+        ("kind", c_int),
+        ("has_index", c_bool),
+        ("index_unreadable", c_bool),
+        ("has_is_mobile", c_bool),
+        ("is_mobile", c_bool),
+        ("index", c_int64),
+        ("transaction_id", c_int64),
+        ("buy_transaction_id", c_int64),
+        ("game_session_id", c_int64),
+        ("game_id", c_int64),
+        ("money_won", c_int64),
+        ("coins_won", c_int64),
+        ("epoch_released_millis", c_int64),
+        ("is_money", c_bool),
+        ("is_primary", c_bool),
+    ]
+
+
 #: Offset of ``sp_event.reply_http_status``: read in place after a reply is built (no foreign call).
 REPLY_HTTP_STATUS_OFFSET: int = sp_event.reply_http_status.offset
 
@@ -345,6 +371,8 @@ GAMES = layout(sp_games)
 INDEX_RANGE = layout(sp_index_range)
 INDEX_RANGES = layout(sp_index_ranges)
 RECOVERY_FAILURE = layout(sp_recovery_failure)
+RECORD = layout(sp_record)
+RECORD_HEADER = ctypes.sizeof(sp_record)
 
 
 class Memory(Protocol):
@@ -390,7 +418,9 @@ class OutSlots(threading.local):
     through ``StrView``: ``text.ptr`` gives the bytes), ``claim`` an ``sp_claim`` (read through
     ``ClaimView``: ``claim.reply`` gives the bytes); the ``*_address`` attributes are what
     the hot functions take (their out-parameters are declared ``c_void_p``, which costs less
-    per call than a checked ``byref``). Read a slot right after the call that wrote it.
+    per call than a checked ``byref``). ``record`` is the buffer ``sp_receiver_handle_record``
+    writes a callback's event into (grown when one does not fit), ``size`` the size it reports.
+    Read a slot right after the call that wrote it.
     """
 
     def __init__(self) -> None:
@@ -400,6 +430,23 @@ class OutSlots(threading.local):
         self.text_address = ctypes.addressof(self.text)
         self.claim = ClaimView()
         self.claim_address = ctypes.addressof(self.claim)
+        self.size = c_size_t()
+        self.size_address = ctypes.addressof(self.size)
+        self.grow_record(RECORD_HEADER + 4096)
+
+    def grow_record(self, capacity: int) -> None:
+        """Makes ``record`` a buffer of at least ``capacity`` bytes (aligned for ``sp_record``),
+        for ``sp_receiver_handle_record``, whose last three arguments (its address, its
+        ``record_capacity``, the address of ``size``) ``record_args`` holds as ctypes values;
+        ``record_strings`` is the address of the strings after the record's header."""
+        self.record = (c_uint64 * -(-capacity // 8))()
+        self.record_capacity = ctypes.sizeof(self.record)
+        self.record_strings = ctypes.addressof(self.record) + RECORD_HEADER
+        self.record_args = (
+            c_void_p(ctypes.addressof(self.record)),
+            c_size_t(self.record_capacity),
+            c_void_p(self.size_address),
+        )
 
 
 OUT = OutSlots()
@@ -484,6 +531,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_receiver_free": (None, [c_void_p]),
     "sp_receiver_handle": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t, c_void_p]),
     "sp_receiver_parse": (c_int, [c_void_p, c_char_p, c_size_t, c_void_p]),
+    "sp_receiver_handle_record": (
+        c_int,
+        [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t, c_void_p, c_size_t, c_void_p],
+    ),
     "sp_event_free": (None, [c_void_p]),
     "sp_event_reply": (c_int, [c_void_p, c_bool, c_char_p, c_void_p]),
     "sp_event_reply_balance": (c_int, [c_void_p, c_int64, c_char_p, c_int64, c_void_p]),
@@ -546,6 +597,14 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 
 lib = load()
+
+#: ``sp_receiver_handle_record`` once more, without ``argtypes``: the one call of a callback,
+#: where ctypes' conversion of nine declared arguments costs about 0.4 µs. UNCHECKED: every
+#: argument must already have its C type: ``c_void_p`` and ``c_size_t`` instances, and ``bytes``
+#: or None for the strings (a plain int would travel as a C ``int``). Only ``Receiver.handle``
+#: calls it, with arguments it builds itself (``OutSlots.record_args`` for the last three).
+handle_record_unchecked = lib["sp_receiver_handle_record"]
+handle_record_unchecked.restype = c_int
 
 
 class SharedHandle:

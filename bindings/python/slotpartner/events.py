@@ -1,14 +1,14 @@
 """Typed callback events: ``BuyRefund``, ``JackpotPayout``, ``BalanceQuery`` and ``OtherEvent``.
 
-Lifetime. ``Receiver.handle`` returns an event whose fields are already plain Python objects,
-copied out of the library's ``sp_event`` right after ``sp_receiver_handle`` (three copies out of
-library memory, no foreign call: see ``read_event``). Without a journal the ``sp_event`` of a
-refund, payout or balance query is freed at once (``sp_event_free``), and ``reply()`` or
-``reply_balance()`` builds the answer with the standalone builders (``replies``), which keep the
-library's success replies (a balance reply as the parts around its amounts) and reuse them: such
-a callback costs two foreign calls, handle and free. A failure reply costs two more
-(``sp_reply_*_new``, ``sp_buffer_free``). An unknown event keeps its ``sp_event``, whose refusal
-to reply carries the library's answer (HTTP 400).
+Lifetime. ``Receiver.handle`` returns an event whose fields are already plain Python objects.
+Without a journal, the library writes the event into a buffer of the calling thread's
+(``sp_receiver_handle_record``: one foreign call, nothing to free) and the fields are copied
+out of it (``read_record``); ``reply()`` or ``reply_balance()`` builds the answer with the
+standalone builders (``replies``), which keep the library's success replies (a balance reply as
+the parts around its amounts) and reuse them: such a callback costs that one foreign call. A
+failure reply costs two more (``sp_reply_*_new``, ``sp_buffer_free``). An unknown event is read
+again into the library's ``sp_event`` (``sp_receiver_parse``), which it keeps: its refusal to
+reply carries the library's answer (HTTP 400).
 
 With a journal (``Receiver(..., journal=...)``), ``begin()`` claims the event first. A claimed
 event (outcome NEW) keeps its ``sp_event`` after ``reply()``, since the journal stores the reply
@@ -641,6 +641,88 @@ _REFUND_SIZE = ctypes.sizeof(_lib.sp_buy_refund)
 _REFUND_STRUCT = _lib.layout(_lib.sp_buy_refund, _SCALARS).unpack
 _PAYOUT_SIZE = ctypes.sizeof(_lib.sp_jackpot_payout)
 _PAYOUT_STRUCT = _lib.layout(_lib.sp_jackpot_payout, _SCALARS).unpack
+_RECORD = _lib.RECORD.unpack_from
+_RECORD_HEADER = _lib.RECORD_HEADER
+
+
+def _build(values: tuple[Any, ...], texts: list[str], replies: ReplySettings) -> Event:
+    """The typed event of a record: ``values`` are the ``sp_record`` header's fields in order,
+    ``texts`` its strings block split at NULs (six typed slots, an absent one empty, then each
+    extra field's name and JSON, then the name)."""
+    (_, _, count, kind, has_index, unreadable, has_mobile, mobile, index, transaction, buy, session, game, money, coins,
+     released, is_money, primary) = values  # fmt: skip
+    if count == 0:
+        extra = {}
+    elif count == 1:  # the common cases: the index alone, or with one more field
+        extra = {texts[6]: texts[7]}
+    elif count == 2:  # (a dict display: several times cheaper than dict(zip(...)))
+        extra = {texts[6]: texts[7], texts[8]: texts[9]}
+    else:
+        extra = {}
+        for at in range(6, 6 + 2 * count, 2):
+            extra[texts[at]] = texts[at + 1]
+    name = texts[6 + 2 * count]
+    if not has_index:
+        index = None
+    event: Event
+    if kind == _REFUND:
+        event = BuyRefund(
+            texts[0],
+            texts[1] or None,
+            texts[2] or None,
+            transaction,
+            buy,
+            session,
+            texts[3],
+            game,
+            mobile,
+            texts[4] or None,
+            index,
+            extra,
+            name,
+            unreadable,
+        )
+    elif kind == _PAYOUT:
+        event = JackpotPayout(
+            texts[0],
+            texts[1] or None,
+            texts[2] or None,
+            texts[3],
+            money,
+            coins,
+            is_money,
+            released,
+            primary,
+            transaction,
+            buy,
+            texts[4],
+            session,
+            game,
+            texts[5] or None,
+            mobile if has_mobile else None,
+            index,
+            extra,
+            name,
+            unreadable,
+        )
+    elif kind == _BALANCE:
+        event = BalanceQuery(texts[0] or None, texts[1] or None, index, extra, name, unreadable)
+    else:
+        event = OtherEvent(name, index, extra, unreadable)
+    event._replies = replies
+    return event
+
+
+def read_record(out: Any, replies: ReplySettings) -> Event:
+    """The typed event of the record ``sp_receiver_handle_record`` wrote into ``out.record``
+    (``_lib.OutSlots``): its header unpacked in one ``struct`` call, its strings block decoded
+    and split in one go. No foreign call and nothing to free: the event replies through the
+    standalone builders (a success reply without a foreign call)."""
+    values = _RECORD(out.record)
+    start = out.record_strings
+    event = _build(values, _MEMORY[start : start + values[1]].decode().split("\0"), replies)
+    event._journal = _NO_JOURNAL
+    return event
 
 
 def read_event(ptr: int, replies: ReplySettings, keep: bool = True) -> Event:
@@ -664,68 +746,21 @@ def read_event(ptr: int, replies: ReplySettings, keep: bool = True) -> Event:
             memory[ptr : ptr + _EVENT_SIZE]
         )
         texts = memory[strings : strings + length].decode().split("\0")
-        if count == 0:
-            extra = {}
-        elif count == 1:  # the common case: the index alone
-            extra = {texts[6]: texts[7]}
-        else:
-            extra = dict(zip(texts[6 : 6 + 2 * count : 2], texts[7 : 7 + 2 * count : 2]))
-        name = texts[6 + 2 * count]
-        if not has_index:
-            index = None
-        event: Event
+        # The scalars in the order of an sp_record header (its sizes unused here).
         if kind == _PAYOUT:
             (money, coins, is_money, released, primary, transaction, buy, session, game, has_mobile, mobile) = (
                 _PAYOUT_STRUCT(memory[payout : payout + _PAYOUT_SIZE])
             )
-            event = JackpotPayout(
-                texts[0],
-                texts[1] or None,
-                texts[2] or None,
-                texts[3],
-                money,
-                coins,
-                is_money,
-                released,
-                primary,
-                transaction,
-                buy,
-                texts[4],
-                session,
-                game,
-                texts[5] or None,
-                mobile if has_mobile else None,
-                index,
-                extra,
-                name,
-                unreadable,
-            )
+            ids = (has_mobile, mobile, index, transaction, buy, session, game, money, coins, released, is_money, primary)
         elif kind == _REFUND:
             transaction, buy, session, game, mobile = _REFUND_STRUCT(memory[refund : refund + _REFUND_SIZE])
-            event = BuyRefund(
-                texts[0],
-                texts[1] or None,
-                texts[2] or None,
-                transaction,
-                buy,
-                session,
-                texts[3],
-                game,
-                mobile,
-                texts[4] or None,
-                index,
-                extra,
-                name,
-                unreadable,
-            )
-        elif kind == _BALANCE:
-            event = BalanceQuery(texts[0] or None, texts[1] or None, index, extra, name, unreadable)
+            ids = (True, mobile, index, transaction, buy, session, game, 0, 0, 0, False, False)
         else:
-            event = OtherEvent(name, index, extra, unreadable)
+            ids = (False, False, index, 0, 0, 0, 0, 0, 0, 0, False, False)
+        event = _build((0, length, count, kind, has_index, unreadable) + ids, texts, replies)
     except BaseException:
         _event_free(ptr)
         raise
-    event._replies = replies
     if keep or kind == _OTHER:
         event._ptr = ptr
     else:
@@ -753,5 +788,6 @@ __all__ = [
     "Claim",
     "Outcome",
     "read_event",
+    "read_record",
     "read_claimed_event",
 ]

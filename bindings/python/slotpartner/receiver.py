@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Iterable
+from ctypes import c_size_t
 from typing import Any
 
 from . import _lib
 from .errors import argument_error, last_error
-from .events import DEFAULT_REPLY_SETTINGS, Event, ReplySettings, read_event
+from .events import DEFAULT_REPLY_SETTINGS, Event, OtherEvent, ReplySettings, read_event, read_record
 from .journal import Journal
 from .replies import c_text
 
 _LIB = _lib.lib
 _handle = _LIB.sp_receiver_handle
+_handle_record = _lib.handle_record_unchecked
 _parse = _LIB.sp_receiver_parse
 _OUT = _lib.OUT
+_OTHER = _lib.SP_EVENT_KIND_OTHER
+_INVALID_ARGUMENT = _lib.SP_ERR_INVALID_ARGUMENT
 
 
 def _header(value: str | bytes | bytearray | memoryview | None) -> bytes | None:
@@ -128,11 +132,13 @@ class Receiver(_lib.SharedHandle):
     alive). Events stay valid after their receiver is gone.
     """
 
-    __slots__ = ("_ptr", "_replies", "_keeps_events", "__weakref__")
+    __slots__ = ("_ptr", "_cptr", "_replies", "_keeps_events", "__weakref__")
 
     _free = _LIB.sp_receiver_free
 
     _ptr: int | None
+    #: ``_ptr`` as a ``c_void_p``, for the unchecked call of ``handle``.
+    _cptr: ctypes.c_void_p
     _replies: ReplySettings
     #: Whether events keep the library's event after ``handle`` (a journal: ``begin`` and
     #: ``finish`` need it), instead of it being freed once the fields are copied out.
@@ -222,6 +228,7 @@ class Receiver(_lib.SharedHandle):
         finally:
             lib.sp_receiver_config_free(config)
         self._ptr = receiver.value
+        self._cptr = ctypes.c_void_p(receiver.value)
         defaults = DEFAULT_REPLY_SETTINGS
         self._replies = ReplySettings(
             defaults.balance_wrapper if balance_wrapper is None else balance_wrapper,
@@ -240,9 +247,11 @@ class Receiver(_lib.SharedHandle):
         forwarded_for: str | bytes | bytearray | memoryview | None = None,
     ) -> Event:
         """Handles one callback: checks the source address, then the token, then parses and
-        validates the body. One foreign call (``sp_receiver_handle``), and a second
-        (``sp_event_free``) when the receiver has no journal; the fields are copied into the
-        returned event (see ``events`` for its lifetime).
+        validates the body. Without a journal, one foreign call (``sp_receiver_handle_record``,
+        writing the event into a buffer of this thread's); the fields are copied out of it into
+        the returned event, which holds nothing of the library's. With a journal, one call
+        (``sp_receiver_handle``) that gives the library's ``sp_event``, kept by the event for
+        ``begin()`` (see ``events`` for its lifetime).
 
         Args:
             token: the ``X-Service-Token`` header, None when absent.
@@ -280,18 +289,31 @@ class Receiver(_lib.SharedHandle):
         elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
             remote_addr = _header(remote_addr)
         out = _OUT
-        status = _handle(
-            self._ptr,
-            token,
-            remote_addr,
-            _header(forwarded_for) if forwarded_for is not None else None,
-            body,
-            len(body),
-            out.pointer_address,
+        forwarded = _header(forwarded_for) if forwarded_for is not None else None
+        if self._keeps_events:
+            status = _handle(self._ptr, token, remote_addr, forwarded, body, len(body), out.pointer_address)
+            if status:
+                raise last_error(status)
+            return read_event(out.pointer.value, self._replies)  # type: ignore[arg-type]
+        # Unchecked: each argument has its C type (see _lib.handle_record_unchecked).
+        record = out.record_args
+        status = _handle_record(
+            self._cptr, token, remote_addr, forwarded, body, c_size_t(len(body)), record[0], record[1], record[2]
         )
         if status:
-            raise last_error(status)
-        return read_event(out.pointer.value, self._replies, self._keeps_events)  # type: ignore[arg-type]
+            # Too small a buffer (the size written exceeds it: a stale size never does) is
+            # grown to the size needed and the callback handled again: with no journal,
+            # handling is free of side effects.
+            if status != _INVALID_ARGUMENT or out.size.value <= out.record_capacity:
+                raise last_error(status)
+            out.grow_record(out.size.value)
+            return self.handle(token, remote_addr, body, forwarded)
+        event = read_record(out, self._replies)
+        if event.__class__ is OtherEvent:
+            # No reply is defined for an unknown event: its library event carries the refusal
+            # with the library's answer (HTTP 400), so it is read again into one.
+            return self.parse(body)
+        return event
 
     def parse(self, body: bytes) -> Event:
         """Parses and validates ``body`` without checking source or token (for tools and tests).

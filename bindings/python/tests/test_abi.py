@@ -72,7 +72,7 @@ class AbiTest(unittest.TestCase):
             "sp_event": _lib.sp_event, "sp_error": _lib.sp_error, "sp_claim": _lib.sp_claim,
             "sp_journal_stats": _lib.sp_journal_stats, "sp_index_range": _lib.sp_index_range,
             "sp_index_ranges": _lib.sp_index_ranges, "sp_recovery_failure": _lib.sp_recovery_failure,
-            "sp_recovery_summary": _lib.sp_recovery_summary,
+            "sp_recovery_summary": _lib.sp_recovery_summary, "sp_record": _lib.sp_record,
         }  # fmt: skip
         self.assertEqual(sorted(structs), sorted(mirrored))
         for name, fields in structs.items():
@@ -105,6 +105,8 @@ class AbiTest(unittest.TestCase):
         self.assertEqual(_lib.INDEX_RANGE.size, ctypes.sizeof(_lib.sp_index_range))
         self.assertEqual(_lib.INDEX_RANGES.size, ctypes.sizeof(_lib.sp_index_ranges))
         self.assertEqual(_lib.RECOVERY_FAILURE.size, ctypes.sizeof(_lib.sp_recovery_failure))
+        self.assertEqual(_lib.RECORD.size, ctypes.sizeof(_lib.sp_record))
+        self.assertEqual(len(_lib.RECORD.unpack(bytes(_lib.RECORD.size))), len(_lib.sp_record._fields_))
 
     def test_every_function_is_declared_with_its_signature(self) -> None:
         functions = header_functions()

@@ -6,6 +6,7 @@ import copy
 import json
 import pickle
 import tempfile
+import threading
 import unittest
 
 from support import OTHER_TOKEN, PRODUCTION, STAGING, TOKEN, fixture
@@ -155,6 +156,36 @@ class EventsTest(unittest.TestCase):
         self.assertEqual(caught.exception.status, 13)
         self.assertEqual(caught.exception.field, "event")
         self.assertEqual(caught.exception.http_status, 400)
+
+    def test_bodies_beyond_the_record_buffer_grow_it_on_every_thread(self) -> None:
+        # A thread's record buffer starts at about 4 KiB and grows to the first body that needs
+        # more: the callback is handled again, with the same result.
+        def payouts() -> None:
+            for size in (60_000, 100, 20_000, 60_000):
+                body = json.loads(fixture("payout"))
+                body["trace"] = "x" * size
+                event = self.handle(json.dumps(body).encode())
+                self.assertIsInstance(event, JackpotPayout)
+                self.assertEqual(event.extra["trace"], '"' + "x" * size + '"')
+                self.assertEqual(event.bonus_code, body["bonusCode"])
+
+        payouts()
+        failures: list[BaseException] = []
+
+        def in_thread() -> None:
+            try:
+                payouts()
+            except BaseException as failure:  # noqa: BLE001 (reported below, on the test's thread)
+                failures.append(failure)
+
+        worker = threading.Thread(target=in_thread)
+        worker.start()
+        worker.join()
+        self.assertEqual(failures, [])
+        too_big = b'{"event":"x","pad":"' + b"x" * 70_000 + b'"}'
+        with self.assertRaises(ValidationError) as caught:
+            self.handle(too_big)
+        self.assertEqual(caught.exception.http_status, 413)
 
     def test_parse_checks_neither_source_nor_token(self) -> None:
         self.assertIsInstance(self.receiver.parse(fixture("refund")), BuyRefund)
