@@ -436,16 +436,18 @@ class OutSlots(threading.local):
 
     def grow_record(self, capacity: int) -> None:
         """Makes ``record`` a buffer of at least ``capacity`` bytes (aligned for ``sp_record``),
-        for ``sp_receiver_handle_record``, whose last three arguments (its address, its
-        ``record_capacity``, the address of ``size``) ``record_args`` holds as ctypes values;
-        ``record_strings`` is the address of the strings after the record's header."""
+        for ``sp_receiver_handle_record``. ``record_args`` holds, in one tuple (one lookup of a
+        thread-local attribute instead of five), the call's last three arguments as ctypes values
+        (the buffer's address, its ``record_capacity``, the address of ``size``), then the
+        buffer itself and the address of the strings after the record's header."""
         self.record = (c_uint64 * -(-capacity // 8))()
         self.record_capacity = ctypes.sizeof(self.record)
-        self.record_strings = ctypes.addressof(self.record) + RECORD_HEADER
         self.record_args = (
             c_void_p(ctypes.addressof(self.record)),
             c_size_t(self.record_capacity),
             c_void_p(self.size_address),
+            self.record,
+            ctypes.addressof(self.record) + RECORD_HEADER,
         )
 
 

@@ -713,13 +713,13 @@ def _build(values: tuple[Any, ...], texts: list[str], replies: ReplySettings) ->
     return event
 
 
-def read_record(out: Any, replies: ReplySettings) -> Event:
-    """The typed event of the record ``sp_receiver_handle_record`` wrote into ``out.record``
-    (``_lib.OutSlots``): its header unpacked in one ``struct`` call, its strings block decoded
-    and split in one go. No foreign call and nothing to free: the event replies through the
-    standalone builders (a success reply without a foreign call)."""
-    values = _RECORD(out.record)
-    start = out.record_strings
+def read_record(record: tuple[Any, ...], replies: ReplySettings) -> Event:
+    """The typed event of the record ``sp_receiver_handle_record`` wrote into this thread's
+    buffer (``record`` is ``_lib.OUT.record_args``): its header unpacked in one ``struct`` call,
+    its strings block decoded and split in one go. No foreign call and nothing to free: the
+    event replies through the standalone builders (a success reply without a foreign call)."""
+    values = _RECORD(record[3])
+    start = record[4]
     event = _build(values, _MEMORY[start : start + values[1]].decode().split("\0"), replies)
     event._journal = _NO_JOURNAL
     return event

@@ -31,10 +31,19 @@ def _header(value: str | bytes | bytearray | memoryview | None) -> bytes | None:
     return data.replace(b"\0", b"\xff") if b"\0" in data else data
 
 
-#: Remote addresses as C strings, by the str they came as: a service calls from a handful of
-#: addresses, so each is encoded once (up to _MAX_ADDRESSES of them, then no more are kept).
-_ADDRESSES: dict[str, bytes | None] = {}
-_MAX_ADDRESSES = 256
+#: Tokens and remote addresses as C strings, by the str they came as: a service calls from a
+#: handful of addresses with one or two tokens, so each is encoded once (up to _MAX_HEADERS of
+#: them, then no more are kept).
+_HEADERS: dict[str, bytes] = {}
+_MAX_HEADERS = 256
+
+
+def _encoded(value: str) -> bytes:
+    """``_header(value)``, kept in ``_HEADERS`` while there is room."""
+    encoded: bytes = _header(value)  # type: ignore[assignment]
+    if len(_HEADERS) < _MAX_HEADERS:
+        _HEADERS[value] = encoded
+    return encoded
 
 #: What a list-valued setting's blanks are trimmed of (the same characters in every binding).
 _BLANKS = " \t\r\n\f\v"
@@ -274,18 +283,14 @@ class Receiver(_lib.SharedHandle):
         """
         if body.__class__ is not bytes:
             body = bytes(body)
-        # The common cases (str or bytes without NUL) inline, anything else through _header.
+        # The common cases (a str seen before, bytes without NUL) inline, anything else through
+        # _header.
         if token.__class__ is str:
-            token = token.encode("utf-8", "surrogateescape")
-        if token.__class__ is not bytes or b"\0" in token:
+            token = _HEADERS.get(token) or _encoded(token)
+        elif token.__class__ is not bytes or b"\0" in token:
             token = _header(token)
         if remote_addr.__class__ is str:
-            encoded = _ADDRESSES.get(remote_addr)
-            if encoded is None:
-                encoded = _header(remote_addr)
-                if len(_ADDRESSES) < _MAX_ADDRESSES:
-                    _ADDRESSES[remote_addr] = encoded
-            remote_addr = encoded
+            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr)
         elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
             remote_addr = _header(remote_addr)
         out = _OUT
@@ -308,7 +313,7 @@ class Receiver(_lib.SharedHandle):
                 raise last_error(status)
             out.grow_record(out.size.value)
             return self.handle(token, remote_addr, body, forwarded)
-        event = read_record(out, self._replies)
+        event = read_record(record, self._replies)
         if event.__class__ is OtherEvent:
             # No reply is defined for an unknown event: its library event carries the refusal
             # with the library's answer (HTTP 400), so it is read again into one.
