@@ -1,9 +1,13 @@
 //! Cost of one callback through the C ABI (authenticate + parse + validate + read + reply +
 //! free), next to the least a hand-written integration does with the same body: serde_json
 //! parsing it into a plain struct (for a 60 KiB body: `std::str::from_utf8` plus serde_json
-//! skipping the same bytes). Prints medians of alternating rounds, the fastest round beside
-//! them, the ratio, and, where valgrind is on the PATH, instructions per call counted by
-//! callgrind (exact on a noisy machine: judge a change by them).
+//! skipping the same bytes). Two ways through the ABI: an `sp_event` (`sp_receiver_handle`,
+//! `sp_event_reply`/`_reply_balance`, `sp_event_free`), and a record in the host's buffer
+//! (`sp_receiver_handle_record`; the success reply of a refund or payout kept by the host, as
+//! the bindings keep it; a balance reply from `sp_reply_balance_new` and `sp_buffer_free`).
+//! Prints medians of alternating rounds, the fastest round beside them, the ratio, and, where
+//! valgrind is on the PATH, instructions per call counted by callgrind (exact on a noisy
+//! machine: judge a change by them).
 //!
 //! Run: `make bench` (or `cargo bench --bench callback`).
 
@@ -16,6 +20,8 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use slotpartner::ffi::event::{sp_event, sp_event_free, sp_event_reply, sp_event_reply_balance};
 use slotpartner::ffi::receiver::*;
+use slotpartner::ffi::record::{sp_receiver_handle_record, sp_record};
+use slotpartner::ffi::reply::{sp_buffer, sp_buffer_free, sp_reply_balance_new};
 use slotpartner::ffi::status::sp_status;
 use slotpartner::ffi::str::sp_str;
 
@@ -114,6 +120,42 @@ fn through_abi(receiver: *const sp_receiver, body: &[u8]) -> usize {
     }
 }
 
+/// The refund's and payout's success reply, as a host keeps it.
+const KEPT_SUCCESS: &[u8] = br#"{"refund":{"success":true,"errorMessage":""}}"#;
+
+/// One callback through a record: handle into the host's buffer, reply (kept, or built apart
+/// for a balance). Returns the reply length.
+fn through_record(receiver: *const sp_receiver, body: &[u8], buffer: &mut [u64]) -> usize {
+    let mut size = 0usize;
+    // SAFETY: valid receiver, body, buffer (aligned, writable for its length) and out-pointers;
+    // the reply buffer is freed once.
+    unsafe {
+        let record = buffer.as_mut_ptr().cast();
+        let status = sp_receiver_handle_record(
+            receiver,
+            TOKEN.as_ptr(),
+            REMOTE.as_ptr(),
+            ptr::null(),
+            body.as_ptr(),
+            body.len(),
+            record,
+            buffer.len() * 8,
+            &mut size,
+        );
+        assert_eq!(status, sp_status::SP_OK);
+        if (*record.cast::<sp_record>()).kind != slotpartner::ffi::event::sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY {
+            return black_box(KEPT_SUCCESS).len();
+        }
+        let mut reply: *mut sp_buffer = ptr::null_mut();
+        let wrapper = c"playerBalance".as_ptr();
+        let status = sp_reply_balance_new(wrapper, 100_000, c"EUR".as_ptr(), 0, ptr::null(), &mut reply);
+        assert_eq!(status, sp_status::SP_OK);
+        let len = (*reply).text.len;
+        sp_buffer_free(reply);
+        len
+    }
+}
+
 /// One row: a body and the peer that reads it.
 struct Case {
     name: &'static str,
@@ -180,15 +222,20 @@ fn round(f: &mut impl FnMut() -> usize, calls: usize) -> f64 {
     start.elapsed().as_nanos() as f64 / calls as f64
 }
 
-/// (median, fastest) of ns per call of `ours` and of `theirs`, measured in alternating rounds so
-/// that the drifting speed of a shared machine weighs on both alike.
-fn measure(calls: usize, mut ours: impl FnMut() -> usize, mut theirs: impl FnMut() -> usize) -> [(f64, f64); 2] {
+/// (median, fastest) of ns per call of each of `sides`, measured in alternating rounds so that
+/// the drifting speed of a shared machine weighs on all alike.
+fn measure<const N: usize>(calls: usize, mut sides: [&mut dyn FnMut() -> usize; N]) -> [(f64, f64); N] {
     const ROUNDS: usize = 41;
-    round(&mut ours, calls);
-    round(&mut theirs, calls);
-    let (a, b): (Vec<f64>, Vec<f64>) =
-        (0..ROUNDS).map(|_| (round(&mut ours, calls), round(&mut theirs, calls))).unzip();
-    [a, b].map(|mut t| {
+    let mut times = [(); N].map(|_| Vec::with_capacity(ROUNDS));
+    for round_number in 0..=ROUNDS {
+        for (side, times) in sides.iter_mut().zip(&mut times) {
+            let ns = round(&mut || side(), calls);
+            if round_number > 0 {
+                times.push(ns); // the first round warms up
+            }
+        }
+    }
+    times.map(|mut t| {
         t.sort_by(f64::total_cmp);
         (t[ROUNDS / 2], t[0])
     })
@@ -212,50 +259,69 @@ fn instructions(case: usize, side: &str) -> Option<f64> {
     Some((run(1100)? - run(100)?) / 1000.0)
 }
 
+/// A record buffer that fits any record of `body` (see `sp_receiver_handle_record`).
+fn record_buffer(body: &[u8]) -> Vec<u64> {
+    vec![0; (std::mem::size_of::<sp_record>() + body.len() + 8).div_ceil(8)]
+}
+
 fn main() {
     let cases = cases();
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--instructions-run") {
         let (case, side, calls) = (&cases[args[at + 1].parse::<usize>().unwrap()], &args[at + 2], &args[at + 3]);
         let receiver = receiver();
+        let mut buffer = record_buffer(&case.body);
         for _ in 0..calls.parse::<usize>().unwrap() {
-            black_box(if side == "ours" {
-                through_abi(receiver, black_box(&case.body))
-            } else {
-                (case.peer)(black_box(&case.body))
+            black_box(match side.as_str() {
+                "ours" => through_abi(receiver, black_box(&case.body)),
+                "record" => through_record(receiver, black_box(&case.body), &mut buffer),
+                _ => (case.peer)(black_box(&case.body)),
             });
         }
         return;
     }
     let receiver = receiver();
     let counted = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
-    println!("One callback through the C ABI (handle + reply + free) next to the peer reading the same");
-    println!("body; medians of 41 alternating rounds, fastest round in brackets; instructions per call");
-    println!("by callgrind{}", if counted { "" } else { " (skipped: valgrind is not on the PATH)" });
+    println!("One callback through the C ABI (handle + reply + free; \"record\": handle into the host's buffer");
+    println!("+ reply) next to the peer reading the same body; medians of 41 alternating rounds, fastest");
     println!(
-        "{:<21} {:>6} {:>19} {:>19} {:>6} | {:>9} {:>9} {:>6} | peer",
+        "round in brackets; instructions per call by callgrind{}",
+        if counted { "" } else { " (skipped: valgrind is not on the PATH)" }
+    );
+    println!(
+        "{:<27} {:>6} {:>19} {:>19} {:>6} | {:>9} {:>9} {:>6} | peer",
         "callback", "bytes", "slotpartner ns", "peer ns", "ratio", "ours Ir", "peer Ir", "ratio"
     );
     for (number, case) in cases.iter().enumerate() {
         let calls = if case.body.len() > 10_000 { 200 } else { 5_000 };
-        let [ours, theirs] =
-            measure(calls, || through_abi(receiver, black_box(&case.body)), || (case.peer)(black_box(&case.body)));
-        let counts = if counted { instructions(number, "ours").zip(instructions(number, "peer")) } else { None };
-        let counts = counts.map_or_else(
-            || format!("{:>9} {:>9} {:>6}", "-", "-", "-"),
-            |(a, b)| format!("{a:>9.0} {b:>9.0} {:>5.2}x", a / b),
+        let mut buffer = record_buffer(&case.body);
+        let [ours, record, theirs] = measure(
+            calls,
+            [
+                &mut || through_abi(receiver, black_box(&case.body)),
+                &mut || through_record(receiver, black_box(&case.body), &mut buffer),
+                &mut || (case.peer)(black_box(&case.body)),
+            ],
         );
-        println!(
-            "{:<21} {:>6} {:>8.0} ({:>8.0}) {:>8.0} ({:>8.0}) {:>5.2}x | {counts} | {}",
-            case.name,
-            case.body.len(),
-            ours.0,
-            ours.1,
-            theirs.0,
-            theirs.1,
-            ours.0 / theirs.0,
-            case.peer_name
-        );
+        let peer_count = if counted { instructions(number, "peer") } else { None };
+        for (label, side, time) in [("", "ours", ours), (" record", "record", record)] {
+            let counts = peer_count.and_then(|peer| Some((instructions(number, side)?, peer)));
+            let counts = counts.map_or_else(
+                || format!("{:>9} {:>9} {:>6}", "-", "-", "-"),
+                |(a, b)| format!("{a:>9.0} {b:>9.0} {:>5.2}x", a / b),
+            );
+            println!(
+                "{:<27} {:>6} {:>8.0} ({:>8.0}) {:>8.0} ({:>8.0}) {:>5.2}x | {counts} | {}",
+                format!("{}{label}", case.name),
+                case.body.len(),
+                time.0,
+                time.1,
+                theirs.0,
+                theirs.1,
+                time.0 / theirs.0,
+                case.peer_name
+            );
+        }
     }
     // SAFETY: made by sp_receiver_new, freed once.
     unsafe { sp_receiver_free(receiver) };

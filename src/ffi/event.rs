@@ -262,14 +262,18 @@ pub fn into_raw_claimed(event: &Event<'_>, receiver: &Arc<Receiver>, claim: Clai
 /// Every string of `event` in the order of the `strings` block (see `sp_event.strings`): the six
 /// typed slots (an absent one empty), each extra field's name and JSON, then the name.
 pub(crate) fn block_strings<'e>(event: &'e Event<'_>) -> impl Iterator<Item = &'e str> {
-    let slots = typed_strings(&event.kind).into_iter().map(Option::unwrap_or_default);
+    block_strings_of(typed_strings(&event.kind), event)
+}
+
+/// `block_strings` of an event whose `typed_strings` are known already.
+fn block_strings_of<'e>(typed: [Option<&'e str>; 6], event: &'e Event<'_>) -> impl Iterator<Item = &'e str> {
     let extra_text = event.extra.iter().flat_map(|f| [f.name.as_ref(), f.raw.get()]);
-    slots.chain(extra_text).chain([event.name.as_ref()])
+    typed.into_iter().map(Option::unwrap_or_default).chain(extra_text).chain([event.name.as_ref()])
 }
 
 fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journaled) -> *mut sp_event {
     let typed = typed_strings(&event.kind);
-    let mut arena = Arena::for_strings(block_strings(event));
+    let mut arena = Arena::for_strings(block_strings_of(typed, event));
     // Every slot takes its place in the block, an absent one as an empty string (see `strings`).
     let strings = typed.map(|s| {
         let view = arena.push(s.unwrap_or_default());
