@@ -248,10 +248,9 @@ foreach (['refund', 'payout', 'balance'] as $kind) {
         'decode_encode' => static fn () => json_encode([json_decode($body, true), $reply][1]),
         'hand' => static fn () => HandChecked::handle(TOKEN, PEER, $body),
         'binding' => static fn () => throughBinding($receiver, $body),
-        // The floor: the library's handle and free through FFI, no PHP objects, no reply.
+        // The floor: the library's handle into a record through FFI, no PHP objects, no reply.
         'library' => static function () use ($native, $rawReceiver, $body): void {
-            $native->ffi->sp_receiver_handle($rawReceiver, TOKEN, PEER, null, $body, strlen($body), $native->eventOut);
-            $native->ffi->sp_event_free($native->eventOut[0]);
+            $native->ffi->sp_receiver_handle_record($rawReceiver, TOKEN, PEER, null, $body, strlen($body), $native->recordBuffer, $native->recordCapacity, $native->recordSize);
         },
     ]);
     printf(
@@ -274,7 +273,7 @@ echo "µs per callback, median of ", ROUNDS, " rounds of ", PER_ROUND, " callbac
 echo "json_encode() of the reply, nothing checked (the peer bind/d+e compares with). decode+hand: json_decode() plus the same\n";
 echo "checks by hand (source, token, types, required fields, ranges, currency, identifiers) and json_encode()\n";
 echo "of the reply. binding: Receiver::handle(), every property read, reply, free. library: the bare\n";
-echo "sp_receiver_handle + sp_event_free through FFI (the floor). The binding also refuses duplicate keys,\n";
+echo "sp_receiver_handle_record through FFI (the floor). The binding also refuses duplicate keys,\n";
 echo "lone surrogates and 1.0 for an integer, which json_decode() lets through.\n";
 if (Event::liveCount() !== 0) {
     fwrite(STDERR, "bench: events left unfreed\n");

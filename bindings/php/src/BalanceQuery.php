@@ -24,18 +24,25 @@ final class BalanceQuery extends Event
     public readonly ?string $playerPartnerIdentifier;
 
     /**
-     * Copies the fields of the native `sp_event *` and takes ownership of it.
+     * Copies the fields of the event and takes ownership of its native event, if any.
      *
      * @param list<string> $strings the event's `strings` block, split (see Event)
      * @param \ArrayObject<string, mixed>|null $successes see Event
      *
-     * @internal Built by Receiver::handle()/parse() (Event::adopt), not by applications.
+     * @internal Built by Receiver::handle()/parse() (Event::adopt, Event::fromRecord), not by applications.
      */
-    protected function __construct(Native $native, CData $event, array $strings, ?\ArrayObject $successes = null)
-    {
+    protected function __construct(
+        Native $native,
+        ?CData $event,
+        CData $common,
+        array $strings,
+        ?\ArrayObject $successes = null,
+        ?Receiver $receiver = null,
+        ?string $body = null,
+    ) {
         $this->playerIdentifier = $strings[0] === '' ? null : $strings[0];
         $this->playerPartnerIdentifier = $strings[1] === '' ? null : $strings[1];
-        parent::__construct($native, $event, $strings, $successes);
+        parent::__construct($native, $event, $common, $strings, $successes, $receiver, $body);
     }
 
     /**

@@ -11,12 +11,18 @@ use FFI\CData;
  *
  * Every field is copied into readonly PHP properties when the event is built (the strings in one
  * copy of the event's `strings` block), so they stay valid whatever happens to the native event.
- * The native event (owned by this object) is kept only to build the reply: it is freed with
+ *
+ * From a Receiver without a journal, the library writes the event into a buffer of the binding's
+ * (sp_receiver_handle_record): one FFI call, no native event. A successful reply is built by the
+ * library once per Receiver (a balance reply once per currency, around marker amounts) and then
+ * reused, so that such a callback costs that one call. A reply the library must build (the first
+ * of each kind, a failure) is built inside a native event made for it from the same body
+ * (sp_receiver_parse: the event keeps its Receiver and body until then), then kept like any.
+ *
+ * A native event (owned by this object) is kept only to build replies: it is freed with
  * sp_event_free when this object is destroyed (when the last reference goes, also when an
- * exception unwinds past it) or by free(). A callback therefore costs three FFI calls:
- * sp_receiver_handle, sp_event_reply(_balance), sp_event_free; a successful reply to an event
- * that was not begun is built by the library once per Receiver (a balance reply once per currency,
- * around marker amounts) and then reused, so that such a callback costs two.
+ * exception unwinds past it) or by free(). From a Receiver with a journal (and from Recovery),
+ * the event comes with its native event (sp_receiver_handle), which begin() claims.
  *
  * With a journal (Receiver's $journal), begin() claims the event before the partner's logic
  * runs and finish() stores its reply: five FFI calls for a new delivery (handle, begin, reply,
@@ -33,11 +39,22 @@ abstract class Event
     private const KIND_JACKPOT_PAYOUT = 2;
     private const KIND_BALANCE_QUERY = 3;
 
-    /** Native events owned by Event objects of this process, not yet freed. */
+    /** Event objects of this process not yet freed. */
     private static int $live = 0;
 
-    /** The owned `sp_event *`; null once freed. */
+    /** The owned `sp_event *`; null before one is made for a reply (see handle()), or once freed. */
     private ?CData $handle = null;
+
+    /** Whether this event is not freed yet (free(), or its destruction). */
+    private bool $open = false;
+
+    /**
+     * For an event read from a record: the Receiver and body to make its native event from,
+     * when a reply needs one; null once it is made, or freed.
+     */
+    private ?Receiver $receiver = null;
+
+    private ?string $body = null;
 
     /** The `event` value (or `action` for the balance query and other actions). */
     public readonly string $name;
@@ -70,9 +87,13 @@ abstract class Event
     private bool $begun = false;
 
     /**
-     * Copies the common fields of $event and takes ownership of it. Subclasses copy their own
-     * fields first and call this last, so that an event is owned only once fully built.
+     * Copies the common fields and takes ownership of $event. Subclasses copy their own fields
+     * first and call this last, so that an event is owned only once fully built.
      *
+     * @param CData|null $event the native `sp_event *` to own; null for an event read from a
+     *     record ($receiver and $body then make one when a reply needs it)
+     * @param CData $common where `extra_fields_len`, `has_index`, `index` and
+     *     `index_unreadable` are read: the `sp_event *`, or the `sp_record *`
      * @param list<string> $strings the event's `strings` block split at its NULs: six typed
      *     slots, then each extra field's name and JSON, then the name
      * @param \ArrayObject<string, string>|null $successes the success replies of the receiver
@@ -80,20 +101,26 @@ abstract class Event
      */
     protected function __construct(
         protected readonly Native $native,
-        CData $event,
+        ?CData $event,
+        CData $common,
         array $strings,
         private readonly ?\ArrayObject $successes = null,
+        ?Receiver $receiver = null,
+        ?string $body = null,
     ) {
-        $count = $event->extra_fields_len;
+        $count = $common->extra_fields_len;
         $this->name = $strings[6 + 2 * $count];
-        $this->index = $event->has_index ? $event->index : null;
-        $this->indexUnreadable = $event->index_unreadable;
+        $this->index = $common->has_index ? $common->index : null;
+        $this->indexUnreadable = $common->index_unreadable;
         $extra = [];
         for ($i = 7, $end = 6 + 2 * $count; $i < $end; $i += 2) {
             $extra[$strings[$i - 1]] = $strings[$i];
         }
         $this->extra = $extra;
         $this->handle = $event;
+        $this->receiver = $receiver;
+        $this->body = $body;
+        $this->open = true;
         ++self::$live;
     }
 
@@ -111,15 +138,36 @@ abstract class Event
         try {
             $strings = \explode("\0", \FFI::string($event->strings, $event->strings_len));
             return match ($event->kind) {
-                self::KIND_BUY_REFUND => new BuyRefund($native, $event, $strings, $successes),
-                self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, $event, $strings, $successes),
-                self::KIND_BALANCE_QUERY => new BalanceQuery($native, $event, $strings, $successes),
-                default => new OtherEvent($native, $event, $strings),
+                self::KIND_BUY_REFUND => new BuyRefund($native, $event, $event, $event->buy_refund, $strings, $successes),
+                self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, $event, $event, $event->jackpot_payout, $strings, $successes),
+                self::KIND_BALANCE_QUERY => new BalanceQuery($native, $event, $event, $strings, $successes),
+                default => new OtherEvent($native, $event, $event, $strings),
             };
         } catch (\Throwable $e) {
             $native->ffi->sp_event_free($event);
             throw $e;
         }
+    }
+
+    /**
+     * Builds the typed event of the record sp_receiver_handle_record just wrote into $native's
+     * record buffer: its header read field by field in place, its strings in one copy. Owns no
+     * native event; keeps $receiver and $body to make one if a reply needs it.
+     *
+     * @param \ArrayObject<string, string>|null $successes the success replies to reuse
+     *
+     * @internal Called by Receiver.
+     */
+    public static function fromRecord(Native $native, Receiver $receiver, string $body, ?\ArrayObject $successes): self
+    {
+        $record = $native->record;
+        $strings = \explode("\0", \FFI::string($native->recordStrings, $record->strings_len));
+        return match ($record->kind) {
+            self::KIND_BUY_REFUND => new BuyRefund($native, null, $record, $record, $strings, $successes, $receiver, $body),
+            self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, null, $record, $record, $strings, $successes, $receiver, $body),
+            self::KIND_BALANCE_QUERY => new BalanceQuery($native, null, $record, $strings, $successes, $receiver, $body),
+            default => new OtherEvent($native, null, $record, $strings, null, $receiver, $body),
+        };
     }
 
     /**
@@ -145,7 +193,7 @@ abstract class Event
             return $kept[static::class];
         }
         $native = $this->native;
-        $handle = $this->handle;
+        $handle = $this->handle();
         $status = $native->ffi->sp_event_reply(
             $handle,
             $success,
@@ -188,7 +236,7 @@ abstract class Event
     public function begin(): Claim
     {
         $native = $this->native;
-        $handle = $this->handle;
+        $handle = $this->handle();
         $this->begun = true;
         $status = $native->ffi->sp_event_begin($handle, $native->claimOut);
         if ($status !== Status::OK) {
@@ -226,7 +274,7 @@ abstract class Event
     public function finish(?string $reply = null): void
     {
         $native = $this->native;
-        $status = $native->ffi->sp_event_finish($this->handle, $reply, $reply === null ? 0 : \strlen($reply));
+        $status = $native->ffi->sp_event_finish($this->handle(), $reply, $reply === null ? 0 : \strlen($reply));
         if ($status !== Status::OK) {
             throw $native->error($status);
         }
@@ -246,7 +294,7 @@ abstract class Event
     public function abandon(): void
     {
         $native = $this->native;
-        $status = $native->ffi->sp_event_abandon($this->handle);
+        $status = $native->ffi->sp_event_abandon($this->handle());
         if ($status !== Status::OK) {
             throw $native->error($status);
         }
@@ -264,15 +312,14 @@ abstract class Event
     }
 
     /**
-     * The Receiver's kept replies, when this event may use them: it came from a Receiver, still
-     * holds its native event, and was not begun (a claimed event's reply is built inside it, for
-     * finish()).
+     * The Receiver's kept replies, when this event may use them: it came from a Receiver, is
+     * not freed, and was not begun (a claimed event's reply is built inside it, for finish()).
      *
      * @return \ArrayObject<string, mixed>|null
      */
     protected function keptReplies(): ?\ArrayObject
     {
-        return $this->begun || $this->handle === null ? null : $this->successes;
+        return $this->begun || !$this->open ? null : $this->successes;
     }
 
     /** Records that a successful reply was put together without the library: HTTP 200. */
@@ -294,10 +341,16 @@ abstract class Event
      */
     public function free(): void
     {
+        if (!$this->open) {
+            return;
+        }
+        $this->open = false;
+        --self::$live;
+        $this->receiver = null;
+        $this->body = null;
         $handle = $this->handle;
         if ($handle !== null) {
             $this->handle = null;
-            --self::$live;
             $this->native->ffi->sp_event_free($handle);
         }
     }
@@ -315,19 +368,31 @@ abstract class Event
     public function __debugInfo(): array
     {
         $vars = get_object_vars($this);
-        unset($vars['handle'], $vars['native']);
-        return ['native' => $this->handle === null ? 'freed' : 'held'] + $vars;
+        unset($vars['handle'], $vars['native'], $vars['open'], $vars['receiver'], $vars['body']);
+        return ['native' => $this->open ? 'held' : 'freed'] + $vars;
     }
 
-    /** How many native events Event objects of this process own right now (for leak checks). */
+    /**
+     * How many events of this process are not freed yet (for leak checks): each holds its
+     * native event, or what makes one.
+     */
     public static function liveCount(): int
     {
         return self::$live;
     }
 
-    /** The owned `sp_event *` (null once freed: the library then refuses the call). */
+    /**
+     * The owned `sp_event *`, made now for an event read from a record (sp_receiver_parse of
+     * the same body, by the same Receiver: the same event); null once freed (the library then
+     * refuses the call).
+     */
     protected function handle(): ?CData
     {
+        if ($this->handle === null && $this->receiver !== null) {
+            $this->handle = $this->receiver->nativeEvent((string) $this->body);
+            $this->receiver = null;
+            $this->body = null;
+        }
         return $this->handle;
     }
 

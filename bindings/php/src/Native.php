@@ -44,6 +44,24 @@ final class Native
     /** `sp_claim *` pointing at $claim. */
     public readonly CData $claimOut;
 
+    /**
+     * `sp_record *`: the header of the record sp_receiver_handle_record writes into this
+     * process's record buffer (`uint64_t[]`, aligned for it); read it right after the call.
+     */
+    public CData $record;
+
+    /** `char *`: the record's strings, right after its header. */
+    public CData $recordStrings;
+
+    /** The record buffer itself, passed to sp_receiver_handle_record as its `void *record`. */
+    public CData $recordBuffer;
+
+    /** Bytes in $recordBuffer. */
+    public int $recordCapacity = 0;
+
+    /** `size_t[1]`: the record size sp_receiver_handle_record reports (decays to `size_t *`). */
+    public readonly CData $recordSize;
+
     /** `sp_error`: the last failure written by sp_last_error. */
     private readonly CData $lastError;
 
@@ -60,6 +78,23 @@ final class Native
         $this->claimOut = FFI::addr($this->claim);
         $this->lastError = $ffi->new('sp_error');
         $this->lastErrorOut = FFI::addr($this->lastError);
+        $this->recordSize = $ffi->new('size_t[1]');
+        $this->growRecord(4096);
+    }
+
+    /**
+     * Makes the record buffer at least $capacity bytes (and at least the header plus 4 KiB, the
+     * first size): a body whose record does not fit is handled again with a buffer this size.
+     * Events copy their record out at once, so replacing the buffer invalidates nothing.
+     */
+    public function growRecord(int $capacity): void
+    {
+        $header = FFI::sizeof($this->ffi->type('sp_record'));
+        $words = intdiv(max($capacity, $header + 4096) + 7, 8);
+        $this->recordBuffer = $this->ffi->new("uint64_t[$words]");
+        $this->recordCapacity = 8 * $words;
+        $this->record = $this->ffi->cast('sp_record *', FFI::addr($this->recordBuffer));
+        $this->recordStrings = $this->ffi->cast('char *', FFI::addr($this->recordBuffer)) + $header;
     }
 
     public static function get(): self

@@ -27,6 +27,12 @@ final class Receiver
     private readonly Native $native;
 
     /**
+     * Whether the Receiver has a journal: its events then come with their native event
+     * (sp_receiver_handle), which begin() claims; without one, from a record.
+     */
+    private readonly bool $journaled;
+
+    /**
      * The success replies of refunds and payouts built so far, by event class: they depend on
      * the Receiver's settings alone, so the library builds each once (see Event::reply()).
      *
@@ -95,6 +101,7 @@ final class Receiver
         $native = Native::get();
         $this->native = $native;
         $this->successes = new \ArrayObject();
+        $this->journaled = $journal !== null;
         $ffi = $native->ffi;
         if ($tokens === null) {
             $tokenList = [null]; // the library refuses it ("token: must not be NULL"), as in C
@@ -191,19 +198,43 @@ final class Receiver
         if ($forwardedFor !== null && str_contains($forwardedFor, "\0")) {
             $forwardedFor = Native::withoutNul($forwardedFor);
         }
-        $status = $native->ffi->sp_receiver_handle(
+        if ($this->journaled) {
+            $status = $native->ffi->sp_receiver_handle(
+                $this->handle,
+                $token,
+                $remoteAddr,
+                $forwardedFor,
+                $body,
+                \strlen($body),
+                $native->eventOut,
+            );
+            if ($status !== Status::OK) {
+                throw $native->error($status);
+            }
+            return Event::adopt($native, $native->eventOut[0], $this->successes);
+        }
+        $status = $native->ffi->sp_receiver_handle_record(
             $this->handle,
             $token,
             $remoteAddr,
             $forwardedFor,
             $body,
             \strlen($body),
-            $native->eventOut,
+            $native->recordBuffer,
+            $native->recordCapacity,
+            $native->recordSize,
         );
         if ($status !== Status::OK) {
-            throw $native->error($status);
+            // A record larger than the buffer (the size reported exceeds it; a size left from
+            // an earlier call never does): grown, and the callback handled again (without a
+            // journal, handling changes nothing).
+            if ($status !== Status::INVALID_ARGUMENT || $native->recordSize[0] <= $native->recordCapacity) {
+                throw $native->error($status);
+            }
+            $native->growRecord($native->recordSize[0]);
+            return $this->handle($token, $remoteAddr, $body, $forwardedFor);
         }
-        return Event::adopt($native, $native->eventOut[0], $this->successes);
+        return Event::fromRecord($native, $this, $body, $this->successes);
     }
 
     /**
@@ -219,6 +250,19 @@ final class Receiver
             throw $native->error($status);
         }
         return Event::adopt($native, $native->eventOut[0], $this->successes);
+    }
+
+    /**
+     * The native event of $body, which this Receiver handled before into a record: the
+     * `sp_event *` an event read from that record builds its replies in (the caller owns it).
+     *
+     * @internal Called by Event.
+     */
+    public function nativeEvent(string $body): CData
+    {
+        $native = $this->native;
+        $native->check($native->ffi->sp_receiver_parse($this->handle, $body, \strlen($body), $native->eventOut));
+        return $native->eventOut[0];
     }
 
     /**

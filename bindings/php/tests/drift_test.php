@@ -113,7 +113,7 @@ T::test('library, header and declarations', function () use ($header): void {
     preg_match('/^version = "([^"]+)"/m', (string) file_get_contents(ROOT . '/Cargo.toml'), $m);
     T::eq($m[1] ?? null, Library::version(), 'sp_version() is the crate version');
     T::eq('cdef', Library::source(), 'loaded with FFI::cdef (no preloading here)');
-    T::eq(6, substr_count($header, 'const uint8_t *'), 'six byte buffers in the header (bodies, PEM, JSON parameters, a reply to store, an event\'s strings)');
+    T::eq(7, substr_count($header, 'const uint8_t *'), 'seven byte buffers in the header (the bodies of handle, handle_record and parse, PEM, JSON parameters, a reply to store, an event\'s strings)');
     T::eq(str_replace('const uint8_t *', 'const char *', $header), Library::declarations(), 'the declarations differ from the header only there');
     T::eq(realpath(ROOT . '/target/release/libslotpartner.so'), realpath(Library::libraryPath()), 'the library found is the checkout\'s (or SLOTPARTNER_LIB)');
 });

@@ -178,4 +178,40 @@ T::test('events outlive their receiver', function (): void {
     T::eq('{"refund":{"success":true,"errorMessage":""}}', $e->reply(true), 'reply after the receiver is gone');
 });
 
+T::test('events read from a record outlive their receiver, failure replies too', function (): void {
+    $receiver = new Receiver(TOKEN, sources: 'any', balanceFailureHttpStatus: 503);
+    $refund = $receiver->handle(TOKEN, '127.0.0.1', fixture('refund.json'));
+    $balance = $receiver->handle(TOKEN, '127.0.0.1', fixture('balance.json'));
+    $other = $receiver->handle(TOKEN, '127.0.0.1', fixture('other_event.json'));
+    unset($receiver);
+    T::eq('{"refund":{"success":false,"errorMessage":"closed"}}', $refund->reply(false, 'closed'), 'a failure built after the receiver is gone');
+    T::eq('{"playerBalance":{"errorMessage":"unknown"}}', $balance->reply(false, 'unknown'), 'a refused balance query');
+    T::eq(503, $balance->replyHttpStatus(), 'with the receiver\'s status');
+    $e = T::throws(ValidationException::class, fn () => $other->reply(true), 'an unknown event has no reply');
+    T::eq(400, $e?->httpStatus, 'the library\'s answer: 400');
+});
+
+T::test('a record gives the event a native event gives', function (): void {
+    $plain = new Receiver(TOKEN, sources: 'any');
+    $file = sys_get_temp_dir() . '/slotpartner-events-' . getmypid() . '.db';
+    $journaled = new Receiver(TOKEN, sources: 'any', journal: new SlotPartner\Journal('sqlite:' . $file));
+    foreach (['refund', 'payout', 'payout_minimal', 'balance', 'other_event'] as $name) {
+        $fromRecord = $plain->handle(TOKEN, '127.0.0.1', fixture($name . '.json'));
+        $fromEvent = $journaled->handle(TOKEN, '127.0.0.1', fixture($name . '.json'));
+        T::eq(get_class($fromEvent), get_class($fromRecord), "$name: the class");
+        T::eq(get_object_vars($fromEvent), get_object_vars($fromRecord), "$name: every property");
+    }
+    // Bodies beyond the record buffer (4 KiB to start with) grow it; the callback is handled again.
+    foreach ([60000, 100, 20000, 60000] as $size) {
+        $body = json_decode(fixture('payout.json'), true);
+        $body['trace'] = str_repeat('x', $size);
+        $e = $plain->handle(TOKEN, '127.0.0.1', json_encode($body));
+        T::true($e instanceof JackpotPayout, "a $size-byte field: a payout");
+        T::eq('"' . str_repeat('x', $size) . '"', $e->extra['trace'], "a $size-byte field: read whole");
+        T::eq($body['bonusCode'], $e->bonusCode, "a $size-byte field: its strings in place");
+    }
+    $journaled = null;
+    array_map('unlink', glob($file . '*') ?: []);
+});
+
 T::finish();

@@ -80,41 +80,52 @@ T::test('refusals allocate nothing', function (): void {
     T::eq(0, Event::liveCount(), 'no event held');
 });
 
-T::test('three FFI calls per callback', function (): void {
+T::test('one FFI call per callback once a reply is kept', function (): void {
     $counter = new CountingFfi(Library::ffi());
     Native::useFfi($counter);
     try {
         $receiver = new Receiver(TOKEN, sources: 'any');
         foreach (['refund', 'payout', 'balance'] as $kind) {
             $body = fixture($kind . '.json');
-            $counter->reset();
-            $event = $receiver->handle(TOKEN, '127.0.0.1', $body, null);
-            $reply = $event instanceof SlotPartner\BalanceQuery ? $event->replyBalance(100000) : $event->reply(true);
-            T::eq(200, $event->replyHttpStatus(), $kind . ': the reply status, read from the struct');
-            $event = null;
-            T::true(str_starts_with($reply, '{'), $kind . ': a reply');
-            T::eq(3, $counter->total(), $kind . ': crossings (' . json_encode($counter->calls) . ')');
-            T::eq(1, $counter->calls['sp_receiver_handle'] ?? 0, $kind . ': one handle');
-            T::eq(1, $counter->calls['sp_event_free'] ?? 0, $kind . ': one free');
+            foreach (['first' => 4, 'then' => 1] as $when => $crossings) {
+                $counter->reset();
+                $event = $receiver->handle(TOKEN, '127.0.0.1', $body, null);
+                $reply = $event instanceof SlotPartner\BalanceQuery ? $event->replyBalance(100000) : $event->reply(true);
+                T::eq(200, $event->replyHttpStatus(), "$kind ($when): the reply status");
+                $event = null;
+                T::true(str_starts_with($reply, '{'), "$kind ($when): a reply");
+                T::eq($crossings, $counter->total(), "$kind ($when): crossings (" . json_encode($counter->calls) . ')');
+                T::eq(1, $counter->calls['sp_receiver_handle_record'] ?? 0, "$kind ($when): one handle, into a record");
+            }
+            // The first reply was built by the library, inside a native event made for it.
+            T::eq(0, $counter->calls['sp_event_free'] ?? 0, "$kind: nothing to free once the reply is kept");
         }
         $counter->reset();
         $event = $receiver->handle(TOKEN, '127.0.0.1', fixture('balance.json'));
         T::eq('{"playerBalance":{"errorMessage":"unknown player"}}', $event->reply(false, 'unknown player'), 'a refused balance query');
         T::eq(500, $event->replyHttpStatus(), 'its status, read from the struct');
         $event = null;
-        T::eq(['sp_receiver_handle' => 1, 'sp_event_reply' => 1, 'sp_event_free' => 1], $counter->calls, 'a refused balance query: three crossings too');
+        T::eq(['sp_receiver_handle_record' => 1, 'sp_receiver_parse' => 1, 'sp_event_reply' => 1, 'sp_event_free' => 1], $counter->calls, 'a refused balance query: its reply built in a native event made for it');
         $counter->reset();
         try {
             $receiver->handle(null, '127.0.0.1', fixture('refund.json'));
         } catch (SlotPartner\AuthenticationException) {
         }
-        T::eq(['sp_receiver_handle' => 1, 'sp_status_name' => 1, 'sp_last_error' => 1], $counter->calls, 'a refusal: handle and one last-error read, the status name once');
+        T::eq(['sp_receiver_handle_record' => 1, 'sp_status_name' => 1, 'sp_last_error' => 1], $counter->calls, 'a refusal: handle and one last-error read, the status name once');
         $counter->reset();
         try {
             $receiver->handle(null, '127.0.0.1', fixture('refund.json'));
         } catch (SlotPartner\AuthenticationException) {
         }
         T::eq(2, $counter->total(), 'the status name is cached');
+        $counter->reset();
+        $file = sys_get_temp_dir() . '/slotpartner-lifetime-' . getmypid() . '.db';
+        $journaled = new Receiver(TOKEN, sources: 'any', journal: new SlotPartner\Journal('sqlite:' . $file));
+        $counter->reset();
+        $journaled->handle(TOKEN, '127.0.0.1', fixture('refund.json'));
+        T::eq(['sp_receiver_handle' => 1, 'sp_event_free' => 1], $counter->calls, 'with a journal: a native event, to claim');
+        $journaled = null;
+        array_map('unlink', glob($file . '*') ?: []);
         // A refund's or payout's success reply is built once per Receiver, then reused.
         foreach (['refund' => '{"refund":{"success":true,"errorMessage":""}}', 'payout' => '{"payout":{"success":true,"errorMessage":""}}'] as $kind => $expected) {
             $counter->reset();
@@ -124,7 +135,7 @@ T::test('three FFI calls per callback', function (): void {
             T::eq($expected, $event->reply(true, ''), $kind . ': an empty message is none');
             T::eq('{"' . $kind . '":{"success":false,"errorMessage":"no"}}', $event->reply(false, 'no'), $kind . ': a failure is built');
             $event = null;
-            T::eq(['sp_receiver_handle' => 1, 'sp_event_reply' => 1, 'sp_event_free' => 1], $counter->calls, $kind . ': only the failure crossed');
+            T::eq(['sp_receiver_handle_record' => 1, 'sp_receiver_parse' => 1, 'sp_event_reply' => 1, 'sp_event_free' => 1], $counter->calls, $kind . ': only the failure crossed, in a native event made for it');
             T::throws(SlotPartner\ConfigurationException::class, fn () => $receiver->handle(TOKEN, '127.0.0.1', fixture($kind . '.json'))->reply(true, 'x'), $kind . ': a success with a message is refused still');
         }
         // The reuse follows the Receiver's settings.
@@ -148,7 +159,7 @@ T::test('three FFI calls per callback', function (): void {
                 $event = null;
             }
         }
-        T::eq(['sp_receiver_handle' => 1, 'sp_event_free' => 1], $counter->calls, 'a balance reply once built: handle and free');
+        T::eq(['sp_receiver_handle_record' => 1], $counter->calls, 'a balance reply once built: one handle, into a record');
         foreach ([[-1, null, 0, 'money'], [9007199254740992, null, 0, 'money'], [0, null, -5, 'coins'], [0, 'eur', 0, 'currency']] as [$money, $currency, $coins, $field]) {
             $e = T::throws(SlotPartner\ConfigurationException::class, fn () => $receiver->handle(TOKEN, '127.0.0.1', fixture('balance.json'))->replyBalance($money, $currency, $coins), "balance refused: $field");
             T::eq($field, $e?->field, 'the field named');
