@@ -1,8 +1,9 @@
 /* The C ABI used as a careless host would use it, run under AddressSanitizer and
  * UndefinedBehaviorSanitizer by `make test`: the library's own pointers handed back in (the last
  * error's message as an argument), fields of returned structs overwritten, SIZE_MAX lengths,
- * one event read from two threads at once, and calls from a thread that is exiting (a
- * pthread_key destructor runs after the thread's other thread-locals are gone).
+ * one event read from two threads at once, records written into buffers too small, misaligned
+ * or holding the body, and calls from a thread that is exiting (a pthread_key destructor runs
+ * after the thread's other thread-locals are gone).
  *
  * Prints one line per failed check and "N passed, N failed"; exits non-zero on any failure. */
 #include <pthread.h>
@@ -238,7 +239,50 @@ static void huge_lengths(const struct sp_receiver *receiver) {
     sp_client_config_free(config);
 }
 
-/* 5. Calls from a thread that is exiting: pthread_key destructors run after Rust's own
+/* 5. A record (sp_receiver_handle_record) into buffers a careless host hands over: too small,
+ * a lying SIZE_MAX capacity, over its own body, misaligned, the last error's message as the
+ * token, and from a thread that is exiting (in 6). */
+static void records(const struct sp_receiver *receiver) {
+    _Alignas(8) unsigned char buffer[1024];
+    size_t size = 0;
+    memset(buffer, 0xAA, sizeof buffer);
+    check(sp_receiver_handle_record(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)REFUND, strlen(REFUND),
+                                    buffer, 16, &size) == SP_ERR_INVALID_ARGUMENT &&
+              strcmp(sp_last_error_field().ptr, "capacity") == 0 && size > sizeof(struct sp_record),
+          "a too small record buffer gets the size it needs");
+    check(buffer[0] == 0xAA && buffer[15] == 0xAA, "and is not written");
+    size_t needed = size;
+    check(sp_receiver_handle_record(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)REFUND, strlen(REFUND),
+                                    buffer, SIZE_MAX, &size) == SP_OK &&
+              size == needed,
+          "a capacity of SIZE_MAX writes the record alone");
+    check(buffer[needed] == 0xAA, "nothing past the record");
+    const struct sp_record *record = (const struct sp_record *)buffer;
+    const char *strings = (const char *)buffer + sizeof(struct sp_record);
+    check(record->kind == SP_EVENT_KIND_BUY_REFUND && record->transaction_id == 900001 && record->has_index &&
+              record->index == 41 && strcmp(strings, "gs-1") == 0,
+          "the record reads as the event");
+    /* The body inside the record buffer, where the strings would go. */
+    memcpy(buffer + sizeof(struct sp_record), REFUND, strlen(REFUND));
+    check(sp_receiver_handle_record(receiver, TOKEN, "127.0.0.1", NULL, buffer + sizeof(struct sp_record),
+                                    strlen(REFUND), buffer, sizeof buffer, NULL) == SP_ERR_INVALID_ARGUMENT &&
+              strcmp(sp_last_error_field().ptr, "record") == 0,
+          "a record over its own body is refused");
+    check(memcmp(buffer + sizeof(struct sp_record), REFUND, strlen(REFUND)) == 0, "and the body is untouched");
+    check(sp_receiver_handle_record(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)REFUND, strlen(REFUND),
+                                    buffer + 1, sizeof buffer - 1, NULL) == SP_ERR_INVALID_ARGUMENT,
+          "a misaligned record is refused");
+    (void)sp_receiver_handle_record(receiver, "wrong", "127.0.0.1", NULL, (const uint8_t *)REFUND, strlen(REFUND),
+                                    buffer, sizeof buffer, NULL);
+    check(sp_receiver_handle_record(receiver, sp_last_error_message().ptr, "127.0.0.1", NULL, (const uint8_t *)REFUND,
+                                    strlen(REFUND), buffer, sizeof buffer, NULL) == SP_ERR_WRONG_TOKEN,
+          "the last error's message as the token");
+    check(sp_receiver_handle_record(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)REFUND, SIZE_MAX, buffer,
+                                    sizeof buffer, NULL) == SP_ERR_INVALID_ARGUMENT,
+          "a SIZE_MAX body length is refused");
+}
+
+/* 6. Calls from a thread that is exiting: pthread_key destructors run after Rust's own
  * thread-locals are destroyed. Nothing may abort; calls work, without a last error to read. */
 static pthread_key_t exiting_key;
 static int exiting_ok = -1;
@@ -258,6 +302,9 @@ static void on_thread_exit(void *arg) {
     struct sp_str body = {0};
     (void)sp_last_error_response(&http, &body);
     ok &= sp_receiver_config_new(NULL) == SP_ERR_INVALID_ARGUMENT;
+    _Alignas(8) unsigned char buffer[1024];
+    ok &= sp_receiver_handle_record(receiver, TOKEN, NULL, NULL, (const uint8_t *)REFUND, strlen(REFUND), buffer,
+                                    sizeof buffer, NULL) == SP_OK;
     exiting_ok = ok;
 }
 
@@ -285,6 +332,7 @@ int main(void) {
     written_fields(receiver);
     shared_reads(receiver);
     huge_lengths(receiver);
+    records(receiver);
     exiting_threads(receiver);
     sp_receiver_free(receiver);
     printf("careless_host: %d passed, %d failed\n", passed, failed);
