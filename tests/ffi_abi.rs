@@ -18,7 +18,9 @@ use slotpartner::ffi::status::{ALL_STATUSES, sp_status_name};
 use slotpartner::ffi::str::sp_str;
 use slotpartner::ffi::version::{SP_VERSION_MAJOR, SP_VERSION_MINOR, SP_VERSION_PATCH, sp_version};
 
-const TOKEN: &CStr = c"6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f";
+mod common;
+use common::{TOKEN, receiver};
+
 const OTHER_TOKEN: &CStr = c"11111111-2222-3333-4444-555555555555";
 const PRODUCTION: &CStr = c"18.203.30.17";
 const STAGING: &CStr = c"34.254.138.20";
@@ -114,21 +116,6 @@ fn sentinel_str() -> sp_str {
 
 fn assert_untouched(s: sp_str) {
     assert!(ptr::eq(s.ptr, c"sentinel".as_ptr()) && s.len == 8, "out-param written on failure");
-}
-
-/// A receiver with the test token; `settings` may change the configuration first.
-fn receiver(settings: impl FnOnce(*mut sp_receiver_config)) -> *mut sp_receiver {
-    let (mut config, mut r) = (ptr::null_mut(), ptr::null_mut());
-    // SAFETY: valid pointers throughout; the configuration is freed once the receiver exists.
-    unsafe {
-        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
-        assert_eq!(sp_receiver_config_add_token(config, TOKEN.as_ptr()), SP_OK);
-        settings(config);
-        assert_eq!(sp_receiver_new(config, &mut r), SP_OK);
-        sp_receiver_config_free(config);
-    }
-    assert!(!r.is_null());
-    r
 }
 
 fn opt_ptr(s: Option<&CStr>) -> *const c_char {

@@ -15,7 +15,9 @@ use slotpartner::ffi::record::{sp_receiver_handle_record, sp_record};
 use slotpartner::ffi::status::sp_status::{self, *};
 use slotpartner::ffi::str::sp_str;
 
-const TOKEN: &CStr = c"6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f";
+mod common;
+use common::{TOKEN, receiver};
+
 const PRODUCTION: &CStr = c"18.203.30.17";
 const HEADER: usize = size_of::<sp_record>();
 /// The most a record takes beyond its header and the body's length (see the function's docs).
@@ -40,20 +42,6 @@ fn last_error() -> (String, String, u16, String) {
     (text(sp_last_error_message()), text(sp_last_error_field()), http, text(body))
 }
 
-/// A receiver with the test token; `settings` may change the configuration first.
-fn receiver(settings: impl FnOnce(*mut sp_receiver_config)) -> *mut sp_receiver {
-    let (mut config, mut r) = (ptr::null_mut(), ptr::null_mut());
-    // SAFETY: valid pointers throughout; the configuration is freed once the receiver exists.
-    unsafe {
-        assert_eq!(sp_receiver_config_new(&mut config), SP_OK);
-        assert_eq!(sp_receiver_config_add_token(config, TOKEN.as_ptr()), SP_OK);
-        settings(config);
-        assert_eq!(sp_receiver_new(config, &mut r), SP_OK);
-        sp_receiver_config_free(config);
-    }
-    r
-}
-
 /// An 8-byte aligned buffer of `bytes` bytes (rounded up), every byte 0xAA.
 fn buffer(bytes: usize) -> Vec<u64> {
     vec![0xAAAA_AAAA_AAAA_AAAA; bytes.div_ceil(8)]
@@ -64,23 +52,30 @@ fn as_bytes(buffer: &[u64]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(buffer.as_ptr().cast::<u8>(), buffer.len() * 8) }
 }
 
+/// `sp_receiver_handle_record` from the production address, every other argument raw.
+///
+/// # Safety
+/// As for `sp_receiver_handle_record`.
+unsafe fn record_raw(
+    r: *const sp_receiver,
+    token: *const c_char,
+    body: *const u8,
+    len: usize,
+    record: *mut c_void,
+    capacity: usize,
+    size: *mut usize,
+) -> sp_status {
+    // SAFETY: forwarded caller promises.
+    unsafe { sp_receiver_handle_record(r, token, PRODUCTION.as_ptr(), ptr::null(), body, len, record, capacity, size) }
+}
+
 /// `sp_receiver_handle_record` into `out` (capacity: its whole length), as a C host calls it.
 fn handle_record(r: *const sp_receiver, token: *const c_char, body: &[u8], out: &mut [u64]) -> (sp_status, usize) {
     let mut size = usize::MAX;
+    let capacity = out.len() * 8;
     // SAFETY: valid pointers; `out` is writable for its whole length.
-    let status = unsafe {
-        sp_receiver_handle_record(
-            r,
-            token,
-            PRODUCTION.as_ptr(),
-            ptr::null(),
-            body.as_ptr(),
-            body.len(),
-            out.as_mut_ptr().cast::<c_void>(),
-            out.len() * 8,
-            &mut size,
-        )
-    };
+    let status =
+        unsafe { record_raw(r, token, body.as_ptr(), body.len(), out.as_mut_ptr().cast(), capacity, &mut size) };
     (status, size)
 }
 
@@ -268,20 +263,7 @@ mod careless_host {
         for (record, problem) in [(ptr::null_mut(), "must not be NULL"), (misaligned, "must be aligned to 8 bytes")] {
             let mut size = 7usize;
             // SAFETY: valid pointers but the record, which the library must refuse unread.
-            let status = unsafe {
-                let (token, addr) = (TOKEN.as_ptr(), PRODUCTION.as_ptr());
-                sp_receiver_handle_record(
-                    r,
-                    token,
-                    addr,
-                    ptr::null(),
-                    body.as_ptr(),
-                    body.len(),
-                    record,
-                    4096,
-                    &mut size,
-                )
-            };
+            let status = unsafe { record_raw(r, TOKEN.as_ptr(), body.as_ptr(), body.len(), record, 4096, &mut size) };
             assert_eq!(status, SP_ERR_INVALID_ARGUMENT);
             let (message, field, _, _) = last_error();
             assert_eq!((field.as_str(), size), ("record", 7));
@@ -292,18 +274,7 @@ mod careless_host {
         // SAFETY: valid pointers; the buffer holds the record.
         let status = unsafe {
             let record = out.as_mut_ptr().cast::<c_void>();
-            let (token, addr) = (TOKEN.as_ptr(), PRODUCTION.as_ptr());
-            sp_receiver_handle_record(
-                r,
-                token,
-                addr,
-                ptr::null(),
-                body.as_ptr(),
-                body.len(),
-                record,
-                4096,
-                ptr::null_mut(),
-            )
+            record_raw(r, TOKEN.as_ptr(), body.as_ptr(), body.len(), record, 4096, ptr::null_mut())
         };
         assert_eq!(status, SP_OK);
         // SAFETY: the receiver from `receiver`.
@@ -328,19 +299,8 @@ mod careless_host {
         let capacity = out.len() * 8;
         // SAFETY: valid pointers; the record buffer and the body overlap, which must be refused.
         let status = unsafe {
-            let (token, addr) = (TOKEN.as_ptr(), PRODUCTION.as_ptr());
             let record = out.as_mut_ptr().cast::<c_void>();
-            sp_receiver_handle_record(
-                r,
-                token,
-                addr,
-                ptr::null(),
-                inside,
-                body.len(),
-                record,
-                capacity,
-                ptr::null_mut(),
-            )
+            record_raw(r, TOKEN.as_ptr(), inside, body.len(), record, capacity, ptr::null_mut())
         };
         assert_eq!(status, SP_ERR_INVALID_ARGUMENT);
         assert_eq!(last_error().1, "record");
@@ -357,18 +317,8 @@ mod careless_host {
         let mut size = 0usize;
         // SAFETY: valid pointers; the capacity lies, but the record fits in the real buffer.
         let status = unsafe {
-            let (token, addr, record) = (TOKEN.as_ptr(), PRODUCTION.as_ptr(), out.as_mut_ptr().cast::<c_void>());
-            sp_receiver_handle_record(
-                r,
-                token,
-                addr,
-                ptr::null(),
-                body.as_ptr(),
-                body.len(),
-                record,
-                usize::MAX,
-                &mut size,
-            )
+            let record = out.as_mut_ptr().cast::<c_void>();
+            record_raw(r, TOKEN.as_ptr(), body.as_ptr(), body.len(), record, usize::MAX, &mut size)
         };
         assert_eq!(status, SP_OK);
         assert!(as_bytes(&out)[size..].iter().all(|&b| b == 0xAA), "written past the record");
