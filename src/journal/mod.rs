@@ -28,6 +28,7 @@ mod postgres;
 pub mod recovery;
 mod schema;
 mod sqlite;
+mod write_gate;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

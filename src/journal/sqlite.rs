@@ -1,7 +1,9 @@
 //! The SQLite journal: one file in WAL mode that every process and thread of a host shares.
 //!
 //! Every call is one transaction; those that write start with `BEGIN IMMEDIATE`, so that
-//! writers queue on SQLite's lock (up to the busy time-out) instead of failing on upgrade. Claims
+//! writers queue on SQLite's lock (up to the busy time-out) instead of failing on upgrade; the
+//! threads of one process queue first on a gate of their own (`write_gate`), which wakes the next
+//! writer the moment the lock is free instead of after SQLite's sleeps. Claims
 //! are written with `synchronous=NORMAL`, stored replies with the configured level (`FULL` by
 //! default), which in WAL mode also makes every earlier claim durable.
 
@@ -18,6 +20,7 @@ use super::gaps::{self, Run, Runs};
 use super::key::Delivery;
 use super::pool::{Pool, Registry};
 use super::schema::{self, Counter};
+use super::write_gate::WriteGate;
 use super::{Begin, JournalOptions, Record, Status, Step, Synchronous, count, now_ms};
 
 /// Open files by path as given (`sqlite:PATH`), kept for the life of the process.
@@ -28,6 +31,8 @@ pub(crate) struct Sqlite {
     /// `sqlite:PATH`, for messages.
     label: String,
     pool: Pool<Conn>,
+    /// This process's writers, one at a time.
+    writers: WriteGate,
 }
 
 struct Conn {
@@ -68,7 +73,12 @@ impl Sqlite {
             ));
         }
         let store = REGISTRY.get_or_make(path.to_owned(), || {
-            Ok(Sqlite { path: PathBuf::from(path), label: format!("sqlite:{path}"), pool: Pool::new(8) })
+            Ok(Sqlite {
+                path: PathBuf::from(path),
+                label: format!("sqlite:{path}"),
+                pool: Pool::new(8),
+                writers: WriteGate::default(),
+            })
         })?;
         store.prepare(options)?;
         Ok(store)
@@ -183,8 +193,8 @@ impl Sqlite {
         }
     }
 
-    /// Runs `work` in one transaction (`BEGIN IMMEDIATE` when `write`), `durable` choosing the
-    /// configured synchronous level over `NORMAL`.
+    /// Runs `work` in one transaction (`BEGIN IMMEDIATE` when `write`, through this process's
+    /// write gate), `durable` choosing the configured synchronous level over `NORMAL`.
     fn transaction<T>(
         &self,
         options: &JournalOptions,
@@ -192,6 +202,7 @@ impl Sqlite {
         durable: bool,
         work: impl FnOnce(&Transaction<'_>) -> TxResult<T>,
     ) -> Result<T> {
+        let _pass = if write { self.writers.enter(options.lock_timeout) } else { None };
         let mut conn = self.pool.get(|| self.connect(options))?;
         let result = (|| {
             let conn = &mut *conn;
