@@ -48,7 +48,7 @@ pub fn balance(wrapper: &str, money: i64, currency: &str, coins: i64, error_mess
 /// The start of every successful balance reply for `wrapper` (a checked name), up to the money:
 /// `{"<wrapper>":{"money":`. A receiver keeps it, to put each balance reply together from it.
 pub fn balance_prefix(wrapper: &str) -> String {
-    let mut out = String::with_capacity(12 + wrapper.len());
+    let mut out = String::with_capacity(r#"{"":{"money":"#.len() + wrapper.len());
     out.push('{');
     push_quoted(&mut out, wrapper);
     out.push_str(r#":{"money":"#);
