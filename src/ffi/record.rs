@@ -95,11 +95,9 @@ fn header(event: &Event<'_>, size: usize, strings_len: usize) -> sp_record {
 }
 
 /// Whether `len` bytes at `start` share a byte with `other`.
-fn overlaps(start: usize, len: usize, other: Option<&[u8]>) -> bool {
-    other.is_some_and(|other| {
-        let other_start = other.as_ptr() as usize;
-        len > 0 && !other.is_empty() && start < other_start + other.len() && other_start < start + len
-    })
+fn overlaps(start: usize, len: usize, other: &[u8]) -> bool {
+    let other_start = other.as_ptr().addr();
+    len > 0 && !other.is_empty() && start < other_start + other.len() && other_start < start + len
 }
 
 fn bad_record(field: &str, problem: impl std::fmt::Display) -> Error {
@@ -164,17 +162,23 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
         let event = receiver.handle(&request).map_err(|error| refused(receiver, error))?;
         let strings_len: usize = block_strings(&event).map(|s| s.len() + 1).sum();
         let needed = size_of::<sp_record>() + strings_len;
-        if !size.is_null() {
-            // SAFETY: the caller promises NULL or a writable size_t.
-            unsafe { size.write(needed) };
-        }
+        // `*size` is written once the body is no longer read: a careless host's `size` may
+        // point anywhere in its own memory, the body included.
+        let report_size = || {
+            if !size.is_null() {
+                // SAFETY: the caller promises NULL or a writable size_t.
+                unsafe { size.write(needed) };
+            }
+        };
         if capacity < needed {
+            drop(event);
+            report_size();
             let problem = format!("is {capacity} bytes; this event's record needs {needed}");
             return Err(bad_record("capacity", problem).into());
         }
         let inputs = [request.body, request.token.unwrap_or_default(), request.remote_addr.unwrap_or_default()];
         let forwarded = request.forwarded_for.unwrap_or_default();
-        if inputs.into_iter().chain([forwarded]).any(|input| overlaps(record.addr(), needed, Some(input))) {
+        if inputs.into_iter().chain([forwarded]).any(|input| overlaps(record.addr(), needed, input)) {
             let problem = "would be written over the body, the token, the address or the forwarded header";
             return Err(bad_record("record", problem).into());
         }
@@ -189,6 +193,8 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
                 at = at.add(text.len() + 1);
             }
         }
+        drop(event);
+        report_size();
         Ok(())
     })
 }
