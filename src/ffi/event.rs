@@ -259,21 +259,38 @@ pub fn into_raw_claimed(event: &Event<'_>, receiver: &Arc<Receiver>, claim: Clai
     into_raw_with(event, receiver, Journaled::Claimed(claim))
 }
 
-/// Every string of `event` in the order of the `strings` block (see `sp_event.strings`): the six
-/// typed slots (an absent one empty), each extra field's name and JSON, then the name.
-pub(crate) fn block_strings<'e>(event: &'e Event<'_>) -> impl Iterator<Item = &'e str> {
-    block_strings_of(typed_strings(&event.kind), event)
+/// Calls `f` with every string of `event` in the order of the `strings` block (see
+/// `sp_event.strings`): the six typed slots (an absent one empty), each extra field's name and
+/// JSON, then the name. (Plain loops: an iterator chain of them costs a few hundred instructions
+/// more a callback.)
+pub(crate) fn for_each_block_string<'e>(event: &'e Event<'_>, f: impl FnMut(&'e str)) {
+    each_block_string(typed_strings(&event.kind), event, f)
 }
 
-/// `block_strings` of an event whose `typed_strings` are known already.
-fn block_strings_of<'e>(typed: [Option<&'e str>; 6], event: &'e Event<'_>) -> impl Iterator<Item = &'e str> {
-    let extra_text = event.extra.iter().flat_map(|f| [f.name.as_ref(), f.raw.get()]);
-    typed.into_iter().map(Option::unwrap_or_default).chain(extra_text).chain([event.name.as_ref()])
+/// `for_each_block_string` of an event whose `typed_strings` are known already.
+fn each_block_string<'e>(typed: [Option<&'e str>; 6], event: &'e Event<'_>, mut f: impl FnMut(&'e str)) {
+    for slot in typed {
+        f(slot.unwrap_or_default());
+    }
+    for field in &event.extra {
+        f(&field.name);
+        f(field.raw.get());
+    }
+    f(&event.name);
+}
+
+/// The bytes of an event's `strings` block: every string of `for_each_block_string` and its NUL.
+pub(crate) fn block_len(event: &Event<'_>) -> usize {
+    let mut len = 0;
+    for_each_block_string(event, |s| len += s.len() + 1);
+    len
 }
 
 fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journaled) -> *mut sp_event {
     let typed = typed_strings(&event.kind);
-    let mut arena = Arena::for_strings(block_strings_of(typed, event));
+    let mut len = 0;
+    each_block_string(typed, event, |s| len += s.len() + 1);
+    let mut arena = Arena::with_capacity(len);
     // Every slot takes its place in the block, an absent one as an empty string (see `strings`).
     let strings = typed.map(|s| {
         let view = arena.push(s.unwrap_or_default());

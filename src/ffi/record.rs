@@ -9,7 +9,7 @@ use std::mem::{align_of, size_of};
 use crate::callback::event::{Event, EventKind};
 use crate::error::{Error, ErrorKind};
 use crate::ffi::args;
-use crate::ffi::event::{block_strings, kind_of, sp_event_kind};
+use crate::ffi::event::{block_len, for_each_block_string, kind_of, sp_event_kind};
 use crate::ffi::receiver::{refused, request, sp_receiver};
 use crate::ffi::status::sp_status;
 
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
             return Err(bad_record("record", problem).into());
         }
         let event = receiver.handle(&request).map_err(|error| refused(receiver, error))?;
-        let strings_len: usize = block_strings(&event).map(|s| s.len() + 1).sum();
+        let strings_len = block_len(&event);
         let needed = size_of::<sp_record>() + strings_len;
         // `*size` is written once the body is no longer read: a careless host's `size` may
         // point anywhere in its own memory, the body included.
@@ -187,11 +187,11 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
         unsafe {
             record.cast::<sp_record>().write(header(&event, needed, strings_len));
             let mut at = record.cast::<u8>().add(size_of::<sp_record>());
-            for text in block_strings(&event) {
+            for_each_block_string(&event, |text| {
                 std::ptr::copy_nonoverlapping(text.as_ptr(), at, text.len());
                 at.add(text.len()).write(0);
                 at = at.add(text.len() + 1);
-            }
+            });
         }
         drop(event);
         report_size();

@@ -45,6 +45,12 @@ impl Arena {
         Arena { bytes: Vec::with_capacity(strings.into_iter().map(|s| s.len() + 1).sum()) }
     }
 
+    /// An arena for `bytes` bytes: every string that will be pushed and its NUL (more would
+    /// panic rather than move the buffer under earlier views).
+    pub fn with_capacity(bytes: usize) -> Arena {
+        Arena { bytes: Vec::with_capacity(bytes) }
+    }
+
     /// Appends `s` and a NUL terminator and views it. Strings reaching the C side hold no NUL:
     /// identifiers and names are validated free of control characters, raw JSON escapes them.
     pub fn push(&mut self, s: &str) -> sp_str {
