@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_void};
 use std::mem::{align_of, size_of};
 
 use crate::callback::event::{Event, EventKind};
+use crate::callback::receiver::Request;
 use crate::error::{Error, ErrorKind};
 use crate::ffi::args;
 use crate::ffi::event::{block_len, for_each_block_string, kind_of, sp_event_kind};
@@ -176,9 +177,10 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
             let problem = format!("is {capacity} bytes; this event's record needs {needed}");
             return Err(bad_record("capacity", problem).into());
         }
-        let inputs = [request.body, request.token.unwrap_or_default(), request.remote_addr.unwrap_or_default()];
-        let forwarded = request.forwarded_for.unwrap_or_default();
-        if inputs.into_iter().chain([forwarded]).any(|input| overlaps(record.addr(), needed, input)) {
+        let Request { token, remote_addr, forwarded_for, body } = request;
+        let inputs =
+            [body, token.unwrap_or_default(), remote_addr.unwrap_or_default(), forwarded_for.unwrap_or_default()];
+        if inputs.into_iter().any(|input| overlaps(record.addr(), needed, input)) {
             let problem = "would be written over the body, the token, the address or the forwarded header";
             return Err(bad_record("record", problem).into());
         }

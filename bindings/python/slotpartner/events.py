@@ -642,7 +642,6 @@ _REFUND_STRUCT = _lib.layout(_lib.sp_buy_refund, _SCALARS).unpack
 _PAYOUT_SIZE = ctypes.sizeof(_lib.sp_jackpot_payout)
 _PAYOUT_STRUCT = _lib.layout(_lib.sp_jackpot_payout, _SCALARS).unpack
 _RECORD = _lib.RECORD.unpack_from
-_RECORD_HEADER = _lib.RECORD_HEADER
 
 
 def _build(values: tuple[Any, ...], texts: list[str], replies: ReplySettings) -> Event:
