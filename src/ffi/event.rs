@@ -281,16 +281,19 @@ fn each_block_string<'e>(typed: [Option<&'e str>; 6], event: &'e Event<'_>, mut 
 
 /// The bytes of an event's `strings` block: every string of `for_each_block_string` and its NUL.
 pub(crate) fn block_len(event: &Event<'_>) -> usize {
+    block_len_of(typed_strings(&event.kind), event)
+}
+
+/// `block_len` of an event whose `typed_strings` are known already.
+fn block_len_of(typed: [Option<&str>; 6], event: &Event<'_>) -> usize {
     let mut len = 0;
-    for_each_block_string(event, |s| len += s.len() + 1);
+    each_block_string(typed, event, |s| len += s.len() + 1);
     len
 }
 
 fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journaled) -> *mut sp_event {
     let typed = typed_strings(&event.kind);
-    let mut len = 0;
-    each_block_string(typed, event, |s| len += s.len() + 1);
-    let mut arena = Arena::with_capacity(len);
+    let mut arena = Arena::with_capacity(block_len_of(typed, event));
     // Every slot takes its place in the block, an absent one as an empty string (see `strings`).
     let strings = typed.map(|s| {
         let view = arena.push(s.unwrap_or_default());

@@ -42,7 +42,7 @@ impl Arena {
     /// An arena for `strings`, which must be every string that will be pushed (more bytes would
     /// panic rather than move the buffer under earlier views).
     pub fn for_strings<'s>(strings: impl IntoIterator<Item = &'s str>) -> Arena {
-        Arena { bytes: Vec::with_capacity(strings.into_iter().map(|s| s.len() + 1).sum()) }
+        Arena::with_capacity(strings.into_iter().map(|s| s.len() + 1).sum())
     }
 
     /// An arena for `bytes` bytes: every string that will be pushed and its NUL (more would

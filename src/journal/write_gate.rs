@@ -39,7 +39,8 @@ impl WriteGate {
         let deadline = Instant::now().checked_add(timeout);
         let mut holder = lock(&self.holder);
         loop {
-            // Held by the process this one was forked from: its holder never releases it here.
+            // Free, or held by the process this one was forked from (whose holder thread does
+            // not exist here, so it would never be released): take it.
             if holder.is_none_or(|held_by| held_by != pid) {
                 *holder = Some(pid);
                 return Some(Pass { gate: self });
