@@ -4,7 +4,8 @@
 //! skipping the same bytes). Two ways through the ABI: an `sp_event` (`sp_receiver_handle`,
 //! `sp_event_reply`/`_reply_balance`, `sp_event_free`), and a record in the host's buffer
 //! (`sp_receiver_handle_record`; the success reply of a refund or payout kept by the host, as
-//! the bindings keep it; a balance reply from `sp_reply_balance_new` and `sp_buffer_free`).
+//! the bindings keep it; a balance reply written into the host's buffer by
+//! `sp_receiver_reply_balance`).
 //! Prints medians of alternating rounds, the fastest round beside them, the ratio, and, where
 //! valgrind is on the PATH, instructions per call counted by callgrind (exact on a noisy
 //! machine: judge a change by them).
@@ -21,7 +22,7 @@ use serde::de::IgnoredAny;
 use slotpartner::ffi::event::{sp_event, sp_event_free, sp_event_reply, sp_event_reply_balance};
 use slotpartner::ffi::receiver::*;
 use slotpartner::ffi::record::{sp_receiver_handle_record, sp_record};
-use slotpartner::ffi::reply::{sp_buffer, sp_buffer_free, sp_reply_balance_new};
+use slotpartner::ffi::reply::sp_receiver_reply_balance;
 use slotpartner::ffi::status::sp_status;
 use slotpartner::ffi::str::sp_str;
 
@@ -123,12 +124,12 @@ fn through_abi(receiver: *const sp_receiver, body: &[u8]) -> usize {
 /// The refund's and payout's success reply, as a host keeps it.
 const KEPT_SUCCESS: &[u8] = br#"{"refund":{"success":true,"errorMessage":""}}"#;
 
-/// One callback through a record: handle into the host's buffer, reply (kept, or built apart
-/// for a balance). Returns the reply length.
+/// One callback through a record: handle into the host's buffer, reply (kept, or written into the
+/// host's buffer for a balance). Returns the reply length.
 fn through_record(receiver: *const sp_receiver, body: &[u8], buffer: &mut [u64]) -> usize {
     let mut size = 0usize;
-    // SAFETY: valid receiver, body, buffer (aligned, writable for its length) and out-pointers;
-    // the reply buffer is freed once.
+    // SAFETY: valid receiver, body, buffers (the record's aligned, each writable for its
+    // length) and out-pointers.
     unsafe {
         let record = buffer.as_mut_ptr().cast();
         let status = sp_receiver_handle_record(
@@ -146,12 +147,19 @@ fn through_record(receiver: *const sp_receiver, body: &[u8], buffer: &mut [u64])
         if (*record.cast::<sp_record>()).kind != slotpartner::ffi::event::sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY {
             return black_box(KEPT_SUCCESS).len();
         }
-        let mut reply: *mut sp_buffer = ptr::null_mut();
-        let wrapper = c"playerBalance".as_ptr();
-        let status = sp_reply_balance_new(wrapper, 100_000, c"EUR".as_ptr(), 0, ptr::null(), &mut reply);
+        let mut reply = [0u8; 256];
+        let mut len = 0usize;
+        let status = sp_receiver_reply_balance(
+            receiver,
+            100_000,
+            ptr::null(),
+            0,
+            reply.as_mut_ptr().cast(),
+            reply.len(),
+            &mut len,
+        );
         assert_eq!(status, sp_status::SP_OK);
-        let len = (*reply).text.len;
-        sp_buffer_free(reply);
+        black_box(&reply);
         len
     }
 }

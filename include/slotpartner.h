@@ -1511,6 +1511,36 @@ enum sp_status sp_reply_balance_new(const char *wrapper,
                                     struct sp_buffer **out);
 
 /**
+ * Writes the successful reply to a balance query into the caller's buffer `out` of `capacity`
+ * bytes, NUL-terminated, as `sp_event_reply_balance` builds it from the receiver's settings:
+ * `{"playerBalance":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":""}}`
+ * (wrapper and default currency as configured; `currency` NULL for the configured one; `money`
+ * in minor units; `money` and `coins` 0 to 2^53-1). For hosts reading events through
+ * `sp_receiver_handle_record`: no allocation, nothing to free. A failure reply, which states no
+ * balance, comes from `sp_reply_balance_new` with an error message.
+ *
+ * `*len` (when `len` is not NULL) gets the reply's length without its NUL, on success and when
+ * `capacity` is too small alike: the buffer needs `*len + 1` bytes. A reply never takes more
+ * than 99 bytes plus twice the length of the configured wrapper, its NUL included. A smaller
+ * buffer fails with `SP_ERR_INVALID_ARGUMENT` (field `capacity`) and nothing is written into
+ * it; so do NULL `out` (field `out`) and invalid amounts or currency (fields `money`, `coins`,
+ * `currency`). Nothing past the reply's NUL is written, whatever `capacity` says. `currency`
+ * is read before anything is written: it may lie inside `out`.
+ *
+ * # Safety
+ * `receiver` is NULL or live; `currency` is NULL or NUL-terminated; `out` is NULL or points to
+ * `capacity` writable bytes that nothing else reads or writes during the call; `len` is NULL
+ * or writable.
+ */
+enum sp_status sp_receiver_reply_balance(const struct sp_receiver *receiver,
+                                         int64_t money,
+                                         const char *currency,
+                                         int64_t coins,
+                                         char *out,
+                                         size_t capacity,
+                                         size_t *len);
+
+/**
  * Frees a buffer. NULL is allowed and does nothing.
  *
  * # Safety

@@ -8,10 +8,11 @@ use std::path::Path;
 use std::ptr;
 
 use slotpartner::ffi::error::{sp_last_error_field, sp_last_error_message, sp_last_error_response};
-use slotpartner::ffi::event::{sp_event, sp_event_free, sp_event_kind};
+use slotpartner::ffi::event::{sp_event, sp_event_free, sp_event_kind, sp_event_reply_balance};
 use slotpartner::ffi::journal::{sp_journal, sp_journal_config_free, sp_journal_config_new, sp_journal_open};
 use slotpartner::ffi::receiver::*;
 use slotpartner::ffi::record::{sp_receiver_handle_record, sp_record};
+use slotpartner::ffi::reply::sp_receiver_reply_balance;
 use slotpartner::ffi::status::sp_status::{self, *};
 use slotpartner::ffi::str::sp_str;
 
@@ -250,9 +251,179 @@ fn a_receiver_with_a_journal_is_refused() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `sp_receiver_reply_balance` into `out` (capacity: its whole length): the status and `*len`.
+fn reply_balance(
+    r: *const sp_receiver,
+    money: i64,
+    currency: Option<&CStr>,
+    coins: i64,
+    out: &mut [u8],
+) -> (sp_status, usize) {
+    let mut len = usize::MAX;
+    let currency = currency.map_or(ptr::null(), CStr::as_ptr);
+    // SAFETY: valid pointers; `out` is writable for its whole length.
+    let status =
+        unsafe { sp_receiver_reply_balance(r, money, currency, coins, out.as_mut_ptr().cast(), out.len(), &mut len) };
+    (status, len)
+}
+
+/// The reply `sp_event_reply_balance` builds for the fixture's balance query.
+fn event_balance_reply(r: *const sp_receiver, money: i64, currency: Option<&CStr>, coins: i64) -> Vec<u8> {
+    let (ev, _) = event_of(r, BALANCE);
+    let mut reply = sp_str::NONE;
+    // SAFETY: a live balance query event; valid pointers.
+    let status =
+        unsafe { sp_event_reply_balance(ev, money, currency.map_or(ptr::null(), CStr::as_ptr), coins, &mut reply) };
+    assert_eq!(status, SP_OK, "{}", last_error().0);
+    let bytes = text(reply).into_bytes();
+    // SAFETY: the event from `event_of`, freed once.
+    unsafe { sp_event_free(ev) };
+    bytes
+}
+
+#[test]
+fn a_balance_reply_into_the_hosts_buffer_is_the_events_reply() {
+    let wrappers: [&CStr; 3] = [c"playerBalance", c"wallet \"main\" \\ \u{e9}t\u{e9}", c"b"];
+    for wrapper in wrappers {
+        let r = receiver(|config| {
+            // SAFETY: a live configuration and NUL-terminated strings.
+            unsafe {
+                assert_eq!(sp_receiver_config_set_balance_wrapper(config, wrapper.as_ptr()), SP_OK);
+                assert_eq!(sp_receiver_config_set_balance_currency(config, c"GBP".as_ptr()), SP_OK);
+            }
+        });
+        for (money, currency, coins) in
+            [(0, None, 0), (12_345, Some(c"EUR"), 7), ((1 << 53) - 1, Some(c"JPY"), (1 << 53) - 1)]
+        {
+            let expected = event_balance_reply(r, money, currency, coins);
+            let mut out = vec![0xAAu8; 512];
+            let (status, len) = reply_balance(r, money, currency, coins, &mut out);
+            assert_eq!(status, SP_OK, "{}", last_error().0);
+            assert_eq!(&out[..len], &expected[..], "{wrapper:?}");
+            assert_eq!(out[len], 0, "NUL-terminated");
+            assert!(out[len + 1..].iter().all(|&b| b == 0xAA), "written past the NUL");
+        }
+        // SAFETY: the receiver from `receiver`.
+        unsafe { sp_receiver_free(r) };
+    }
+}
+
+#[test]
+fn a_balance_reply_takes_at_most_the_documented_bound() {
+    // The longest reply: the largest amounts, and a wrapper whose every byte is escaped.
+    let wrapper = CString::new("\"".repeat(40)).unwrap();
+    let r = receiver(|config| {
+        // SAFETY: a live configuration and a NUL-terminated string.
+        assert_eq!(unsafe { sp_receiver_config_set_balance_wrapper(config, wrapper.as_ptr()) }, SP_OK);
+    });
+    let mut out = vec![0u8; 512];
+    let (status, len) = reply_balance(r, (1 << 53) - 1, None, (1 << 53) - 1, &mut out);
+    assert_eq!(status, SP_OK, "{}", last_error().0);
+    assert_eq!(len + 1, 99 + 2 * wrapper.as_bytes().len(), "the bound is exact for the longest reply");
+    let reply: serde_json::Value = serde_json::from_slice(&out[..len]).unwrap();
+    assert_eq!(reply[wrapper.to_str().unwrap()]["money"], (1u64 << 53) - 1);
+    // SAFETY: the receiver from `receiver`.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn a_too_small_reply_buffer_gets_the_length_needed_and_nothing_written() {
+    let r = receiver(|_| {});
+    let expected = event_balance_reply(r, 500, None, 3);
+    for capacity in [0, 1, expected.len()] {
+        let mut out = vec![0xAAu8; capacity];
+        let (status, len) = reply_balance(r, 500, None, 3, &mut out);
+        assert_eq!(status, SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(len, expected.len());
+        let (message, field, _, _) = last_error();
+        assert_eq!(field, "capacity");
+        assert!(message.contains(&format!("needs {} with its NUL", expected.len() + 1)), "{message}");
+        assert!(out.iter().all(|&b| b == 0xAA), "written into a buffer too small");
+    }
+    let mut out = vec![0xAAu8; expected.len() + 1];
+    assert_eq!(reply_balance(r, 500, None, 3, &mut out), (SP_OK, expected.len()));
+    // SAFETY: the receiver from `receiver`.
+    unsafe { sp_receiver_free(r) };
+}
+
+#[test]
+fn a_balance_reply_refuses_what_the_events_reply_refuses() {
+    let r = receiver(|_| {});
+    for (money, currency, coins, field) in [
+        (-1, None, 0, "money"),
+        (1 << 53, None, 0, "money"),
+        (0, None, -5, "coins"),
+        (0, Some(c"eur"), 0, "currency"),
+        (0, Some(c"EURO"), 0, "currency"),
+        (0, Some(c""), 0, "currency"),
+    ] {
+        let mut out = vec![0xAAu8; 256];
+        let (status, len) = reply_balance(r, money, currency, coins, &mut out);
+        assert_eq!((status, len), (SP_ERR_INVALID_ARGUMENT, usize::MAX), "{field}");
+        assert_eq!(last_error().1, field);
+        assert!(out.iter().all(|&b| b == 0xAA));
+    }
+    // SAFETY: the receiver from `receiver`.
+    unsafe { sp_receiver_free(r) };
+}
+
 /// As a careless host would call it (also run under miri).
 mod careless_host {
     use super::*;
+
+    #[test]
+    fn a_balance_reply_with_null_pointers_or_a_lying_capacity() {
+        let r = receiver(|_| {});
+        let mut len = 7usize;
+        // SAFETY: NULL receiver and NULL out are refused before anything is read or written.
+        unsafe {
+            let mut out = [0xAAu8; 200];
+            let status =
+                sp_receiver_reply_balance(ptr::null(), 1, ptr::null(), 0, out.as_mut_ptr().cast(), 200, &mut len);
+            assert_eq!((status, last_error().1.as_str(), len), (SP_ERR_INVALID_ARGUMENT, "receiver", 7));
+            let status = sp_receiver_reply_balance(r, 1, ptr::null(), 0, ptr::null_mut(), usize::MAX, &mut len);
+            assert_eq!((status, last_error().1.as_str(), len), (SP_ERR_INVALID_ARGUMENT, "out", 7));
+            assert!(out.iter().all(|&b| b == 0xAA));
+            // A capacity of SIZE_MAX over a real buffer of 200 bytes, and a NULL len.
+            let status =
+                sp_receiver_reply_balance(r, 1, ptr::null(), 0, out.as_mut_ptr().cast(), usize::MAX, ptr::null_mut());
+            assert_eq!(status, SP_OK);
+            let end = out.iter().position(|&b| b == 0).unwrap();
+            assert!(out[end + 1..].iter().all(|&b| b == 0xAA), "written past the NUL");
+        }
+        // SAFETY: the receiver from `receiver`.
+        unsafe { sp_receiver_free(r) };
+    }
+
+    #[test]
+    fn a_balance_reply_may_be_written_over_its_own_currency_and_length() {
+        let r = receiver(|_| {});
+        let expected = event_balance_reply(r, 42, Some(c"USD"), 1);
+        let mut out = buffer(256);
+        // SAFETY: the currency is the buffer's first bytes, `len` lies inside the buffer past the
+        // reply (aligned); both are read or written only where documented.
+        unsafe {
+            let base = out.as_mut_ptr().cast::<u8>();
+            ptr::copy_nonoverlapping(c"USD".as_ptr().cast::<u8>(), base, 4);
+            let len_at = base.add(200).cast::<usize>();
+            let status = sp_receiver_reply_balance(r, 42, base.cast(), 1, base.cast(), 256, len_at);
+            assert_eq!(status, SP_OK, "{}", last_error().0);
+            assert_eq!(len_at.read(), expected.len());
+        }
+        assert_eq!(&as_bytes(&out)[..expected.len()], &expected[..]);
+        // The thread's last error as the currency: refused, naming it, without a crash.
+        let mut out = [0xAAu8; 256];
+        assert_eq!(reply_balance(r, -1, None, 0, &mut out).0, SP_ERR_INVALID_ARGUMENT);
+        // SAFETY: the last error's own pointer, alive and NUL-terminated during the call.
+        let status = unsafe {
+            let currency = sp_last_error_message().ptr;
+            sp_receiver_reply_balance(r, 1, currency, 0, out.as_mut_ptr().cast(), 256, ptr::null_mut())
+        };
+        assert_eq!((status, last_error().1.as_str()), (SP_ERR_INVALID_ARGUMENT, "currency"));
+        assert!(out.iter().all(|&b| b == 0xAA));
+        // SAFETY: the receiver from `receiver`.
+        unsafe { sp_receiver_free(r) };
+    }
 
     #[test]
     fn a_null_or_misaligned_record_is_refused_before_anything_is_written() {

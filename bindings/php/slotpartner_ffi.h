@@ -455,6 +455,14 @@ enum sp_status sp_reply_balance_new(const char *wrapper,
                                     const char *error_message,
                                     struct sp_buffer **out);
 
+enum sp_status sp_receiver_reply_balance(const struct sp_receiver *receiver,
+                                         int64_t money,
+                                         const char *currency,
+                                         int64_t coins,
+                                         char *out,
+                                         size_t capacity,
+                                         size_t *len);
+
 void sp_buffer_free(struct sp_buffer *buffer);
 
 const char *sp_status_name(int32_t code);

@@ -1,12 +1,14 @@
 //! The reply builders through the C ABI: `sp_reply_result_new`, `sp_reply_balance_new`,
-//! `sp_event_reply` and `sp_event_reply_balance` with any message, wrapper, currency and amounts
-//! (as bytes: not UTF-8, control characters, quotes, backslashes, cut at a NUL as C cuts them).
+//! `sp_event_reply`, `sp_event_reply_balance` and `sp_receiver_reply_balance` (into a buffer of
+//! any capacity) with any message, wrapper, currency and amounts (as bytes: not UTF-8, control
+//! characters, quotes, backslashes, cut at a NUL as C cuts them).
 //!
 //! Properties: a model of the documented rules predicts whether each call builds a reply and,
 //! when not, which argument it names; a built reply parses as JSON and holds exactly the wrapper,
 //! the message (round-tripped byte for byte), the amounts and the currency given; a failed build
 //! leaves the out-parameter alone and a clear last error (a message naming the argument, an HTTP
-//! answer that is JSON); everything is freed.
+//! answer that is JSON); a reply into the host's buffer is written whole with its NUL when it
+//! fits, and nothing is written past it or into a buffer too small; everything is freed.
 #![no_main]
 
 use std::ffi::CString;
@@ -17,7 +19,9 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use slotpartner::ffi::event::{sp_event, sp_event_free, sp_event_reply, sp_event_reply_balance};
 use slotpartner::ffi::receiver::*;
-use slotpartner::ffi::reply::{sp_buffer, sp_buffer_free, sp_reply_balance_new, sp_reply_result_new};
+use slotpartner::ffi::reply::{
+    sp_buffer, sp_buffer_free, sp_receiver_reply_balance, sp_reply_balance_new, sp_reply_result_new,
+};
 use slotpartner::ffi::status::sp_status::{self, *};
 use slotpartner::ffi::str::sp_str;
 use slotpartner_fuzz::{c_string, last_error, view_bytes};
@@ -80,6 +84,7 @@ enum Call {
     Balance { wrapper: Text, money: Amount, currency: Text, coins: Amount, error: Text },
     EventReply { kind: Kind, config: Config, success: bool, message: Text },
     EventBalance { kind: Kind, config: Config, money: Amount, currency: Text, coins: Amount },
+    ReceiverBalance { config: Config, money: Amount, currency: Text, coins: Amount, capacity: u8 },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -394,6 +399,44 @@ fuzz_target!(|call: Call| {
                 sp_event_free(ev);
                 sp_receiver_free(receiver);
             }
+        }
+        Call::ReceiverBalance { config, money, currency, coins, capacity } => {
+            let Some((receiver, wrapper, default_currency, _)) = receiver(config) else { return };
+            let c = currency.c();
+            let (money, coins) = (money.value(), coins.value());
+            let expected = match arg(&c) {
+                None => balance_model(&wrapper, money, &default_currency, coins, ""),
+                Some(Ok(c)) => balance_model(&wrapper, money, &c, coins, ""),
+                Some(Err(())) => Err("currency"),
+            };
+            let capacity = usize::from(*capacity);
+            let mut out = vec![0xAAu8; 256];
+            let mut len = usize::MAX;
+            // SAFETY: live receiver, NUL-terminated string or NULL, `out` writable beyond
+            // `capacity`, writable `len`.
+            let status = unsafe {
+                sp_receiver_reply_balance(receiver, money, cptr(&c), coins, out.as_mut_ptr().cast(), capacity, &mut len)
+            };
+            match &expected {
+                Ok(text) if capacity <= text.len() => {
+                    assert_eq!(last_error(status).1, "capacity", "{call:?}");
+                    assert_eq!(len, text.len());
+                    assert!(out.iter().all(|&b| b == 0xAA), "written into a buffer too small");
+                }
+                Ok(text) => {
+                    assert_eq!(len, text.len());
+                    assert_eq!(out[len], 0, "NUL-terminated");
+                    assert!(out[len + 1..].iter().all(|&b| b == 0xAA), "written past the NUL");
+                    check(status, Some(&out[..len]), expected.clone(), "", &call);
+                }
+                Err(_) => {
+                    assert_eq!(len, usize::MAX, "len written on failure");
+                    assert!(out.iter().all(|&b| b == 0xAA), "written on failure");
+                    check(status, None, expected.clone(), "", &call);
+                }
+            }
+            // SAFETY: freed once.
+            unsafe { sp_receiver_free(receiver) };
         }
     }
 });

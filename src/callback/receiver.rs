@@ -9,7 +9,7 @@ use crate::callback::auth;
 use crate::callback::event::{self, Event};
 use crate::callback::json::{self, MAX_DEPTH_CEILING};
 use crate::callback::options::ParseOptions;
-use crate::callback::reply;
+use crate::callback::reply::{self, BalanceReply};
 use crate::callback::response::{self, Response};
 use crate::callback::sources::{self, SourcePolicy};
 use crate::callback::spec::KnownEvent;
@@ -334,17 +334,11 @@ impl Receiver {
         reply::balance_after(&self.built.balance_prefix, money, currency, coins)
     }
 
-    /// `balance_reply` in two steps, for a caller that writes it into a buffer of its own: the
-    /// check, which gives the writer of the reply (into a buffer, with room for a NUL).
-    pub(crate) fn balance_writer<'r>(
-        &'r self,
-        money: i64,
-        currency: Option<&'r str>,
-        coins: i64,
-    ) -> Result<impl FnOnce(&mut Vec<u8>) + 'r> {
+    /// `balance_reply` checked but not yet written, for a caller that writes it into a buffer of
+    /// its own.
+    pub(crate) fn checked_balance(&self, money: i64, currency: Option<&str>, coins: i64) -> Result<BalanceReply<'_>> {
         let currency = currency.unwrap_or(&self.config.balance_currency);
-        reply::check_balance(money, currency, coins)?;
-        Ok(move |out: &mut Vec<u8>| reply::push_balance(out, &self.built.balance_prefix, money, currency, coins))
+        BalanceReply::new(&self.built.balance_prefix, money, currency, coins)
     }
 
     /// What the endpoint answers when `handle` fails: for a known event whose fields are

@@ -58,9 +58,8 @@ pub fn balance_prefix(wrapper: &str) -> String {
 /// The successful balance reply from its `balance_prefix`, after checking the amounts and the
 /// currency.
 pub fn balance_after(prefix: &str, money: i64, currency: &str, coins: i64) -> Result<String> {
-    check_balance(money, currency, coins)?;
     let mut out = Vec::new();
-    push_balance(&mut out, prefix, money, currency, coins);
+    BalanceReply::new(prefix, money, currency, coins)?.push_to(&mut out);
     Ok(String::from_utf8(out).expect("a prefix, ASCII digits and letters"))
 }
 
@@ -79,19 +78,47 @@ pub fn check_balance(money: i64, currency: &str, coins: i64) -> Result<()> {
     Ok(())
 }
 
-/// Appends the successful balance reply of `balance_after` to `out`, its arguments checked
-/// (`check_balance`), with room for one more byte (a host's NUL).
-pub fn push_balance(out: &mut Vec<u8>, prefix: &str, money: i64, currency: &str, coins: i64) {
-    const REST: &str = r#","currencyISO4217":"XXX","coins":,"errorMessage":""}}"#;
-    out.reserve(prefix.len() + REST.len() + 2 * 16 + 1);
-    out.extend_from_slice(prefix.as_bytes());
-    let mut digits = itoa::Buffer::new();
-    out.extend_from_slice(digits.format(money).as_bytes());
-    out.extend_from_slice(br#","currencyISO4217":""#);
-    out.extend_from_slice(currency.as_bytes());
-    out.extend_from_slice(br#"","coins":"#);
-    out.extend_from_slice(digits.format(coins).as_bytes());
-    out.extend_from_slice(br#","errorMessage":""}}"#);
+/// A successful balance reply, checked and ready to be written: `balance_after`'s text in
+/// pieces. It borrows only its prefix; the currency code is copied in, so the reply may be
+/// written over the memory the code was read from.
+#[derive(Debug, Clone, Copy)]
+pub struct BalanceReply<'p> {
+    prefix: &'p str,
+    money: i64,
+    currency: [u8; 3],
+    coins: i64,
+}
+
+impl<'p> BalanceReply<'p> {
+    /// The reply from its `balance_prefix`, after `check_balance`.
+    pub fn new(prefix: &'p str, money: i64, currency: &str, coins: i64) -> Result<Self> {
+        check_balance(money, currency, coins)?;
+        let currency = currency.as_bytes().try_into().expect("a checked code is three bytes");
+        Ok(BalanceReply { prefix, money, currency, coins })
+    }
+
+    /// The reply's bytes in order, the amounts formatted into `money` and `coins`.
+    pub fn pieces<'a>(&'a self, money: &'a mut itoa::Buffer, coins: &'a mut itoa::Buffer) -> [&'a [u8]; 7] {
+        [
+            self.prefix.as_bytes(),
+            money.format(self.money).as_bytes(),
+            br#","currencyISO4217":""#,
+            &self.currency,
+            br#"","coins":"#,
+            coins.format(self.coins).as_bytes(),
+            br#","errorMessage":""}}"#,
+        ]
+    }
+
+    /// Appends the reply to `out`, with room for one more byte (a host's NUL).
+    pub fn push_to(&self, out: &mut Vec<u8>) {
+        let (mut money, mut coins) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let pieces = self.pieces(&mut money, &mut coins);
+        out.reserve(pieces.iter().map(|piece| piece.len()).sum::<usize>() + 1);
+        for piece in pieces {
+            out.extend_from_slice(piece);
+        }
+    }
 }
 
 /// `{"<wrapper>":{"errorMessage":"<message>"}}`: a refused balance query, stating no balance.

@@ -559,8 +559,8 @@ pub unsafe extern "C" fn sp_event_reply_balance(
             );
         }
         let EventBox { receiver, reply, view, .. } = b;
-        let write = receiver.balance_writer(money, currency, coins)?;
-        out.write(keep_written(reply, view, 200, write));
+        let balance = receiver.checked_balance(money, currency, coins)?;
+        out.write(keep_written(reply, view, 200, |out| balance.push_to(out)));
         Ok(())
     })
 }

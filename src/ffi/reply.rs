@@ -1,11 +1,15 @@
 //! Reply bodies built without an event: `sp_reply_result_new` for any wrapper key and
-//! `sp_reply_balance_new`, each handing out an `sp_buffer` freed with `sp_buffer_free`.
+//! `sp_reply_balance_new`, each handing out an `sp_buffer` freed with `sp_buffer_free`; and
+//! `sp_receiver_reply_balance`, a receiver's successful balance reply written into the caller's
+//! own buffer.
 
 use std::ffi::c_char;
 
 use crate::callback::reply;
+use crate::error::{Error, ErrorKind};
 use crate::ffi::args;
 use crate::ffi::owned;
+use crate::ffi::receiver::sp_receiver;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::sp_str;
 
@@ -89,6 +93,74 @@ pub unsafe extern "C" fn sp_reply_balance_new(
         };
         let text = reply::balance(wrapper, money, currency, coins, error_message.unwrap_or(""))?;
         out.write(into_raw(text));
+        Ok(())
+    })
+}
+
+/// Writes the successful reply to a balance query into the caller's buffer `out` of `capacity`
+/// bytes, NUL-terminated, as `sp_event_reply_balance` builds it from the receiver's settings:
+/// `{"playerBalance":{"money":<money>,"currencyISO4217":"<currency>","coins":<coins>,"errorMessage":""}}`
+/// (wrapper and default currency as configured; `currency` NULL for the configured one; `money`
+/// in minor units; `money` and `coins` 0 to 2^53-1). For hosts reading events through
+/// `sp_receiver_handle_record`: no allocation, nothing to free. A failure reply, which states no
+/// balance, comes from `sp_reply_balance_new` with an error message.
+///
+/// `*len` (when `len` is not NULL) gets the reply's length without its NUL, on success and when
+/// `capacity` is too small alike: the buffer needs `*len + 1` bytes. A reply never takes more
+/// than 99 bytes plus twice the length of the configured wrapper, its NUL included. A smaller
+/// buffer fails with `SP_ERR_INVALID_ARGUMENT` (field `capacity`) and nothing is written into
+/// it; so do NULL `out` (field `out`) and invalid amounts or currency (fields `money`, `coins`,
+/// `currency`). Nothing past the reply's NUL is written, whatever `capacity` says. `currency`
+/// is read before anything is written: it may lie inside `out`.
+///
+/// # Safety
+/// `receiver` is NULL or live; `currency` is NULL or NUL-terminated; `out` is NULL or points to
+/// `capacity` writable bytes that nothing else reads or writes during the call; `len` is NULL
+/// or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_reply_balance(
+    receiver: *const sp_receiver,
+    money: i64,
+    currency: *const c_char,
+    coins: i64,
+    out: *mut c_char,
+    capacity: usize,
+    len: *mut usize,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (receiver, currency) =
+            unsafe { (&args::object("receiver", receiver)?.inner, args::opt_text("currency", currency)?) };
+        if out.is_null() {
+            return Err(Error::field(ErrorKind::InvalidArgument, "out", "must not be NULL").into());
+        }
+        let balance = receiver.checked_balance(money, currency, coins)?;
+        let (mut money_digits, mut coins_digits) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let pieces = balance.pieces(&mut money_digits, &mut coins_digits);
+        let reply_len: usize = pieces.iter().map(|piece| piece.len()).sum();
+        // `*len` is written last: a careless host's `len` may point into `out`.
+        let report_len = || {
+            if !len.is_null() {
+                // SAFETY: the caller promises NULL or a writable size_t.
+                unsafe { len.write(reply_len) };
+            }
+        };
+        if capacity <= reply_len {
+            report_len();
+            let problem = format!("is {capacity} bytes; this reply needs {} with its NUL", reply_len + 1);
+            return Err(Error::field(ErrorKind::InvalidArgument, "capacity", problem).into());
+        }
+        // SAFETY: `out` is non-NULL and (the caller promises) `capacity > reply_len` writable
+        // bytes nothing else uses; the pieces are the receiver's, on this stack, or copied here.
+        unsafe {
+            let mut at = out.cast::<u8>();
+            for piece in pieces {
+                std::ptr::copy_nonoverlapping(piece.as_ptr(), at, piece.len());
+                at = at.add(piece.len());
+            }
+            at.write(0);
+        }
+        report_len();
         Ok(())
     })
 }

@@ -2,8 +2,9 @@
  * UndefinedBehaviorSanitizer by `make test`: the library's own pointers handed back in (the last
  * error's message as an argument), fields of returned structs overwritten, SIZE_MAX lengths,
  * one event read from two threads at once, records written into buffers too small, misaligned
- * or holding the body, and calls from a thread that is exiting (a pthread_key destructor runs
- * after the thread's other thread-locals are gone).
+ * or holding the body, balance replies written into buffers a host hands over, and calls from
+ * a thread that is exiting (a pthread_key destructor runs after the thread's other thread-locals
+ * are gone).
  *
  * Prints one line per failed check and "N passed, N failed"; exits non-zero on any failure. */
 #include <pthread.h>
@@ -282,6 +283,36 @@ static void records(const struct sp_receiver *receiver) {
           "a SIZE_MAX body length is refused");
 }
 
+/* 5b. A balance reply (sp_receiver_reply_balance) into buffers a careless host hands over: too
+ * small, a lying SIZE_MAX capacity, NULL, its own currency inside it, the last error's message as
+ * the currency. */
+static void balance_replies(const struct sp_receiver *receiver) {
+    char out[256];
+    size_t len = 0;
+    memset(out, 0xAA, sizeof out);
+    check(sp_receiver_reply_balance(receiver, 100, NULL, 0, out, 8, &len) == SP_ERR_INVALID_ARGUMENT &&
+              strcmp(sp_last_error_field().ptr, "capacity") == 0 && len > 8,
+          "a too small reply buffer gets the length it needs");
+    check((unsigned char)out[0] == 0xAA && (unsigned char)out[7] == 0xAA, "and is not written");
+    size_t needed = len;
+    check(sp_receiver_reply_balance(receiver, 100, NULL, 0, out, SIZE_MAX, &len) == SP_OK && len == needed &&
+              out[len] == '\0' && (unsigned char)out[len + 1] == 0xAA,
+          "a capacity of SIZE_MAX writes the reply and its NUL alone");
+    check(strstr(out, "\"money\":100,") != NULL, "the reply states the balance");
+    check(sp_receiver_reply_balance(receiver, 100, NULL, 0, NULL, sizeof out, &len) == SP_ERR_INVALID_ARGUMENT &&
+              strcmp(sp_last_error_field().ptr, "out") == 0,
+          "a NULL reply buffer is refused");
+    strcpy(out, "USD");
+    check(sp_receiver_reply_balance(receiver, 7, out, 0, out, sizeof out, &len) == SP_OK &&
+              strstr(out, "\"currencyISO4217\":\"USD\"") != NULL,
+          "the currency may be read from the reply buffer itself");
+    (void)sp_receiver_reply_balance(receiver, -1, NULL, 0, out, sizeof out, &len);
+    check(sp_receiver_reply_balance(receiver, 1, sp_last_error_message().ptr, 0, out, sizeof out, NULL) ==
+                  SP_ERR_INVALID_ARGUMENT &&
+              strcmp(sp_last_error_field().ptr, "currency") == 0,
+          "the last error's message as the currency is refused, naming it");
+}
+
 /* 6. Calls from a thread that is exiting: pthread_key destructors run after Rust's own
  * thread-locals are destroyed. Nothing may abort; calls work, without a last error to read. */
 static pthread_key_t exiting_key;
@@ -305,6 +336,8 @@ static void on_thread_exit(void *arg) {
     _Alignas(8) unsigned char buffer[1024];
     ok &= sp_receiver_handle_record(receiver, TOKEN, NULL, NULL, (const uint8_t *)REFUND, strlen(REFUND), buffer,
                                     sizeof buffer, NULL) == SP_OK;
+    char reply_buffer[256];
+    ok &= sp_receiver_reply_balance(receiver, 1, NULL, 0, reply_buffer, sizeof reply_buffer, NULL) == SP_OK;
     exiting_ok = ok;
 }
 
@@ -333,6 +366,7 @@ int main(void) {
     shared_reads(receiver);
     huge_lengths(receiver);
     records(receiver);
+    balance_replies(receiver);
     exiting_threads(receiver);
     sp_receiver_free(receiver);
     printf("careless_host: %d passed, %d failed\n", passed, failed);
