@@ -114,10 +114,28 @@ pub fn key_problem(key: &str) -> Option<&'static str> {
 /// The first control character (C0, DEL or C1) of `s`. Scans bytes first: the only bytes that
 /// can start one are below 0x20, 0x7F, and 0xC2 (the lead byte of U+0080..U+009F).
 pub fn first_control_char(s: &str) -> Option<char> {
-    if !s.bytes().any(|b| CONTROL_LEAD[usize::from(b)]) {
+    if !may_hold_control(s.as_bytes()) {
         return None;
     }
     s.chars().find(|c| c.is_control())
+}
+
+/// Whether `bytes` holds a byte of `CONTROL_LEAD`. Eight bytes at a time, the last word
+/// overlapping the one before it: a word is flagged exactly when one of its bytes is below 0x20
+/// or equal to 0x7F or 0xC2 (the borrow of a subtraction can flag a byte above one that matches,
+/// never a word without one).
+fn may_hold_control(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
+    let flagged = |chunk: &[u8]| {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        below(word, 0x20) | below(word ^ (ONES * 0x7F), 1) | below(word ^ (ONES * 0xC2), 1) != 0
+    };
+    if bytes.len() < 8 {
+        return bytes.iter().any(|&b| CONTROL_LEAD[usize::from(b)]);
+    }
+    bytes.chunks_exact(8).any(flagged) || flagged(&bytes[bytes.len() - 8..])
 }
 
 /// `name` when it can serve as a key or name the library writes or matches (a reply wrapper, an
@@ -309,5 +327,39 @@ pub fn push_quoted(out: &mut String, s: &str) {
         out.push('"');
         out.push_str(s);
         out.push('"');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_word_check_flags_exactly_the_control_lead_bytes() {
+        // Every byte value at every position of strings of 1 to 24 bytes, alone among printable
+        // ones and next to another flagged byte: the word check agrees with the table.
+        for len in 1..=24 {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    assert_eq!(may_hold_control(&bytes), CONTROL_LEAD[usize::from(b)], "{b:#x} at {at} of {len}");
+                    bytes[len - 1 - at] = 0xC2;
+                    assert!(may_hold_control(&bytes));
+                    bytes[len - 1 - at] = 0xFF;
+                    bytes[at] = b;
+                    let expected = bytes.iter().any(|&c| CONTROL_LEAD[usize::from(c)]);
+                    assert_eq!(may_hold_control(&bytes), expected, "{b:#x} at {at} of {len} beside 0xFF");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_control_character_is_found_past_the_first_word() {
+        assert_eq!(first_control_char("abcdefghij\u{85}k"), Some('\u{85}'));
+        assert_eq!(first_control_char("abcdefgh\u{7f}"), Some('\u{7f}'));
+        assert_eq!(first_control_char("abcdefgh\u{a0}é\u{c2b}"), None);
+        assert_eq!(first_control_char("player-1001\u{0}"), Some('\u{0}'));
     }
 }

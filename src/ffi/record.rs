@@ -190,7 +190,10 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
             record.cast::<sp_record>().write(header(&event, needed, strings_len));
             let mut at = record.cast::<u8>().add(size_of::<sp_record>());
             for_each_block_string(&event, |text| {
-                std::ptr::copy_nonoverlapping(text.as_ptr(), at, text.len());
+                if !text.is_empty() {
+                    // Most typed slots of an event are empty: no call for them.
+                    std::ptr::copy_nonoverlapping(text.as_ptr(), at, text.len());
+                }
                 at.add(text.len()).write(0);
                 at = at.add(text.len() + 1);
             });
