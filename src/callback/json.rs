@@ -112,7 +112,9 @@ pub fn key_problem(key: &str) -> Option<&'static str> {
 }
 
 /// The first control character (C0, DEL or C1) of `s`. Scans bytes first: the only bytes that
-/// can start one are below 0x20, 0x7F, and 0xC2 (the lead byte of U+0080..U+009F).
+/// can start one are below 0x20, 0x7F, and 0xC2 (the lead byte of U+0080..U+009F). Inlined: most
+/// keys and names are short, and a call would cost more than the scan.
+#[inline(always)]
 pub fn first_control_char(s: &str) -> Option<char> {
     if !may_hold_control(s.as_bytes()) {
         return None;
@@ -120,11 +122,17 @@ pub fn first_control_char(s: &str) -> Option<char> {
     s.chars().find(|c| c.is_control())
 }
 
-/// Whether `bytes` holds a byte of `CONTROL_LEAD`. Eight bytes at a time, the last word
-/// overlapping the one before it: a word is flagged exactly when one of its bytes is below 0x20
-/// or equal to 0x7F or 0xC2 (the borrow of a subtraction can flag a byte above one that matches,
-/// never a word without one).
+/// Whether `bytes` holds a byte of `CONTROL_LEAD`: a short run byte by byte, a longer one by words.
+#[inline(always)]
 fn may_hold_control(bytes: &[u8]) -> bool {
+    if bytes.len() < 8 { bytes.iter().any(|&b| CONTROL_LEAD[usize::from(b)]) } else { words_hold_control(bytes) }
+}
+
+/// Whether `bytes` (at least eight of them) holds a byte of `CONTROL_LEAD`. Eight bytes at a
+/// time, the last word overlapping the one before it: a word is flagged exactly when one of its
+/// bytes is below 0x20 or equal to 0x7F or 0xC2 (the borrow of a subtraction can flag a byte
+/// above one that matches, never a word without one).
+fn words_hold_control(bytes: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
@@ -132,9 +140,6 @@ fn may_hold_control(bytes: &[u8]) -> bool {
         let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
         below(word, 0x20) | below(word ^ (ONES * 0x7F), 1) | below(word ^ (ONES * 0xC2), 1) != 0
     };
-    if bytes.len() < 8 {
-        return bytes.iter().any(|&b| CONTROL_LEAD[usize::from(b)]);
-    }
     bytes.chunks_exact(8).any(flagged) || flagged(&bytes[bytes.len() - 8..])
 }
 
