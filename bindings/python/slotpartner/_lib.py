@@ -562,6 +562,9 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     # Standalone replies.
     "sp_reply_result_new": (c_int, [c_char_p, c_bool, c_char_p, c_bool, _OUT]),
     "sp_reply_balance_new": (c_int, [c_char_p, c_int64, c_char_p, c_int64, c_char_p, _OUT]),
+    # A receiver's balance reply into a caller's buffer (for C hosts: the binding completes its
+    # own template instead, without a call).
+    "sp_receiver_reply_balance": (c_int, [c_void_p, c_int64, c_char_p, c_int64, c_void_p, c_size_t, c_void_p]),
     "sp_buffer_free": (None, [c_void_p]),
     # Client.
     "sp_client_config_new": (c_int, [c_char_p, c_char_p, _OUT]),
