@@ -1409,8 +1409,9 @@ enum sp_status sp_receiver_parse(const struct sp_receiver *receiver,
  *
  * For a receiver without a journal only (`SP_ERR_INVALID_ARGUMENT`, field `receiver`,
  * otherwise): a journaled delivery is claimed through its `sp_event`. The reply is built apart:
- * `sp_reply_result_new`, `sp_reply_balance_new`, or a reply the host keeps (a refund's or
- * payout's success reply is the same bytes every time). An unknown event
+ * a reply the host keeps (a refund's or payout's success reply is the same bytes every time),
+ * `sp_receiver_reply_balance` (a balance, into the host's buffer), or `sp_reply_result_new` and
+ * `sp_reply_balance_new` (failures). An unknown event
  * (`SP_EVENT_KIND_OTHER`) has no reply: answer it as `sp_event_reply` would, with HTTP 400.
  *
  * Refused with `SP_ERR_INVALID_ARGUMENT` before anything is written: a NULL or misaligned
@@ -1528,9 +1529,9 @@ enum sp_status sp_reply_balance_new(const char *wrapper,
  * is read before anything is written: it may lie inside `out`.
  *
  * # Safety
- * `receiver` is NULL or live; `currency` is NULL or NUL-terminated; `out` is NULL or points to
- * `capacity` writable bytes that nothing else reads or writes during the call; `len` is NULL
- * or writable.
+ * `receiver` is NULL or live; `currency` is NULL or NUL-terminated (it may lie inside `out`);
+ * `out` is NULL or points to `capacity` writable bytes that no other thread uses during the
+ * call; `len` is NULL or writable (it may lie inside `out`, past the reply).
  */
 enum sp_status sp_receiver_reply_balance(const struct sp_receiver *receiver,
                                          int64_t money,

@@ -120,8 +120,9 @@ fn bad_record(field: &str, problem: impl std::fmt::Display) -> Error {
 ///
 /// For a receiver without a journal only (`SP_ERR_INVALID_ARGUMENT`, field `receiver`,
 /// otherwise): a journaled delivery is claimed through its `sp_event`. The reply is built apart:
-/// `sp_reply_result_new`, `sp_reply_balance_new`, or a reply the host keeps (a refund's or
-/// payout's success reply is the same bytes every time). An unknown event
+/// a reply the host keeps (a refund's or payout's success reply is the same bytes every time),
+/// `sp_receiver_reply_balance` (a balance, into the host's buffer), or `sp_reply_result_new` and
+/// `sp_reply_balance_new` (failures). An unknown event
 /// (`SP_EVENT_KIND_OTHER`) has no reply: answer it as `sp_event_reply` would, with HTTP 400.
 ///
 /// Refused with `SP_ERR_INVALID_ARGUMENT` before anything is written: a NULL or misaligned

@@ -114,9 +114,9 @@ pub unsafe extern "C" fn sp_reply_balance_new(
 /// is read before anything is written: it may lie inside `out`.
 ///
 /// # Safety
-/// `receiver` is NULL or live; `currency` is NULL or NUL-terminated; `out` is NULL or points to
-/// `capacity` writable bytes that nothing else reads or writes during the call; `len` is NULL
-/// or writable.
+/// `receiver` is NULL or live; `currency` is NULL or NUL-terminated (it may lie inside `out`);
+/// `out` is NULL or points to `capacity` writable bytes that no other thread uses during the
+/// call; `len` is NULL or writable (it may lie inside `out`, past the reply).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_receiver_reply_balance(
     receiver: *const sp_receiver,
