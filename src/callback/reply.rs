@@ -64,7 +64,7 @@ pub fn balance_after(prefix: &str, money: i64, currency: &str, coins: i64) -> Re
 }
 
 /// Checks what a successful balance reply states: amounts of 0 to 2^53 - 1 and an ISO 4217 code.
-pub fn check_balance(money: i64, currency: &str, coins: i64) -> Result<()> {
+fn check_balance(money: i64, currency: &str, coins: i64) -> Result<()> {
     for (name, value) in [("money", money), ("coins", coins)] {
         if !(0..=MAX_AMOUNT).contains(&value) {
             let problem = format!("expected an integer from 0 to {MAX_AMOUNT}, got {value}");

@@ -4,7 +4,8 @@ use std::ffi::{CStr, c_char};
 
 use crate::error::{Error, ErrorKind, Result};
 
-fn null(name: &str) -> Error {
+/// The refusal of a NULL `name`: an argument, or a buffer the library is to write into.
+pub(crate) fn null(name: &str) -> Error {
     Error::field(ErrorKind::InvalidArgument, name, "must not be NULL")
 }
 

@@ -155,7 +155,7 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
             return Err(bad_record("receiver", problem).into());
         }
         if record.is_null() {
-            return Err(bad_record("record", "must not be NULL").into());
+            return Err(args::null("record").into());
         }
         if record.addr() % align_of::<sp_record>() != 0 {
             let problem = format!("must be aligned to {} bytes (for sp_record)", align_of::<sp_record>());

@@ -132,7 +132,7 @@ pub unsafe extern "C" fn sp_receiver_reply_balance(
         let (receiver, currency) =
             unsafe { (&args::object("receiver", receiver)?.inner, args::opt_text("currency", currency)?) };
         if out.is_null() {
-            return Err(Error::field(ErrorKind::InvalidArgument, "out", "must not be NULL").into());
+            return Err(args::null("out").into());
         }
         let balance = receiver.checked_balance(money, currency, coins)?;
         let (mut money_digits, mut coins_digits) = (itoa::Buffer::new(), itoa::Buffer::new());
