@@ -12,7 +12,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use slotpartner::journal::{Begin, Claim, Delivery, Journal, JournalOptions, RecordState};
+use slotpartner::journal::{Begin, Claim, Delivery, Journal, JournalOptions, RecordState, Synchronous};
 use slotpartner::{ErrorKind, ParseOptions, parse};
 
 #[path = "e2e/cluster.rs"]
@@ -481,6 +481,45 @@ fn eight_threads_one_key(b: &dyn Backend) {
 
 // ---------------------------------------------------------------------------------------------
 // One backend only
+
+/// PostgreSQL commits a stored reply durably exactly when asked: the server is told to wait
+/// `commit_delay` (0.1 s) before each WAL flush a commit waits for, so that a durable commit
+/// takes at least that long and one committed with `synchronous_commit=off` does not wait.
+/// `finish` with `Synchronous::Full` must wait every time; `begin` (claims are never durable)
+/// and `finish` with `Synchronous::Normal` must not (the fastest of five is under the delay:
+/// robust to a loaded machine).
+#[test]
+fn postgres_durable_replies_wait_for_the_flush() {
+    let Some(cluster) = Cluster::start("PostgreSQL durability") else { return };
+    const DELAY: Duration = Duration::from_millis(100);
+    let url =
+        |schema: &str| format!("{}%20-ccommit_delay%3D100000%20-ccommit_siblings%3D0", cluster.schema_url(schema));
+    let timed = |run: &mut dyn FnMut()| {
+        let started = Instant::now();
+        run();
+        started.elapsed()
+    };
+    let run = |synchronous: Synchronous, first: i64| -> (Vec<Duration>, Vec<Duration>) {
+        let options = JournalOptions { synchronous, ..JournalOptions::default() };
+        let journal = open_with(&url(&format!("durability_{}", first)), options);
+        let (mut begins, mut finishes) = (Vec::new(), Vec::new());
+        for transaction_id in first..first + 5 {
+            let mut claim = None;
+            begins.push(timed(&mut || claim = Some(new_claim(&journal, &refund(transaction_id, None, 7)))));
+            let claim = claim.unwrap();
+            finishes.push(timed(&mut || journal.finish(&claim, b"{}").expect("finish")));
+        }
+        (begins, finishes)
+    };
+    let (full_begins, full_finishes) = run(Synchronous::Full, 100);
+    assert!(full_finishes.iter().all(|d| *d >= DELAY), "a durable finish returned before the flush: {full_finishes:?}");
+    assert!(full_begins.iter().min().unwrap() < &DELAY, "claims waited for a flush: {full_begins:?}");
+    let (_, normal_finishes) = run(Synchronous::Normal, 200);
+    assert!(
+        normal_finishes.iter().min().unwrap() < &DELAY,
+        "Synchronous::Normal waited for a flush: {normal_finishes:?}"
+    );
+}
 
 #[test]
 fn other_schemes_are_refused() {

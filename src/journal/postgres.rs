@@ -4,7 +4,9 @@
 //! Every call is one READ COMMITTED transaction. A claim is `INSERT ... ON CONFLICT DO NOTHING`,
 //! then `SELECT ... FOR UPDATE` of the existing row. Times (leases) are the server's clock, so
 //! that hosts whose clocks differ agree. Claims commit with `synchronous_commit=off`, stored
-//! replies with `on` (`Synchronous::Full`). Indexes are appended to `sp_journal_seen` and merged
+//! replies with `on` (`Synchronous::Full`): the statement that stores a reply sets its own
+//! transaction's `synchronous_commit` (`set_config(..., true)`), so that a durable `finish` is
+//! one round trip, not three (`BEGIN; SET LOCAL`, the statement, `COMMIT`). Indexes are appended to `sp_journal_seen` and merged
 //! into the runs in batches (every few hundred deliveries of a process, and before `status` and
 //! `missing` answer), so that concurrent deliveries never queue on the runs. Counters are spread
 //! over shard rows for the same reason.
@@ -106,8 +108,6 @@ enum Mode {
     Single,
     /// Between `BEGIN` and `COMMIT`, `synchronous_commit=off`.
     Normal,
-    /// Between `BEGIN` and `COMMIT`, with the configured durability of stored replies.
-    Durable,
 }
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
@@ -245,8 +245,7 @@ impl Postgres {
     }
 
     /// Runs `work` as one transaction: `Mode::Single` for one statement in autocommit (no
-    /// `BEGIN`), else between `BEGIN` and `COMMIT`, `Mode::Durable` with `synchronous_commit=on`
-    /// when the options ask for `Synchronous::Full`. Retried on a serialization failure or a
+    /// `BEGIN`), else between `BEGIN` and `COMMIT`. Retried on a serialization failure or a
     /// deadlock, and on a fresh connection when a kept one is found closed before use.
     fn transaction<T>(
         &self,
@@ -256,10 +255,7 @@ impl Postgres {
     ) -> Result<T> {
         let begin = match mode {
             Mode::Single => None,
-            Mode::Durable if options.synchronous == Synchronous::Full => {
-                Some("BEGIN; SET LOCAL synchronous_commit TO on")
-            }
-            Mode::Normal | Mode::Durable => Some("BEGIN"),
+            Mode::Normal => Some("BEGIN"),
         };
         let mut tries = 0;
         loop {
@@ -469,14 +465,17 @@ const CLAIM_TAKE_OVER: &str = concat!(
     now_ms!(),
     " + $4 WHERE key = $1"
 );
+/// Stores the reply of a live claim and counts it handled, committed as durably as `$5` says
+/// (`synchronous_commit` of this statement's own transaction: `on` for `Synchronous::Full`).
 const FINISH: &str = concat!(
-    "WITH finished AS (UPDATE sp_journal_delivery SET state = 'done', reply = $3, token = NULL, updated_ms = ",
+    "WITH durable AS (SELECT set_config('synchronous_commit', $5::text, true)), ",
+    "finished AS (UPDATE sp_journal_delivery SET state = 'done', reply = $3, token = NULL, updated_ms = ",
     now_ms!(),
     ", finished_ms = ",
     now_ms!(),
     " WHERE key = $1 AND state = 'claimed' AND token = $2 RETURNING 1), ",
     "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
-    "SELECT count(*) FROM finished"
+    "SELECT count(*) FROM finished, durable"
 );
 const ABANDON: &str = concat!(
     "WITH abandoned AS (UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, lease_until_ms = 0, updated_ms = ",
@@ -575,9 +574,12 @@ impl super::Store for Postgres {
 
     fn finish(&self, claim: &Claim, reply: &[u8], options: &JournalOptions) -> Result<()> {
         let shard = self.shard();
-        let mode = if options.synchronous == Synchronous::Full { Mode::Durable } else { Mode::Single };
-        let done = self.transaction(options, mode, |tx| {
-            Ok(counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard])?)? == 1)
+        let commit = match options.synchronous {
+            Synchronous::Full => "on",
+            Synchronous::Normal => "off",
+        };
+        let done = self.transaction(options, Mode::Single, |tx| {
+            Ok(counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?)? == 1)
         })?;
         if done {
             return Ok(());
