@@ -186,6 +186,68 @@ function throughBinding(Receiver $receiver, string $body): string
 }
 
 /**
+ * The least a binding over FFI can do per callback, to show the binding's own cost against:
+ * the library's call into the record buffer, the strings in one copy, each of the record's
+ * numbers read once, one object holding them in readonly properties (generic, so fewer than
+ * the binding's typed classes have) with a destructor counting it gone (as the binding's events
+ * have, for Event::liveCount() and their native event), every property read, and a reply kept
+ * from an earlier callback (a balance reply completed with the amounts). No class hierarchy,
+ * nothing kept for a failure reply or a journal.
+ */
+final class MinimalEvent
+{
+    public static int $live = 0;
+
+    /**
+     * @param list<string> $strings
+     * @param list<int|bool> $numbers
+     * @param array<string, string> $extra
+     */
+    public function __construct(
+        public readonly int $kind,
+        public readonly string $name,
+        public readonly array $strings,
+        public readonly array $numbers,
+        public readonly ?int $index,
+        public readonly bool $indexUnreadable,
+        public readonly array $extra,
+    ) {
+        ++self::$live;
+    }
+
+    public function __destruct()
+    {
+        --self::$live;
+    }
+}
+
+/** @param list<string> $reply the kept reply, or the three parts around a balance's amounts */
+function minimal(Native $native, FFI\CData $receiver, string $body, array $reply): string
+{
+    $status = $native->ffi->sp_receiver_handle_record($receiver, TOKEN, PEER, null, $body, strlen($body), $native->recordBuffer, $native->recordCapacity, $native->recordSize);
+    if ($status !== 0) {
+        throw new RuntimeException("bench: status $status");
+    }
+    $r = $native->record;
+    $strings = explode("\0", FFI::string($native->recordStrings, $r->strings_len));
+    $kind = $r->kind;
+    $numbers = match ($kind) {
+        1 => [$r->transaction_id, $r->buy_transaction_id, $r->game_session_id, $r->game_id, $r->is_mobile],
+        2 => [$r->money_won, $r->coins_won, $r->epoch_released_millis, $r->is_money, $r->is_primary, $r->transaction_id,
+            $r->buy_transaction_id, $r->game_session_id, $r->game_id, $r->has_is_mobile, $r->is_mobile],
+        default => [],
+    };
+    $count = $r->extra_fields_len;
+    $extra = [];
+    for ($i = 6, $end = 6 + 2 * $count; $i < $end; $i += 2) {
+        $extra[$strings[$i]] = $strings[$i + 1];
+    }
+    $event = new MinimalEvent($kind, $strings[6 + 2 * $count], $strings, $numbers, $r->has_index ? $r->index : null, $r->index_unreadable, $extra);
+    $fields = [$event->kind, $event->name, $event->strings, $event->numbers, $event->index, $event->indexUnreadable, $event->extra];
+    return count($reply) === 1 ? $reply[0] : $reply[0] . 100000 . $reply[1] . 0 . $reply[2];
+}
+
+/**
  * @param array<string, callable(): mixed> $variants
  * @return array<string, array{0: float, 1: float}> median and fastest round, µs per call
  */
@@ -222,7 +284,7 @@ printf("PHP %s, opcache %s, JIT %s, library %s (%s)\n", PHP_VERSION, $opcache ? 
 $counter = new CountingFfi(Library::ffi());
 $native = Native::get();
 $rawReceiver = (static fn (Receiver $r): FFI\CData => (fn () => $this->handle)->call($r))($receiver);
-printf("%-8s %6s | %11s %11s %11s %11s %11s | %8s %8s | %s\n", 'event', 'bytes', 'json_decode', 'dec+encode', 'decode+hand', 'binding', 'library', 'bind/d+e', 'bind/hand', 'FFI crossings per callback');
+printf("%-8s %6s | %11s %11s %11s %11s %11s %11s | %9s %8s %8s %9s | %s\n", 'event', 'bytes', 'json_decode', 'dec+encode', 'decode+hand', 'binding', 'minimal', 'library', 'bind/json', 'bind/d+e', 'bind/hand', 'min/json', 'FFI crossings per callback');
 foreach (['refund', 'payout', 'balance'] as $kind) {
     // Compact JSON, as the service sends it.
     $body = json_encode(json_decode((string) file_get_contents($root . '/tests/fixtures/' . $kind . '.json')), JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
@@ -242,37 +304,48 @@ foreach (['refund', 'payout', 'balance'] as $kind) {
 
     $reply = ['refund' => ['refund' => ['success' => true, 'errorMessage' => '']], 'payout' => ['payout' => ['success' => true, 'errorMessage' => '']],
         'balance' => ['playerBalance' => ['money' => 100000, 'currencyISO4217' => 'EUR', 'coins' => 0, 'errorMessage' => '']]][$kind];
+    $kept = $kind === 'balance' ? ['{"playerBalance":{"money":', ',"currencyISO4217":"EUR","coins":', ',"errorMessage":""}}'] : [throughBinding($receiver, $body)];
+    if (minimal($native, $rawReceiver, $body, $kept) !== throughBinding($receiver, $body)) {
+        fwrite(STDERR, "bench: the minimal path answers $kind differently\n");
+        exit(1);
+    }
     $r = measure([
         'json_decode' => static fn () => json_decode($body, true),
         // The peer's fastest path: decode the body, encode the reply (no checks at all).
         'decode_encode' => static fn () => json_encode([json_decode($body, true), $reply][1]),
         'hand' => static fn () => HandChecked::handle(TOKEN, PEER, $body),
         'binding' => static fn () => throughBinding($receiver, $body),
+        'minimal' => static fn () => minimal($native, $rawReceiver, $body, $kept),
         // The floor: the library's handle into a record through FFI, no PHP objects, no reply.
         'library' => static function () use ($native, $rawReceiver, $body): void {
             $native->ffi->sp_receiver_handle_record($rawReceiver, TOKEN, PEER, null, $body, strlen($body), $native->recordBuffer, $native->recordCapacity, $native->recordSize);
         },
     ]);
     printf(
-        "%-8s %6d | %11.2f %11.2f %11.2f %11.2f %11.2f | %7.2fx %7.2fx | %d (%s)\n",
+        "%-8s %6d | %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f | %8.2fx %7.2fx %7.2fx %8.2fx | %d (%s)\n",
         $kind,
         strlen($body),
         $r['json_decode'][0],
         $r['decode_encode'][0],
         $r['hand'][0],
         $r['binding'][0],
+        $r['minimal'][0],
         $r['library'][0],
+        $r['binding'][0] / $r['json_decode'][0],
         $r['binding'][0] / $r['decode_encode'][0],
         $r['binding'][0] / $r['hand'][0],
+        $r['minimal'][0] / $r['json_decode'][0],
         $crossings,
         $names,
     );
-    printf("%-8s %6s | %11.2f %11.2f %11.2f %11.2f %11.2f | (fastest round)\n", '', '', $r['json_decode'][1], $r['decode_encode'][1], $r['hand'][1], $r['binding'][1], $r['library'][1]);
+    printf("%-8s %6s | %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f | (fastest round)\n", '', '', $r['json_decode'][1], $r['decode_encode'][1], $r['hand'][1], $r['binding'][1], $r['minimal'][1], $r['library'][1]);
 }
 echo "µs per callback, median of ", ROUNDS, " rounds of ", PER_ROUND, " callbacks. dec+encode: json_decode() of the body and\n";
 echo "json_encode() of the reply, nothing checked (the peer bind/d+e compares with). decode+hand: json_decode() plus the same\n";
 echo "checks by hand (source, token, types, required fields, ranges, currency, identifiers) and json_encode()\n";
-echo "of the reply. binding: Receiver::handle(), every property read, reply, free. library: the bare\n";
+echo "of the reply. binding: Receiver::handle(), every property read, reply, free. minimal: the least a\n";
+echo "binding over FFI can do (the call, the strings in one copy, each number read once, one generic object\n";
+echo "with readonly properties and a destructor, every property read, a kept reply; see MinimalEvent). library: the bare\n";
 echo "sp_receiver_handle_record through FFI (the floor). The binding also refuses duplicate keys,\n";
 echo "lone surrogates and 1.0 for an integer, which json_decode() lets through.\n";
 if (Event::liveCount() !== 0) {

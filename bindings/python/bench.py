@@ -85,6 +85,81 @@ def binding_callback(token: str | None, remote: str, body: bytes) -> bytes:
     return event.reply(False, "unsupported event")
 
 
+class MinimalEvent:
+    """The least a binding over ctypes can build per callback (see ``minimal_callback``): one
+    generic object with slots, fewer than the binding's typed events have."""
+
+    __slots__ = ("kind", "name", "strings", "numbers", "index", "index_unreadable", "extra")
+
+    def __init__(
+        self,
+        kind: int,
+        name: str,
+        strings: list[str],
+        numbers: tuple[Any, ...],
+        index: int | None,
+        index_unreadable: bool,
+        extra: dict[str, str],
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.strings = strings
+        self.numbers = numbers
+        self.index = index
+        self.index_unreadable = index_unreadable
+        self.extra = extra
+
+
+_KEPT = {
+    _lib.SP_EVENT_KIND_BUY_REFUND: (b'{"refund":{"success":true,"errorMessage":""}}',),
+    _lib.SP_EVENT_KIND_JACKPOT_PAYOUT: (b'{"payout":{"success":true,"errorMessage":""}}',),
+    _lib.SP_EVENT_KIND_BALANCE_QUERY: (b'{"playerBalance":{"money":', b',"currencyISO4217":"EUR","coins":', b',"errorMessage":""}}'),
+}
+
+
+_HANDLE_RECORD = _lib.handle_record_unchecked
+_UNPACK_RECORD = _lib.RECORD.unpack_from
+_MEMORY = _lib.MEMORY
+_SIZE_T = ctypes.c_size_t
+
+
+def minimal_callback(token: str | None, remote: str, body: bytes) -> bytes:
+    """The least a binding over ctypes can do, to show the binding's own cost against: the
+    library's call into the record buffer (the binding's receiver, buffer and unchecked
+    function), its header unpacked and its strings decoded and split once, one generic object
+    (``MinimalEvent``), every attribute read, and a reply kept from an earlier callback (a
+    balance reply completed with the amount). No typed events, no checks of the arguments'
+    types, nothing kept for a failure reply or a journal."""
+    record = _lib.OUT.record_args
+    status = _HANDLE_RECORD(
+        receiver._cptr,  # noqa: SLF001 (the binding's own receiver)
+        None if token is None else token.encode(),
+        remote.encode(),
+        None,
+        body,
+        _SIZE_T(len(body)),
+        record[0],
+        record[1],
+        record[2],
+    )
+    if status:
+        raise ValueError(f"status {status}")
+    values = _UNPACK_RECORD(record[3])
+    start = record[4]
+    strings = _MEMORY[start : start + values[1]].decode().split("\0")
+    count = values[2]
+    if count == 1:
+        extra = {strings[6]: strings[7]}
+    else:
+        extra = {}
+        for at in range(6, 6 + 2 * count, 2):
+            extra[strings[at]] = strings[at + 1]
+    event = MinimalEvent(values[3], strings[6 + 2 * count], strings, values, values[8] if values[4] else None, values[5], extra)
+    _ = (event.kind, event.name, event.strings, event.numbers, event.index, event.index_unreadable, event.extra)
+    kept = _KEPT[event.kind]
+    return kept[0] if len(kept) == 1 else b"%s%d%s%d%s" % (kept[0], BALANCE, kept[1], 0, kept[2])
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. json.loads and careful hand checks.
 
@@ -388,6 +463,7 @@ def main() -> None:
     bodies = {kind: (FIXTURES / f"{kind}.json").read_bytes() for kind in ("refund", "payout", "balance")}
     callbacks: dict[str, Callable[[str | None, str, bytes], bytes]] = {
         "binding": binding_callback,
+        "minimal": minimal_callback,
         "hand": hand_callback,
     }
     pydantic_callback = make_pydantic_callback()
@@ -403,7 +479,10 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; {args.rounds} interleaved rounds of {args.batch} callbacks; "
           "µs per callback, median round (fastest round); ratios of medians")  # fmt: skip
     print()
-    header = f"{'event':<8} {'body':>5}  {'binding':>15} {'json+checks':>15} {'pydantic':>15}  {'bind/hand':>9} {'bind/pyd':>9}"
+    header = (
+        f"{'event':<8} {'body':>5}  {'binding':>15} {'minimal':>15} {'json+checks':>15} {'pydantic':>15}"
+        f"  {'bind/hand':>9} {'bind/pyd':>9} {'min/pyd':>9}"
+    )
     print(header)
     print("-" * len(header))
     for kind, body in bodies.items():
@@ -418,7 +497,13 @@ def main() -> None:
         bind = result["binding"][1]
         ratio_hand = f"{bind / result['hand'][1]:8.2f}x"
         ratio_pyd = f"{bind / result['pydantic'][1]:8.2f}x" if "pydantic" in result else f"{'-':>9}"
-        print(f"{kind:<8} {len(body):>5}  {cell('binding')} {cell('hand')} {cell('pydantic')}  {ratio_hand} {ratio_pyd}")
+        ratio_min = f"{result['minimal'][1] / result['pydantic'][1]:8.2f}x" if "pydantic" in result else f"{'-':>9}"
+        print(
+            f"{kind:<8} {len(body):>5}  {cell('binding')} {cell('minimal')} {cell('hand')} {cell('pydantic')}"
+            f"  {ratio_hand} {ratio_pyd} {ratio_min}"
+        )
+    print("minimal: the least a binding over ctypes can do (the call, the record read at once, one generic")
+    print("object, every attribute read, a kept reply; see minimal_callback), the floor of the binding's own cost.")
     print()
     for kind, body in bodies.items():
         counts = count_ffi_crossings(body)
