@@ -186,34 +186,14 @@ function throughBinding(Receiver $receiver, string $body): string
 }
 
 /**
- * The least a binding over FFI can do per callback, to show the binding's own cost against:
- * the library's call into the record buffer, the strings in one copy, each of the record's
- * numbers read once, one object holding them in readonly properties (generic, so fewer than
- * the binding's typed classes have) with a destructor counting it gone (as the binding's events
- * have, for Event::liveCount() and their native event), every property read, and a reply kept
- * from an earlier callback (a balance reply completed with the amounts). No class hierarchy,
- * nothing kept for a failure reply or a journal.
+ * The least a binding with this API can build per callback, to show the binding's own cost
+ * against (see minimal()): the event's fields in readonly properties of a class of its kind,
+ * named as the binding's, and a destructor counting the event gone (as the binding's events
+ * have, for Event::liveCount() and their native event). No methods, no private state.
  */
-final class MinimalEvent
+abstract class MinimalEvent
 {
     public static int $live = 0;
-
-    /**
-     * @param list<string> $strings
-     * @param list<int|bool> $numbers
-     * @param array<string, string> $extra
-     */
-    public function __construct(
-        public readonly int $kind,
-        public readonly string $name,
-        public readonly array $strings,
-        public readonly array $numbers,
-        public readonly ?int $index,
-        public readonly bool $indexUnreadable,
-        public readonly array $extra,
-    ) {
-        ++self::$live;
-    }
 
     public function __destruct()
     {
@@ -221,7 +201,82 @@ final class MinimalEvent
     }
 }
 
-/** @param list<string> $reply the kept reply, or the three parts around a balance's amounts */
+final class MinimalRefund extends MinimalEvent
+{
+    /** @param array<string, string> $extra */
+    public function __construct(
+        public readonly string $gameSessionIdentifier,
+        public readonly ?string $playerIdentifier,
+        public readonly ?string $playerPartnerIdentifier,
+        public readonly int $transactionId,
+        public readonly int $buyTransactionId,
+        public readonly int $gameSessionId,
+        public readonly string $partnerGameRequestIdentifier,
+        public readonly int $gameId,
+        public readonly bool $isMobile,
+        public readonly ?string $bonusCode,
+        public readonly string $name,
+        public readonly ?int $index,
+        public readonly bool $indexUnreadable,
+        public readonly array $extra,
+    ) {
+        ++self::$live;
+    }
+}
+
+final class MinimalPayout extends MinimalEvent
+{
+    /** @param array<string, string> $extra */
+    public function __construct(
+        public readonly string $jackpotIdentifier,
+        public readonly ?string $playerIdentifier,
+        public readonly ?string $playerPartnerIdentifier,
+        public readonly string $currencyISO4217,
+        public readonly int $moneyWon,
+        public readonly int $coinsWon,
+        public readonly bool $isMoney,
+        public readonly int $epochReleasedMillis,
+        public readonly bool $isPrimary,
+        public readonly int $transactionId,
+        public readonly int $buyTransactionId,
+        public readonly string $partnerGameRequestIdentifier,
+        public readonly int $gameSessionId,
+        public readonly int $gameId,
+        public readonly ?string $bonusCode,
+        public readonly ?bool $isMobile,
+        public readonly string $name,
+        public readonly ?int $index,
+        public readonly bool $indexUnreadable,
+        public readonly array $extra,
+    ) {
+        ++self::$live;
+    }
+}
+
+final class MinimalBalance extends MinimalEvent
+{
+    /** @param array<string, string> $extra */
+    public function __construct(
+        public readonly ?string $playerIdentifier,
+        public readonly ?string $playerPartnerIdentifier,
+        public readonly string $name,
+        public readonly ?int $index,
+        public readonly bool $indexUnreadable,
+        public readonly array $extra,
+    ) {
+        ++self::$live;
+    }
+}
+
+/**
+ * The least a binding with this API can do per callback over FFI: the library's call into the
+ * record buffer, the strings in one copy, each of the record's numbers read once, the typed
+ * event (MinimalEvent), every property read as throughBinding() reads them, and a reply kept
+ * from an earlier callback (a balance reply completed with the amounts). Nothing kept for a
+ * failure reply or a journal, no Receiver or Event methods in between.
+ *
+ * @param list<string> $reply the kept reply, or the three parts around a balance's amounts
+ */
 function minimal(Native $native, FFI\CData $receiver, string $body, array $reply): string
 {
     $status = $native->ffi->sp_receiver_handle_record($receiver, TOKEN, PEER, null, $body, strlen($body), $native->recordBuffer, $native->recordCapacity, $native->recordSize);
@@ -229,22 +284,39 @@ function minimal(Native $native, FFI\CData $receiver, string $body, array $reply
         throw new RuntimeException("bench: status $status");
     }
     $r = $native->record;
-    $strings = explode("\0", FFI::string($native->recordStrings, $r->strings_len));
-    $kind = $r->kind;
-    $numbers = match ($kind) {
-        1 => [$r->transaction_id, $r->buy_transaction_id, $r->game_session_id, $r->game_id, $r->is_mobile],
-        2 => [$r->money_won, $r->coins_won, $r->epoch_released_millis, $r->is_money, $r->is_primary, $r->transaction_id,
-            $r->buy_transaction_id, $r->game_session_id, $r->game_id, $r->has_is_mobile, $r->is_mobile],
-        default => [],
-    };
+    $s = explode("\0", FFI::string($native->recordStrings, $r->strings_len));
     $count = $r->extra_fields_len;
     $extra = [];
     for ($i = 6, $end = 6 + 2 * $count; $i < $end; $i += 2) {
-        $extra[$strings[$i]] = $strings[$i + 1];
+        $extra[$s[$i]] = $s[$i + 1];
     }
-    $event = new MinimalEvent($kind, $strings[6 + 2 * $count], $strings, $numbers, $r->has_index ? $r->index : null, $r->index_unreadable, $extra);
-    $fields = [$event->kind, $event->name, $event->strings, $event->numbers, $event->index, $event->indexUnreadable, $event->extra];
-    return count($reply) === 1 ? $reply[0] : $reply[0] . 100000 . $reply[1] . 0 . $reply[2];
+    $name = $s[6 + 2 * $count];
+    $index = $r->has_index ? $r->index : null;
+    $unreadable = $r->index_unreadable;
+    $kind = $r->kind;
+    if ($kind === 1) {
+        $event = new MinimalRefund($s[0], $s[1] === '' ? null : $s[1], $s[2] === '' ? null : $s[2], $r->transaction_id,
+            $r->buy_transaction_id, $r->game_session_id, $s[3], $r->game_id, $r->is_mobile, $s[4] === '' ? null : $s[4],
+            $name, $index, $unreadable, $extra);
+        $fields = [$event->gameSessionIdentifier, $event->playerIdentifier, $event->playerPartnerIdentifier, $event->transactionId,
+            $event->buyTransactionId, $event->gameSessionId, $event->partnerGameRequestIdentifier, $event->gameId, $event->isMobile,
+            $event->bonusCode, $event->index, $event->extra];
+        return $reply[0];
+    }
+    if ($kind === 2) {
+        $event = new MinimalPayout($s[0], $s[1] === '' ? null : $s[1], $s[2] === '' ? null : $s[2], $s[3], $r->money_won,
+            $r->coins_won, $r->is_money, $r->epoch_released_millis, $r->is_primary, $r->transaction_id, $r->buy_transaction_id,
+            $s[4], $r->game_session_id, $r->game_id, $s[5] === '' ? null : $s[5], $r->has_is_mobile ? $r->is_mobile : null,
+            $name, $index, $unreadable, $extra);
+        $fields = [$event->jackpotIdentifier, $event->playerIdentifier, $event->playerPartnerIdentifier, $event->currencyISO4217,
+            $event->moneyWon, $event->coinsWon, $event->isMoney, $event->epochReleasedMillis, $event->isPrimary, $event->transactionId,
+            $event->buyTransactionId, $event->partnerGameRequestIdentifier, $event->gameSessionId, $event->gameId, $event->bonusCode,
+            $event->isMobile, $event->index, $event->extra];
+        return $reply[0];
+    }
+    $event = new MinimalBalance($s[0] === '' ? null : $s[0], $s[1] === '' ? null : $s[1], $name, $index, $unreadable, $extra);
+    $fields = [$event->playerIdentifier, $event->playerPartnerIdentifier, $event->index, $event->extra];
+    return $reply[0] . 100000 . $reply[1] . 0 . $reply[2];
 }
 
 /**
@@ -344,8 +416,9 @@ echo "µs per callback, median of ", ROUNDS, " rounds of ", PER_ROUND, " callbac
 echo "json_encode() of the reply, nothing checked (the peer bind/d+e compares with). decode+hand: json_decode() plus the same\n";
 echo "checks by hand (source, token, types, required fields, ranges, currency, identifiers) and json_encode()\n";
 echo "of the reply. binding: Receiver::handle(), every property read, reply, free. minimal: the least a\n";
-echo "binding over FFI can do (the call, the strings in one copy, each number read once, one generic object\n";
-echo "with readonly properties and a destructor, every property read, a kept reply; see MinimalEvent). library: the bare\n";
+echo "binding with this API can do over FFI (the call, the strings in one copy, each number read once, the\n";
+echo "typed event with readonly properties and a destructor, every property read, a kept reply; see\n";
+echo "minimal()). library: the bare\n";
 echo "sp_receiver_handle_record through FFI (the floor). The binding also refuses duplicate keys,\n";
 echo "lone surrogates and 1.0 for an integer, which json_decode() lets through.\n";
 if (Event::liveCount() !== 0) {

@@ -85,38 +85,49 @@ def binding_callback(token: str | None, remote: str, body: bytes) -> bytes:
     return event.reply(False, "unsupported event")
 
 
-class MinimalEvent:
-    """The least a binding over ctypes can build per callback (see ``minimal_callback``): one
-    generic object with slots, fewer than the binding's typed events have."""
+class MinimalRefund:
+    """The least a binding with this API can build for a refund (see ``minimal_callback``): the
+    binding's attribute names, in slots, set by ``__init__``; no methods, no private state."""
 
-    __slots__ = ("kind", "name", "strings", "numbers", "index", "index_unreadable", "extra")
+    __slots__ = ("game_session_identifier", "player_identifier", "player_partner_identifier", "transaction_id",
+                 "buy_transaction_id", "game_session_id", "partner_game_request_identifier", "game_id", "is_mobile",
+                 "bonus_code", "name", "index", "index_unreadable", "extra")  # fmt: skip
 
-    def __init__(
-        self,
-        kind: int,
-        name: str,
-        strings: list[str],
-        numbers: tuple[Any, ...],
-        index: int | None,
-        index_unreadable: bool,
-        extra: dict[str, str],
-    ) -> None:
-        self.kind = kind
-        self.name = name
-        self.strings = strings
-        self.numbers = numbers
-        self.index = index
-        self.index_unreadable = index_unreadable
-        self.extra = extra
+    def __init__(self, *values: Any) -> None:
+        (self.game_session_identifier, self.player_identifier, self.player_partner_identifier, self.transaction_id,
+         self.buy_transaction_id, self.game_session_id, self.partner_game_request_identifier, self.game_id,
+         self.is_mobile, self.bonus_code, self.name, self.index, self.index_unreadable, self.extra) = values  # fmt: skip
 
 
-_KEPT = {
-    _lib.SP_EVENT_KIND_BUY_REFUND: (b'{"refund":{"success":true,"errorMessage":""}}',),
-    _lib.SP_EVENT_KIND_JACKPOT_PAYOUT: (b'{"payout":{"success":true,"errorMessage":""}}',),
-    _lib.SP_EVENT_KIND_BALANCE_QUERY: (b'{"playerBalance":{"money":', b',"currencyISO4217":"EUR","coins":', b',"errorMessage":""}}'),
-}
+class MinimalPayout:
+    """``MinimalRefund`` for a payout."""
+
+    __slots__ = ("jackpot_identifier", "player_identifier", "player_partner_identifier", "currency_iso4217",
+                 "money_won", "coins_won", "is_money", "epoch_released_millis", "is_primary", "transaction_id",
+                 "buy_transaction_id", "partner_game_request_identifier", "game_session_id", "game_id", "bonus_code",
+                 "is_mobile", "name", "index", "index_unreadable", "extra")  # fmt: skip
+
+    def __init__(self, *values: Any) -> None:
+        (self.jackpot_identifier, self.player_identifier, self.player_partner_identifier, self.currency_iso4217,
+         self.money_won, self.coins_won, self.is_money, self.epoch_released_millis, self.is_primary,
+         self.transaction_id, self.buy_transaction_id, self.partner_game_request_identifier, self.game_session_id,
+         self.game_id, self.bonus_code, self.is_mobile, self.name, self.index, self.index_unreadable,
+         self.extra) = values  # fmt: skip
 
 
+class MinimalBalance:
+    """``MinimalRefund`` for a balance query."""
+
+    __slots__ = ("player_identifier", "player_partner_identifier", "name", "index", "index_unreadable", "extra")
+
+    def __init__(self, *values: Any) -> None:
+        (self.player_identifier, self.player_partner_identifier, self.name, self.index, self.index_unreadable,
+         self.extra) = values  # fmt: skip
+
+
+_REFUND_REPLY = b'{"refund":{"success":true,"errorMessage":""}}'
+_PAYOUT_REPLY = b'{"payout":{"success":true,"errorMessage":""}}'
+_BALANCE_PARTS = (b'{"playerBalance":{"money":', b',"currencyISO4217":"EUR","coins":', b',"errorMessage":""}}')
 _HANDLE_RECORD = _lib.handle_record_unchecked
 _UNPACK_RECORD = _lib.RECORD.unpack_from
 _MEMORY = _lib.MEMORY
@@ -124,12 +135,13 @@ _SIZE_T = ctypes.c_size_t
 
 
 def minimal_callback(token: str | None, remote: str, body: bytes) -> bytes:
-    """The least a binding over ctypes can do, to show the binding's own cost against: the
-    library's call into the record buffer (the binding's receiver, buffer and unchecked
-    function), its header unpacked and its strings decoded and split once, one generic object
-    (``MinimalEvent``), every attribute read, and a reply kept from an earlier callback (a
-    balance reply completed with the amount). No typed events, no checks of the arguments'
-    types, nothing kept for a failure reply or a journal."""
+    """The least a binding with this API can do over ctypes, to show the binding's own cost
+    against: the library's call into the record buffer (the binding's receiver, buffer and
+    unchecked function), its header unpacked and its strings decoded and split once, the typed
+    event (``MinimalRefund`` and the others), every attribute read as ``binding_callback`` reads
+    them, and a reply kept from an earlier callback (a balance reply completed with the amount).
+    No checks of the arguments' types, nothing kept for a failure reply or a journal, no
+    Receiver or Event methods in between."""
     record = _lib.OUT.record_args
     status = _HANDLE_RECORD(
         receiver._cptr,  # noqa: SLF001 (the binding's own receiver)
@@ -144,20 +156,41 @@ def minimal_callback(token: str | None, remote: str, body: bytes) -> bytes:
     )
     if status:
         raise ValueError(f"status {status}")
-    values = _UNPACK_RECORD(record[3])
+    (_, length, count, kind, has_index, unreadable, has_mobile, mobile, index, transaction, buy, session, game, money,
+     coins, released, is_money, primary) = _UNPACK_RECORD(record[3])  # fmt: skip
     start = record[4]
-    strings = _MEMORY[start : start + values[1]].decode().split("\0")
-    count = values[2]
+    s = _MEMORY[start : start + length].decode().split("\0")
     if count == 1:
-        extra = {strings[6]: strings[7]}
+        extra = {s[6]: s[7]}
     else:
         extra = {}
         for at in range(6, 6 + 2 * count, 2):
-            extra[strings[at]] = strings[at + 1]
-    event = MinimalEvent(values[3], strings[6 + 2 * count], strings, values, values[8] if values[4] else None, values[5], extra)
-    _ = (event.kind, event.name, event.strings, event.numbers, event.index, event.index_unreadable, event.extra)
-    kept = _KEPT[event.kind]
-    return kept[0] if len(kept) == 1 else b"%s%d%s%d%s" % (kept[0], BALANCE, kept[1], 0, kept[2])
+            extra[s[at]] = s[at + 1]
+    name = s[6 + 2 * count]
+    if not has_index:
+        index = None
+    if kind == _lib.SP_EVENT_KIND_BUY_REFUND:
+        refund = MinimalRefund(s[0], s[1] or None, s[2] or None, transaction, buy, session, s[3], game, mobile, s[4] or None,
+                               name, index, unreadable, extra)  # fmt: skip
+        _ = (refund.game_session_identifier, refund.player_identifier, refund.player_partner_identifier,
+             refund.transaction_id, refund.buy_transaction_id, refund.game_session_id,
+             refund.partner_game_request_identifier, refund.game_id, refund.is_mobile, refund.bonus_code,
+             refund.index, refund.extra)  # fmt: skip
+        return _REFUND_REPLY
+    if kind == _lib.SP_EVENT_KIND_JACKPOT_PAYOUT:
+        payout = MinimalPayout(s[0], s[1] or None, s[2] or None, s[3], money, coins, is_money, released, primary,
+                               transaction, buy, s[4], session, game, s[5] or None, mobile if has_mobile else None,
+                               name, index, unreadable, extra)  # fmt: skip
+        _ = (payout.jackpot_identifier, payout.player_identifier, payout.player_partner_identifier,
+             payout.currency_iso4217, payout.money_won, payout.coins_won, payout.is_money,
+             payout.epoch_released_millis, payout.is_primary, payout.transaction_id, payout.buy_transaction_id,
+             payout.partner_game_request_identifier, payout.game_session_id, payout.game_id, payout.bonus_code,
+             payout.is_mobile, payout.index, payout.extra)  # fmt: skip
+        return _PAYOUT_REPLY
+    balance = MinimalBalance(s[0] or None, s[1] or None, name, index, unreadable, extra)
+    _ = (balance.player_identifier, balance.player_partner_identifier, balance.index, balance.extra)
+    head, middle, tail = _BALANCE_PARTS
+    return b"%s%d%s%d%s" % (head, BALANCE, middle, 0, tail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,8 +535,8 @@ def main() -> None:
             f"{kind:<8} {len(body):>5}  {cell('binding')} {cell('minimal')} {cell('hand')} {cell('pydantic')}"
             f"  {ratio_hand} {ratio_pyd} {ratio_min}"
         )
-    print("minimal: the least a binding over ctypes can do (the call, the record read at once, one generic")
-    print("object, every attribute read, a kept reply; see minimal_callback), the floor of the binding's own cost.")
+    print("minimal: the least a binding with this API can do over ctypes (the call, the record read at once, the")
+    print("typed event, every attribute read, a kept reply; see minimal_callback), the floor of the binding's own cost.")
     print()
     for kind, body in bodies.items():
         counts = count_ffi_crossings(body)
