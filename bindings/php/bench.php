@@ -5,7 +5,8 @@ declare(strict_types=1);
 /*
  * The cost of one callback through the binding (authenticate, parse and validate, read every
  * field, build the reply, free), next to json_decode() alone and to json_decode() plus the
- * checks a careful partner writes by hand for the same fields.
+ * checks a careful partner writes by hand for the same fields, and next to the least a binding
+ * with this API can do over FFI (minimal(): the floor of the binding's own cost).
  *
  *   php bindings/php/bench.php            # runs itself without and with opcache (+ JIT)
  *   php bindings/php/bench.php --here     # only in this process, as configured

@@ -5,10 +5,13 @@
 
 Per event (refund, payout, balance query; the bodies of tests/fixtures), one "callback" is:
 authenticate (token, source address), parse and validate the body, read every field of the
-event, build the reply bytes. Three ways:
+event, build the reply bytes. Four ways:
 
 - binding:   Receiver.handle + every attribute read + event.reply()/reply_balance()
              (libslotpartner);
+- minimal:   the least a binding with this API can do over ctypes (``minimal_callback``): the
+             same one call, the record read at once, the typed event, a kept reply; the floor
+             of the binding's own cost;
 - hand:      hmac.compare_digest + source set + size limit + json.loads + hand-written checks of
              the same fields (object, event name, required fields, types with bool excluded from
              int, integer ranges, non-empty strings without control characters up to 256 bytes,
@@ -21,7 +24,7 @@ event, build the reply bytes. Three ways:
 What the binding checks and the other two do not: duplicate keys, nesting depth, a byte order
 mark, lone surrogate escapes, and the exact reply JSON escaping of the library.
 
-Timing: the three run interleaved in rounds (the machine may be shared); each round times a
+Timing: the four run interleaved in rounds (the machine may be shared); each round times a
 batch of callbacks. The median round is reported and compared, the fastest round beside it.
 FFI crossings are counted by wrapping every library function the binding calls with a counter
 for one callback of each kind (not during the timed runs).
