@@ -71,6 +71,16 @@ fn through_journal(journal: &Journal, deliveries: &[Delivery]) {
     }
 }
 
+/// Repeats of finished deliveries: each `begin` answers with the stored reply.
+fn replay_through_journal(journal: &Journal, deliveries: &[Delivery]) {
+    for delivery in deliveries {
+        match journal.begin(delivery).expect("begin") {
+            Begin::Done(reply) => assert_eq!(reply, REPLY),
+            other => panic!("expected Done, got {other:?}"),
+        }
+    }
+}
+
 /// A claim token, as the journal writes one (16 bytes).
 fn token(delivery: &Delivery) -> Vec<u8> {
     let n = delivery.transaction_id().unwrap_or(0);
@@ -185,6 +195,30 @@ fn postgres_plain(client: &mut postgres::Client, deliveries: &[Delivery]) {
     }
 }
 
+/// A repeat answered with plain SQL: the stored row by key, its content and state checked.
+const REPLAY_SELECT: &str = "SELECT content, state, reply FROM plain_delivery WHERE key = $1";
+
+fn check_replay(delivery: &Delivery, content: &str, state: &str, reply: &[u8]) {
+    assert!(content == delivery.fingerprint() && state == "done" && reply == REPLY, "not a finished delivery");
+}
+
+fn sqlite_plain_replay(db: &mut rusqlite::Connection, deliveries: &[Delivery]) {
+    let mut select = db.prepare_cached(&REPLAY_SELECT.replace('$', "?")).unwrap();
+    for delivery in deliveries {
+        let (content, state, reply): (String, String, Vec<u8>) =
+            select.query_row([delivery.key().unwrap()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+        check_replay(delivery, &content, &state, &reply);
+    }
+}
+
+fn postgres_plain_replay(client: &mut postgres::Client, deliveries: &[Delivery]) {
+    let select = client.prepare(REPLAY_SELECT).unwrap();
+    for delivery in deliveries {
+        let row = client.query_one(&select, &[&delivery.key().unwrap()]).unwrap();
+        check_replay(delivery, row.get(0), row.get(1), row.get(2));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rounds
 
@@ -255,6 +289,8 @@ fn main() {
     let plain_connections: Vec<Mutex<rusqlite::Connection>> =
         (0..4).map(|_| Mutex::new(sqlite_plain_connection(&plain_path))).collect();
     let mut first = 1;
+    let mut replays = Vec::new();
+    let one_worker_first = first;
     for workers in [1, 4] {
         let (j, p) = rounds(
             round_count,
@@ -272,6 +308,16 @@ fn main() {
         table.push(Row { backend: "sqlite", workers, journal: j, plain: p });
         first += (round_count * per_round) as i64;
     }
+    // Repeats of the deliveries the one-worker rounds finished, in the same order.
+    let (j, p) = rounds(
+        round_count,
+        per_round,
+        1,
+        one_worker_first,
+        |batches| timed(batches, |batch| replay_through_journal(&journal, batch)),
+        |batches| timed(batches, |batch| sqlite_plain_replay(&mut plain_connections[0].lock().unwrap(), batch)),
+    );
+    replays.push(Row { backend: "sqlite", workers: 1, journal: j, plain: p });
 
     // PostgreSQL: one throw-away cluster, the journal and the plain table in one database.
     if let Some(cluster) = Cluster::start("PostgreSQL half of the journal bench") {
@@ -281,6 +327,7 @@ fn main() {
         let plain_clients: Vec<Mutex<postgres::Client>> =
             (0..4).map(|_| Mutex::new(postgres_plain_client(&url))).collect();
         let pg_per_round = per_round / 2;
+        let one_worker_first = first;
         for workers in [1, 4] {
             let (j, p) = rounds(
                 round_count,
@@ -298,6 +345,15 @@ fn main() {
             table.push(Row { backend: "postgres", workers, journal: j, plain: p });
             first += (round_count * pg_per_round) as i64;
         }
+        let (j, p) = rounds(
+            round_count,
+            pg_per_round,
+            1,
+            one_worker_first,
+            |batches| timed(batches, |batch| replay_through_journal(&journal, batch)),
+            |batches| timed(batches, |batch| postgres_plain_replay(&mut plain_clients[0].lock().unwrap(), batch)),
+        );
+        replays.push(Row { backend: "postgres", workers: 1, journal: j, plain: p });
     }
 
     println!();
@@ -307,6 +363,20 @@ fn main() {
     );
     println!("{:<9} {:>7} {:>12} {:>14} {:>12}", "backend", "workers", "journal/s", "plain SQL/s", "cost ratio");
     for row in &table {
+        println!(
+            "{:<9} {:>7} {:>12.0} {:>14.0} {:>11.2}x",
+            row.backend,
+            row.workers,
+            row.journal,
+            row.plain,
+            row.ratio()
+        );
+    }
+    println!(
+        "repeats of finished deliveries: begin answering with the stored reply, beside a plain SELECT of it by key"
+    );
+    println!("{:<9} {:>7} {:>12} {:>14} {:>12}", "backend", "workers", "journal/s", "plain SQL/s", "cost ratio");
+    for row in &replays {
         println!(
             "{:<9} {:>7} {:>12.0} {:>14.0} {:>11.2}x",
             row.backend,
