@@ -445,11 +445,7 @@ impl Runs for PgRuns<'_, '_> {
 
 const SEEN_INSERT: &str = "INSERT INTO sp_journal_seen (idx) VALUES ($1) ON CONFLICT DO NOTHING";
 /// Records the index (when `$8`), inserts the claim unless the key exists, counts it in
-/// progress: one statement, so the common case of `begin` is one round trip. When the key holds
-/// a finished delivery of the same content (a repeat), the same statement answers it: the stored
-/// reply, counted as replayed. A finished row never changes again, so reading it without a lock
-/// decides as the locking path would. Columns: claims inserted (0 or 1), replays (0 or 1), the
-/// reply (NULL unless replayed); anything else goes to the locking path (`CLAIM_SELECT`).
+/// progress: one statement, so the common case of `begin` is one round trip.
 const CLAIM_NEW: &str = concat!(
     "WITH seen AS (INSERT INTO sp_journal_seen (idx) SELECT $4::bigint WHERE $8::boolean AND $4::bigint IS NOT NULL ON CONFLICT DO NOTHING), ",
     "claimed AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms) VALUES ($1, $2, $3, $4, $5, 'claimed', $6, 1, ",
@@ -459,10 +455,19 @@ const CLAIM_NEW: &str = concat!(
     ", ",
     now_ms!(),
     " + $7) ON CONFLICT (key) DO NOTHING RETURNING 1), ",
-    "replayed AS (SELECT reply FROM sp_journal_delivery WHERE key = $1 AND state = 'done' AND content = $5 AND NOT EXISTS (SELECT 1 FROM claimed)), ",
-    "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress + (SELECT count(*) FROM claimed), replayed = replayed + (SELECT count(*) FROM replayed) ",
-    "WHERE shard = $9 AND (EXISTS (SELECT 1 FROM claimed) OR EXISTS (SELECT 1 FROM replayed))) ",
-    "SELECT (SELECT count(*) FROM claimed), (SELECT count(*) FROM replayed), (SELECT reply FROM replayed)"
+    "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress + 1 WHERE shard = $9 AND EXISTS (SELECT 1 FROM claimed)) ",
+    "SELECT count(*) FROM claimed"
+);
+/// A repeat of a finished delivery, answered without the locking path: the stored reply of the
+/// key's done row when its content matches, counted as replayed, in one statement. A finished
+/// row never changes again, so reading it without a lock decides as `CLAIM_SELECT` would.
+/// Columns: replays (0 or 1), the reply (NULL unless replayed); 0 sends the caller to the
+/// locking path (a conflict, a live or expired claim, an abandoned one, a refused index). Run
+/// only when the claim's insert found the key: new deliveries pay nothing for it.
+const CLAIM_REPLAY: &str = concat!(
+    "WITH replayed AS (SELECT reply FROM sp_journal_delivery WHERE key = $1 AND state = 'done' AND content = $2), ",
+    "counted AS (UPDATE sp_journal_counters SET replayed = replayed + 1 WHERE shard = $3 AND EXISTS (SELECT 1 FROM replayed)) ",
+    "SELECT (SELECT count(*) FROM replayed), (SELECT reply FROM replayed)"
 );
 const CLAIM_SELECT: &str = concat!(
     "SELECT content, state, attempts, lease_until_ms, reply, ",
@@ -523,7 +528,7 @@ impl super::Store for Postgres {
         let index = delivery.index();
         let transaction_id = delivery.transaction_id();
         let claim = |attempt| Claim { key: key.to_owned(), token, attempt, index, transaction_id };
-        let (inserted, replayed) = self.transaction(options, Mode::Single, |tx| {
+        let inserted = self.transaction(options, Mode::Single, |tx| {
             let params: Params<'_> = &[
                 &key,
                 &delivery.name(),
@@ -535,11 +540,7 @@ impl super::Store for Postgres {
                 &first_look,
                 &shard,
             ];
-            let row = tx.query_one(CLAIM_NEW, params)?;
-            let replayed: i64 = row.try_get(1)?;
-            let reply =
-                if replayed == 1 { Some(row.try_get::<_, Option<Vec<u8>>>(2)?.unwrap_or_default()) } else { None };
-            Ok((row.try_get::<_, i64>(0)? == 1, reply))
+            Ok(counted(tx.query_opt(CLAIM_NEW, params)?)? == 1)
         })?;
         if first_look && index.is_some() {
             self.maybe_fold(options);
@@ -547,6 +548,11 @@ impl super::Store for Postgres {
         if inserted {
             return Ok(Step::Answer(Begin::New(claim(1))));
         }
+        let replayed = self.transaction(options, Mode::Single, |tx| {
+            let row = tx.query_one(CLAIM_REPLAY, &[&key, &delivery.fingerprint(), &shard])?;
+            let replays: i64 = row.try_get(0)?;
+            Ok(if replays == 1 { Some(row.try_get::<_, Option<Vec<u8>>>(1)?.unwrap_or_default()) } else { None })
+        })?;
         if let Some(reply) = replayed {
             return Ok(Step::Answer(Begin::Done(reply)));
         }
