@@ -237,6 +237,21 @@ impl Row {
     }
 }
 
+/// The table of `rows`: deliveries per second each way and the cost ratio.
+fn print_rows(rows: &[Row]) {
+    println!("{:<9} {:>7} {:>12} {:>14} {:>12}", "backend", "workers", "journal/s", "plain SQL/s", "cost ratio");
+    for row in rows {
+        println!(
+            "{:<9} {:>7} {:>12.0} {:>14.0} {:>11.2}x",
+            row.backend,
+            row.workers,
+            row.journal,
+            row.plain,
+            row.ratio()
+        );
+    }
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -363,31 +378,11 @@ fn main() {
         "journal throughput: begin + finish per delivery, durable replies; median of {round_count} alternating rounds of {per_round} deliveries ({} on PostgreSQL)",
         per_round / 2
     );
-    println!("{:<9} {:>7} {:>12} {:>14} {:>12}", "backend", "workers", "journal/s", "plain SQL/s", "cost ratio");
-    for row in &table {
-        println!(
-            "{:<9} {:>7} {:>12.0} {:>14.0} {:>11.2}x",
-            row.backend,
-            row.workers,
-            row.journal,
-            row.plain,
-            row.ratio()
-        );
-    }
+    print_rows(&table);
     println!(
         "repeats of finished deliveries: begin answering with the stored reply, beside a plain SELECT of it by key"
     );
-    println!("{:<9} {:>7} {:>12} {:>14} {:>12}", "backend", "workers", "journal/s", "plain SQL/s", "cost ratio");
-    for row in &replays {
-        println!(
-            "{:<9} {:>7} {:>12.0} {:>14.0} {:>11.2}x",
-            row.backend,
-            row.workers,
-            row.journal,
-            row.plain,
-            row.ratio()
-        );
-    }
+    print_rows(&replays);
     let worst = table.iter().max_by(|a, b| a.ratio().total_cmp(&b.ratio())).expect("rows");
     let verdict = |met: bool| if met { "met" } else { "NOT met" };
     println!(
