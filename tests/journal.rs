@@ -485,9 +485,10 @@ fn eight_threads_one_key(b: &dyn Backend) {
 /// PostgreSQL commits a stored reply durably exactly when asked: the server is told to wait
 /// `commit_delay` (0.1 s) before each WAL flush a commit waits for, so that a durable commit
 /// takes at least that long and one committed with `synchronous_commit=off` does not wait.
-/// `finish` with `Synchronous::Full` must wait every time; `begin` (claims are never durable)
-/// and `finish` with `Synchronous::Normal` must not (the fastest of five is under the delay:
-/// robust to a loaded machine).
+/// `finish` with `Synchronous::Full` must wait (four of five at least: a signal may cut the
+/// server's sleep short); `begin` (claims are never durable) and `finish` with
+/// `Synchronous::Normal` must not (the fastest of five is under the delay: robust to a loaded
+/// machine). Committing without the wait makes every call fast, failing the first check.
 #[test]
 fn postgres_durable_replies_wait_for_the_flush() {
     let Some(cluster) = Cluster::start("PostgreSQL durability") else { return };
@@ -512,7 +513,8 @@ fn postgres_durable_replies_wait_for_the_flush() {
         (begins, finishes)
     };
     let (full_begins, full_finishes) = run(Synchronous::Full, 100);
-    assert!(full_finishes.iter().all(|d| *d >= DELAY), "a durable finish returned before the flush: {full_finishes:?}");
+    let waited = full_finishes.iter().filter(|d| **d >= DELAY).count();
+    assert!(waited >= 4, "durable finishes returned before the flush: {full_finishes:?}");
     assert!(full_begins.iter().min().unwrap() < &DELAY, "claims waited for a flush: {full_begins:?}");
     let (_, normal_finishes) = run(Synchronous::Normal, 200);
     assert!(

@@ -1,15 +1,17 @@
 //! The PostgreSQL journal, for workers on several hosts: the same semantics as SQLite's on a
 //! server, through the blocking `postgres` client; connections pooled per process and URL.
 //!
-//! Every call is one READ COMMITTED transaction. A claim is `INSERT ... ON CONFLICT DO NOTHING`,
-//! then `SELECT ... FOR UPDATE` of the existing row. Times (leases) are the server's clock, so
-//! that hosts whose clocks differ agree. Claims commit with `synchronous_commit=off`, stored
-//! replies with `on` (`Synchronous::Full`): the statement that stores a reply sets its own
-//! transaction's `synchronous_commit` (`set_config(..., true)`), so that a durable `finish` is
-//! one round trip, not three (`BEGIN; SET LOCAL`, the statement, `COMMIT`). Indexes are appended to `sp_journal_seen` and merged
-//! into the runs in batches (every few hundred deliveries of a process, and before `status` and
-//! `missing` answer), so that concurrent deliveries never queue on the runs. Counters are spread
-//! over shard rows for the same reason.
+//! Every call is one READ COMMITTED transaction. A claim is `INSERT ... ON CONFLICT DO NOTHING`;
+//! when the key exists, a finished row of the same content answers at once (it never changes
+//! again), else `SELECT ... FOR UPDATE` of the existing row decides. Times (leases) are the
+//! server's clock, so that hosts whose clocks differ agree. Claims commit with
+//! `synchronous_commit=off`, stored replies with `on` (`Synchronous::Full`): the statement that
+//! stores a reply sets its own transaction's `synchronous_commit` (`set_config(..., true)`), so
+//! that a durable `finish` is one round trip, not three (`BEGIN; SET LOCAL`, the statement,
+//! `COMMIT`). Indexes are appended to `sp_journal_seen` and merged into the runs in batches
+//! (every few hundred deliveries of a process, and before `status` and `missing` answer), so
+//! that concurrent deliveries never queue on the runs. Counters are spread over shard rows for
+//! the same reason.
 
 use std::collections::HashMap;
 use std::sync::Arc;
