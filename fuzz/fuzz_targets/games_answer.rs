@@ -33,10 +33,12 @@ pub mod json;
 pub mod spec;
 #[path = "../../src/callback/valid_text.rs"]
 pub mod valid_text;
+#[path = "../../src/callback/words.rs"]
+pub mod words;
 
 /// The paths the files use among themselves (`crate::callback::json`, ...).
 mod callback {
-    pub use super::{json, spec, valid_text};
+    pub use super::{json, spec, valid_text, words};
 }
 mod client {
     pub use super::{fetch, games};

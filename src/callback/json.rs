@@ -12,7 +12,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::callback::valid_text;
+use crate::callback::{valid_text, words};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Nesting deeper than this is refused whatever the configuration says (the JSON parser's own
@@ -128,17 +128,12 @@ fn may_hold_control(bytes: &[u8]) -> bool {
     if bytes.len() < 8 { bytes.iter().any(|&b| CONTROL_LEAD[usize::from(b)]) } else { words_hold_control(bytes) }
 }
 
-/// Whether `bytes` (at least eight of them) holds a byte of `CONTROL_LEAD`. Eight bytes at a
-/// time, the last word overlapping the one before it: a word is flagged exactly when one of its
-/// bytes is below 0x20 or equal to 0x7F or 0xC2 (the borrow of a subtraction can flag a byte
-/// above one that matches, never a word without one).
+/// Whether `bytes` (at least eight of them) holds a byte of `CONTROL_LEAD`: below 0x20, 0x7F or
+/// 0xC2. Eight bytes at a time (`words`), the last word overlapping the one before it.
 fn words_hold_control(bytes: &[u8]) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
     let flagged = |chunk: &[u8]| {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        below(word, 0x20) | below(word ^ (ONES * 0x7F), 1) | below(word ^ (ONES * 0xC2), 1) != 0
+        let word = words::word(chunk);
+        words::below(word, 0x20) | words::equal(word, 0x7F) | words::equal(word, 0xC2) != 0
     };
     bytes.chunks_exact(8).any(flagged) || flagged(&bytes[bytes.len() - 8..])
 }

@@ -16,6 +16,7 @@ pub(crate) mod scan;
 pub(crate) mod sources;
 pub(crate) mod spec;
 pub(crate) mod valid_text;
+pub(crate) mod words;
 
 pub use event::{BalanceQuery, BuyRefund, Event, EventKind, JackpotPayout, parse};
 pub use json::{Field, RawJson};

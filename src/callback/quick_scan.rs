@@ -19,6 +19,7 @@ use std::borrow::Cow;
 use crate::callback::json::{self, Field, RawJson};
 use crate::callback::scan::{Scalar, Scanned};
 use crate::callback::spec::Name;
+use crate::callback::words;
 
 /// Reads the top-level object of `text` (from `json::object_text`) into `scanned` (which starts
 /// empty) and gives true, or gives false (`scanned` then holds a part of the body) when the body
@@ -303,16 +304,11 @@ fn string_end(b: &[u8], at: usize) -> Option<(usize, bool)> {
 }
 
 /// The index of the first quote, backslash or control character (below 0x20) from `at`, or
-/// the end of `b`. Eight bytes at a time: a byte of a word is flagged when it is below 0x20 or
-/// equal to one of the two (the lowest flag of `below` is exact, which is the one taken).
+/// the end of `b`. Eight bytes at a time (`words`: the lowest flag is the first match).
 fn next_special(b: &[u8], mut at: usize) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
     while let Some(chunk) = b.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let flags =
-            below(word, 0x20) | below(word ^ (ONES * u64::from(b'"')), 1) | below(word ^ (ONES * u64::from(b'\\')), 1);
+        let word = words::word(chunk);
+        let flags = words::below(word, 0x20) | words::equal(word, b'"') | words::equal(word, b'\\');
         if flags != 0 {
             return at + (flags.trailing_zeros() / 8) as usize;
         }
