@@ -6,8 +6,8 @@ use slotpartner::journal::{Record, Status};
 use crate::args::{GapsArgs, ShowArgs, StatusArgs};
 use crate::config::open_journal;
 use crate::output::{lossy, print_json};
-use crate::time::rfc3339_ms;
 use crate::{Outcome, Verdict};
+use slotpartner::journal::rfc3339_ms;
 
 #[derive(Serialize)]
 struct StatusJson {

@@ -14,7 +14,6 @@ mod inspect;
 mod journal;
 mod output;
 mod recover;
-mod time;
 
 use std::io::Write;
 use std::process::ExitCode;

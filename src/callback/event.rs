@@ -73,6 +73,9 @@ pub enum EventKind<'a> {
 pub struct Event<'a> {
     /// The `event` value (or the `action` value for the balance query and other actions).
     pub name: Cow<'a, str>,
+    /// Whether the name came from the `action` field (the balance query, unknown actions) rather
+    /// than `event`: the journal keeps the two in separate key spaces.
+    pub is_action: bool,
     pub kind: EventKind<'a>,
     /// The service's consecutive event index, when the body carries one as a non-negative
     /// integer.
@@ -189,7 +192,7 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>>
         },
         None => (None, false),
     };
-    Ok(Event { name: name.clone(), kind: typed, index, index_unreadable, extra })
+    Ok(Event { name: name.clone(), is_action: name_field == Name::Action, kind: typed, index, index_unreadable, extra })
 }
 
 /// The serde scan of a body the quick pass declined (`scanned` is refilled from scratch): the

@@ -227,9 +227,12 @@ impl Receiver {
     /// Checks the source address, then the token, then parses and validates the body. Nothing
     /// of the body is read before both checks pass.
     ///
-    /// With a journal, a body refused by validation whose index could be read is recorded as
-    /// seen and refused. Should the journal fail to record it, the refusal is answered all the
-    /// same: its index then shows as missing, and fetching it again finds it refused again.
+    /// With a journal, a body refused by validation that named its event (`event` or `action`
+    /// read as a string) and whose index could be read is recorded as seen and refused: the
+    /// service sent that index, and fetching it again would find it refused again. A body that
+    /// did not even name an event (`{"index":1000000000000}`) moves no gap bookkeeping. Should
+    /// the journal fail to record a refusal, the refusal is answered all the same: its index then
+    /// shows as missing.
     pub fn handle<'a>(&self, request: &Request<'a>) -> Result<Event<'a>> {
         self.authenticate(request)?;
         self.parse(request.body).inspect_err(|error| self.record_refusal(error))
@@ -242,8 +245,8 @@ impl Receiver {
 
     fn record_refusal(&self, error: &Error) {
         let (Some(journal), Some(ids)) = (&self.config.journal, error.ids.as_deref()) else { return };
-        if let Some(index) = ids.index {
-            let _ = journal.record_refused(index, ids.name.as_deref(), ids.transaction_id);
+        if let (Some(index), Some(name)) = (ids.index, ids.name.as_deref()) {
+            let _ = journal.record_refused(index, Some(name), ids.transaction_id);
         }
     }
 

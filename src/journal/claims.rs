@@ -3,7 +3,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 
-use super::key::{Delivery, conflict_error};
+use super::key::{Delivery, conflict_error, decisive_differences};
 
 /// The state of a journal row, as stored (`claimed`, `done`, `abandoned`) or, for a delivery
 /// refused by validation, `refused`.
@@ -52,9 +52,21 @@ pub struct Claim {
     pub(crate) attempt: i64,
     pub(crate) index: Option<i64>,
     pub(crate) transaction_id: Option<i64>,
+    /// When the key came before with other decisive content and was never finished: the
+    /// fields that differ (`name: first X, now Y`); empty otherwise.
+    pub(crate) differing: Vec<String>,
 }
 
 impl Claim {
+    /// The decisive fields in which this delivery differs from an earlier, never finished one
+    /// of the same key (`moneyWon: first 100, now 200`); empty when it does not. Such a delivery
+    /// is handed out as new (nothing was stored for the first, so the first was never answered
+    /// as handled) and recorded as an open conflict for the operator; the partner's ledger, keyed
+    /// by `transactionId`, absorbs a second credit if the first attempt's logic had run.
+    pub fn differing(&self) -> &[String] {
+        &self.differing
+    }
+
     /// Which attempt this is: 1 for the first delivery, 2 and on after a worker's lease expired
     /// or after `abandon`. From 2 on, the partner's logic may have run before: its ledger must
     /// refuse a second credit for the same `transactionId`.
@@ -101,26 +113,28 @@ pub(crate) struct Existing {
 /// What `begin` does with a key the journal holds.
 #[derive(Debug)]
 pub(crate) enum Decision {
-    /// Other content: refuse, keep the first (count a conflict).
-    Conflict(Error),
+    /// Other decisive content on a finished delivery: refuse, keep the first (count a conflict,
+    /// record it with the differing fields).
+    Conflict(Error, Vec<String>),
     /// Done: answer with the stored reply (count a replay).
     Replay(Vec<u8>),
     /// Abandoned, or claimed past its lease: claim it again as attempt `attempt`.
-    /// `reopened` when it was abandoned (it was not counted in progress any more).
-    TakeOver { attempt: i64, reopened: bool },
+    /// `reopened` when it was abandoned (it was not counted in progress any more). `differing`
+    /// when its decisive content differs from the stored one: the row takes the new content
+    /// and the conflict is recorded as handed out.
+    TakeOver { attempt: i64, reopened: bool, differing: Vec<String> },
     /// Another worker holds a live claim: wait, then look again.
     Held,
 }
 
 pub(crate) fn decide(existing: Existing, delivery: &Delivery) -> Decision {
-    if existing.content != delivery.fingerprint() {
-        return Decision::Conflict(conflict_error(delivery, &existing.content));
-    }
+    let differing = decisive_differences(&existing.content, delivery.fingerprint());
     match existing.state {
-        RecordState::Done => Decision::Replay(existing.reply.unwrap_or_default()),
-        RecordState::Abandoned => Decision::TakeOver { attempt: existing.attempts + 1, reopened: true },
+        RecordState::Done if differing.is_empty() => Decision::Replay(existing.reply.unwrap_or_default()),
+        RecordState::Done => Decision::Conflict(conflict_error(delivery, &differing), differing),
+        RecordState::Abandoned => Decision::TakeOver { attempt: existing.attempts + 1, reopened: true, differing },
         RecordState::Claimed if existing.lease_until_ms <= existing.now_ms => {
-            Decision::TakeOver { attempt: existing.attempts + 1, reopened: false }
+            Decision::TakeOver { attempt: existing.attempts + 1, reopened: false, differing }
         }
         RecordState::Claimed | RecordState::Refused => Decision::Held,
     }

@@ -35,8 +35,14 @@ pub(crate) trait Runs {
     fn seen_below(&mut self, first: i64) -> Result<i64, Self::Error>;
 }
 
-/// The facts of the gaps, given the configured first index and the count of distinct seen indexes.
-pub(crate) fn facts<R: Runs>(runs: &mut R, configured_first: Option<i64>, seen: i64) -> Result<Facts, R::Error> {
+/// The facts of the gaps, given the configured first index, the count of distinct seen indexes
+/// and the indexes of the index jumps of the current numbering (see [`jump_holes`]).
+pub(crate) fn facts<R: Runs>(
+    runs: &mut R,
+    configured_first: Option<i64>,
+    seen: i64,
+    jumps: &[i64],
+) -> Result<Facts, R::Error> {
     let lowest = runs.lowest()?.map(|run| run.lo);
     let highest = runs.highest()?.map(|run| run.hi);
     let seen_below_first = match configured_first {
@@ -47,18 +53,77 @@ pub(crate) fn facts<R: Runs>(runs: &mut R, configured_first: Option<i64>, seen: 
         Some(first) => runs.at_or_before(first)?,
         None => None,
     };
-    Ok(Facts { configured_first, lowest, highest, seen, seen_below_first, run_at_first })
+    let jumped = match configured_first.or(lowest) {
+        Some(first) => jump_holes(runs, first, jumps)?.iter().map(|&(lo, hi)| span(lo, hi)).sum(),
+        None => 0,
+    };
+    Ok(Facts { configured_first, lowest, highest, seen, seen_below_first, run_at_first, jumped })
 }
 
-/// At most `limit` missing ranges from `first`.
-pub(crate) fn missing<R: Runs>(runs: &mut R, first: i64, limit: usize) -> Result<Vec<(i64, i64)>, R::Error> {
+/// The holes an index jump leaves, which are not missing indexes: for each jump index `j`, the
+/// hole right below the run that holds `j` (between it and the run before, or the first index).
+/// Indexes that arrive below the jump later shrink that hole from below, and holes among them
+/// are missing as usual; only the stretch between the old numbering's top and the jump is left
+/// out. In order, without repeats.
+pub(crate) fn jump_holes<R: Runs>(runs: &mut R, first: i64, jumps: &[i64]) -> Result<Vec<(i64, i64)>, R::Error> {
+    let mut holes = Vec::new();
+    for &jump in jumps {
+        let Some(run) = runs.at_or_before(jump)?.filter(|run| run.hi >= jump) else { continue };
+        if run.lo <= first {
+            continue;
+        }
+        let below = runs.at_or_before(run.lo - 1)?;
+        let lo = below.map_or(first, |below| below.hi.saturating_add(1).max(first));
+        if lo <= run.lo - 1 {
+            holes.push((lo, run.lo - 1));
+        }
+    }
+    holes.sort_unstable();
+    holes.dedup();
+    Ok(holes)
+}
+
+/// Whether `index`, about to be recorded, jumps more than `window` beyond the highest index
+/// seen (or the configured first index): the highest it jumps from, if so.
+pub(crate) fn jump_of<R: Runs>(
+    runs: &mut R,
+    index: i64,
+    configured_first: Option<i64>,
+    window: i64,
+) -> Result<Option<i64>, R::Error> {
+    let highest = runs.highest()?.map(|run| run.hi);
+    let base = match (highest, configured_first) {
+        (Some(highest), Some(first)) => highest.max(first.saturating_sub(1)),
+        (Some(highest), None) => highest,
+        (None, Some(first)) => first.saturating_sub(1),
+        (None, None) => return Ok(None),
+    };
+    Ok((i128::from(index) - i128::from(base) > i128::from(window)).then_some(base))
+}
+
+/// How many indexes `lo..=hi` holds (`lo <= hi`), without overflow at the ends of the range.
+pub(crate) fn span(lo: i64, hi: i64) -> u64 {
+    u64::try_from(i128::from(hi) - i128::from(lo) + 1).unwrap_or(0)
+}
+
+/// At most `limit` missing ranges from `first`, leaving out the holes of index jumps.
+pub(crate) fn missing<R: Runs>(
+    runs: &mut R,
+    first: i64,
+    jumps: &[i64],
+    limit: usize,
+) -> Result<Vec<(i64, i64)>, R::Error> {
+    let holes = jump_holes(runs, first, jumps)?;
     let at_first = runs.at_or_before(first)?;
-    let after = runs.after(first, limit)?;
-    Ok(missing_ranges(first, at_first, &after, limit))
+    let after = runs.after(first, limit.saturating_add(holes.len()))?;
+    let mut ranges = missing_ranges(first, at_first, &after, limit.saturating_add(holes.len()));
+    ranges.retain(|range| !holes.contains(range));
+    ranges.truncate(limit);
+    Ok(ranges)
 }
 
 /// Records the indexes `a..=b` (`a <= b`) as seen, merging them with the runs they touch.
-/// Returns how many of them were not seen before.
+/// Returns how many of them were not seen before (at most `i64::MAX`).
 pub(crate) fn add<R: Runs>(runs: &mut R, a: i64, b: i64) -> Result<i64, R::Error> {
     debug_assert!(a <= b);
     let mut merged = Run { lo: a, hi: b };
@@ -87,12 +152,13 @@ pub(crate) fn add<R: Runs>(runs: &mut R, a: i64, b: i64) -> Result<i64, R::Error
         }
     }
     runs.put(merged)?;
-    Ok(b - a + 1 - covered)
+    let new = i128::from(b) - i128::from(a) + 1 - covered;
+    Ok(i64::try_from(new).unwrap_or(i64::MAX))
 }
 
 /// How many of `a..=b` the run holds.
-fn overlap(run: Run, a: i64, b: i64) -> i64 {
-    (run.hi.min(b) - run.lo.max(a) + 1).max(0)
+fn overlap(run: Run, a: i64, b: i64) -> i128 {
+    (i128::from(run.hi.min(b)) - i128::from(run.lo.max(a)) + 1).max(0)
 }
 
 /// Collapses sorted, distinct indexes into runs.
@@ -121,6 +187,8 @@ pub(crate) struct Facts {
     pub seen_below_first: i64,
     /// The run at or before the first index.
     pub run_at_first: Option<Run>,
+    /// Indexes in the holes of index jumps (not missing).
+    pub jumped: u64,
 }
 
 /// The gap figures of `Status`.
@@ -129,7 +197,7 @@ pub(crate) struct Summary {
     pub first: Option<i64>,
     pub highest: Option<i64>,
     pub watermark: Option<i64>,
-    pub missing: i64,
+    pub missing: u64,
 }
 
 impl Facts {
@@ -146,11 +214,13 @@ impl Facts {
         };
         let missing = match (first, self.highest) {
             (Some(first), Some(highest)) if highest >= first => {
-                (highest - first + 1) - (self.seen - self.seen_below_first)
+                let seen = i128::from(self.seen) - i128::from(self.seen_below_first);
+                i128::from(span(first, highest)) - seen - i128::from(self.jumped)
             }
             _ => 0,
         };
-        Summary { first, highest: self.highest, watermark, missing: missing.max(0) }
+        let missing = u64::try_from(missing.max(0)).unwrap_or(u64::MAX);
+        Summary { first, highest: self.highest, watermark, missing }
     }
 }
 
@@ -209,7 +279,7 @@ mod tests {
             Ok(self.0.iter().next_back().map(|(&lo, &hi)| Run { lo, hi }))
         }
         fn seen_below(&mut self, first: i64) -> Result<i64, Infallible> {
-            Ok(self.0.range(..first).map(|(&lo, &hi)| overlap(Run { lo, hi }, lo, first - 1)).sum())
+            Ok(self.0.range(..first).map(|(&lo, &hi)| overlap(Run { lo, hi }, lo, first - 1) as i64).sum())
         }
     }
 
@@ -218,10 +288,10 @@ mod tests {
             self.0.iter().map(|(&lo, &hi)| (lo, hi)).collect()
         }
         fn facts(&mut self, configured_first: Option<i64>, seen: i64) -> Facts {
-            facts(self, configured_first, seen).unwrap()
+            facts(self, configured_first, seen, &[]).unwrap()
         }
         fn missing(&mut self, first: i64, limit: usize) -> Vec<(i64, i64)> {
-            missing(self, first, limit).unwrap()
+            missing(self, first, &[], limit).unwrap()
         }
     }
 
@@ -272,6 +342,51 @@ mod tests {
         assert_eq!(summary, Summary { first: Some(4), highest: Some(8), watermark: Some(4), missing: 3 });
         assert_eq!(m.missing(4, 10), vec![(5, 7)]);
         assert_eq!(Facts::default().summary(), Summary { first: None, highest: None, watermark: None, missing: 0 });
+    }
+
+    #[test]
+    fn an_index_jump_leaves_no_gap_and_holes_below_it_still_count() {
+        let mut m = Memory::default();
+        let mut seen = 0;
+        for i in 1..=5 {
+            seen += add(&mut m, i, i).unwrap();
+        }
+        let far = 1_000_000_000_000;
+        assert_eq!(jump_of(&mut m, far, None, 100_000).unwrap(), Some(5));
+        assert_eq!(jump_of(&mut m, 100_005, None, 100_000).unwrap(), None);
+        seen += add(&mut m, far, far).unwrap();
+        // A lost event right above the jump is missing; the stretch below the jump is not.
+        seen += add(&mut m, far + 2, far + 2).unwrap();
+        let jumps = [far];
+        let summary = facts(&mut m, None, seen, &jumps).unwrap().summary();
+        assert_eq!(summary.missing, 1);
+        assert_eq!(missing(&mut m, 1, &jumps, 10).unwrap(), vec![(far + 1, far + 1)]);
+        // Traffic that goes on below the jump: its holes are missing, the rest is not.
+        for i in [6, 7, 9] {
+            seen += add(&mut m, i, i).unwrap();
+        }
+        let summary = facts(&mut m, None, seen, &jumps).unwrap().summary();
+        assert_eq!(summary.missing, 2);
+        assert_eq!(missing(&mut m, 1, &jumps, 10).unwrap(), vec![(8, 8), (far + 1, far + 1)]);
+        assert_eq!(missing(&mut m, 1, &jumps, 1).unwrap(), vec![(8, 8)]);
+        // Without the jump recorded the same runs make a gap of its size.
+        let summary = facts(&mut m, None, seen, &[]).unwrap().summary();
+        assert_eq!(summary.missing, (far - 8) as u64);
+    }
+
+    #[test]
+    fn counts_do_not_overflow_at_the_ends_of_the_index_range() {
+        let mut m = Memory::default();
+        let mut seen = 0;
+        seen += add(&mut m, 0, 0).unwrap();
+        seen += add(&mut m, i64::MAX, i64::MAX).unwrap();
+        let summary = m.facts(None, seen).summary();
+        assert_eq!(summary.missing, (i64::MAX - 1) as u64);
+        assert_eq!(m.missing(0, 5), vec![(1, i64::MAX - 1)]);
+        assert_eq!(add(&mut m, 1, i64::MAX - 1).unwrap(), i64::MAX - 1);
+        assert_eq!(m.runs(), vec![(0, i64::MAX)]);
+        assert_eq!(span(0, i64::MAX), 1 << 63);
+        assert_eq!(jump_of(&mut m, i64::MAX, Some(0), 10).unwrap(), None);
     }
 
     #[test]

@@ -17,15 +17,21 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    /// The delivery of `event`. Its key is the event's name and `transactionId` for a refund or a
-    /// payout (`gameSessionBuyRefund:900002`), else its name and index (`someEvent:17`) for any
-    /// other event carrying an index. A balance query has no key: a balance must be current, so it
-    /// is never answered from the journal, but its index is recorded like any other. An unknown
-    /// event without an index has no key either.
+    /// The delivery of `event`. Its key lives in one of three key spaces that cannot meet,
+    /// whatever the names and numbers:
+    ///
+    /// - a refund or a payout: its name and `transactionId` (`gameSessionBuyRefund:900002`,
+    ///   `jackpotPayout:900002`);
+    /// - any other `event` callback carrying an index: `event#<index>#<name>` (`event#17#bonusGranted`);
+    /// - any other `action` callback carrying an index: `action#<index>#<name>`.
+    ///
+    /// A balance query has no key: a balance must be current, so it is never answered from the
+    /// journal, but its index is recorded like any other. An unknown event without an index has
+    /// no key either.
     #[inline(never)]
     pub fn of(event: &Event<'_>) -> Delivery {
         let name = event.name.as_ref();
-        let mut canon = Canon::new(name);
+        let mut canon = Canon::new(if event.is_action { "action" } else { "event" }, name);
         let transaction_id = match &event.kind {
             EventKind::BuyRefund(e) => {
                 canon
@@ -66,10 +72,31 @@ impl Delivery {
         let key = match (&event.kind, transaction_id, event.index) {
             (EventKind::BalanceQuery(_), _, _) => None,
             (_, Some(id), _) => Some(format!("{name}:{id}")),
-            (_, None, Some(index)) => Some(format!("{name}:{index}")),
+            (_, None, Some(index)) => {
+                let space = if event.is_action { "action" } else { "event" };
+                Some(format!("{space}#{index}#{name}"))
+            }
             (_, None, None) => None,
         };
         Delivery { key, name: name.to_owned(), index: event.index, transaction_id, content: canon.finish() }
+    }
+
+    /// This delivery as fetched for `index` by recovery: an event whose own index could not be
+    /// read (the lenient default) counts as the index it was fetched for, so that the gap closes
+    /// instead of failing every run.
+    pub fn fetched_at(mut self, index: i64) -> Delivery {
+        if self.index.is_none() {
+            self.index = Some(index);
+            if self.key.is_none() && self.transaction_id.is_none() && !self.content.is_empty() && !self.is_balance() {
+                let space = if self.content.starts_with("{\"action\"") { "action" } else { "event" };
+                self.key = Some(format!("{space}#{index}#{}", self.name));
+            }
+        }
+        self
+    }
+
+    fn is_balance(&self) -> bool {
+        self.transaction_id.is_none() && self.content.starts_with("{\"action\":\"getPlayerBalance\"")
     }
 
     /// The key deliveries of the same event share; `None` when the delivery is never answered
@@ -98,23 +125,27 @@ impl Delivery {
         self.key.is_some()
     }
 
-    /// The canonical content compared between deliveries of one key: the event's name and its
-    /// typed fields as compact JSON in the spec's field order, strings decoded. It leaves out the
-    /// index, the fields the spec does not define and the body's formatting, so a repeat that
-    /// differs only in those is the same delivery. Stored in the journal: a change to this form is
-    /// a schema change.
+    /// The canonical content kept for a delivery: the event's name and its typed fields as
+    /// compact JSON in the spec's field order, strings decoded. It leaves out the index, the
+    /// fields the spec does not define and the body's formatting. Deliveries of one key are the
+    /// same delivery when their [`DECISIVE`] fields agree (see [`decisive_differences`]); the
+    /// rest is kept for the operator. Stored in the journal: a change to this form is a schema
+    /// change.
     pub fn fingerprint(&self) -> &str {
         &self.content
     }
 }
 
-/// Builds the canonical content: `{"event":"<name>","field":value,...}`.
+/// Builds the canonical content: `{"event":"<name>","field":value,...}` (`"action"` for an
+/// action callback).
 struct Canon(String);
 
 impl Canon {
-    fn new(name: &str) -> Canon {
+    fn new(name_field: &str, name: &str) -> Canon {
         let mut out = String::with_capacity(256);
-        out.push_str("{\"event\":");
+        out.push_str("{\"");
+        out.push_str(name_field);
+        out.push_str("\":");
         push_quoted(&mut out, name);
         Canon(out)
     }
@@ -162,43 +193,95 @@ impl Canon {
     }
 }
 
-/// The error for a delivery whose key the journal holds with `first` as content: names the key
-/// (its `transactionId`, or its index) and the fields that differ.
-pub(crate) fn conflict_error(delivery: &Delivery, first: &str) -> Error {
+/// The fields that decide whether two deliveries of one key are the same delivery: what moves
+/// the money and names the player, the transaction and the game session (the spec's tables for
+/// `gameSessionBuyRefund` and `jackpotPayout`). Left out, so that a resend may differ in them:
+/// `gameId`, `isMobile`, `bonusCode` and `epochReleasedMillis` (none changes who is paid what),
+/// the index and fields the spec does not define. An optional field absent and `null` are the
+/// same; the spec gives no optional decisive field a default.
+pub const DECISIVE: &[(&str, &[&str])] = &[
+    (
+        "gameSessionBuyRefund",
+        &[
+            "gameSessionIdentifier",
+            "playerIdentifier",
+            "playerPartnerIdentifier",
+            "transactionId",
+            "buyTransactionId",
+            "gameSessionId",
+            "partnerGameRequestIdentifier",
+        ],
+    ),
+    (
+        "jackpotPayout",
+        &[
+            "jackpotIdentifier",
+            "playerIdentifier",
+            "playerPartnerIdentifier",
+            "currencyISO4217",
+            "moneyWon",
+            "coinsWon",
+            "isMoney",
+            "isPrimary",
+            "transactionId",
+            "buyTransactionId",
+            "partnerGameRequestIdentifier",
+            "gameSessionId",
+        ],
+    ),
+];
+
+type ContentMap = serde_json::Map<String, serde_json::Value>;
+
+/// The decisive fields whose values differ between two canonical contents of one key, as
+/// `name: first X, now Y` (all of them, in the order of [`DECISIVE`]); empty when the two are
+/// the same delivery. Contents of events without typed fields compare whole; an unreadable
+/// stored content differs.
+pub fn decisive_differences(first: &str, now: &str) -> Vec<String> {
+    if first == now {
+        return Vec::new();
+    }
+    let (Ok(a), Ok(b)) = (serde_json::from_str::<ContentMap>(first), serde_json::from_str::<ContentMap>(now)) else {
+        return vec!["the stored content is unreadable".to_owned()];
+    };
+    let name = |m: &ContentMap| m.get("event").and_then(|v| v.as_str()).map(str::to_owned);
+    let fields = match (name(&a), name(&b)) {
+        (Some(x), Some(y)) if x == y => DECISIVE.iter().find(|(event, _)| *event == x).map(|(_, fields)| *fields),
+        _ => None,
+    };
+    let null = serde_json::Value::Null;
+    let differ = |field: &str| {
+        let (x, y) = (a.get(field).unwrap_or(&null), b.get(field).unwrap_or(&null));
+        (x != y).then(|| format!("{field}: first {}, now {}", shortened(x), shortened(y)))
+    };
+    match fields {
+        Some(fields) => fields.iter().filter_map(|field| differ(field)).collect(),
+        None => {
+            let mut names: Vec<&String> = a.keys().chain(b.keys()).collect();
+            names.sort();
+            names.dedup();
+            let differing: Vec<String> = names.into_iter().filter_map(|field| differ(field)).collect();
+            if differing.is_empty() { vec!["the stored content is in another form".to_owned()] } else { differing }
+        }
+    }
+}
+
+/// The error for a delivery whose key the journal holds with other decisive content:
+/// names the key (its `transactionId`, or its index) and the fields that differ.
+pub(crate) fn conflict_error(delivery: &Delivery, differing: &[String]) -> Error {
     let (field, what) = match (delivery.transaction_id, delivery.index) {
         (Some(id), _) => (format!("{}.transactionId", delivery.name), format!("transactionId {id}")),
         (None, Some(index)) => (format!("{}.index", delivery.name), format!("index {index}")),
         (None, None) => (delivery.name.clone(), "this key".to_owned()),
     };
-    let differences = differences(first, &delivery.content);
+    let differences = match differing.len() {
+        0..=3 => differing.join("; "),
+        n => format!("{} and {} more fields", differing[..3].join("; "), n - 3),
+    };
     let problem = format!(
         "{what} was delivered before with different content ({differences}); the first delivery stays and this one is refused"
     );
     Error::field(ErrorKind::Conflict, field, problem)
-}
-
-/// `gameId: first 7, now 8; ...` for the fields whose values differ (at most three named).
-fn differences(first: &str, now: &str) -> String {
-    type Map = serde_json::Map<String, serde_json::Value>;
-    let (Ok(first), Ok(now)) = (serde_json::from_str::<Map>(first), serde_json::from_str::<Map>(now)) else {
-        return "the stored content is unreadable".to_owned();
-    };
-    let mut names: Vec<&String> = first.keys().chain(now.keys()).collect();
-    names.sort();
-    names.dedup();
-    let null = serde_json::Value::Null;
-    let differing: Vec<String> = names
-        .into_iter()
-        .filter_map(|name| {
-            let (a, b) = (first.get(name).unwrap_or(&null), now.get(name).unwrap_or(&null));
-            (a != b).then(|| format!("{name}: first {}, now {}", shortened(a), shortened(b)))
-        })
-        .collect();
-    match differing.len() {
-        0 => "the stored content is in another form".to_owned(),
-        1..=3 => differing.join("; "),
-        n => format!("{} and {} more fields", differing[..3].join("; "), n - 3),
-    }
 }
 
 fn shortened(value: &serde_json::Value) -> String {
@@ -244,14 +327,14 @@ mod tests {
 
     #[test]
     fn a_typed_field_changes_the_fingerprint_and_the_conflict_names_it() {
-        let changed = REFUND.replace(r#""gameId":7"#, r#""gameId":8"#);
+        let changed = REFUND.replace(r#""gameSessionId":5"#, r#""gameSessionId":8"#);
         let (first, now) = (delivery(REFUND), delivery(&changed));
         assert_ne!(first.fingerprint(), now.fingerprint());
-        let error = conflict_error(&now, first.fingerprint());
+        let error = conflict_error(&now, &decisive_differences(first.fingerprint(), now.fingerprint()));
         assert_eq!(error.kind, ErrorKind::Conflict);
         assert_eq!(error.field, "gameSessionBuyRefund.transactionId");
         assert!(error.message.contains("transactionId 900002"), "{error}");
-        assert!(error.message.contains("gameId: first 7, now 8"), "{error}");
+        assert!(error.message.contains("gameSessionId: first 5, now 8"), "{error}");
     }
 
     #[test]
@@ -268,7 +351,7 @@ mod tests {
     #[test]
     fn other_events_are_keyed_by_index() {
         let other = delivery(r#"{"event":"bonusGranted","index":17,"amount":5}"#);
-        assert_eq!(other.key(), Some("bonusGranted:17"));
+        assert_eq!(other.key(), Some("event#17#bonusGranted"));
         assert_eq!(other.fingerprint(), r#"{"event":"bonusGranted"}"#);
         let unindexed = delivery(r#"{"event":"bonusGranted","amount":5}"#);
         assert_eq!((unindexed.key(), unindexed.is_replayable()), (None, false));

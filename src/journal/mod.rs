@@ -20,6 +20,7 @@
 //! ledger to refuse a second credit for the same `transactionId` (a unique key): attempt 2 then
 //! finds the credit made and answers as the first attempt would have.
 
+mod admin;
 mod claims;
 mod gaps;
 mod key;
@@ -27,7 +28,9 @@ mod pool;
 mod postgres;
 pub mod recovery;
 mod schema;
+mod sql;
 mod sqlite;
+mod time;
 mod write_gate;
 
 use std::sync::Arc;
@@ -35,8 +38,12 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind, Result};
 
+pub use admin::{ConflictRecord, FetchOutcome, IndexJump, JumpKind, LockHolder, Resolution};
 pub use claims::{Claim, RecordState};
-pub use key::Delivery;
+pub use key::{DECISIVE, Delivery, decisive_differences};
+pub use time::rfc3339_ms;
+
+use sql::Sql;
 
 /// How durably a stored reply is written (SQLite's `synchronous` for the transaction of `finish`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,6 +81,15 @@ pub struct JournalOptions {
     /// PostgreSQL's `lock_timeout`), and PostgreSQL's connect time-out unless the URL sets
     /// `connect_timeout`. Default 5 s.
     pub lock_timeout: Duration,
+    /// How far beyond the highest index seen an index may land and still open a gap of its
+    /// size. Beyond it the index is recorded as an index jump (see `Journal::index_jumps`): the
+    /// stretch between is not counted missing, and the operator sees and decides it. Default
+    /// 100,000: more events than a busy service sends between two recovery runs, fewer than a
+    /// stray index makes.
+    pub max_index_jump: i64,
+    /// How many runs of recovery may get HTTP 404 for an index before it is reported
+    /// unrecoverable and no longer fetched (it stays missing until resolved by hand). Default 3.
+    pub not_found_limit: u32,
 }
 
 impl Default for JournalOptions {
@@ -85,6 +101,8 @@ impl Default for JournalOptions {
             first_index: None,
             max_reply_bytes: 64 * 1024,
             lock_timeout: Duration::from_secs(5),
+            max_index_jump: 100_000,
+            not_found_limit: 3,
         }
     }
 }
@@ -107,6 +125,12 @@ impl JournalOptions {
         }
         if self.max_reply_bytes == 0 {
             return invalid("max_reply_bytes", "must be at least 1");
+        }
+        if self.max_index_jump < 1 {
+            return invalid("max_index_jump", "must be at least 1");
+        }
+        if self.not_found_limit == 0 {
+            return invalid("not_found_limit", "must be at least 1");
         }
         Ok(())
     }
@@ -144,15 +168,31 @@ pub struct Status {
     pub handled: u64,
     /// Deliveries answered from the journal with a stored reply.
     pub replayed: u64,
-    /// Deliveries refused because their key came before with other content.
+    /// Deliveries whose key came before with other decisive content (refused, or handed out
+    /// as new because the first was never finished), every one counted.
     pub conflicts: u64,
-    /// Deliveries refused by validation whose index could be read (`record_refused`).
+    /// Deliveries refused by validation whose body named an event and whose index could be read
+    /// (`record_refused`).
     pub refused: u64,
     /// Deliveries claimed and neither finished nor abandoned (including claims whose worker died
     /// and whose lease ran out, until the next delivery takes them over).
     pub in_progress: u64,
-    /// Indexes between the first index and the highest seen that were never seen.
+    /// Indexes between the first index and the highest seen that were never seen, leaving out
+    /// the stretches of index jumps; unrecoverable ones included.
     pub missing: u64,
+    /// Deliveries claimed and never finished: abandoned, or claimed with their lease run out.
+    /// Nothing was stored for them; the service or a recovery must deliver them again.
+    pub unfinished: u64,
+    /// Conflicts (entries of `Journal::conflicts`) no operator resolved yet.
+    pub open_conflicts: u64,
+    /// Index jumps and reused indexes no operator decided yet.
+    pub index_jumps: u64,
+    /// Indexes of the current numbering closed by hand (`Journal::resolve`).
+    pub resolved: u64,
+    /// Missing indexes the service answered 404 for `not_found_limit` runs: no longer fetched.
+    pub unrecoverable: u64,
+    /// The current numbering: 1 until `Journal::renumber`.
+    pub numbering: i64,
     /// The index gap detection counts from (configured, else the lowest seen).
     pub first_index: Option<i64>,
     /// The highest index seen.
@@ -190,8 +230,14 @@ pub(crate) enum Step {
     Held,
 }
 
+/// Work on the journal's bookkeeping beside the deliveries (see `admin.rs`).
+pub(crate) type AdminWork<'a> = &'a mut dyn FnMut(&mut dyn Sql) -> Result<()>;
+
 /// What a backend does, each call in its own transaction.
 pub(crate) trait Store: Send + Sync {
+    /// Runs `work` in one transaction (a writing one when `write`), after the seen indexes are
+    /// current (PostgreSQL merges its pending ones first).
+    fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()>;
     /// Claims `delivery` under `key`, recording its index when `first_look`.
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step>;
     /// Records the index of a delivery that is not claimed.
@@ -205,9 +251,8 @@ pub(crate) trait Store: Send + Sync {
         transaction_id: Option<i64>,
         options: &JournalOptions,
     ) -> Result<()>;
-    fn status(&self, options: &JournalOptions) -> Result<Status>;
-    fn missing(&self, limit: usize, options: &JournalOptions) -> Result<Vec<(i64, i64)>>;
-    fn unfinished(&self, limit: usize, options: &JournalOptions) -> Result<Vec<i64>>;
+    /// The counters: handled, replayed, conflicts, refused, in progress.
+    fn counters(&self, options: &JournalOptions) -> Result<[i64; 5]>;
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>>;
 }
 
@@ -339,7 +384,7 @@ impl Journal {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        self.store.missing(limit, &self.options)
+        self.read(|sql| admin::missing(sql, limit))
     }
 
     /// The indexes of deliveries claimed and never finished, in order, at most `limit`: abandoned
@@ -351,12 +396,164 @@ impl Journal {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        self.store.unfinished(limit, &self.options)
+        self.read(|sql| admin::unfinished(sql, limit))
     }
 
     /// Counts and gap figures.
     pub fn status(&self) -> Result<Status> {
-        self.store.status(&self.options)
+        let [handled, replayed, conflicts, refused, in_progress] = self.store.counters(&self.options)?;
+        let not_found_limit = self.options.not_found_limit;
+        let (summary, extras) = self.read(|sql| Ok((admin::summary(sql)?, admin::extras(sql, not_found_limit)?)))?;
+        Ok(Status {
+            handled: count(handled),
+            replayed: count(replayed),
+            conflicts: count(conflicts),
+            refused: count(refused),
+            in_progress: count(in_progress),
+            missing: summary.missing,
+            first_index: summary.first,
+            highest_index: summary.highest,
+            watermark: summary.watermark,
+            unfinished: extras.unfinished,
+            open_conflicts: extras.open_conflicts,
+            index_jumps: extras.open_jumps,
+            resolved: extras.resolved,
+            unrecoverable: extras.unrecoverable,
+            numbering: extras.numbering,
+        })
+    }
+
+    /// Whether an operator must look: indexes missing, deliveries unfinished, conflicts or index
+    /// jumps open. What `journal gaps` and `recover` exit 1 on.
+    pub fn needs_attention(status: &Status) -> bool {
+        status.missing > 0 || status.unfinished > 0 || status.open_conflicts > 0 || status.index_jumps > 0
+    }
+
+    /// The index jumps, reused indexes and renumberings, newest first, at most `limit`; decided
+    /// ones too when `all`.
+    pub fn index_jumps(&self, all: bool, limit: usize) -> Result<Vec<IndexJump>> {
+        self.read(|sql| admin::index_jumps(sql, all, limit))
+    }
+
+    /// Accepts an open index jump or reused index (entry `id` of `index_jumps`): the numbering
+    /// really moved, a jump's stretch is no events. `note` (required) is kept for audit.
+    /// Errors: `InvalidArgument` (field `id`, `note`).
+    pub fn accept_jump(&self, id: i64, note: &str) -> Result<()> {
+        self.write(|sql| admin::decide_jump(sql, id, true, note))
+    }
+
+    /// Declares an open index jump a gap: the stretch between the highest index before it and
+    /// the jump counts as missing again, for recovery to fetch (a real outage longer than
+    /// `max_index_jump`). `note` is kept for audit.
+    pub fn jump_is_gap(&self, id: i64, note: &str) -> Result<()> {
+        self.write(|sql| admin::decide_jump(sql, id, false, note))
+    }
+
+    /// Closes the missing indexes `first..=last` by hand (events the service confirms do not
+    /// exist, or that were settled another way): they no longer count as missing and recovery no
+    /// longer fetches them. `note` (required) is kept for audit with the range. The number of
+    /// indexes that were missing. Errors: `InvalidArgument` (field `range`, `note`).
+    pub fn resolve(&self, first: i64, last: i64, note: &str) -> Result<u64> {
+        self.write(|sql| admin::resolve(sql, first, last, note))
+    }
+
+    /// The ranges resolved by hand, newest first, at most `limit`.
+    pub fn resolutions(&self, limit: usize) -> Result<Vec<Resolution>> {
+        self.read(|sql| admin::resolutions(sql, limit))
+    }
+
+    /// The conflicts, newest first, at most `limit`; resolved ones too when `all`.
+    pub fn conflicts(&self, all: bool, limit: usize) -> Result<Vec<ConflictRecord>> {
+        self.read(|sql| admin::conflicts(sql, all, limit))
+    }
+
+    /// Marks the open conflict `id` resolved, with `note` kept for audit.
+    pub fn resolve_conflict(&self, id: i64, note: &str) -> Result<()> {
+        self.write(|sql| admin::resolve_conflict(sql, id, note))
+    }
+
+    /// Starts a new numbering from `first` after the service restarted its indexes: the seen
+    /// indexes of the old numbering are archived, gap detection counts from `first` afresh, and
+    /// every record and stored reply stays (events keyed by index keep theirs under a key of the
+    /// old numbering, so the new numbering's events never meet them). Open index jumps of the
+    /// old numbering are settled. Returns the new numbering. A `first_index` option given to
+    /// `open` is stored only while the numbering is 1.
+    pub fn renumber(&self, first: i64, note: &str) -> Result<i64> {
+        self.write(|sql| admin::renumber(sql, first, note))
+    }
+
+    /// Missing indexes recovery no longer fetches (404 for `not_found_limit` runs), at most `limit`.
+    pub fn unrecoverable(&self, limit: usize) -> Result<Vec<i64>> {
+        let not_found_limit = self.options.not_found_limit;
+        self.read(|sql| admin::unrecoverable(sql, not_found_limit, limit))
+    }
+
+    /// What a recovery run fetches, at most `limit`: unfinished deliveries, then missing indexes
+    /// never tried, then those tried before, least recently tried first; never unrecoverable ones.
+    pub fn recovery_plan(&self, limit: usize) -> Result<Vec<i64>> {
+        let not_found_limit = self.options.not_found_limit;
+        self.read(|sql| admin::recovery_plan(sql, limit, not_found_limit))
+    }
+
+    /// Notes what a recovery got for `index` (it orders the next runs' work, and counts 404s).
+    pub fn note_fetch(&self, index: i64, outcome: FetchOutcome) -> Result<()> {
+        self.write(|sql| admin::note_fetch(sql, index, outcome))
+    }
+
+    /// The keys, states and `transactionId`s of deliveries that carried `index`.
+    pub fn deliveries_at(&self, index: i64) -> Result<Vec<(String, String, Option<i64>)>> {
+        self.read(|sql| admin::deliveries_at(sql, index))
+    }
+
+    /// Takes the named lock for `holder` (or renews it) for `lease`; `Busy` naming who holds it
+    /// and since when when another holder's lease has not run out. Held in the journal, so it
+    /// works across processes and hosts, and a holder that died loses it when its lease ends.
+    pub fn take_lock(&self, name: &str, holder: &str, lease: Duration) -> Result<()> {
+        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        let mut held = None;
+        self.write(|sql| {
+            held = admin::take_lock(sql, name, holder, lease_ms)?.err();
+            Ok(())
+        })?;
+        match held {
+            None => Ok(()),
+            Some(held) => Err(Error::field(
+                ErrorKind::Busy,
+                "lock",
+                format!(
+                    "{name} is held by {} since {} (until {} unless renewed)",
+                    held.holder,
+                    rfc3339_ms(held.since_ms),
+                    rfc3339_ms(held.until_ms)
+                ),
+            )),
+        }
+    }
+
+    /// Releases the named lock if `holder` holds it.
+    pub fn release_lock(&self, name: &str, holder: &str) -> Result<()> {
+        self.write(|sql| admin::release_lock(sql, name, holder))
+    }
+
+    fn read<T>(&self, mut work: impl FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
+        self.run(false, &mut work)
+    }
+
+    fn write<T>(&self, mut work: impl FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
+        self.run(true, &mut work)
+    }
+
+    fn run<T>(&self, write: bool, work: &mut dyn FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
+        let mut out = None;
+        self.store.admin(
+            write,
+            &mut |sql| {
+                out = Some(work(sql)?);
+                Ok(())
+            },
+            &self.options,
+        )?;
+        out.ok_or_else(|| Error::new(ErrorKind::Journal, "journal: the transaction gave no answer"))
     }
 
     /// Everything the journal holds for `transaction_id`: its deliveries (a refund and a payout

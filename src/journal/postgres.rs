@@ -24,12 +24,14 @@ use postgres::{Client, Config, NoTls, Row, Statement};
 
 use crate::error::{Error, ErrorKind, Result};
 
+use super::admin::{self, ConflictSeen, JumpKind};
 use super::claims::{self, Claim, Decision, Existing, RecordState};
 use super::gaps::{self, Run, Runs};
 use super::key::Delivery;
 use super::pool::{Pool, Pooled, Registry};
 use super::schema::{self, Counter};
-use super::{Begin, JournalOptions, Record, Status, Step, Synchronous, count};
+use super::sql::{Sql, SqlRow, Value, dollar_params};
+use super::{AdminWork, Begin, JournalOptions, Record, Step, Synchronous};
 
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
@@ -38,7 +40,7 @@ static REGISTRY: Registry<String, Postgres> = Registry::new();
 /// created them meanwhile.
 fn create_schema(tx: &mut Tx<'_>) -> TxResult<bool> {
     tx.client.batch_execute("SAVEPOINT sp_journal_schema")?;
-    match tx.client.batch_execute(schema::POSTGRES) {
+    match tx.client.batch_execute(&format!("{}{}", schema::POSTGRES, schema::POSTGRES_V2)) {
         Ok(()) => {
             tx.client.batch_execute("RELEASE SAVEPOINT sp_journal_schema")?;
             Ok(true)
@@ -205,9 +207,15 @@ impl Postgres {
                         return Ok(false);
                     }
                 }
-                schema::check_version(&self.label, tx.meta("schema_version")?)?;
+                if schema::check_version(&self.label, tx.meta("schema_version")?)? {
+                    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+                    if schema::check_version(&self.label, tx.meta("schema_version")?)? {
+                        tx.client.batch_execute(schema::POSTGRES_V2)?;
+                        admin::migrate_v1(&mut PgSql { tx, label: &self.label })?;
+                    }
+                }
                 if let Some(first) = options.first_index {
-                    if tx.meta("first_index")? != Some(first) {
+                    if tx.meta("numbering")?.unwrap_or(1) == 1 && tx.meta("first_index")? != Some(first) {
                         tx.execute(
                             "INSERT INTO sp_journal_meta (key, value) VALUES ('first_index', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                             &[&first],
@@ -333,7 +341,7 @@ impl Postgres {
     /// Merges seen indexes into the runs now and then; a failure here is left for `status`.
     fn maybe_fold(&self, options: &JournalOptions) {
         if self.calls.fetch_add(1, Ordering::Relaxed) % FOLD_EVERY == 0 {
-            let _ = self.transaction(options, Mode::Normal, |tx| fold(tx, false, false));
+            let _ = self.transaction(options, Mode::Normal, |tx| fold(tx, &self.label, false, false, options));
         }
     }
 }
@@ -358,7 +366,8 @@ fn label(config: &Config) -> String {
 
 /// Merges the indexes in `sp_journal_seen` into the runs, under the lock of the `seen_count` row
 /// (`wait`: wait for it, else skip when another process is merging). `all`: until none is left.
-fn fold(tx: &mut Tx<'_>, wait: bool, all: bool) -> TxResult<()> {
+/// An index more than `max_index_jump` beyond the highest so far is noted as an index jump.
+fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOptions) -> TxResult<()> {
     let lock = if wait {
         "SELECT value FROM sp_journal_meta WHERE key = 'seen_count' FOR UPDATE"
     } else {
@@ -374,7 +383,11 @@ fn fold(tx: &mut Tx<'_>, wait: bool, all: bool) -> TxResult<()> {
         if indexes.is_empty() {
             break;
         }
+        let configured_first = tx.meta("first_index")?;
         for run in gaps::runs_of(&indexes) {
+            if let Some(previous) = gaps::jump_of(&mut PgRuns(tx), run.lo, configured_first, options.max_index_jump)? {
+                admin::record_jump(&mut PgSql { tx, label }, JumpKind::Jump, run.lo, Some(previous), None, None, None)?;
+            }
             new += gaps::add(&mut PgRuns(tx), run.lo, run.hi)?;
         }
         tx.execute("DELETE FROM sp_journal_seen WHERE idx = ANY($1)", &[&indexes])?;
@@ -445,6 +458,74 @@ impl Runs for PgRuns<'_, '_> {
     }
 }
 
+/// The journal's statements over a PostgreSQL transaction (`?1` parameters as `$1`).
+struct PgSql<'a, 'b> {
+    tx: &'a mut Tx<'b>,
+    label: &'a str,
+}
+
+impl PgSql<'_, '_> {
+    fn fail(&self, e: &postgres::Error) -> Error {
+        let mut message = format!("{}: {e}", self.label);
+        if let Some(db) = e.as_db_error() {
+            message = format!("{message}: {} (SQLSTATE {})", db.message(), db.code().code());
+        }
+        Error::new(ErrorKind::Journal, message)
+    }
+}
+
+type PgParam = Box<dyn ToSql + Sync>;
+
+fn pg_params(params: &[Value]) -> Vec<PgParam> {
+    params
+        .iter()
+        .map(|p| -> PgParam {
+            match p {
+                Value::Int(v) => Box::new(*v),
+                Value::Text(v) => Box::new(v.clone()),
+            }
+        })
+        .collect()
+}
+
+impl Sql for PgSql<'_, '_> {
+    fn exec(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
+        let owned = pg_params(params);
+        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| p.as_ref()).collect();
+        self.tx.client.execute(dollar_params(sql).as_str(), &refs).map_err(|e| self.fail(&e))
+    }
+
+    fn rows(&mut self, sql: &str, params: &[Value]) -> Result<Vec<SqlRow>> {
+        use postgres::types::Type;
+        let owned = pg_params(params);
+        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| p.as_ref()).collect();
+        let rows = self.tx.client.query(dollar_params(sql).as_str(), &refs).map_err(|e| self.fail(&e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut values = Vec::with_capacity(row.len());
+            for (i, column) in row.columns().iter().enumerate() {
+                let value = match *column.type_() {
+                    Type::INT8 => Value::Int(row.try_get(i).map_err(|e| self.fail(&e))?),
+                    Type::INT4 => {
+                        Value::Int(row.try_get::<_, Option<i32>>(i).map_err(|e| self.fail(&e))?.map(i64::from))
+                    }
+                    Type::TEXT | Type::VARCHAR => Value::Text(row.try_get(i).map_err(|e| self.fail(&e))?),
+                    _ => Value::Int(None),
+                };
+                values.push(value);
+            }
+            out.push(values);
+        }
+        Ok(out)
+    }
+
+    fn now_ms(&mut self) -> Result<i64> {
+        let sql = concat!("SELECT ", now_ms!());
+        let row = self.tx.client.query_one(sql, &[]).map_err(|e| self.fail(&e))?;
+        row.try_get(0).map_err(|e| self.fail(&e))
+    }
+}
+
 const SEEN_INSERT: &str = "INSERT INTO sp_journal_seen (idx) VALUES ($1) ON CONFLICT DO NOTHING";
 /// Records the index (when `$8`), inserts the claim unless the key exists, counts it in
 /// progress: one statement, so the common case of `begin` is one round trip.
@@ -458,7 +539,7 @@ const CLAIM_NEW: &str = concat!(
     now_ms!(),
     " + $7) ON CONFLICT (key) DO NOTHING RETURNING 1), ",
     "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress + 1 WHERE shard = $9 AND EXISTS (SELECT 1 FROM claimed)) ",
-    "SELECT count(*) FROM claimed"
+    "SELECT (SELECT count(*) FROM claimed), (SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM claimed) LIMIT 1)"
 );
 /// A repeat of a finished delivery, answered without the locking path: the stored reply of the
 /// key's done row when its content matches, counted as replayed, in one statement. A finished
@@ -529,8 +610,9 @@ impl super::Store for Postgres {
         let lease = options.lease_ms();
         let index = delivery.index();
         let transaction_id = delivery.transaction_id();
-        let claim = |attempt| Claim { key: key.to_owned(), token, attempt, index, transaction_id };
-        let inserted = self.transaction(options, Mode::Single, |tx| {
+        let claim =
+            |attempt, differing| Claim { key: key.to_owned(), token, attempt, index, transaction_id, differing };
+        let (inserted, reused_from) = self.transaction(options, Mode::Single, |tx| {
             let params: Params<'_> = &[
                 &key,
                 &delivery.name(),
@@ -542,13 +624,28 @@ impl super::Store for Postgres {
                 &first_look,
                 &shard,
             ];
-            Ok(counted(tx.query_opt(CLAIM_NEW, params)?)? == 1)
+            let row = tx.query_one(CLAIM_NEW, params)?;
+            Ok((row.try_get::<_, i64>(0)? == 1, row.try_get::<_, Option<String>>(1)?))
         })?;
         if first_look && index.is_some() {
             self.maybe_fold(options);
         }
         if inserted {
-            return Ok(Step::Answer(Begin::New(claim(1))));
+            if let (Some(other), Some(index)) = (reused_from, index) {
+                self.transaction(options, Mode::Normal, |tx| {
+                    let sql = &mut PgSql { tx, label: &self.label };
+                    Ok(admin::record_jump(
+                        sql,
+                        JumpKind::Reused,
+                        index,
+                        None,
+                        Some(key),
+                        Some(delivery.name()),
+                        Some(&other),
+                    )?)
+                })?;
+            }
+            return Ok(Step::Answer(Begin::New(claim(1, Vec::new()))));
         }
         let replayed = self.transaction(options, Mode::Single, |tx| {
             let row = tx.query_one(CLAIM_REPLAY, &[&key, &delivery.fingerprint(), &shard])?;
@@ -563,8 +660,9 @@ impl super::Store for Postgres {
                 // Not there after all (its insert failed): look again.
                 return Ok(Step::Held);
             };
+            let first_content: String = row.try_get(0)?;
             let existing = Existing {
-                content: row.try_get(0)?,
+                content: first_content.clone(),
                 state: RecordState::parse(row.try_get(1)?)?,
                 attempts: row.try_get(2)?,
                 lease_until_ms: row.try_get(3)?,
@@ -572,20 +670,35 @@ impl super::Store for Postgres {
                 now_ms: row.try_get(5)?,
             };
             Ok(match claims::decide(existing, delivery) {
-                Decision::Conflict(error) => {
+                Decision::Conflict(error, differing) => {
                     tx.bump(shard, Counter::Conflicts, 1)?;
+                    admin::record_conflict(
+                        &mut PgSql { tx, label: &self.label },
+                        &ConflictSeen::of(delivery, key, &first_content, &differing, false),
+                    )?;
                     Step::Answer(Begin::Conflict(error))
                 }
                 Decision::Replay(reply) => {
                     tx.bump(shard, Counter::Replayed, 1)?;
                     Step::Answer(Begin::Done(reply))
                 }
-                Decision::TakeOver { attempt, reopened } => {
+                Decision::TakeOver { attempt, reopened, differing } => {
                     tx.execute(CLAIM_TAKE_OVER, &[&key, &&token[..], &attempt, &lease])?;
                     if reopened {
                         tx.bump(shard, Counter::InProgress, 1)?;
                     }
-                    Step::Answer(Begin::New(claim(attempt)))
+                    if !differing.is_empty() {
+                        tx.execute(
+                            "UPDATE sp_journal_delivery SET content = $2 WHERE key = $1",
+                            &[&key, &delivery.fingerprint()],
+                        )?;
+                        tx.bump(shard, Counter::Conflicts, 1)?;
+                        admin::record_conflict(
+                            &mut PgSql { tx, label: &self.label },
+                            &ConflictSeen::of(delivery, key, &first_content, &differing, true),
+                        )?;
+                    }
+                    Step::Answer(Begin::New(claim(attempt, differing)))
                 }
                 Decision::Held => Step::Held,
             })
@@ -641,58 +754,22 @@ impl super::Store for Postgres {
         Ok(())
     }
 
-    fn status(&self, options: &JournalOptions) -> Result<Status> {
+    fn admin(&self, _write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
         self.transaction(options, Mode::Normal, |tx| {
-            fold(tx, true, true)?;
-            let row = tx.query_opt(schema::COUNTERS_SUM, &[])?;
+            fold(tx, &self.label, true, true, options)?;
+            Ok(work(&mut PgSql { tx, label: &self.label })?)
+        })
+    }
+
+    fn counters(&self, options: &JournalOptions) -> Result<[i64; 5]> {
+        self.transaction(options, Mode::Single, |tx| {
             let mut sums = [0i64; 5];
-            if let Some(row) = row {
+            if let Some(row) = tx.query_opt(schema::COUNTERS_SUM, &[])? {
                 for (i, sum) in sums.iter_mut().enumerate() {
                     *sum = row.try_get(i)?;
                 }
             }
-            let [handled, replayed, conflicts, refused, in_progress] = sums;
-            let configured_first = tx.meta("first_index")?;
-            let seen = tx.meta("seen_count")?.unwrap_or(0);
-            let summary = gaps::facts(&mut PgRuns(tx), configured_first, seen)?.summary();
-            Ok(Status {
-                handled: count(handled),
-                replayed: count(replayed),
-                conflicts: count(conflicts),
-                refused: count(refused),
-                in_progress: count(in_progress),
-                missing: count(summary.missing),
-                first_index: summary.first,
-                highest_index: summary.highest,
-                watermark: summary.watermark,
-            })
-        })
-    }
-
-    fn missing(&self, limit: usize, options: &JournalOptions) -> Result<Vec<(i64, i64)>> {
-        self.transaction(options, Mode::Normal, |tx| {
-            fold(tx, true, true)?;
-            let first = match tx.meta("first_index")? {
-                Some(first) => first,
-                None => match PgRuns(tx).lowest()? {
-                    Some(run) => run.lo,
-                    None => return Ok(Vec::new()),
-                },
-            };
-            Ok(gaps::missing(&mut PgRuns(tx), first, limit)?)
-        })
-    }
-
-    fn unfinished(&self, limit: usize, options: &JournalOptions) -> Result<Vec<i64>> {
-        const UNFINISHED: &str = concat!(
-            "SELECT first_index FROM sp_journal_delivery WHERE first_index IS NOT NULL AND (state = 'abandoned' OR (state = 'claimed' AND lease_until_ms <= ",
-            now_ms!(),
-            ")) ORDER BY first_index LIMIT $1"
-        );
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.transaction(options, Mode::Normal, |tx| {
-            let rows = tx.query(UNFINISHED, &[&limit])?;
-            Ok(rows.iter().map(|r| r.try_get(0)).collect::<std::result::Result<Vec<i64>, _>>()?)
+            Ok(sums)
         })
     }
 

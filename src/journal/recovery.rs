@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::callback::Receiver;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::journal::{Begin, Claim, Delivery, Journal};
+use crate::journal::{Begin, Claim, Delivery, FetchOutcome, Journal};
 
 /// The most missing indexes one recovery takes on (the rest wait for the next run).
 pub const MAX_INDEXES: usize = 1_000_000;
@@ -62,8 +62,12 @@ pub struct Report {
     /// Events fetched but handled meanwhile by a late delivery (answered from the journal), or
     /// not journaled (a balance query): nothing to do.
     pub handled_meanwhile: u64,
-    /// Events not recovered, with the reason; a later run tries them again.
+    /// Events not recovered, with the reason; a later run tries them again (least recently
+    /// tried last), unless the service answered 404 for them `not_found_limit` runs.
     pub failures: Vec<Failure>,
+    /// Missing indexes no longer fetched: the service answered 404 for them `not_found_limit`
+    /// runs. They stay missing until an operator resolves them (`Journal::resolve`).
+    pub unrecoverable: Vec<i64>,
 }
 
 /// A fetched event, claimed in the journal: read `body` with the receiver's `parse`, run the
@@ -86,25 +90,18 @@ pub struct Recovery {
 }
 
 impl Recovery {
-    /// Lists the indexes missing from the receiver's journal, and those of deliveries claimed
-    /// but never finished (abandoned, or their worker died: see `Journal::unfinished`), at most
-    /// `limit` (at most `MAX_INDEXES`), to fetch them through `client`. Fails when the receiver
+    /// Plans the indexes to fetch through `client`, at most `limit` (at most `MAX_INDEXES`), as
+    /// `Journal::recovery_plan` orders them: deliveries claimed but never finished (abandoned,
+    /// or their worker died) first, then missing indexes never tried, then those tried before,
+    /// least recently tried first, so that runs work through every gap in turn; unrecoverable
+    /// ones (404 for `not_found_limit` runs) are reported, not fetched. Fails when the receiver
     /// has no journal or the journal cannot be read.
     pub fn new(receiver: Arc<Receiver>, client: Client, limit: usize) -> Result<Recovery> {
         let journal = journal_of(&receiver)?;
         let limit = limit.min(MAX_INDEXES);
-        let mut indexes = journal.unfinished(limit)?;
-        for (first, last) in journal.missing(limit)? {
-            indexes.extend((first..=last).take(limit.saturating_sub(indexes.len())));
-            if indexes.len() >= limit {
-                break;
-            }
-        }
-        indexes.sort_unstable();
-        indexes.dedup();
-        indexes.truncate(limit);
-        let pending = VecDeque::from(indexes);
-        let report = Report { missing: pending.len() as u64, ..Report::default() };
+        let pending = VecDeque::from(journal.recovery_plan(limit)?);
+        let unrecoverable = journal.unrecoverable(limit)?;
+        let report = Report { missing: pending.len() as u64, unrecoverable, ..Report::default() };
         Ok(Recovery { receiver, client, pending, report })
     }
 
@@ -112,7 +109,18 @@ impl Recovery {
     /// that fail are recorded in the report and skipped.
     pub fn next_event(&mut self) -> Option<Recovered> {
         while let Some(index) = self.pending.pop_front() {
-            match self.recover(index) {
+            let result = self.recover(index);
+            let outcome = match &result {
+                Ok(_) => FetchOutcome::Settled,
+                Err((FailureReason::NotFound, _)) => FetchOutcome::NotFound,
+                Err(_) => FetchOutcome::Failed,
+            };
+            // What was tried orders the next runs; a journal that cannot note it fails the index
+            // in the next step anyway.
+            if let Ok(journal) = journal_of(&self.receiver) {
+                let _ = journal.note_fetch(index, outcome);
+            }
+            match result {
                 Ok(Some(recovered)) => {
                     self.report.recovered += 1;
                     return Some(recovered);
@@ -146,14 +154,28 @@ impl Recovery {
             Err(error) => return Err((FailureReason::Service, error)),
         };
         let event = self.receiver.parse(body.as_bytes()).map_err(|e| (FailureReason::InvalidEvent, e))?;
-        if event.index != Some(index) {
+        // An index that could not be read (the lenient default) is taken as the one fetched.
+        if event.index.is_some() && event.index != Some(index) {
             let got = event.index.map_or("none".to_owned(), |i| i.to_string());
             let problem = format!("the fetched event carries index {got}, not the {index} asked for");
             let error = Error::field(ErrorKind::BadResponse, format!("{}.index", event.name), problem);
             return Err((FailureReason::InvalidEvent, error));
         }
         let journal = journal_of(&self.receiver).map_err(|e| (FailureReason::Journal, e))?;
-        let begun = journal.begin(&Delivery::of(&event)).map_err(|e| (FailureReason::Journal, e))?;
+        let delivery = Delivery::of(&event).fetched_at(index);
+        if let Some(id) = delivery.transaction_id() {
+            let held = journal.deliveries_at(index).map_err(|e| (FailureReason::Journal, e))?;
+            if let Some((key, state, other)) =
+                held.into_iter().find(|(_, state, other)| state != "done" && other.is_some_and(|other| other != id))
+            {
+                let problem = format!(
+                    "the service answers index {index} with transactionId {id}, but the journal holds {key} ({state}, transactionId {}) at that index: settle it by hand",
+                    other.unwrap_or_default()
+                );
+                return Err((FailureReason::Journal, Error::field(ErrorKind::Conflict, "index", problem)));
+            }
+        }
+        let begun = journal.begin(&delivery).map_err(|e| (FailureReason::Journal, e))?;
         let claim = match begun {
             Begin::New(claim) => claim,
             Begin::Done(_) | Begin::NotReplayable => return Ok(None),

@@ -13,18 +13,34 @@
 //! - `sp_journal_refused`: deliveries refused by validation whose index could be read.
 //! - `sp_journal_counters`: handled, replayed, conflicts, refused, in progress; in several rows
 //!   (shards) on PostgreSQL so that concurrent transactions rarely update the same row.
+//!
+//! Version 2 adds (created on a new journal, and by the migration from version 1):
+//! - `sp_journal_jumps`: index jumps (an index far beyond the highest seen) and reused indexes (an
+//!   index seen before arriving with another event), until an operator accepts them;
+//! - `sp_journal_resolved`: ranges of missing indexes an operator closed by hand, with a note;
+//! - `sp_journal_conflicts`: deliveries whose key came before with other decisive content, both
+//!   contents and the differing fields, until an operator resolves them;
+//! - `sp_journal_fetch`: what recovery got for a missing index (tries, 404s, the last outcome);
+//! - `sp_journal_locks`: who holds a named lock (the recovery lock), since when, until when;
+//! - `sp_journal_runs_archive`: the runs of an earlier numbering (see `Journal::renumber`);
+//! - meta `numbering`: the current numbering, 1 until the first renumbering.
+//!
+//! Keys of events without a `transactionId` moved to their own key spaces in version 2
+//! (`event#<index>#<name>`, `action#<index>#<name>`); the migration moves version 1's
+//! `<name>:<index>` keys to `event#<index>#<name>` (version 1 did not keep whether a name came
+//! from `action`; unknown actions are far rarer than unknown events).
 
 use crate::error::{Error, ErrorKind};
 
 /// The schema this release writes and reads.
-pub(crate) const VERSION: i64 = 1;
+pub(crate) const VERSION: i64 = 2;
 
 /// Counter shards on PostgreSQL (SQLite has one writer at a time, so one row).
 pub(crate) const PG_SHARDS: i64 = 16;
 
 pub(crate) const SQLITE: &str = "
 CREATE TABLE sp_journal_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT INTO sp_journal_meta (key, value) VALUES ('schema_version', 1), ('seen_count', 0);
+INSERT INTO sp_journal_meta (key, value) VALUES ('schema_version', 2), ('seen_count', 0), ('numbering', 1);
 CREATE TABLE sp_journal_delivery (
     id INTEGER PRIMARY KEY,
     key TEXT NOT NULL UNIQUE,
@@ -62,9 +78,77 @@ CREATE TABLE sp_journal_counters (
 INSERT INTO sp_journal_counters (shard) VALUES (0);
 ";
 
+/// The tables version 2 adds, on SQLite (run on a new journal and by the migration).
+pub(crate) const SQLITE_V2: &str = "
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_index ON sp_journal_delivery (first_index);
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_open ON sp_journal_delivery (state) WHERE state IN ('claimed', 'abandoned');
+CREATE TABLE IF NOT EXISTS sp_journal_jumps (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    previous_highest INTEGER,
+    key TEXT,
+    name TEXT,
+    other_key TEXT,
+    count INTEGER NOT NULL DEFAULT 1,
+    last_idx INTEGER NOT NULL,
+    numbering INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    last_ms INTEGER NOT NULL,
+    decision TEXT,
+    decided_ms INTEGER,
+    note TEXT
+);
+CREATE TABLE IF NOT EXISTS sp_journal_resolved (
+    id INTEGER PRIMARY KEY,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    closed INTEGER NOT NULL,
+    numbering INTEGER NOT NULL,
+    note TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sp_journal_conflicts (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    transaction_id INTEGER,
+    idx INTEGER,
+    first_content TEXT NOT NULL,
+    now_content TEXT NOT NULL,
+    differing TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    count INTEGER NOT NULL DEFAULT 1,
+    first_ms INTEGER NOT NULL,
+    last_ms INTEGER NOT NULL,
+    resolved_ms INTEGER,
+    note TEXT
+);
+CREATE INDEX IF NOT EXISTS sp_journal_conflicts_key ON sp_journal_conflicts (key);
+CREATE TABLE IF NOT EXISTS sp_journal_fetch (
+    idx INTEGER PRIMARY KEY,
+    tries INTEGER NOT NULL,
+    not_found INTEGER NOT NULL,
+    last_ms INTEGER NOT NULL,
+    last_outcome TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sp_journal_locks (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    since_ms INTEGER NOT NULL,
+    until_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sp_journal_runs_archive (
+    numbering INTEGER NOT NULL,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    PRIMARY KEY (numbering, lo)
+);
+";
+
 pub(crate) const POSTGRES: &str = "
 CREATE TABLE sp_journal_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
-INSERT INTO sp_journal_meta (key, value) VALUES ('schema_version', 1), ('seen_count', 0);
+INSERT INTO sp_journal_meta (key, value) VALUES ('schema_version', 2), ('seen_count', 0), ('numbering', 1);
 CREATE TABLE sp_journal_delivery (
     id BIGSERIAL PRIMARY KEY,
     key TEXT NOT NULL UNIQUE,
@@ -103,10 +187,88 @@ CREATE TABLE sp_journal_counters (
 INSERT INTO sp_journal_counters (shard) SELECT generate_series(0, 15);
 ";
 
-/// Refuses a journal whose schema this release does not know.
-pub(crate) fn check_version(label: &str, found: Option<i64>) -> Result<(), Error> {
+/// The tables version 2 adds, on PostgreSQL.
+pub(crate) const POSTGRES_V2: &str = "
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_index ON sp_journal_delivery (first_index);
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_open ON sp_journal_delivery (state) WHERE state IN ('claimed', 'abandoned');
+CREATE TABLE IF NOT EXISTS sp_journal_jumps (
+    id BIGSERIAL PRIMARY KEY,
+    kind TEXT NOT NULL,
+    idx BIGINT NOT NULL,
+    previous_highest BIGINT,
+    key TEXT,
+    name TEXT,
+    other_key TEXT,
+    count BIGINT NOT NULL DEFAULT 1,
+    last_idx BIGINT NOT NULL,
+    numbering BIGINT NOT NULL,
+    at_ms BIGINT NOT NULL,
+    last_ms BIGINT NOT NULL,
+    decision TEXT,
+    decided_ms BIGINT,
+    note TEXT
+);
+CREATE TABLE IF NOT EXISTS sp_journal_resolved (
+    id BIGSERIAL PRIMARY KEY,
+    lo BIGINT NOT NULL,
+    hi BIGINT NOT NULL,
+    closed BIGINT NOT NULL,
+    numbering BIGINT NOT NULL,
+    note TEXT NOT NULL,
+    at_ms BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sp_journal_conflicts (
+    id BIGSERIAL PRIMARY KEY,
+    key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    transaction_id BIGINT,
+    idx BIGINT,
+    first_content TEXT NOT NULL,
+    now_content TEXT NOT NULL,
+    differing TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    count BIGINT NOT NULL DEFAULT 1,
+    first_ms BIGINT NOT NULL,
+    last_ms BIGINT NOT NULL,
+    resolved_ms BIGINT,
+    note TEXT
+);
+CREATE INDEX IF NOT EXISTS sp_journal_conflicts_key ON sp_journal_conflicts (key);
+CREATE TABLE IF NOT EXISTS sp_journal_fetch (
+    idx BIGINT PRIMARY KEY,
+    tries BIGINT NOT NULL,
+    not_found BIGINT NOT NULL,
+    last_ms BIGINT NOT NULL,
+    last_outcome TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sp_journal_locks (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    since_ms BIGINT NOT NULL,
+    until_ms BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sp_journal_runs_archive (
+    numbering BIGINT NOT NULL,
+    lo BIGINT NOT NULL,
+    hi BIGINT NOT NULL,
+    PRIMARY KEY (numbering, lo)
+);
+";
+
+/// The data migration from version 1 (after the version 2 tables exist), in order; the same SQL
+/// on both backends.
+pub(crate) const MIGRATE_V1: &[&str] = &[
+    "UPDATE sp_journal_delivery SET key = 'event#' || CAST(first_index AS TEXT) || '#' || name WHERE transaction_id IS NULL AND first_index IS NOT NULL",
+    "INSERT INTO sp_journal_meta (key, value) VALUES ('numbering', 1) ON CONFLICT (key) DO NOTHING",
+    "UPDATE sp_journal_meta SET value = 2 WHERE key = 'schema_version'",
+];
+
+/// Refuses a journal whose schema this release does not know; `Ok(true)` when it is of
+/// version 1, to migrate.
+pub(crate) fn check_version(label: &str, found: Option<i64>) -> Result<bool, Error> {
     match found {
-        Some(VERSION) => Ok(()),
+        Some(VERSION) => Ok(false),
+        Some(1) => Ok(true),
         Some(version) if version > VERSION => Err(Error::new(
             ErrorKind::Journal,
             format!(

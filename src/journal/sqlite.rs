@@ -15,13 +15,15 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction,
 
 use crate::error::{Error, ErrorKind, Result};
 
+use super::admin::{self, ConflictSeen, JumpKind};
 use super::claims::{self, Claim, Decision, Existing, RecordState};
 use super::gaps::{self, Run, Runs};
 use super::key::Delivery;
 use super::pool::{Pool, Registry};
 use super::schema::{self, Counter};
+use super::sql::{Sql, SqlRow, Value};
 use super::write_gate::WriteGate;
-use super::{Begin, JournalOptions, Record, Status, Step, Synchronous, count, now_ms};
+use super::{AdminWork, Begin, JournalOptions, Record, Step, Synchronous, now_ms};
 
 /// Open files by path as given (`sqlite:PATH`), kept for the life of the process.
 static REGISTRY: Registry<String, Sqlite> = Registry::new();
@@ -101,13 +103,21 @@ impl Sqlite {
                 let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 if !exists(&tx)? {
                     tx.execute_batch(schema::SQLITE)?;
+                    tx.execute_batch(schema::SQLITE_V2)?;
                 }
                 tx.commit()?;
             }
             let version = meta(db, "schema_version")?;
-            schema::check_version(&self.label, version)?;
+            if schema::check_version(&self.label, version)? {
+                let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if schema::check_version(&self.label, meta(&tx, "schema_version")?)? {
+                    tx.execute_batch(schema::SQLITE_V2)?;
+                    admin::migrate_v1(&mut SqliteSql { tx: &tx, label: &self.label })?;
+                }
+                tx.commit()?;
+            }
             if let Some(first) = options.first_index {
-                if meta(db, "first_index")? != Some(first) {
+                if meta(db, "numbering")?.unwrap_or(1) == 1 && meta(db, "first_index")? != Some(first) {
                     db.execute(
                         "INSERT INTO sp_journal_meta (key, value) VALUES ('first_index', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                         [first],
@@ -238,13 +248,91 @@ fn bump(tx: &Transaction<'_>, counter: Counter, by: i64) -> rusqlite::Result<()>
     Ok(())
 }
 
-/// Records `index` as seen.
-fn record_index(tx: &Transaction<'_>, index: i64) -> rusqlite::Result<()> {
+/// Records `index` as seen, noting an index jump (see `JournalOptions::max_index_jump`) with the
+/// delivery's key and name. Returns whether the index is new.
+fn record_index(
+    tx: &Transaction<'_>,
+    label: &str,
+    index: i64,
+    key: Option<&str>,
+    name: Option<&str>,
+    options: &JournalOptions,
+) -> TxResult<bool> {
+    let configured_first = meta(tx, "first_index")?;
+    if let Some(previous) = gaps::jump_of(&mut SqliteRuns(tx), index, configured_first, options.max_index_jump)? {
+        let sql = &mut SqliteSql { tx, label };
+        admin::record_jump(sql, JumpKind::Jump, index, Some(previous), key, name, None)?;
+    }
     let new = gaps::add(&mut SqliteRuns(tx), index, index)?;
     if new > 0 {
         tx.prepare_cached("UPDATE sp_journal_meta SET value = value + ?1 WHERE key = 'seen_count'")?.execute([new])?;
     }
-    Ok(())
+    Ok(new > 0)
+}
+
+/// The journal's statements over a SQLite transaction.
+struct SqliteSql<'a, 'c> {
+    tx: &'a Transaction<'c>,
+    label: &'a str,
+}
+
+impl SqliteSql<'_, '_> {
+    fn fail(&self, e: &rusqlite::Error) -> Error {
+        Error::new(ErrorKind::Journal, format!("{}: {e}", self.label))
+    }
+}
+
+fn sqlite_params(params: &[Value]) -> Vec<rusqlite::types::Value> {
+    use rusqlite::types::Value as V;
+    params
+        .iter()
+        .map(|p| match p {
+            Value::Int(Some(v)) => V::Integer(*v),
+            Value::Text(Some(v)) => V::Text(v.clone()),
+            Value::Int(None) | Value::Text(None) => V::Null,
+        })
+        .collect()
+}
+
+impl Sql for SqliteSql<'_, '_> {
+    fn exec(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
+        let params = sqlite_params(params);
+        let changed = self
+            .tx
+            .prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(rusqlite::params_from_iter(params)))
+            .map_err(|e| self.fail(&e))?;
+        Ok(changed as u64)
+    }
+
+    fn rows(&mut self, sql: &str, params: &[Value]) -> Result<Vec<SqlRow>> {
+        use rusqlite::types::ValueRef;
+        let params = sqlite_params(params);
+        let read = || -> rusqlite::Result<Vec<SqlRow>> {
+            let mut statement = self.tx.prepare_cached(sql)?;
+            let columns = statement.column_count();
+            let mut rows = statement.query(rusqlite::params_from_iter(params))?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                let mut values = Vec::with_capacity(columns);
+                for i in 0..columns {
+                    values.push(match row.get_ref(i)? {
+                        ValueRef::Integer(v) => Value::Int(Some(v)),
+                        ValueRef::Text(t) => Value::Text(Some(String::from_utf8_lossy(t).into_owned())),
+                        ValueRef::Real(v) => Value::Int(Some(v as i64)),
+                        ValueRef::Null | ValueRef::Blob(_) => Value::Int(None),
+                    });
+                }
+                out.push(values);
+            }
+            Ok(out)
+        };
+        read().map_err(|e| self.fail(&e))
+    }
+
+    fn now_ms(&mut self) -> Result<i64> {
+        Ok(now_ms())
+    }
 }
 
 fn state(text: String) -> TxResult<RecordState> {
@@ -314,19 +402,21 @@ impl super::Store for Sqlite {
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step> {
         let token = claims::new_token()?;
         self.transaction(options, true, false, |tx| {
+            let mut index_is_new = true;
             if first_look {
                 if let Some(index) = delivery.index() {
-                    record_index(tx, index)?;
+                    index_is_new = record_index(tx, &self.label, index, Some(key), Some(delivery.name()), options)?;
                 }
             }
             let now = now_ms();
             let lease_until = now.saturating_add(options.lease_ms());
-            let claim = |attempt| Claim {
+            let claim = |attempt, differing| Claim {
                 key: key.to_owned(),
                 token,
                 attempt,
                 index: delivery.index(),
                 transaction_id: delivery.transaction_id(),
+                differing,
             };
             let inserted = tx.prepare_cached(CLAIM_INSERT)?.execute(params![
                 key,
@@ -340,28 +430,68 @@ impl super::Store for Sqlite {
             ])?;
             if inserted == 1 {
                 bump(tx, Counter::InProgress, 1)?;
-                return Ok(Step::Answer(Begin::New(claim(1))));
+                if let (false, Some(index)) = (index_is_new, delivery.index()) {
+                    let other: Option<String> = tx
+                        .prepare_cached(
+                            "SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND key <> ?2 LIMIT 1",
+                        )?
+                        .query_row(params![index, key], |r| r.get(0))
+                        .optional()?;
+                    if let Some(other) = other {
+                        let sql = &mut SqliteSql { tx, label: &self.label };
+                        admin::record_jump(
+                            sql,
+                            JumpKind::Reused,
+                            index,
+                            None,
+                            Some(key),
+                            Some(delivery.name()),
+                            Some(&other),
+                        )?;
+                    }
+                }
+                return Ok(Step::Answer(Begin::New(claim(1, Vec::new()))));
             }
             let (content, state_text, attempts, lease_until_ms, reply) = tx
                 .prepare_cached(CLAIM_SELECT)?
                 .query_row([key], |r| Ok((r.get(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
-            let existing =
-                Existing { content, state: state(state_text)?, attempts, lease_until_ms, reply, now_ms: now };
+            let first_content: String = content;
+            let existing = Existing {
+                content: first_content.clone(),
+                state: state(state_text)?,
+                attempts,
+                lease_until_ms,
+                reply,
+                now_ms: now,
+            };
             Ok(match claims::decide(existing, delivery) {
-                Decision::Conflict(error) => {
+                Decision::Conflict(error, differing) => {
                     bump(tx, Counter::Conflicts, 1)?;
+                    admin::record_conflict(
+                        &mut SqliteSql { tx, label: &self.label },
+                        &ConflictSeen::of(delivery, key, &first_content, &differing, false),
+                    )?;
                     Step::Answer(Begin::Conflict(error))
                 }
                 Decision::Replay(reply) => {
                     bump(tx, Counter::Replayed, 1)?;
                     Step::Answer(Begin::Done(reply))
                 }
-                Decision::TakeOver { attempt, reopened } => {
+                Decision::TakeOver { attempt, reopened, differing } => {
                     tx.prepare_cached(CLAIM_TAKE_OVER)?.execute(params![key, &token[..], attempt, now, lease_until])?;
                     if reopened {
                         bump(tx, Counter::InProgress, 1)?;
                     }
-                    Step::Answer(Begin::New(claim(attempt)))
+                    if !differing.is_empty() {
+                        tx.prepare_cached("UPDATE sp_journal_delivery SET content = ?2 WHERE key = ?1")?
+                            .execute(params![key, delivery.fingerprint()])?;
+                        bump(tx, Counter::Conflicts, 1)?;
+                        admin::record_conflict(
+                            &mut SqliteSql { tx, label: &self.label },
+                            &ConflictSeen::of(delivery, key, &first_content, &differing, true),
+                        )?;
+                    }
+                    Step::Answer(Begin::New(claim(attempt, differing)))
                 }
                 Decision::Held => Step::Held,
             })
@@ -369,7 +499,7 @@ impl super::Store for Sqlite {
     }
 
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
-        self.transaction(options, true, false, |tx| Ok(record_index(tx, index)?))
+        self.transaction(options, true, false, |tx| record_index(tx, &self.label, index, None, None, options).map(drop))
     }
 
     fn finish(&self, claim: &Claim, reply: &[u8], options: &JournalOptions) -> Result<()> {
@@ -412,7 +542,8 @@ impl super::Store for Sqlite {
         options: &JournalOptions,
     ) -> Result<()> {
         self.transaction(options, true, false, |tx| {
-            record_index(tx, index)?;
+            let key = format!("refused:{index}");
+            record_index(tx, &self.label, index, Some(&key), name, options)?;
             let sql = "INSERT INTO sp_journal_refused (idx, name, transaction_id, at_ms) VALUES (?1, ?2, ?3, ?4)";
             tx.prepare_cached(sql)?.execute(params![index, name, transaction_id, now_ms()])?;
             bump(tx, Counter::Refused, 1)?;
@@ -420,49 +551,15 @@ impl super::Store for Sqlite {
         })
     }
 
-    fn status(&self, options: &JournalOptions) -> Result<Status> {
+    fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
+        self.transaction(options, write, write, |tx| Ok(work(&mut SqliteSql { tx, label: &self.label })?))
+    }
+
+    fn counters(&self, options: &JournalOptions) -> Result<[i64; 5]> {
         self.transaction(options, false, false, |tx| {
-            let [handled, replayed, conflicts, refused, in_progress] = tx
+            Ok(tx
                 .prepare_cached(schema::COUNTERS_SUM)?
-                .query_row([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?]))?;
-            let configured_first = meta(tx, "first_index")?;
-            let seen = meta(tx, "seen_count")?.unwrap_or(0);
-            let summary = gaps::facts(&mut SqliteRuns(tx), configured_first, seen)?.summary();
-            Ok(Status {
-                handled: count(handled),
-                replayed: count(replayed),
-                conflicts: count(conflicts),
-                refused: count(refused),
-                in_progress: count(in_progress),
-                missing: count(summary.missing),
-                first_index: summary.first,
-                highest_index: summary.highest,
-                watermark: summary.watermark,
-            })
-        })
-    }
-
-    fn missing(&self, limit: usize, options: &JournalOptions) -> Result<Vec<(i64, i64)>> {
-        self.transaction(options, false, false, |tx| {
-            let runs = &mut SqliteRuns(tx);
-            let first = match meta(tx, "first_index")? {
-                Some(first) => first,
-                None => match runs.lowest()? {
-                    Some(run) => run.lo,
-                    None => return Ok(Vec::new()),
-                },
-            };
-            Ok(gaps::missing(runs, first, limit)?)
-        })
-    }
-
-    fn unfinished(&self, limit: usize, options: &JournalOptions) -> Result<Vec<i64>> {
-        self.transaction(options, false, false, |tx| {
-            let sql = "SELECT first_index FROM sp_journal_delivery WHERE first_index IS NOT NULL AND (state = 'abandoned' OR (state = 'claimed' AND lease_until_ms <= ?1)) ORDER BY first_index LIMIT ?2";
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let mut statement = tx.prepare_cached(sql)?;
-            let rows = statement.query_map([super::now_ms(), limit], |r| r.get(0))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
+                .query_row([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?]))?)
         })
     }
 

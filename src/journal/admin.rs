@@ -1,0 +1,748 @@
+//! The journal's bookkeeping beside the deliveries, written once for both backends over
+//! [`Sql`]: index jumps and reused indexes, ranges resolved by hand, conflicts, what recovery got
+//! for each index and which to fetch next, the recovery lock, renumbering, and the migration from
+//! schema version 1. None of it is on the usual delivery's path.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::error::{Error, ErrorKind, Result};
+
+use super::gaps::{self, Run, Runs};
+use super::sql::{Sql, SqlRow, Value, int, row};
+
+/// What an entry of the index-jump list records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JumpKind {
+    /// An index more than `max_index_jump` beyond the highest seen: the stretch between is not
+    /// counted missing (see `Journal::index_jumps`).
+    Jump,
+    /// An index seen before arriving with another event (a key the journal did not hold): the
+    /// service may have restarted its numbering. Repeats while it is open are counted in it.
+    Reused,
+    /// An operator started a new numbering (`Journal::renumber`); kept for audit.
+    Renumbered,
+}
+
+impl JumpKind {
+    /// `jump`, `reused`, `renumbered`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JumpKind::Jump => "jump",
+            JumpKind::Reused => "reused",
+            JumpKind::Renumbered => "renumbered",
+        }
+    }
+
+    fn parse(text: &str) -> JumpKind {
+        match text {
+            "reused" => JumpKind::Reused,
+            "renumbered" => JumpKind::Renumbered,
+            _ => JumpKind::Jump,
+        }
+    }
+}
+
+/// An index jump, a reused index or a renumbering, as the journal keeps it for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IndexJump {
+    pub id: i64,
+    pub kind: JumpKind,
+    /// The index that jumped (or was reused; for a renumbering, the new first index).
+    pub index: i64,
+    /// The highest index seen before the jump.
+    pub previous_highest: Option<i64>,
+    /// The delivery that carried it, as far as the journal knows.
+    pub key: Option<String>,
+    pub name: Option<String>,
+    /// For a reused index: the key that carried the index before.
+    pub other_key: Option<String>,
+    /// Reused indexes counted in this entry, and the last of them.
+    pub count: i64,
+    pub last_index: i64,
+    pub numbering: i64,
+    /// Milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    pub last_ms: i64,
+    /// `accepted` (the numbering really moved: the stretch is no events) or `gap` (it did not:
+    /// the stretch counts as missing); `None` while open.
+    pub decision: Option<String>,
+    pub decided_ms: Option<i64>,
+    pub note: Option<String>,
+}
+
+/// A range of missing indexes an operator closed by hand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resolution {
+    pub id: i64,
+    pub first: i64,
+    pub last: i64,
+    /// How many of its indexes were missing when it was closed.
+    pub closed: i64,
+    pub numbering: i64,
+    pub note: String,
+    pub at_ms: i64,
+}
+
+/// A delivery whose key came before with other decisive content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConflictRecord {
+    pub id: i64,
+    pub key: String,
+    pub name: String,
+    pub transaction_id: Option<i64>,
+    pub index: Option<i64>,
+    /// The canonical content the journal held, and the one that came.
+    pub first_content: String,
+    pub now_content: String,
+    /// `field: first X, now Y` for each decisive field that differs.
+    pub differing: Vec<String>,
+    /// `refused` (the first was finished: this one got 409) or `handed_out` (the first was never
+    /// finished: this one was handed out as new and its content kept).
+    pub outcome: String,
+    /// Deliveries of this content counted in the entry.
+    pub count: i64,
+    pub first_ms: i64,
+    pub last_ms: i64,
+    pub resolved_ms: Option<i64>,
+    pub note: Option<String>,
+}
+
+/// What recovery got for one index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FetchOutcome {
+    /// Fetched and handed on (or found handled meanwhile): the index is settled.
+    Settled,
+    /// The service answered 404.
+    NotFound,
+    /// Any other failure (the service, the event, the journal).
+    Failed,
+}
+
+/// The journal's figures beside the counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Extras {
+    pub unfinished: u64,
+    pub open_conflicts: u64,
+    pub open_jumps: u64,
+    pub resolved: u64,
+    pub unrecoverable: u64,
+    pub numbering: i64,
+}
+
+fn invalid(field: &str, problem: impl Into<String> + std::fmt::Display) -> Error {
+    Error::field(ErrorKind::InvalidArgument, field, problem)
+}
+
+fn note_checked(note: &str) -> Result<&str> {
+    let note = note.trim();
+    if note.is_empty() {
+        return Err(invalid("note", "must say why (it is kept for audit)"));
+    }
+    if note.len() > 4096 || note.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err(invalid("note", "must be at most 4096 bytes of text without control characters"));
+    }
+    Ok(note)
+}
+
+fn opt_text(row: &SqlRow, i: usize) -> Option<String> {
+    row.get(i).and_then(Value::text)
+}
+
+fn num(row: &SqlRow, i: usize) -> Option<i64> {
+    row.get(i).and_then(Value::int)
+}
+
+fn meta(sql: &mut dyn Sql, key: &str) -> Result<Option<i64>> {
+    int(sql, "SELECT value FROM sp_journal_meta WHERE key = ?1", &[key.into()])
+}
+
+fn set_meta(sql: &mut dyn Sql, key: &str, value: i64) -> Result<()> {
+    sql.exec(
+        "INSERT INTO sp_journal_meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[key.into(), value.into()],
+    )?;
+    Ok(())
+}
+
+/// The current numbering (1 until the first renumbering).
+pub(crate) fn numbering(sql: &mut dyn Sql) -> Result<i64> {
+    Ok(meta(sql, "numbering")?.unwrap_or(1))
+}
+
+/// The runs table over [`Sql`].
+pub(crate) struct SqlRuns<'a>(pub &'a mut dyn Sql);
+
+fn run_of(row: Option<SqlRow>) -> Option<Run> {
+    row.and_then(|r| Some(Run { lo: num(&r, 0)?, hi: num(&r, 1)? }))
+}
+
+fn runs_of_rows(rows: Vec<SqlRow>) -> Vec<Run> {
+    rows.into_iter().filter_map(|r| run_of(Some(r))).collect()
+}
+
+impl Runs for SqlRuns<'_> {
+    type Error = Error;
+    fn at_or_before(&mut self, at: i64) -> Result<Option<Run>> {
+        Ok(run_of(row(
+            self.0,
+            "SELECT lo, hi FROM sp_journal_runs WHERE lo <= ?1 ORDER BY lo DESC LIMIT 1",
+            &[at.into()],
+        )?))
+    }
+    fn starting_within(&mut self, from: i64, to: i64) -> Result<Vec<Run>> {
+        let sql = "SELECT lo, hi FROM sp_journal_runs WHERE lo >= ?1 AND lo <= ?2 ORDER BY lo";
+        Ok(runs_of_rows(self.0.rows(sql, &[from.into(), to.into()])?))
+    }
+    fn remove(&mut self, lo: i64) -> Result<()> {
+        self.0.exec("DELETE FROM sp_journal_runs WHERE lo = ?1", &[lo.into()]).map(drop)
+    }
+    fn put(&mut self, run: Run) -> Result<()> {
+        let sql =
+            "INSERT INTO sp_journal_runs (lo, hi) VALUES (?1, ?2) ON CONFLICT (lo) DO UPDATE SET hi = excluded.hi";
+        self.0.exec(sql, &[run.lo.into(), run.hi.into()]).map(drop)
+    }
+    fn after(&mut self, after: i64, limit: usize) -> Result<Vec<Run>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let sql = "SELECT lo, hi FROM sp_journal_runs WHERE lo > ?1 ORDER BY lo LIMIT ?2";
+        Ok(runs_of_rows(self.0.rows(sql, &[after.into(), limit.into()])?))
+    }
+    fn lowest(&mut self) -> Result<Option<Run>> {
+        Ok(run_of(row(self.0, "SELECT lo, hi FROM sp_journal_runs ORDER BY lo LIMIT 1", &[])?))
+    }
+    fn highest(&mut self) -> Result<Option<Run>> {
+        Ok(run_of(row(self.0, "SELECT lo, hi FROM sp_journal_runs ORDER BY lo DESC LIMIT 1", &[])?))
+    }
+    fn seen_below(&mut self, first: i64) -> Result<i64> {
+        let runs = runs_of_rows(self.0.rows("SELECT lo, hi FROM sp_journal_runs WHERE lo < ?1", &[first.into()])?);
+        let total: u64 = runs.iter().map(|run| gaps::span(run.lo, run.hi.min(first - 1))).sum();
+        Ok(i64::try_from(total).unwrap_or(i64::MAX))
+    }
+}
+
+/// Whether `index` is among the seen (or resolved) indexes.
+fn is_seen(sql: &mut dyn Sql, index: i64) -> Result<bool> {
+    Ok(SqlRuns(sql).at_or_before(index)?.is_some_and(|run| run.hi >= index))
+}
+
+/// The indexes of the current numbering's index jumps that leave their stretch out of the gaps
+/// (open or accepted, not those an operator declared a gap).
+pub(crate) fn jump_indexes(sql: &mut dyn Sql) -> Result<Vec<i64>> {
+    let numbering = numbering(sql)?;
+    let rows = sql.rows(
+        "SELECT idx FROM sp_journal_jumps WHERE kind = 'jump' AND numbering = ?1 AND (decision IS NULL OR decision = 'accepted') ORDER BY idx",
+        &[numbering.into()],
+    )?;
+    Ok(rows.iter().filter_map(|r| num(r, 0)).collect())
+}
+
+/// The first index gap detection counts from: the configured one, else the lowest seen.
+pub(crate) fn first_index(sql: &mut dyn Sql) -> Result<Option<i64>> {
+    match meta(sql, "first_index")? {
+        Some(first) => Ok(Some(first)),
+        None => Ok(SqlRuns(sql).lowest()?.map(|run| run.lo)),
+    }
+}
+
+/// The gap figures: first, highest, watermark, missing (index jumps left out).
+pub(crate) fn summary(sql: &mut dyn Sql) -> Result<gaps::Summary> {
+    let configured_first = meta(sql, "first_index")?;
+    let seen = meta(sql, "seen_count")?.unwrap_or(0);
+    let jumps = jump_indexes(sql)?;
+    Ok(gaps::facts(&mut SqlRuns(sql), configured_first, seen, &jumps)?.summary())
+}
+
+/// At most `limit` missing ranges, in order, index jumps left out.
+pub(crate) fn missing(sql: &mut dyn Sql, limit: usize) -> Result<Vec<(i64, i64)>> {
+    let Some(first) = first_index(sql)? else { return Ok(Vec::new()) };
+    let jumps = jump_indexes(sql)?;
+    gaps::missing(&mut SqlRuns(sql), first, &jumps, limit)
+}
+
+/// The condition of an unfinished delivery (abandoned, or claimed with its lease run out).
+const UNFINISHED_WHERE: &str = "state IN ('claimed', 'abandoned') AND (state = 'abandoned' OR lease_until_ms <= ?1)";
+
+/// The indexes of unfinished deliveries, in order, at most `limit`.
+pub(crate) fn unfinished(sql: &mut dyn Sql, limit: usize) -> Result<Vec<i64>> {
+    let now = sql.now_ms()?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let text = format!(
+        "SELECT first_index FROM sp_journal_delivery WHERE {UNFINISHED_WHERE} AND first_index IS NOT NULL ORDER BY first_index LIMIT ?2"
+    );
+    Ok(sql.rows(&text, &[now.into(), limit.into()])?.iter().filter_map(|r| num(r, 0)).collect())
+}
+
+/// The figures beside the counters; `not_found_limit` decides what is unrecoverable.
+pub(crate) fn extras(sql: &mut dyn Sql, not_found_limit: u32) -> Result<Extras> {
+    let now = sql.now_ms()?;
+    let count = |sql: &mut dyn Sql, text: &str, params: &[Value]| -> Result<u64> {
+        Ok(int(sql, text, params)?.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
+    };
+    let numbering = numbering(sql)?;
+    let unfinished =
+        count(sql, &format!("SELECT count(*) FROM sp_journal_delivery WHERE {UNFINISHED_WHERE}"), &[now.into()])?;
+    let open_conflicts = count(sql, "SELECT count(*) FROM sp_journal_conflicts WHERE resolved_ms IS NULL", &[])?;
+    let open_jumps = count(sql, "SELECT count(*) FROM sp_journal_jumps WHERE decision IS NULL", &[])?;
+    let resolved = count(
+        sql,
+        "SELECT CAST(COALESCE(SUM(closed), 0) AS BIGINT) FROM sp_journal_resolved WHERE numbering = ?1",
+        &[numbering.into()],
+    )?;
+    let unrecoverable = unrecoverable(sql, not_found_limit, usize::MAX)?.len() as u64;
+    Ok(Extras { unfinished, open_conflicts, open_jumps, resolved, unrecoverable, numbering })
+}
+
+/// Records an index jump (`kind` jump) or a reused index (`kind` reused; counted into the open
+/// entry of that kind, if any, so that a restarted numbering makes one entry, not thousands).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_jump(
+    sql: &mut dyn Sql,
+    kind: JumpKind,
+    index: i64,
+    previous_highest: Option<i64>,
+    key: Option<&str>,
+    name: Option<&str>,
+    other_key: Option<&str>,
+) -> Result<()> {
+    let now = sql.now_ms()?;
+    let numbering = numbering(sql)?;
+    if kind == JumpKind::Reused {
+        let open = int(
+            sql,
+            "SELECT id FROM sp_journal_jumps WHERE kind = 'reused' AND decision IS NULL AND numbering = ?1 ORDER BY id DESC LIMIT 1",
+            &[numbering.into()],
+        )?;
+        if let Some(id) = open {
+            sql.exec(
+                "UPDATE sp_journal_jumps SET count = count + 1, last_idx = ?2, last_ms = ?3 WHERE id = ?1",
+                &[id.into(), index.into(), now.into()],
+            )?;
+            return Ok(());
+        }
+    }
+    let (key, name) = match (key, name) {
+        (Some(key), name) => (Some(key.to_owned()), name.map(str::to_owned)),
+        _ => {
+            let known =
+                row(sql, "SELECT key, name FROM sp_journal_delivery WHERE first_index = ?1 LIMIT 1", &[index.into()])?;
+            match known {
+                Some(r) => (opt_text(&r, 0), opt_text(&r, 1)),
+                None => {
+                    let refused =
+                        row(sql, "SELECT name FROM sp_journal_refused WHERE idx = ?1 LIMIT 1", &[index.into()])?;
+                    (refused.as_ref().map(|_| format!("refused:{index}")), refused.and_then(|r| opt_text(&r, 0)))
+                }
+            }
+        }
+    };
+    sql.exec(
+        "INSERT INTO sp_journal_jumps (kind, idx, previous_highest, key, name, other_key, count, last_idx, numbering, at_ms, last_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?2, ?7, ?8, ?8)",
+        &[
+            kind.as_str().into(),
+            index.into(),
+            previous_highest.into(),
+            key.as_deref().into(),
+            name.as_deref().into(),
+            other_key.into(),
+            numbering.into(),
+            now.into(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The index jumps, reused indexes and renumberings, newest first, at most `limit`; decided ones
+/// too when `all`.
+pub(crate) fn index_jumps(sql: &mut dyn Sql, all: bool, limit: usize) -> Result<Vec<IndexJump>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let filter = if all { "" } else { "WHERE decision IS NULL" };
+    let text = format!(
+        "SELECT id, kind, idx, previous_highest, key, name, other_key, count, last_idx, numbering, at_ms, last_ms, decision, decided_ms, note FROM sp_journal_jumps {filter} ORDER BY id DESC LIMIT ?1"
+    );
+    let rows = sql.rows(&text, &[limit.into()])?;
+    Ok(rows
+        .iter()
+        .map(|r| IndexJump {
+            id: num(r, 0).unwrap_or(0),
+            kind: JumpKind::parse(&opt_text(r, 1).unwrap_or_default()),
+            index: num(r, 2).unwrap_or(0),
+            previous_highest: num(r, 3),
+            key: opt_text(r, 4),
+            name: opt_text(r, 5),
+            other_key: opt_text(r, 6),
+            count: num(r, 7).unwrap_or(1),
+            last_index: num(r, 8).unwrap_or(0),
+            numbering: num(r, 9).unwrap_or(1),
+            at_ms: num(r, 10).unwrap_or(0),
+            last_ms: num(r, 11).unwrap_or(0),
+            decision: opt_text(r, 12),
+            decided_ms: num(r, 13),
+            note: opt_text(r, 14),
+        })
+        .collect())
+}
+
+/// Decides an open index jump or reused index: `accept` (the numbering really moved: a jump's
+/// stretch is no events) or not (a jump's stretch counts as missing again, to be fetched).
+pub(crate) fn decide_jump(sql: &mut dyn Sql, id: i64, accept: bool, note: &str) -> Result<()> {
+    let note = note_checked(note)?;
+    let now = sql.now_ms()?;
+    let decision = if accept { "accepted" } else { "gap" };
+    let changed = sql.exec(
+        "UPDATE sp_journal_jumps SET decision = ?2, decided_ms = ?3, note = ?4 WHERE id = ?1 AND decision IS NULL",
+        &[id.into(), decision.into(), now.into(), note.into()],
+    )?;
+    if changed == 0 {
+        return Err(invalid("id", format!("no open index jump has id {id} (see the list of index jumps)")));
+    }
+    Ok(())
+}
+
+/// Closes the missing indexes of `first..=last` by hand, keeping `note` for audit; the number
+/// of indexes that were missing.
+pub(crate) fn resolve(sql: &mut dyn Sql, first: i64, last: i64, note: &str) -> Result<u64> {
+    let note = note_checked(note)?;
+    if first < 0 || last < first {
+        return Err(invalid("range", format!("{first}-{last} is not a range of indexes (first <= last, both >= 0)")));
+    }
+    let highest = SqlRuns(sql).highest()?.map(|run| run.hi);
+    if highest.is_none_or(|highest| last > highest) {
+        let shown = highest.map_or("none".to_owned(), |h| h.to_string());
+        return Err(invalid(
+            "range",
+            format!("{first}-{last} reaches beyond the highest index seen ({shown}): nothing is missing there"),
+        ));
+    }
+    let closed = gaps::add(&mut SqlRuns(sql), first, last)?;
+    if closed > 0 {
+        sql.exec("UPDATE sp_journal_meta SET value = value + ?1 WHERE key = 'seen_count'", &[closed.into()])?;
+    }
+    let numbering = numbering(sql)?;
+    let now = sql.now_ms()?;
+    sql.exec(
+        "INSERT INTO sp_journal_resolved (lo, hi, closed, numbering, note, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        &[first.into(), last.into(), closed.into(), numbering.into(), note.into(), now.into()],
+    )?;
+    sql.exec("DELETE FROM sp_journal_fetch WHERE idx >= ?1 AND idx <= ?2", &[first.into(), last.into()])?;
+    Ok(u64::try_from(closed).unwrap_or(0))
+}
+
+/// The ranges resolved by hand, newest first, at most `limit`.
+pub(crate) fn resolutions(sql: &mut dyn Sql, limit: usize) -> Result<Vec<Resolution>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = sql.rows(
+        "SELECT id, lo, hi, closed, numbering, note, at_ms FROM sp_journal_resolved ORDER BY id DESC LIMIT ?1",
+        &[limit.into()],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| Resolution {
+            id: num(r, 0).unwrap_or(0),
+            first: num(r, 1).unwrap_or(0),
+            last: num(r, 2).unwrap_or(0),
+            closed: num(r, 3).unwrap_or(0),
+            numbering: num(r, 4).unwrap_or(1),
+            note: opt_text(r, 5).unwrap_or_default(),
+            at_ms: num(r, 6).unwrap_or(0),
+        })
+        .collect())
+}
+
+/// A conflict as the claim found it, to record.
+pub(crate) struct ConflictSeen<'a> {
+    pub key: &'a str,
+    pub name: &'a str,
+    pub transaction_id: Option<i64>,
+    pub index: Option<i64>,
+    pub first_content: &'a str,
+    pub now_content: &'a str,
+    pub differing: &'a [String],
+    pub handed_out: bool,
+}
+
+impl<'a> ConflictSeen<'a> {
+    pub fn of(
+        delivery: &'a super::Delivery,
+        key: &'a str,
+        first_content: &'a str,
+        differing: &'a [String],
+        handed_out: bool,
+    ) -> Self {
+        ConflictSeen {
+            key,
+            name: delivery.name(),
+            transaction_id: delivery.transaction_id(),
+            index: delivery.index(),
+            first_content,
+            now_content: delivery.fingerprint(),
+            differing,
+            handed_out,
+        }
+    }
+}
+
+/// Records a conflict (a repeat of an open one with the same content is counted into it).
+pub(crate) fn record_conflict(sql: &mut dyn Sql, seen: &ConflictSeen<'_>) -> Result<()> {
+    let now = sql.now_ms()?;
+    let outcome = if seen.handed_out { "handed_out" } else { "refused" };
+    let counted = sql.exec(
+        "UPDATE sp_journal_conflicts SET count = count + 1, last_ms = ?3 WHERE key = ?1 AND now_content = ?2 AND outcome = ?4 AND resolved_ms IS NULL",
+        &[seen.key.into(), seen.now_content.into(), now.into(), outcome.into()],
+    )?;
+    if counted > 0 {
+        return Ok(());
+    }
+    sql.exec(
+        "INSERT INTO sp_journal_conflicts (key, name, transaction_id, idx, first_content, now_content, differing, outcome, count, first_ms, last_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?9)",
+        &[
+            seen.key.into(),
+            seen.name.into(),
+            seen.transaction_id.into(),
+            seen.index.into(),
+            seen.first_content.into(),
+            seen.now_content.into(),
+            seen.differing.join("\n").as_str().into(),
+            outcome.into(),
+            now.into(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The conflicts, newest first, at most `limit`; resolved ones too when `all`.
+pub(crate) fn conflicts(sql: &mut dyn Sql, all: bool, limit: usize) -> Result<Vec<ConflictRecord>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let filter = if all { "" } else { "WHERE resolved_ms IS NULL" };
+    let text = format!(
+        "SELECT id, key, name, transaction_id, idx, first_content, now_content, differing, outcome, count, first_ms, last_ms, resolved_ms, note FROM sp_journal_conflicts {filter} ORDER BY id DESC LIMIT ?1"
+    );
+    let rows = sql.rows(&text, &[limit.into()])?;
+    Ok(rows
+        .iter()
+        .map(|r| ConflictRecord {
+            id: num(r, 0).unwrap_or(0),
+            key: opt_text(r, 1).unwrap_or_default(),
+            name: opt_text(r, 2).unwrap_or_default(),
+            transaction_id: num(r, 3),
+            index: num(r, 4),
+            first_content: opt_text(r, 5).unwrap_or_default(),
+            now_content: opt_text(r, 6).unwrap_or_default(),
+            differing: opt_text(r, 7)
+                .unwrap_or_default()
+                .split('\n')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            outcome: opt_text(r, 8).unwrap_or_default(),
+            count: num(r, 9).unwrap_or(1),
+            first_ms: num(r, 10).unwrap_or(0),
+            last_ms: num(r, 11).unwrap_or(0),
+            resolved_ms: num(r, 12),
+            note: opt_text(r, 13),
+        })
+        .collect())
+}
+
+/// Marks an open conflict resolved, keeping `note` for audit.
+pub(crate) fn resolve_conflict(sql: &mut dyn Sql, id: i64, note: &str) -> Result<()> {
+    let note = note_checked(note)?;
+    let now = sql.now_ms()?;
+    let changed = sql.exec(
+        "UPDATE sp_journal_conflicts SET resolved_ms = ?2, note = ?3 WHERE id = ?1 AND resolved_ms IS NULL",
+        &[id.into(), now.into(), note.into()],
+    )?;
+    if changed == 0 {
+        return Err(invalid("id", format!("no open conflict has id {id} (see the list of conflicts)")));
+    }
+    Ok(())
+}
+
+/// Starts a new numbering from `first`: the runs of the current one are archived, gap detection
+/// starts afresh from `first`, index-keyed deliveries keep their records and replies under a key
+/// of their numbering (`n1/event#17#bonusGranted`), so that the new numbering's events never
+/// meet them. Refunds and payouts, keyed by `transactionId`, are untouched.
+pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str) -> Result<i64> {
+    let note = note_checked(note)?;
+    if first < 0 {
+        return Err(invalid("first_index", "must be a non-negative index"));
+    }
+    let old = numbering(sql)?;
+    let highest = SqlRuns(sql).highest()?.map(|run| run.hi);
+    sql.exec(
+        "INSERT INTO sp_journal_runs_archive (numbering, lo, hi) SELECT ?1, lo, hi FROM sp_journal_runs",
+        &[old.into()],
+    )?;
+    sql.exec("DELETE FROM sp_journal_runs", &[])?;
+    sql.exec("DELETE FROM sp_journal_fetch", &[])?;
+    let prefix = format!("n{old}/");
+    sql.exec(
+        "UPDATE sp_journal_delivery SET key = ?1 || key WHERE transaction_id IS NULL AND (key LIKE 'event#%' OR key LIKE 'action#%')",
+        &[prefix.as_str().into()],
+    )?;
+    set_meta(sql, "seen_count", 0)?;
+    set_meta(sql, "first_index", first)?;
+    set_meta(sql, "numbering", old + 1)?;
+    record_jump(sql, JumpKind::Renumbered, first, highest, None, None, None)?;
+    let now = sql.now_ms()?;
+    sql.exec(
+        "UPDATE sp_journal_jumps SET decision = 'accepted', decided_ms = ?1, note = ?2 WHERE kind = 'renumbered' AND decision IS NULL",
+        &[now.into(), note.into()],
+    )?;
+    // Whatever was open about the old numbering is settled by starting a new one.
+    sql.exec(
+        "UPDATE sp_journal_jumps SET decision = 'accepted', decided_ms = ?1, note = ?2 WHERE decision IS NULL AND numbering = ?3",
+        &[now.into(), note.into(), old.into()],
+    )?;
+    Ok(old + 1)
+}
+
+/// Notes what recovery got for `index`.
+pub(crate) fn note_fetch(sql: &mut dyn Sql, index: i64, outcome: FetchOutcome) -> Result<()> {
+    if outcome == FetchOutcome::Settled {
+        sql.exec("DELETE FROM sp_journal_fetch WHERE idx = ?1", &[index.into()])?;
+        return Ok(());
+    }
+    let now = sql.now_ms()?;
+    let (not_found, text) = match outcome {
+        FetchOutcome::NotFound => (1, "not_found"),
+        _ => (0, "failed"),
+    };
+    sql.exec(
+        "INSERT INTO sp_journal_fetch (idx, tries, not_found, last_ms, last_outcome) VALUES (?1, 1, ?2, ?3, ?4) ON CONFLICT (idx) DO UPDATE SET tries = sp_journal_fetch.tries + 1, not_found = sp_journal_fetch.not_found + ?2, last_ms = ?3, last_outcome = ?4",
+        &[index.into(), i64::from(not_found).into(), now.into(), text.into()],
+    )?;
+    Ok(())
+}
+
+/// The missing indexes the service answered 404 for at least `not_found_limit` times, in order,
+/// at most `limit`: recovery no longer fetches them; they stay missing until resolved by hand.
+pub(crate) fn unrecoverable(sql: &mut dyn Sql, not_found_limit: u32, limit: usize) -> Result<Vec<i64>> {
+    let rows = sql.rows(
+        "SELECT idx FROM sp_journal_fetch WHERE not_found >= ?1 ORDER BY idx",
+        &[i64::from(not_found_limit.max(1)).into()],
+    )?;
+    let mut out = Vec::new();
+    for index in rows.iter().filter_map(|r| num(r, 0)) {
+        if out.len() >= limit {
+            break;
+        }
+        if !is_seen(sql, index)? {
+            out.push(index);
+        }
+    }
+    Ok(out)
+}
+
+/// What recovery fetches next, at most `limit`: unfinished deliveries first, then missing
+/// indexes never tried, then those tried before, the least recently tried first; never those
+/// that are unrecoverable. A run therefore works through every gap in turn instead of the same
+/// first indexes each time.
+pub(crate) fn recovery_plan(sql: &mut dyn Sql, limit: usize, not_found_limit: u32) -> Result<Vec<i64>> {
+    let mut plan = unfinished(sql, limit)?;
+    let tried: HashMap<i64, (i64, i64)> = sql
+        .rows("SELECT idx, not_found, last_ms FROM sp_journal_fetch", &[])?
+        .iter()
+        .filter_map(|r| Some((num(r, 0)?, (num(r, 1)?, num(r, 2)?))))
+        .collect();
+    let ranges = missing(sql, limit.max(1))?;
+    let mut again: Vec<(i64, i64)> = Vec::new();
+    let not_found_limit = i64::from(not_found_limit.max(1));
+    'ranges: for (lo, hi) in ranges {
+        let mut index = lo;
+        loop {
+            match tried.get(&index) {
+                None if plan.len() < limit => plan.push(index),
+                None => {}
+                Some(&(not_found, last_ms)) if not_found < not_found_limit => again.push((last_ms, index)),
+                Some(_) => {}
+            }
+            if plan.len() >= limit && again.len() >= limit {
+                break 'ranges;
+            }
+            if index == hi {
+                break;
+            }
+            index += 1;
+        }
+    }
+    again.sort_unstable();
+    for (_, index) in again {
+        if plan.len() >= limit {
+            break;
+        }
+        plan.push(index);
+    }
+    let mut seen = std::collections::HashSet::new();
+    plan.retain(|index| seen.insert(*index));
+    Ok(plan)
+}
+
+/// Who holds a named lock, and since when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockHolder {
+    pub holder: String,
+    pub since_ms: i64,
+    pub until_ms: i64,
+}
+
+/// Takes (or renews, for the same `holder`) the lock `name` for `lease_ms`; the current holder
+/// when another holds it and its lease has not run out.
+pub(crate) fn take_lock(
+    sql: &mut dyn Sql,
+    name: &str,
+    holder: &str,
+    lease_ms: i64,
+) -> Result<std::result::Result<(), LockHolder>> {
+    let now = sql.now_ms()?;
+    let current = row(sql, "SELECT holder, since_ms, until_ms FROM sp_journal_locks WHERE name = ?1", &[name.into()])?;
+    if let Some(r) = current {
+        let held = LockHolder {
+            holder: opt_text(&r, 0).unwrap_or_default(),
+            since_ms: num(&r, 1).unwrap_or(0),
+            until_ms: num(&r, 2).unwrap_or(0),
+        };
+        if held.holder != holder && held.until_ms > now {
+            return Ok(Err(held));
+        }
+        let since = if held.holder == holder && held.until_ms > now { held.since_ms } else { now };
+        sql.exec(
+            "UPDATE sp_journal_locks SET holder = ?2, since_ms = ?3, until_ms = ?4 WHERE name = ?1",
+            &[name.into(), holder.into(), since.into(), now.saturating_add(lease_ms).into()],
+        )?;
+    } else {
+        sql.exec(
+            "INSERT INTO sp_journal_locks (name, holder, since_ms, until_ms) VALUES (?1, ?2, ?3, ?4)",
+            &[name.into(), holder.into(), now.into(), now.saturating_add(lease_ms).into()],
+        )?;
+    }
+    Ok(Ok(()))
+}
+
+/// Releases the lock `name` if `holder` holds it.
+pub(crate) fn release_lock(sql: &mut dyn Sql, name: &str, holder: &str) -> Result<()> {
+    sql.exec("DELETE FROM sp_journal_locks WHERE name = ?1 AND holder = ?2", &[name.into(), holder.into()])?;
+    Ok(())
+}
+
+/// What the journal holds for an index: the keys of deliveries that carried it, with their
+/// state and `transactionId`.
+pub(crate) fn deliveries_at(sql: &mut dyn Sql, index: i64) -> Result<Vec<(String, String, Option<i64>)>> {
+    let rows = sql.rows(
+        "SELECT key, state, transaction_id FROM sp_journal_delivery WHERE first_index = ?1 ORDER BY id",
+        &[index.into()],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| (opt_text(r, 0).unwrap_or_default(), opt_text(r, 1).unwrap_or_default(), num(r, 2)))
+        .collect())
+}
+
+/// The migration's data steps from schema version 1 (the version 2 tables exist already).
+pub(crate) fn migrate_v1(sql: &mut dyn Sql) -> Result<()> {
+    for step in super::schema::MIGRATE_V1 {
+        sql.exec(step, &[])?;
+    }
+    Ok(())
+}
