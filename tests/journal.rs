@@ -12,7 +12,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use slotpartner::journal::{Begin, Claim, Delivery, Journal, JournalOptions, RecordState, Synchronous};
+use slotpartner::journal::{Begin, Claim, Delivery, FetchOutcome, Journal, JournalOptions, RecordState, Synchronous};
 use slotpartner::{ErrorKind, ParseOptions, parse};
 
 #[path = "e2e/cluster.rs"]
@@ -26,11 +26,22 @@ fn delivery(body: &str) -> Delivery {
     Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).expect("a valid body"))
 }
 
-/// A refund; `game_id` varies the content under the same key.
+/// A refund; `game_id` varies the content under the same key (the game, and with it the
+/// partner's request identifier, a decisive field, unless it is 7).
 fn refund(transaction_id: i64, index: Option<i64>, game_id: i64) -> Delivery {
     let index = index.map(|i| format!(",\"index\":{i}")).unwrap_or_default();
+    let request =
+        if game_id == 7 { format!("req-{transaction_id}") } else { format!("req-{transaction_id}-{game_id}") };
     delivery(&format!(
-        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{transaction_id}","playerIdentifier":"player-1","transactionId":{transaction_id},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{transaction_id}","gameId":{game_id},"isMobile":false{index}}}"#,
+        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{transaction_id}","playerIdentifier":"player-1","transactionId":{transaction_id},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"{request}","gameId":{game_id},"isMobile":false{index}}}"#,
+        transaction_id + 1_000_000
+    ))
+}
+
+/// A payout of `money` with `tail` (more fields, each with a leading comma) at the end.
+fn payout(transaction_id: i64, index: i64, money: i64, tail: &str) -> Delivery {
+    delivery(&format!(
+        r#"{{"event":"jackpotPayout","jackpotIdentifier":"jp-1","playerIdentifier":"player-1","currencyISO4217":"EUR","moneyWon":{money},"coinsWon":0,"isMoney":true,"epochReleasedMillis":1700000000000,"isPrimary":true,"transactionId":{transaction_id},"buyTransactionId":{},"partnerGameRequestIdentifier":"req-{transaction_id}","gameSessionId":5,"gameId":7,"index":{index}{tail}}}"#,
         transaction_id + 1_000_000
     ))
 }
@@ -137,6 +148,20 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("reply_over_the_limit_refused", reply_over_the_limit_refused),
     ("eight_threads_one_key", eight_threads_one_key),
     ("unfinished_lists_abandoned_and_expired_claims", unfinished_lists_abandoned_and_expired_claims),
+    ("an_index_jump_opens_no_gap", an_index_jump_opens_no_gap),
+    ("a_jump_declared_a_gap_is_missing", a_jump_declared_a_gap_is_missing),
+    ("key_spaces_never_meet", key_spaces_never_meet),
+    ("a_resend_of_an_unfinished_payout_is_never_refused", a_resend_of_an_unfinished_payout_is_never_refused),
+    ("a_conflict_on_a_finished_delivery_stays_visible", a_conflict_on_a_finished_delivery_stays_visible),
+    ("unfinished_deliveries_are_counted", unfinished_deliveries_are_counted),
+    ("gaps_resolved_by_hand", gaps_resolved_by_hand),
+    (
+        "a_reused_index_is_reported_and_renumbering_keeps_the_records",
+        a_reused_index_is_reported_and_renumbering_keeps_the_records,
+    ),
+    ("recovery_works_through_every_gap", recovery_works_through_every_gap),
+    ("one_holder_of_a_lock", one_holder_of_a_lock),
+    ("counts_at_the_ends_of_the_index_range", counts_at_the_ends_of_the_index_range),
 ];
 
 /// Runs every behaviour, reporting each, and fails naming those that failed.
@@ -212,24 +237,27 @@ fn conflict_keeps_the_first(b: &dyn Backend) {
     let first = refund(900002, Some(1), 7);
     let claim = new_claim(&journal, &first);
     let other = refund(900002, Some(2), 8);
-    // While claimed, and once done: other content under the key is refused.
+    // While the first is claimed, other content waits like any repeat (it may yet be abandoned,
+    // and then it is handed out); once the first is done, it is refused.
+    assert!(matches!(journal.begin(&other).unwrap(), Begin::Busy));
+    journal.finish(&claim, b"first").unwrap();
     for _ in 0..2 {
         match journal.begin(&other).unwrap() {
             Begin::Conflict(error) => {
                 assert_eq!(error.kind, ErrorKind::Conflict);
                 assert_eq!(error.field, "gameSessionBuyRefund.transactionId");
                 assert!(error.message.contains("900002"), "{error}");
-                assert!(error.message.contains("gameId: first 7, now 8"), "{error}");
+                assert!(
+                    error.message.contains(r#"partnerGameRequestIdentifier: first "req-900002", now "req-900002-8""#),
+                    "{error}"
+                );
             }
             answer => panic!("expected Conflict, got {answer:?}"),
-        }
-        if journal.lookup(900002).unwrap()[0].state == RecordState::Claimed {
-            journal.finish(&claim, b"first").unwrap();
         }
     }
     assert_eq!(done_reply(&journal, &first), b"first");
     let status = journal.status().unwrap();
-    assert_eq!((status.conflicts, status.handled, status.replayed), (2, 1, 1));
+    assert_eq!((status.conflicts, status.handled, status.replayed, status.open_conflicts), (2, 1, 1, 1));
 }
 
 fn busy_then_done(b: &dyn Backend) {
@@ -645,4 +673,330 @@ fn throughput_begin_finish() {
     println!("postgres, 4 threads: {:.0} deliveries/s", throughput(&postgres, 4, 1000, 100_000));
     let status = open(&postgres).status().unwrap();
     assert_eq!(status.handled, 6000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Holes a hostile or unlucky day reaches
+
+fn finish_with(journal: &Journal, delivery: &Delivery, reply: &str) {
+    let claim = new_claim(journal, delivery);
+    journal.finish(&claim, reply.as_bytes()).unwrap();
+}
+
+const FAR: i64 = 1_000_000_000_000;
+
+fn an_index_jump_opens_no_gap(b: &dyn Backend) {
+    let journal = open(&b.url("an_index_jump_opens_no_gap"));
+    for i in 1..=5 {
+        handle(&journal, &indexed(i), b"ok");
+    }
+    handle(&journal, &indexed(FAR), b"ok");
+    let status = journal.status().unwrap();
+    assert_eq!((status.missing, status.index_jumps, status.highest_index), (0, 1, Some(FAR)), "{status:?}");
+    assert!(Journal::needs_attention(&status), "an open jump needs the operator");
+    // A real lost event after the jump is found, and recovery asks for it, not for 6..FAR-1.
+    handle(&journal, &indexed(FAR + 2), b"ok");
+    assert_eq!(journal.missing(10).unwrap(), vec![(FAR + 1, FAR + 1)]);
+    assert_eq!(journal.status().unwrap().missing, 1);
+    assert_eq!(journal.recovery_plan(10).unwrap(), vec![FAR + 1]);
+    // Traffic that goes on below the jump keeps its own gaps.
+    handle(&journal, &indexed(7), b"ok");
+    assert_eq!(journal.missing(10).unwrap(), vec![(6, 6), (FAR + 1, FAR + 1)]);
+    let jumps = journal.index_jumps(false, 10).unwrap();
+    assert_eq!(jumps.len(), 1, "{jumps:?}");
+    let jump = &jumps[0];
+    assert_eq!((jump.index, jump.previous_highest, jump.kind.as_str()), (FAR, Some(5), "jump"));
+    assert_eq!(jump.key.as_deref(), Some(format!("event#{FAR}#bonusGranted").as_str()));
+    assert_eq!(journal.accept_jump(jump.id, "").unwrap_err().field, "note");
+    journal.accept_jump(jump.id, "the service moved its numbering (ticket 42)").unwrap();
+    let status = journal.status().unwrap();
+    assert_eq!((status.index_jumps, status.missing), (0, 2));
+    assert_eq!(journal.index_jumps(true, 10).unwrap()[0].decision.as_deref(), Some("accepted"));
+    assert_eq!(journal.accept_jump(jump.id, "again").unwrap_err().field, "id");
+    // A window wide enough takes the same index as a gap of its size.
+    let wide = open_with(
+        &b.url("an_index_jump_wide"),
+        JournalOptions { max_index_jump: i64::MAX, ..JournalOptions::default() },
+    );
+    handle(&wide, &indexed(1), b"ok");
+    handle(&wide, &indexed(FAR), b"ok");
+    assert_eq!(wide.status().unwrap().missing, (FAR - 2) as u64);
+}
+
+fn a_jump_declared_a_gap_is_missing(b: &dyn Backend) {
+    let options = JournalOptions { max_index_jump: 100, ..JournalOptions::default() };
+    let journal = open_with(&b.url("a_jump_declared_a_gap_is_missing"), options);
+    handle(&journal, &indexed(1), b"ok");
+    handle(&journal, &indexed(500), b"ok");
+    assert_eq!(journal.status().unwrap().missing, 0);
+    let id = journal.index_jumps(false, 10).unwrap()[0].id;
+    journal.jump_is_gap(id, "an outage: fetch them").unwrap();
+    let status = journal.status().unwrap();
+    assert_eq!((status.missing, status.index_jumps), (498, 0));
+    assert_eq!(journal.missing(10).unwrap(), vec![(2, 499)]);
+}
+
+fn key_spaces_never_meet(b: &dyn Backend) {
+    let journal = open(&b.url("key_spaces_never_meet"));
+    let n = 900002;
+    let kinds = [
+        refund(n, None, 7),
+        payout(n, 1, 100, ""),
+        delivery(&format!(r#"{{"action":"jackpotPayout","index":{n}}}"#)),
+        delivery(&format!(r#"{{"action":"gameSessionBuyRefund","index":{n}}}"#)),
+        delivery(&format!(r#"{{"event":"getPlayerBalance","index":{n}}}"#)),
+        delivery(&format!(r#"{{"action":"bonusGranted","index":{n}}}"#)),
+        delivery(&format!(r#"{{"event":"bonusGranted","index":{n}}}"#)),
+    ];
+    for (i, a) in kinds.iter().enumerate() {
+        for (j, other) in kinds.iter().enumerate() {
+            if i != j {
+                assert_ne!(a.key(), other.key(), "kinds {i} and {j} share a key");
+            }
+        }
+    }
+    for (i, kind) in kinds.iter().enumerate() {
+        finish_with(&journal, kind, &format!("reply {i}"));
+    }
+    for (i, kind) in kinds.iter().enumerate() {
+        assert_eq!(done_reply(&journal, kind), format!("reply {i}").into_bytes(), "kind {i}");
+    }
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.conflicts, status.open_conflicts), (kinds.len() as u64, 0, 0));
+}
+
+fn a_resend_of_an_unfinished_payout_is_never_refused(b: &dyn Backend) {
+    let journal = open(&b.url("a_resend_of_an_unfinished_payout_is_never_refused"));
+    let first = payout(900002, 1, 100, r#","isMobile":false"#);
+    let claim = new_claim(&journal, &first);
+    journal.abandon(&claim).unwrap(); // the partner's database was down: 503
+    // Delivered again with isMobile absent, then null: the same delivery.
+    for tail in ["", r#","isMobile":null"#] {
+        let again = payout(900002, 1, 100, tail);
+        let claim = new_claim(&journal, &again);
+        assert!(claim.attempt() >= 2 && claim.differing().is_empty(), "{claim:?}");
+        journal.abandon(&claim).unwrap();
+    }
+    assert_eq!(journal.status().unwrap().open_conflicts, 0);
+    // Delivered again with another amount: handed out, never refused forever, and flagged.
+    let changed = payout(900002, 1, 250, "");
+    let claim = new_claim(&journal, &changed);
+    assert_eq!(claim.differing(), ["moneyWon: first 100, now 250"]);
+    journal.finish(&claim, b"paid").unwrap();
+    assert_eq!(done_reply(&journal, &changed), b"paid");
+    let status = journal.status().unwrap();
+    assert_eq!((status.open_conflicts, status.unfinished), (1, 0));
+    assert!(Journal::needs_attention(&status));
+    let conflicts = journal.conflicts(false, 10).unwrap();
+    assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+    let c = &conflicts[0];
+    assert_eq!(
+        (c.outcome.as_str(), c.key.as_str(), c.transaction_id),
+        ("handed_out", "jackpotPayout:900002", Some(900002))
+    );
+    assert!(c.first_content.contains("\"moneyWon\":100") && c.now_content.contains("\"moneyWon\":250"), "{c:?}");
+    journal.resolve_conflict(c.id, "paid 250 as the service says").unwrap();
+    assert_eq!(journal.status().unwrap().open_conflicts, 0);
+    assert_eq!(journal.conflicts(true, 10).unwrap()[0].note.as_deref(), Some("paid 250 as the service says"));
+}
+
+fn a_conflict_on_a_finished_delivery_stays_visible(b: &dyn Backend) {
+    let journal = open(&b.url("a_conflict_on_a_finished_delivery_stays_visible"));
+    finish_with(&journal, &payout(900003, 1, 100, r#","isMobile":false"#), "paid");
+    // Only fields that decide nothing changed: the stored reply.
+    let cosmetic = payout(900003, 1, 100, r#","isMobile":true,"bonusCode":"B1""#);
+    assert_eq!(done_reply(&journal, &cosmetic), b"paid");
+    // The amount changed: refused, counted, listed until resolved.
+    for _ in 0..2 {
+        match journal.begin(&payout(900003, 1, 999, "")).unwrap() {
+            Begin::Conflict(error) => assert!(error.message.contains("moneyWon: first 100, now 999"), "{error}"),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+    }
+    let status = journal.status().unwrap();
+    assert_eq!((status.conflicts, status.open_conflicts), (2, 1));
+    let c = &journal.conflicts(false, 10).unwrap()[0];
+    assert_eq!((c.outcome.as_str(), c.count), ("refused", 2));
+    assert_eq!(c.differing, ["moneyWon: first 100, now 999"]);
+}
+
+fn unfinished_deliveries_are_counted(b: &dyn Backend) {
+    let options = JournalOptions { lease: Duration::from_millis(50), ..JournalOptions::default() };
+    let journal = open_with(&b.url("unfinished_deliveries_are_counted"), options);
+    let abandoned = new_claim(&journal, &refund(1, Some(1), 7));
+    journal.abandon(&abandoned).unwrap();
+    let _expired = new_claim(&journal, &refund(2, Some(2), 7));
+    let status = journal.status().unwrap();
+    assert_eq!((status.unfinished, status.in_progress, status.missing), (1, 1, 0));
+    assert!(Journal::needs_attention(&status), "an abandoned delivery needs attention");
+    thread::sleep(Duration::from_millis(120));
+    assert_eq!(journal.status().unwrap().unfinished, 2);
+    assert_eq!(journal.recovery_plan(10).unwrap(), vec![1, 2]);
+    handle(&journal, &refund(1, Some(1), 7), b"ok");
+    handle(&journal, &refund(2, Some(2), 7), b"ok");
+    let status = journal.status().unwrap();
+    assert_eq!((status.unfinished, status.in_progress), (0, 0));
+    assert!(!Journal::needs_attention(&status));
+}
+
+fn gaps_resolved_by_hand(b: &dyn Backend) {
+    let journal = open(&b.url("gaps_resolved_by_hand"));
+    for i in [1, 2, 5, 9] {
+        handle(&journal, &indexed(i), b"ok");
+    }
+    assert_eq!(journal.status().unwrap().missing, 5);
+    assert_eq!(journal.resolve(3, 4, " ").unwrap_err().field, "note");
+    assert_eq!(journal.resolve(4, 3, "x").unwrap_err().field, "range");
+    assert_eq!(journal.resolve(8, 10, "x").unwrap_err().field, "range");
+    assert_eq!(journal.resolve(3, 4, "the service confirms 3 and 4 were never sent").unwrap(), 2);
+    assert_eq!(journal.resolve(2, 6, "overlapping").unwrap(), 1);
+    let status = journal.status().unwrap();
+    assert_eq!((status.missing, status.resolved), (2, 3));
+    assert_eq!(journal.missing(10).unwrap(), vec![(7, 8)]);
+    let resolutions = journal.resolutions(10).unwrap();
+    assert_eq!(resolutions.len(), 2);
+    assert_eq!((resolutions[1].first, resolutions[1].last, resolutions[1].closed), (3, 4, 2));
+    assert_eq!(resolutions[1].note, "the service confirms 3 and 4 were never sent");
+}
+
+fn a_reused_index_is_reported_and_renumbering_keeps_the_records(b: &dyn Backend) {
+    let journal = open(&b.url("a_reused_index_is_reported_and_renumbering"));
+    for i in 1..=5 {
+        finish_with(&journal, &refund(100 + i, Some(i), 7), "old");
+    }
+    finish_with(&journal, &indexed(6), "old unknown");
+    // The service restarted its numbering: index 2 arrives with another event.
+    finish_with(&journal, &refund(900, Some(2), 7), "new");
+    finish_with(&journal, &refund(901, Some(3), 7), "new");
+    let status = journal.status().unwrap();
+    assert_eq!(status.index_jumps, 1, "{status:?}");
+    let reused = &journal.index_jumps(false, 10).unwrap()[0];
+    assert_eq!((reused.kind.as_str(), reused.index, reused.count, reused.last_index), ("reused", 2, 2, 3));
+    assert_eq!(reused.other_key.as_deref(), Some("gameSessionBuyRefund:102"));
+    // Renumbering: gap detection starts afresh; every record and reply stays.
+    assert_eq!(journal.renumber(1, "the service restarted at 1").unwrap(), 2);
+    let status = journal.status().unwrap();
+    assert_eq!((status.numbering, status.index_jumps, status.missing, status.highest_index), (2, 0, 0, None));
+    handle(&journal, &indexed(1), b"x");
+    handle(&journal, &indexed(3), b"x");
+    assert_eq!(journal.missing(10).unwrap(), vec![(2, 2)]);
+    // An unknown event of the new numbering never meets the old one's record at index 6.
+    finish_with(&journal, &indexed(6), "new unknown");
+    assert_eq!(done_reply(&journal, &refund(101, Some(1), 7)), b"old");
+    assert_eq!(journal.lookup(103).unwrap().len(), 1);
+}
+
+fn recovery_works_through_every_gap(b: &dyn Backend) {
+    let journal = open(&b.url("recovery_works_through_every_gap"));
+    handle(&journal, &indexed(1), b"ok");
+    handle(&journal, &indexed(8), b"ok");
+    assert_eq!(journal.recovery_plan(3).unwrap(), vec![2, 3, 4]);
+    for i in [2, 3, 4] {
+        journal.note_fetch(i, FetchOutcome::Failed).unwrap();
+        thread::sleep(Duration::from_millis(3));
+    }
+    // Untried ones first, then the least recently tried.
+    assert_eq!(journal.recovery_plan(3).unwrap(), vec![5, 6, 7]);
+    assert_eq!(journal.recovery_plan(5).unwrap(), vec![5, 6, 7, 2, 3]);
+    // 404 for not_found_limit runs: unrecoverable, reported, no longer fetched.
+    for _ in 0..3 {
+        journal.note_fetch(5, FetchOutcome::NotFound).unwrap();
+    }
+    assert_eq!(journal.unrecoverable(10).unwrap(), vec![5]);
+    assert_eq!(journal.status().unwrap().unrecoverable, 1);
+    assert!(!journal.recovery_plan(10).unwrap().contains(&5));
+    // Settled: gone from the bookkeeping; resolved by hand: no longer unrecoverable.
+    journal.resolve(5, 5, "the service confirms 5 does not exist").unwrap();
+    assert_eq!(journal.status().unwrap().unrecoverable, 0);
+}
+
+fn one_holder_of_a_lock(b: &dyn Backend) {
+    let journal = open(&b.url("one_holder_of_a_lock"));
+    journal.take_lock("recover", "run A", Duration::from_secs(60)).unwrap();
+    journal.take_lock("recover", "run A", Duration::from_secs(60)).unwrap();
+    let busy = journal.take_lock("recover", "run B", Duration::from_secs(60)).unwrap_err();
+    assert_eq!(busy.kind, ErrorKind::Busy);
+    assert!(busy.message.contains("run A") && busy.message.contains(" since "), "{busy}");
+    journal.release_lock("recover", "run B").unwrap();
+    assert!(journal.take_lock("recover", "run B", Duration::from_secs(60)).is_err(), "only the holder releases");
+    journal.release_lock("recover", "run A").unwrap();
+    journal.take_lock("recover", "run B", Duration::from_millis(1)).unwrap();
+    thread::sleep(Duration::from_millis(20));
+    journal.take_lock("recover", "run C", Duration::from_secs(60)).unwrap(); // B's lease ran out
+}
+
+fn counts_at_the_ends_of_the_index_range(b: &dyn Backend) {
+    let options = JournalOptions { max_index_jump: i64::MAX, ..JournalOptions::default() };
+    let journal = open_with(&b.url("counts_at_the_ends_of_the_index_range"), options);
+    handle(&journal, &indexed(0), b"ok");
+    handle(&journal, &indexed(i64::MAX), b"ok");
+    let status = journal.status().unwrap();
+    assert_eq!((status.first_index, status.highest_index), (Some(0), Some(i64::MAX)));
+    assert_eq!(status.missing, (i64::MAX - 1) as u64);
+    assert_eq!(journal.missing(3).unwrap(), vec![(1, i64::MAX - 1)]);
+    assert_eq!(journal.recovery_plan(3).unwrap(), vec![1, 2, 3]);
+}
+
+/// A journal written by the previous release (schema version 1, `tests/fixtures/journal/v1.sqlite`:
+/// refunds at 1, 2, 4, the unknown event `bonusGranted` at 5 under the old key `bonusGranted:5`,
+/// a payout abandoned at 6, a refusal at 8) opens, migrates in place and keeps every answer.
+#[test]
+fn sqlite_journal_of_the_previous_release_migrates_in_place() {
+    let dir = TempDir::new("slotpartner-journal-v1");
+    let path = dir.0.join("v1.sqlite");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journal/v1.sqlite"), &path).unwrap();
+    let url = format!("sqlite:{}", path.display());
+    let journal = open(&url);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 =
+        db.query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 2);
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.missing, status.unfinished, status.refused), (4, 2, 1, 1), "{status:?}");
+    assert_eq!((status.numbering, status.index_jumps, status.open_conflicts), (1, 0, 0));
+    assert_eq!(journal.missing(10).unwrap(), vec![(3, 3), (7, 7)]);
+    assert_eq!(done_reply(&journal, &indexed(5)), b"{\"ok\":true}");
+    let repeat = delivery(
+        r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-900002","playerIdentifier":"player-1","transactionId":900002,"buyTransactionId":1900002,"gameSessionId":5,"partnerGameRequestIdentifier":"req-900002","gameId":7,"isMobile":false,"index":2}"#,
+    );
+    assert_eq!(done_reply(&journal, &repeat), br#"{"refund":{"success":true,"errorMessage":"","tid":900002}}"#);
+    let payout = delivery(
+        r#"{"event":"jackpotPayout","jackpotIdentifier":"j","playerIdentifier":"p","currencyISO4217":"EUR","moneyWon":100,"coinsWon":0,"isMoney":true,"epochReleasedMillis":1,"isPrimary":true,"transactionId":900006,"buyTransactionId":4,"partnerGameRequestIdentifier":"r","gameSessionId":3,"gameId":2,"index":6}"#,
+    );
+    let claim = new_claim(&journal, &payout);
+    assert_eq!((claim.attempt(), claim.differing().len()), (2, 0));
+    // Opening again finds version 2 and changes nothing.
+    drop(journal);
+    assert_eq!(open(&url).status().unwrap().handled, 4);
+}
+
+/// The same migration on PostgreSQL: a journal taken back to version 1's tables and keys opens
+/// as version 2 with its records.
+#[test]
+fn postgres_journal_of_version_1_migrates_in_place() {
+    let Some(cluster) = Cluster::start("PostgreSQL migration") else { return };
+    let url = cluster.schema_url("v1");
+    {
+        let journal = open(&url);
+        handle(&journal, &indexed(5), b"kept");
+        handle(&journal, &refund(900001, Some(1), 7), b"refund kept");
+    }
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "DROP TABLE sp_journal_jumps, sp_journal_resolved, sp_journal_conflicts, sp_journal_fetch, sp_journal_locks, sp_journal_runs_archive;
+             DROP INDEX sp_journal_delivery_index; DROP INDEX sp_journal_delivery_open;
+             DELETE FROM sp_journal_meta WHERE key = 'numbering';
+             UPDATE sp_journal_meta SET value = 1 WHERE key = 'schema_version';
+             UPDATE sp_journal_delivery SET key = 'bonusGranted:5' WHERE key = 'event#5#bonusGranted';",
+        )
+        .unwrap();
+    let journal = open(&url);
+    let version: i64 =
+        client.query_one("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", &[]).unwrap().get(0);
+    assert_eq!(version, 2);
+    assert_eq!(done_reply(&journal, &indexed(5)), b"kept");
+    assert_eq!(done_reply(&journal, &refund(900001, Some(1), 7)), b"refund kept");
+    journal.resolve(2, 4, "migrated journals take resolutions").unwrap();
+    assert_eq!(journal.status().unwrap().numbering, 1);
 }

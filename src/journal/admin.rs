@@ -646,33 +646,36 @@ pub(crate) fn recovery_plan(sql: &mut dyn Sql, limit: usize, not_found_limit: u3
         .iter()
         .filter_map(|r| Some((num(r, 0)?, (num(r, 1)?, num(r, 2)?))))
         .collect();
-    let ranges = missing(sql, limit.max(1))?;
-    let mut again: Vec<(i64, i64)> = Vec::new();
-    let not_found_limit = i64::from(not_found_limit.max(1));
-    'ranges: for (lo, hi) in ranges {
+    // Never tried: walk the gaps in order until the plan is full (each range at most `limit`
+    // untried indexes past what was tried in it, so a huge gap costs no more than that).
+    'ranges: for (lo, hi) in missing(sql, limit.max(1))? {
         let mut index = lo;
-        loop {
-            match tried.get(&index) {
-                None if plan.len() < limit => plan.push(index),
-                None => {}
-                Some(&(not_found, last_ms)) if not_found < not_found_limit => again.push((last_ms, index)),
-                Some(_) => {}
-            }
-            if plan.len() >= limit && again.len() >= limit {
-                break 'ranges;
+        while plan.len() < limit {
+            if !tried.contains_key(&index) {
+                plan.push(index);
             }
             if index == hi {
-                break;
+                continue 'ranges;
             }
             index += 1;
         }
+        break;
     }
+    // Tried before and still missing: least recently tried first; never unrecoverable ones.
+    let not_found_limit = i64::from(not_found_limit.max(1));
+    let mut again: Vec<(i64, i64)> = tried
+        .iter()
+        .filter(|(_, (not_found, _))| *not_found < not_found_limit)
+        .map(|(&index, &(_, last_ms))| (last_ms, index))
+        .collect();
     again.sort_unstable();
     for (_, index) in again {
         if plan.len() >= limit {
             break;
         }
-        plan.push(index);
+        if !is_seen(sql, index)? {
+            plan.push(index);
+        }
     }
     let mut seen = std::collections::HashSet::new();
     plan.retain(|index| seen.insert(*index));

@@ -74,7 +74,7 @@ pub(crate) fn jump_holes<R: Runs>(runs: &mut R, first: i64, jumps: &[i64]) -> Re
         }
         let below = runs.at_or_before(run.lo - 1)?;
         let lo = below.map_or(first, |below| below.hi.saturating_add(1).max(first));
-        if lo <= run.lo - 1 {
+        if lo < run.lo {
             holes.push((lo, run.lo - 1));
         }
     }
