@@ -243,6 +243,36 @@ typedef enum sp_trust_roots {
 } sp_trust_roots;
 
 /**
+ * What `sp_journal_report` lists. The function takes the kind as an `int32_t`, so that any
+ * value a host passes is safe: one not listed here is refused.
+ */
+typedef enum sp_journal_report_kind {
+  /**
+   * Index jumps, reused indexes and renumberings, newest first: objects with `id`, `kind`
+   * (`jump`, `reused`, `renumbered`), `index`, `previous_highest`, `key`, `name`, `other_key`,
+   * `count`, `last_index`, `numbering`, `at_ms`, `last_ms`, `decision` (`accepted`, `gap`, or
+   * null while open), `decided_ms` and `note`.
+   */
+  SP_JOURNAL_REPORT_INDEX_JUMPS = 1,
+  /**
+   * Conflicts, newest first: objects with `id`, `key`, `name`, `transaction_id`, `index`,
+   * `first_content`, `now_content`, `differing` (strings `field: first X, now Y`), `outcome`
+   * (`refused`, or `handed_out` when the first was never finished), `count`, `first_ms`,
+   * `last_ms`, `resolved_ms` (null while open) and `note`.
+   */
+  SP_JOURNAL_REPORT_CONFLICTS = 2,
+  /**
+   * Ranges resolved by hand, newest first: objects with `id`, `first`, `last`, `closed` (how
+   * many were missing), `numbering`, `note` and `at_ms`.
+   */
+  SP_JOURNAL_REPORT_RESOLUTIONS = 3,
+  /**
+   * Missing indexes no longer fetched (404 for `not_found_limit` runs), lowest first: integers.
+   */
+  SP_JOURNAL_REPORT_UNRECOVERABLE = 4,
+} sp_journal_report_kind;
+
+/**
  * A client of the service. Created by `sp_client_new`, freed by `sp_client_free`. Immutable
  * and thread-safe: share one client among all threads; it keeps connections alive between
  * calls.
@@ -361,8 +391,8 @@ typedef struct sp_games {
 } sp_games;
 
 /**
- * A reply body the library allocated. `text` views it (NUL-terminated) until `sp_buffer_free`.
- * One thread at a time.
+ * A reply body (or a JSON report) the library allocated. `text` views it (NUL-terminated) until
+ * `sp_buffer_free`. One thread at a time.
  */
 typedef struct sp_buffer {
   struct sp_str text;
@@ -539,7 +569,8 @@ typedef struct sp_claim {
 
 /**
  * Counts and gap figures of a journal, from `sp_journal_status`. Plain values, owned by the
- * caller.
+ * caller. Fields were only ever appended: a host compiled against an older header reads a
+ * prefix of this struct.
  */
 typedef struct sp_journal_stats {
   /**
@@ -551,19 +582,22 @@ typedef struct sp_journal_stats {
    */
   uint64_t replayed;
   /**
-   * Deliveries refused because their key came before with other content.
+   * Deliveries whose key came before with other decisive content (refused, or handed out as
+   * new because the first was never finished), every one counted.
    */
   uint64_t conflicts;
   /**
-   * Deliveries refused by validation whose index could be read.
+   * Deliveries refused by validation whose body named an event and whose index could be read.
    */
   uint64_t refused;
   /**
-   * Deliveries claimed and neither finished nor abandoned.
+   * Deliveries claimed and neither finished nor abandoned (including claims whose worker died
+   * and whose lease ran out, until the next delivery takes them over).
    */
   uint64_t in_progress;
   /**
-   * Indexes between the first index and the highest seen that were never seen.
+   * Indexes between the first index and the highest seen that were never seen, leaving out
+   * the stretches of index jumps; unrecoverable ones included.
    */
   uint64_t missing;
   /**
@@ -577,10 +611,39 @@ typedef struct sp_journal_stats {
   bool has_highest_index;
   int64_t highest_index;
   /**
-   * Every index from the first up to this one was seen.
+   * Every index from the first up to this one was seen; `has_watermark` is false when the
+   * first one was not.
    */
   bool has_watermark;
   int64_t watermark;
+  /**
+   * Deliveries claimed and never finished: abandoned, or claimed with their lease run out.
+   * Nothing was stored for them; the service or a recovery must deliver them again.
+   */
+  uint64_t unfinished;
+  /**
+   * Conflicts (entries of the `SP_JOURNAL_REPORT_CONFLICTS` report) no operator resolved yet
+   * (`sp_journal_resolve_conflict`).
+   */
+  uint64_t open_conflicts;
+  /**
+   * Index jumps and reused indexes (entries of the `SP_JOURNAL_REPORT_INDEX_JUMPS` report) no
+   * operator decided yet (`sp_journal_accept_jump`, `sp_journal_jump_is_gap`).
+   */
+  uint64_t index_jumps;
+  /**
+   * Indexes of the current numbering closed by hand (`sp_journal_resolve`).
+   */
+  uint64_t resolved;
+  /**
+   * Missing indexes the service answered 404 for `not_found_limit` runs of recovery
+   * (`sp_journal_config_set_not_found_limit`): no longer fetched.
+   */
+  uint64_t unrecoverable;
+  /**
+   * The current numbering: 1 until `sp_journal_renumber`.
+   */
+  int64_t numbering;
 } sp_journal_stats;
 
 /**
@@ -630,6 +693,12 @@ typedef struct sp_recovery_summary {
   uint64_t handled_meanwhile;
   const struct sp_recovery_failure *failures;
   size_t failures_len;
+  /**
+   * Missing indexes no longer fetched: the service answered 404 for them `not_found_limit`
+   * runs (`sp_journal_config_set_not_found_limit`). They stay missing until resolved by hand
+   * (`sp_journal_resolve`); the `SP_JOURNAL_REPORT_UNRECOVERABLE` report lists them.
+   */
+  size_t unrecoverable;
 } sp_recovery_summary;
 
 /**
@@ -921,7 +990,11 @@ enum sp_status sp_last_error(struct sp_error *out);
 
 /**
  * Frees an event and everything it points to, including a reply built for it. NULL is allowed
- * and does nothing.
+ * and does nothing. An event that still holds its journal claim (begun or recovered, and
+ * neither finished nor abandoned, including after `sp_event_finish` failed with
+ * `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would: the next
+ * delivery runs the partner's logic again. Best effort: if that abandon fails too (the storage
+ * is still down), the claim ends with its lease instead.
  *
  * # Safety
  * `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
@@ -1017,7 +1090,8 @@ enum sp_status sp_event_begin(struct sp_event *event, struct sp_claim *out);
  * the reply all the same (the other delivery finds the credit in the ledger). Fails with
  * `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or when no
  * reply was built (the claim stays: finish it again or abandon it), or when the event was not
- * begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays until its lease ends).
+ * begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays held: finish again, or
+ * abandon it; `sp_event_free` abandons it at once, and if that fails too, its lease ends it).
  *
  * # Safety
  * `event` is NULL or live and used by no other thread; `reply` is NULL or `len` readable bytes.
@@ -1050,7 +1124,8 @@ void sp_games_free(struct sp_games *games);
  * process and thread of a host shares; created if absent) or `postgres://USER@HOST/DATABASE`
  * (several hosts). Defaults: lease 30 s, busy wait 2 s, durable replies (SQLite
  * `synchronous=FULL`, PostgreSQL `synchronous_commit=on`), first index the lowest seen, replies
- * up to 64 KiB, lock time-out 5 s. On success `*out` owns the configuration; free it with
+ * up to 64 KiB, lock time-out 5 s, index jumps beyond 100,000, unrecoverable after 3 runs of
+ * 404. On success `*out` owns the configuration; free it with
  * `sp_journal_config_free`.
  *
  * # Safety
@@ -1126,6 +1201,31 @@ enum sp_status sp_journal_config_set_max_reply_bytes(struct sp_journal_config *c
 enum sp_status sp_journal_config_set_lock_timeout_ms(struct sp_journal_config *config, uint64_t ms);
 
 /**
+ * Sets how far beyond the highest index seen an index may land and still open a gap of its
+ * size (at least 1; default 100000). Beyond it the index is recorded as an index jump (the
+ * `SP_JOURNAL_REPORT_INDEX_JUMPS` report): the stretch between is not counted missing, and an
+ * operator decides it (`sp_journal_accept_jump`, `sp_journal_jump_is_gap`). A value below 1
+ * fails with `SP_ERR_INVALID_ARGUMENT` (field `max_index_jump`) and changes nothing.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_max_index_jump(struct sp_journal_config *config,
+                                                    int64_t max_jump);
+
+/**
+ * Sets how many runs of recovery may get HTTP 404 for an index before it is reported
+ * unrecoverable and no longer fetched (at least 1; default 3); it stays missing until resolved
+ * by hand (`sp_journal_resolve`). 0 fails with `SP_ERR_INVALID_ARGUMENT` (field
+ * `not_found_limit`) and changes nothing.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_not_found_limit(struct sp_journal_config *config,
+                                                     uint32_t runs);
+
+/**
  * Opens the journal `config` names, creating its tables the first time (the schema carries a
  * version; a journal of a newer version is refused). Fails with `SP_ERR_INVALID_ARGUMENT` for an
  * unusable URL or setting (field `journal_url` or the setting's name) and `SP_ERR_JOURNAL` when
@@ -1147,8 +1247,10 @@ enum sp_status sp_journal_open(const struct sp_journal_config *config, struct sp
 void sp_journal_free(struct sp_journal *journal);
 
 /**
- * Counts and gap figures: handled, replayed, conflicts, refused, in progress, missing, and the
- * first index, highest index and watermark. Fails with `SP_ERR_JOURNAL` when the storage fails.
+ * Counts and gap figures: handled, replayed, conflicts, refused, in progress, missing, the
+ * first index, highest index and watermark, and what waits for an operator (unfinished
+ * deliveries, open conflicts and index jumps, unrecoverable indexes) beside what was resolved by
+ * hand and the current numbering. Fails with `SP_ERR_JOURNAL` when the storage fails.
  *
  * # Safety
  * `journal` is NULL or live; `out` is NULL or writable.
@@ -1174,6 +1276,101 @@ enum sp_status sp_journal_missing(const struct sp_journal *journal,
  * `ranges` is NULL or came from `sp_journal_missing` and is not used afterwards.
  */
 void sp_index_ranges_free(struct sp_index_ranges *ranges);
+
+/**
+ * Closes the missing indexes `first` to `last` (inclusive) by hand: events the service
+ * confirms do not exist, or that were settled another way. They no longer count as missing and
+ * recovery no longer fetches them. `note` (required: why, at most 4096 bytes of text) is kept
+ * for audit with the range (the `SP_JOURNAL_REPORT_RESOLUTIONS` report). On success `*closed`
+ * (when `closed` is not NULL) gets how many of the range's indexes were missing.
+ *
+ * Fails with `SP_ERR_INVALID_ARGUMENT`, field `note` (NULL, empty, too long, control
+ * characters) or `range` (`first` above `last`, a negative index, or `last` beyond the highest
+ * index seen: nothing is missing there); `SP_ERR_JOURNAL` when the storage fails.
+ *
+ * # Safety
+ * `journal` is NULL or live; `note` is NULL or NUL-terminated; `closed` is NULL or writable.
+ */
+enum sp_status sp_journal_resolve(const struct sp_journal *journal,
+                                  int64_t first,
+                                  int64_t last,
+                                  const char *note,
+                                  uint64_t *closed);
+
+/**
+ * Accepts the open index jump or reused index `id` (its `id` in the
+ * `SP_JOURNAL_REPORT_INDEX_JUMPS` report): the service's numbering really moved, and a jump's
+ * stretch is no events. `note` (required) is kept for audit. Fails with
+ * `SP_ERR_INVALID_ARGUMENT`, field `id` (no open entry has it) or `note`; `SP_ERR_JOURNAL` when
+ * the storage fails.
+ *
+ * # Safety
+ * `journal` is NULL or live; `note` is NULL or NUL-terminated.
+ */
+enum sp_status sp_journal_accept_jump(const struct sp_journal *journal,
+                                      int64_t id,
+                                      const char *note);
+
+/**
+ * Declares the open index jump `id` a gap (a real outage longer than `max_index_jump`): the
+ * stretch between the highest index before it and the jump counts as missing again, for
+ * recovery to fetch. `note` (required) is kept for audit. Fails as `sp_journal_accept_jump`
+ * does.
+ *
+ * # Safety
+ * `journal` is NULL or live; `note` is NULL or NUL-terminated.
+ */
+enum sp_status sp_journal_jump_is_gap(const struct sp_journal *journal,
+                                      int64_t id,
+                                      const char *note);
+
+/**
+ * Marks the open conflict `id` (its `id` in the `SP_JOURNAL_REPORT_CONFLICTS` report)
+ * resolved, with `note` (required) kept for audit. Fails with `SP_ERR_INVALID_ARGUMENT`, field
+ * `id` (no open conflict has it) or `note`; `SP_ERR_JOURNAL` when the storage fails.
+ *
+ * # Safety
+ * `journal` is NULL or live; `note` is NULL or NUL-terminated.
+ */
+enum sp_status sp_journal_resolve_conflict(const struct sp_journal *journal,
+                                           int64_t id,
+                                           const char *note);
+
+/**
+ * Starts a new numbering from index `first` after the service restarted its indexes: the seen
+ * indexes of the old numbering are archived, gap detection counts from `first` afresh, and
+ * every record and stored reply stays (events keyed by index keep theirs under a key of the old
+ * numbering, so that the new numbering's events never meet them; refunds and payouts, keyed by
+ * `transactionId`, are untouched). Open index jumps of the old numbering are settled. `note`
+ * (required) is kept for audit. On success `*numbering` (when `numbering` is not NULL) gets the
+ * new numbering. Fails with `SP_ERR_INVALID_ARGUMENT`, field `first_index` (negative) or
+ * `note`; `SP_ERR_JOURNAL` when the storage fails.
+ *
+ * # Safety
+ * `journal` is NULL or live; `note` is NULL or NUL-terminated; `numbering` is NULL or writable.
+ */
+enum sp_status sp_journal_renumber(const struct sp_journal *journal,
+                                   int64_t first,
+                                   const char *note,
+                                   int64_t *numbering);
+
+/**
+ * What the journal keeps for an operator, as a JSON array in a buffer: `kind` is an
+ * `sp_journal_report_kind` (its entries say what each holds), at most `limit` entries (0 gives
+ * `[]`; `SIZE_MAX` means all). `all` adds the decided index jumps and the resolved conflicts to
+ * the open ones; it does not change the resolutions or the unrecoverable indexes. Fails with
+ * `SP_ERR_INVALID_ARGUMENT`, field `kind` for a value that is no `sp_journal_report_kind`;
+ * `SP_ERR_JOURNAL` when the storage fails. On success `*out` owns the buffer (NUL-terminated
+ * UTF-8); free it with `sp_buffer_free`.
+ *
+ * # Safety
+ * `journal` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_journal_report(const struct sp_journal *journal,
+                                 int32_t kind,
+                                 bool all,
+                                 size_t limit,
+                                 struct sp_buffer **out);
 
 /**
  * Creates a configuration with the defaults: no token (add one), sources `production`, no
@@ -1460,8 +1657,9 @@ enum sp_status sp_recovery_new(const struct sp_receiver *receiver,
 enum sp_status sp_recovery_next(struct sp_recovery *recovery, struct sp_event **out);
 
 /**
- * What the recovery did so far: counts, and each failure with its index, reason and message.
- * The failures are owned by the recovery (see `sp_recovery_report`).
+ * What the recovery did so far: counts, each failure with its index, reason and message, and
+ * how many missing indexes are unrecoverable. The failures are owned by the recovery (see
+ * `sp_recovery_summary`).
  *
  * # Safety
  * `recovery` is NULL or live and used by no other thread; `out` is NULL or writable.
@@ -1545,7 +1743,8 @@ enum sp_status sp_receiver_reply_balance(const struct sp_receiver *receiver,
  * Frees a buffer. NULL is allowed and does nothing.
  *
  * # Safety
- * `buffer` is NULL or came from an `sp_reply_*_new` function and is not used afterwards.
+ * `buffer` is NULL or came from an `sp_reply_*_new` function or `sp_journal_report` and is not
+ * used afterwards.
  */
 void sp_buffer_free(struct sp_buffer *buffer);
 

@@ -1179,4 +1179,80 @@ mod careless_host {
         // SAFETY: a live receiver, freed once.
         unsafe { sp_receiver_free(r) };
     }
+
+    /// The journal's operator functions and new settings, carelessly called, without a journal
+    /// to open (nothing here touches storage): NULL objects and notes, the last error's own
+    /// message handed back in, settings out of range, kinds that are none.
+    #[test]
+    fn journal_operator_functions_check_their_arguments_first() {
+        use slotpartner::ffi::journal::*;
+        let mut config = ptr::null_mut();
+        // SAFETY: a writable out-parameter; the URL is only stored until the journal is opened.
+        assert_eq!(unsafe { sp_journal_config_new(c"sqlite:/nonexistent/journal.db".as_ptr(), &mut config) }, SP_OK);
+        let j = ptr::null::<sp_journal>();
+        let mut buffer = ptr::dangling_mut::<sp_buffer>();
+        let (mut closed, mut numbering) = (5_u64, 5_i64);
+        // SAFETY: every pointer is NULL or valid; NULL is what is being tested.
+        unsafe {
+            for max_jump in [0, -1, i64::MIN] {
+                assert_failed(
+                    sp_journal_config_set_max_index_jump(config, max_jump),
+                    SP_ERR_INVALID_ARGUMENT,
+                    "max_index_jump",
+                );
+            }
+            assert_failed(sp_journal_config_set_not_found_limit(config, 0), SP_ERR_INVALID_ARGUMENT, "not_found_limit");
+            assert_eq!(sp_journal_config_set_max_index_jump(config, i64::MAX), SP_OK);
+            assert_eq!(sp_journal_config_set_not_found_limit(config, u32::MAX), SP_OK);
+            let none = ptr::null_mut();
+            assert_failed(sp_journal_config_set_max_index_jump(none, 10), SP_ERR_INVALID_ARGUMENT, "config");
+            assert_failed(sp_journal_config_set_not_found_limit(none, 1), SP_ERR_INVALID_ARGUMENT, "config");
+            // Each call gets the previous failure's message as its note: read before it is replaced.
+            for call in 0..6 {
+                let note = sp_last_error_message().ptr;
+                let got = match call {
+                    0 => sp_journal_resolve(j, 1, 2, note, &mut closed),
+                    1 => sp_journal_accept_jump(j, 1, note),
+                    2 => sp_journal_jump_is_gap(j, 1, note),
+                    3 => sp_journal_resolve_conflict(j, 1, note),
+                    4 => sp_journal_renumber(j, 1, note, &mut numbering),
+                    _ => sp_journal_report(j, 1, true, usize::MAX, &mut buffer),
+                };
+                assert_failed(got, SP_ERR_INVALID_ARGUMENT, "journal");
+            }
+            // The journal is checked first, then the note, then what the core checks.
+            assert_failed(
+                sp_journal_resolve(j, 1, 2, ptr::null(), ptr::null_mut()),
+                SP_ERR_INVALID_ARGUMENT,
+                "journal",
+            );
+            assert_failed(sp_journal_report(j, 0, false, 0, ptr::null_mut()), SP_ERR_INVALID_ARGUMENT, "journal");
+            assert_eq!((closed, numbering, buffer), (5, 5, ptr::dangling_mut()), "out-params written on failure");
+            sp_journal_config_free(config);
+            sp_journal_config_free(ptr::null_mut());
+            sp_journal_free(ptr::null_mut());
+        }
+    }
+}
+
+/// Fields are only ever appended to the structs a host reads directly: a host compiled against
+/// an older header reads a prefix of the new struct.
+#[test]
+fn appended_fields_come_last() {
+    use slotpartner::ffi::journal::sp_journal_stats;
+    use slotpartner::ffi::recovery::sp_recovery_summary;
+    use std::mem::{offset_of, size_of};
+    assert!(offset_of!(sp_journal_stats, unfinished) > offset_of!(sp_journal_stats, watermark));
+    let order = [
+        offset_of!(sp_journal_stats, unfinished),
+        offset_of!(sp_journal_stats, open_conflicts),
+        offset_of!(sp_journal_stats, index_jumps),
+        offset_of!(sp_journal_stats, resolved),
+        offset_of!(sp_journal_stats, unrecoverable),
+        offset_of!(sp_journal_stats, numbering),
+    ];
+    assert!(order.windows(2).all(|w| w[1] == w[0] + 8), "{order:?}");
+    assert_eq!(offset_of!(sp_journal_stats, numbering) + 8, size_of::<sp_journal_stats>());
+    assert!(offset_of!(sp_recovery_summary, unrecoverable) > offset_of!(sp_recovery_summary, failures_len));
+    assert_eq!(offset_of!(sp_recovery_summary, unrecoverable) + size_of::<usize>(), size_of::<sp_recovery_summary>());
 }

@@ -1,18 +1,24 @@
 //! The journal through the C ABI, on SQLite: a receiver with a journal, `sp_event_begin`,
 //! `sp_event_finish`, `sp_event_abandon`, refused deliveries recorded, gaps, and the failures a
-//! host meets (conflict, busy, no journal, not begun, a bad URL, an unusable file).
+//! host meets (conflict, busy, no journal, not begun, a bad URL, an unusable file); the
+//! operator's functions (reports, resolving gaps, deciding index jumps, resolving conflicts,
+//! renumbering) used properly and carelessly.
 
 use std::ffi::{CStr, CString};
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::ptr;
 
-use slotpartner::ffi::error::{sp_error, sp_last_error};
+use serde_json::{Value, json};
+use slotpartner::ffi::client::*;
+use slotpartner::ffi::error::{sp_error, sp_last_error, sp_last_error_message};
 use slotpartner::ffi::event::{
     sp_begin, sp_claim, sp_event, sp_event_abandon, sp_event_begin, sp_event_finish, sp_event_free, sp_event_reply,
 };
 use slotpartner::ffi::journal::*;
 use slotpartner::ffi::receiver::*;
+use slotpartner::ffi::recovery::*;
+use slotpartner::ffi::reply::{sp_buffer, sp_buffer_free};
 use slotpartner::ffi::status::sp_status::{self, *};
 use slotpartner::ffi::str::sp_str;
 
@@ -53,11 +59,19 @@ impl Drop for TempDir {
 }
 
 fn open_journal(url: &CStr, busy_wait_ms: u64) -> Result<*mut sp_journal, sp_status> {
+    open_journal_with(url, |config| {
+        // SAFETY: a live configuration.
+        assert_eq!(unsafe { sp_journal_config_set_busy_wait_ms(config, busy_wait_ms) }, SP_OK);
+    })
+}
+
+/// Opens the journal at `url` after `configure` set what it sets.
+fn open_journal_with(url: &CStr, configure: impl FnOnce(*mut sp_journal_config)) -> Result<*mut sp_journal, sp_status> {
     let (mut config, mut journal) = (ptr::null_mut(), ptr::null_mut());
     // SAFETY: valid pointers throughout; the configuration is freed once the journal is open.
     unsafe {
         assert_eq!(sp_journal_config_new(url.as_ptr(), &mut config), SP_OK);
-        assert_eq!(sp_journal_config_set_busy_wait_ms(config, busy_wait_ms), SP_OK);
+        configure(config);
         let got = sp_journal_open(config, &mut journal);
         sp_journal_config_free(config);
         if got == SP_OK { Ok(journal) } else { Err(got) }
@@ -84,6 +98,13 @@ fn refund(transaction_id: i64, index: i64, game_id: i64) -> String {
     format!(
         r#"{{"event":"gameSessionBuyRefund","index":{index},"gameSessionIdentifier":"gs-1","playerIdentifier":"p-1","transactionId":{transaction_id},"buyTransactionId":1,"gameSessionId":5,"partnerGameRequestIdentifier":"req-1","gameId":{game_id},"isMobile":false}}"#
     )
+}
+
+/// The refund `body` of another game session: its decisive content differs.
+fn other_session(body: &str) -> String {
+    let other = body.replace(r#""gameSessionId":5,"#, r#""gameSessionId":6,"#);
+    assert_ne!(other, body);
+    other
 }
 
 fn handle(r: *const sp_receiver, body: &str) -> Result<*mut sp_event, sp_status> {
@@ -221,11 +242,16 @@ fn same_transaction_with_other_content_is_a_conflict_and_the_first_stays() {
     let first = reply(ev, true, None);
     assert_eq!(finish(ev), SP_OK);
     free(ev);
+    // The index and gameId may differ in a resend (they decide nothing); gameSessionId may not.
     let ev = handle(r, &refund(900_002, 2, 13)).unwrap();
+    assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_DONE);
+    free(ev);
+    let ev = handle(r, &other_session(&refund(900_002, 1, 12))).unwrap();
     assert_eq!(begin(ev).unwrap_err(), SP_ERR_CONFLICT);
     let e = last_error();
     assert_eq!(e.http_status, 409);
-    assert!(text(e.message).contains("900002") && text(e.message).contains("gameId"), "{}", text(e.message));
+    let message = text(e.message);
+    assert!(message.contains("900002") && message.contains("gameSessionId"), "{message}");
     free(ev);
     let ev = handle(r, &refund(900_002, 1, 12)).unwrap();
     assert_eq!(text(begin(ev).unwrap().reply), first);
@@ -358,4 +384,388 @@ fn misuse_and_unusable_journals_get_clear_errors() {
     let not_a_file = CString::new(format!("sqlite:{}", dir.0.display())).unwrap();
     assert_eq!(open_journal(&not_a_file, 10).unwrap_err(), SP_ERR_JOURNAL);
     assert_eq!(last_error().http_status, 503);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operator's functions: reports, resolving gaps, index jumps, conflicts, renumbering.
+
+const INDEX_JUMPS: i32 = sp_journal_report_kind::SP_JOURNAL_REPORT_INDEX_JUMPS as i32;
+const CONFLICTS: i32 = sp_journal_report_kind::SP_JOURNAL_REPORT_CONFLICTS as i32;
+const RESOLUTIONS: i32 = sp_journal_report_kind::SP_JOURNAL_REPORT_RESOLUTIONS as i32;
+const UNRECOVERABLE: i32 = sp_journal_report_kind::SP_JOURNAL_REPORT_UNRECOVERABLE as i32;
+const FAR: i64 = 1_000_000_000_000;
+
+/// Delivers `body` as a new delivery, claimed and finished with a reply of its own.
+fn deliver(r: *const sp_receiver, body: &str) {
+    let ev = handle(r, body).unwrap_or_else(|s| panic!("{s:?}: {body}"));
+    assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_NEW, "{body}");
+    let stored = br#"{"ok":true}"#;
+    // SAFETY: a live, claimed event; the reply is readable for its length.
+    assert_eq!(unsafe { sp_event_finish(ev, stored.as_ptr(), stored.len()) }, SP_OK);
+    free(ev);
+}
+
+fn bonus(index: i64) -> String {
+    format!(r#"{{"event":"bonusGranted","index":{index}}}"#)
+}
+
+/// `sp_journal_report` with a sentinel out-parameter, which must be written exactly on success:
+/// the buffer's NUL-terminated text parsed as JSON.
+fn report(journal: *const sp_journal, kind: i32, all: bool, limit: usize) -> Result<Value, sp_status> {
+    let sentinel = ptr::dangling_mut::<sp_buffer>();
+    let mut out = sentinel;
+    // SAFETY: valid pointers; the buffer is read, then freed once.
+    unsafe {
+        let got = sp_journal_report(journal, kind, all, limit, &mut out);
+        if got != SP_OK {
+            assert_eq!(out, sentinel, "out written on failure");
+            return Err(got);
+        }
+        let view = (*out).text;
+        assert_eq!(*view.ptr.add(view.len), 0, "not NUL-terminated");
+        let value = serde_json::from_str(text(view)).expect("a JSON report");
+        sp_buffer_free(out);
+        Ok(value)
+    }
+}
+
+fn entries(journal: *const sp_journal, kind: i32, all: bool) -> Vec<Value> {
+    match report(journal, kind, all, usize::MAX).unwrap() {
+        Value::Array(entries) => entries,
+        other => panic!("not an array: {other}"),
+    }
+}
+
+/// Asserts an `SP_ERR_INVALID_ARGUMENT` about `field`.
+fn refused(got: sp_status, field: &str) {
+    let e = last_error();
+    assert_eq!(got, SP_ERR_INVALID_ARGUMENT, "{}", text(e.message));
+    assert_eq!(text(e.field), field, "{}", text(e.message));
+}
+
+fn resolve(journal: *const sp_journal, first: i64, last: i64, note: &CStr) -> Result<u64, sp_status> {
+    let mut closed = 77_u64;
+    // SAFETY: valid pointers.
+    match unsafe { sp_journal_resolve(journal, first, last, note.as_ptr(), &mut closed) } {
+        SP_OK => Ok(closed),
+        status => {
+            assert_eq!(closed, 77, "closed written on failure");
+            Err(status)
+        }
+    }
+}
+
+fn free_journal(r: *mut sp_receiver, journal: *mut sp_journal) {
+    // SAFETY: live objects, freed once.
+    unsafe {
+        sp_receiver_free(r);
+        sp_journal_free(journal);
+    }
+}
+
+#[test]
+fn an_index_jump_is_reported_and_accepted_and_a_gap_resolved_by_hand() {
+    let dir = TempDir::new("jump");
+    let journal = open_journal(&dir.url(), 2000).unwrap();
+    let r = receiver(journal);
+    for index in [1, 2, 4, 5] {
+        deliver(r, &refund(920_000 + index, index, 12));
+    }
+    let s = status(journal);
+    assert_eq!((s.missing, s.resolved, s.index_jumps, s.unfinished, s.numbering), (1, 0, 0, 0, 1));
+    refused(resolve(journal, 3, 6, c"beyond").unwrap_err(), "range");
+    refused(resolve(journal, 4, 3, c"backwards").unwrap_err(), "range");
+
+    deliver(r, &bonus(FAR));
+    let s = status(journal);
+    assert_eq!((s.index_jumps, s.missing, s.has_highest_index, s.highest_index), (1, 1, true, FAR));
+    let jumps = entries(journal, INDEX_JUMPS, false);
+    assert_eq!(jumps.len(), 1, "{jumps:?}");
+    let jump = &jumps[0];
+    assert_eq!((&jump["kind"], &jump["index"], &jump["previous_highest"]), (&json!("jump"), &json!(FAR), &json!(5)));
+    assert_eq!(jump["key"], json!(format!("event#{FAR}#bonusGranted")));
+    assert_eq!(jump["decision"], Value::Null);
+    let id = jump["id"].as_i64().unwrap();
+    // SAFETY: valid pointers.
+    unsafe {
+        refused(sp_journal_accept_jump(journal, id, c"".as_ptr()), "note");
+        assert_eq!(status(journal).index_jumps, 1, "a refused decision changes nothing");
+        assert_eq!(sp_journal_accept_jump(journal, id, c"the service moved its numbering".as_ptr()), SP_OK);
+        refused(sp_journal_accept_jump(journal, id, c"again".as_ptr()), "id");
+        refused(sp_journal_jump_is_gap(journal, id, c"too late".as_ptr()), "id");
+    }
+    assert_eq!(status(journal).index_jumps, 0);
+    assert_eq!(entries(journal, INDEX_JUMPS, false), Vec::<Value>::new());
+    let decided = entries(journal, INDEX_JUMPS, true);
+    assert_eq!(
+        (&decided[0]["decision"], &decided[0]["note"]),
+        (&json!("accepted"), &json!("the service moved its numbering"))
+    );
+
+    // The gap of index 3, closed by hand: no longer missing, counted resolved, listed.
+    assert_eq!(resolve(journal, 3, 3, c"the service confirms no event 3"), Ok(1));
+    let s = status(journal);
+    assert_eq!((s.missing, s.resolved, s.index_jumps), (0, 1, 0));
+    assert!(missing(journal).is_empty());
+    let resolutions = entries(journal, RESOLUTIONS, false);
+    assert_eq!(resolutions.len(), 1);
+    let resolution = &resolutions[0];
+    assert_eq!((&resolution["first"], &resolution["last"], &resolution["closed"]), (&json!(3), &json!(3), &json!(1)));
+    assert_eq!(resolution["note"], json!("the service confirms no event 3"));
+    // A range with nothing missing closes none; `closed` may be NULL.
+    assert_eq!(resolve(journal, 1, 5, c"nothing left"), Ok(0));
+    // SAFETY: valid pointers; NULL `closed` is allowed.
+    assert_eq!(unsafe { sp_journal_resolve(journal, 1, 2, c"again".as_ptr(), ptr::null_mut()) }, SP_OK);
+    assert_eq!(entries(journal, RESOLUTIONS, false).len(), 3);
+    assert_eq!(status(journal).resolved, 1);
+    // Limit 0 gives an empty array of every kind; a limit counts entries.
+    for kind in [INDEX_JUMPS, CONFLICTS, RESOLUTIONS, UNRECOVERABLE] {
+        assert_eq!(report(journal, kind, true, 0), Ok(json!([])), "kind {kind}");
+    }
+    assert_eq!(report(journal, RESOLUTIONS, false, 2).unwrap().as_array().unwrap().len(), 2);
+    free_journal(r, journal);
+}
+
+#[test]
+fn a_jump_declared_a_gap_counts_missing_under_the_configured_window() {
+    let dir = TempDir::new("gap");
+    let journal = open_journal_with(&dir.url(), |config| {
+        // SAFETY: a live configuration.
+        assert_eq!(unsafe { sp_journal_config_set_max_index_jump(config, 10) }, SP_OK);
+    })
+    .unwrap();
+    let r = receiver(journal);
+    deliver(r, &refund(930_001, 1, 12));
+    deliver(r, &refund(930_050, 50, 12));
+    let s = status(journal);
+    assert_eq!((s.missing, s.index_jumps), (0, 1), "50 is more than 10 beyond 1: a jump, not a gap");
+    let id = entries(journal, INDEX_JUMPS, false)[0]["id"].as_i64().unwrap();
+    // SAFETY: valid pointers.
+    assert_eq!(unsafe { sp_journal_jump_is_gap(journal, id, c"an outage: fetch them".as_ptr()) }, SP_OK);
+    let s = status(journal);
+    assert_eq!((s.missing, s.index_jumps), (48, 0));
+    assert_eq!(missing(journal), vec![(2, 49)]);
+    assert_eq!(entries(journal, INDEX_JUMPS, true)[0]["decision"], json!("gap"));
+    free_journal(r, journal);
+}
+
+#[test]
+fn a_conflict_is_listed_and_resolved_by_hand() {
+    let dir = TempDir::new("conflicts");
+    let journal = open_journal(&dir.url(), 2000).unwrap();
+    let r = receiver(journal);
+    deliver(r, &refund(940_001, 1, 12));
+    let ev = handle(r, &other_session(&refund(940_001, 1, 12))).unwrap();
+    assert_eq!(begin(ev).unwrap_err(), SP_ERR_CONFLICT);
+    free(ev);
+    assert_eq!(status(journal).open_conflicts, 1);
+    let conflicts = entries(journal, CONFLICTS, false);
+    assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+    let conflict = &conflicts[0];
+    assert_eq!((&conflict["transaction_id"], &conflict["outcome"]), (&json!(940_001), &json!("refused")));
+    let differing = conflict["differing"].as_array().unwrap();
+    assert_eq!(differing, &[json!("gameSessionId: first 5, now 6")]);
+    let id = conflict["id"].as_i64().unwrap();
+    // SAFETY: valid pointers.
+    unsafe {
+        refused(sp_journal_resolve_conflict(journal, id, c" \t ".as_ptr()), "note");
+        refused(sp_journal_resolve_conflict(journal, id + 1, c"no such".as_ptr()), "id");
+        assert_eq!(status(journal).open_conflicts, 1);
+        assert_eq!(sp_journal_resolve_conflict(journal, id, c"session 6 was a test by the service".as_ptr()), SP_OK);
+        refused(sp_journal_resolve_conflict(journal, id, c"again".as_ptr()), "id");
+    }
+    let s = status(journal);
+    assert_eq!((s.open_conflicts, s.conflicts), (0, 1), "resolved, still counted");
+    assert_eq!(entries(journal, CONFLICTS, false), Vec::<Value>::new());
+    assert_eq!(entries(journal, CONFLICTS, true)[0]["note"], json!("session 6 was a test by the service"));
+    free_journal(r, journal);
+}
+
+#[test]
+fn renumbering_starts_a_new_numbering_and_keeps_the_old_replies() {
+    let dir = TempDir::new("renumber");
+    let journal = open_journal(&dir.url(), 2000).unwrap();
+    let r = receiver(journal);
+    deliver(r, &bonus(1));
+    deliver(r, &bonus(3));
+    deliver(r, &refund(970_005, 5, 12));
+    assert_eq!(status(journal).missing, 2);
+    let mut numbering = 0_i64;
+    // SAFETY: valid pointers.
+    unsafe {
+        refused(sp_journal_renumber(journal, -1, c"negative".as_ptr(), &mut numbering), "first_index");
+        refused(sp_journal_renumber(journal, 1, c"".as_ptr(), &mut numbering), "note");
+        assert_eq!(numbering, 0, "written only on success");
+        assert_eq!(
+            sp_journal_renumber(journal, 1, c"the service restarted its numbering".as_ptr(), &mut numbering),
+            SP_OK
+        );
+    }
+    assert_eq!(numbering, 2);
+    let s = status(journal);
+    assert_eq!((s.numbering, s.missing, s.has_highest_index), (2, 0, false));
+    // Index 1 of the new numbering is a new event, never the old one's stored reply; a refund,
+    // keyed by its transactionId, is still answered with its stored reply.
+    deliver(r, &bonus(1));
+    let ev = handle(r, &refund(970_005, 5, 12)).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, text(claim.reply)), (sp_begin::SP_BEGIN_DONE, r#"{"ok":true}"#));
+    free(ev);
+    // SAFETY: valid pointers; NULL `numbering` is allowed.
+    assert_eq!(unsafe { sp_journal_renumber(journal, 0, c"once more".as_ptr(), ptr::null_mut()) }, SP_OK);
+    assert_eq!(status(journal).numbering, 3);
+    let renumberings: Vec<Value> =
+        entries(journal, INDEX_JUMPS, true).into_iter().filter(|j| j["kind"] == json!("renumbered")).collect();
+    assert_eq!(renumberings.len(), 2, "{renumberings:?}");
+    assert_eq!(renumberings[0]["note"], json!("once more"));
+    free_journal(r, journal);
+}
+
+#[test]
+fn unrecoverable_indexes_are_counted_reported_and_resolved() {
+    use slotpartner_sandbox::{DEFAULT_TOKEN, ServerConfig, run_server};
+    // The sandbox knows no event at all: every fetch is answered 404.
+    let server = run_server(ServerConfig::default()).expect("sandbox starts");
+    let dir = TempDir::new("unrecoverable");
+    let journal = open_journal_with(&dir.url(), |config| {
+        // SAFETY: a live configuration.
+        unsafe {
+            assert_eq!(sp_journal_config_set_first_index(config, 1), SP_OK);
+            assert_eq!(sp_journal_config_set_not_found_limit(config, 2), SP_OK);
+        }
+    })
+    .unwrap();
+    let r = receiver(journal);
+    deliver(r, &refund(950_001, 1, 12));
+    deliver(r, &refund(950_003, 3, 12));
+    let url = CString::new(server.base_url()).unwrap();
+    let token = CString::new(DEFAULT_TOKEN).unwrap();
+    let (mut config, mut client) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: valid pointers throughout.
+    unsafe {
+        assert_eq!(sp_client_config_new(url.as_ptr(), token.as_ptr(), &mut config), SP_OK);
+        let pem = server.ca_pem().as_bytes();
+        assert_eq!(sp_client_config_add_ca_pem(config, pem.as_ptr(), pem.len()), SP_OK);
+        assert_eq!(sp_client_config_set_retries(config, 0, 1), SP_OK);
+        assert_eq!(sp_client_new(config, &mut client), SP_OK);
+        sp_client_config_free(config);
+    }
+    // One run of recovery: (missing it set out to fetch, failures, unrecoverable).
+    let run = || -> (u64, usize, usize) {
+        let (mut recovery, mut ev) = (ptr::null_mut(), ptr::null_mut());
+        let mut summary = MaybeUninit::<sp_recovery_summary>::uninit();
+        // SAFETY: valid pointers; the summary is written on SP_OK and read before the free.
+        unsafe {
+            assert_eq!(sp_recovery_new(r, client, 100, &mut recovery), SP_OK);
+            assert_eq!(sp_recovery_next(recovery, &mut ev), SP_OK);
+            assert!(ev.is_null(), "the service knows no event");
+            assert_eq!(sp_recovery_report(recovery, summary.as_mut_ptr()), SP_OK);
+            let s = summary.assume_init();
+            if s.failures_len > 0 {
+                let failure = &*s.failures;
+                assert_eq!((failure.index, failure.reason), (2, sp_recovery_reason::SP_RECOVERY_NOT_FOUND));
+            }
+            let counts = (s.missing, s.failures_len, s.unrecoverable);
+            sp_recovery_free(recovery);
+            counts
+        }
+    };
+    assert_eq!(run(), (1, 1, 0));
+    assert_eq!(status(journal).unrecoverable, 0, "one 404 of the two allowed");
+    assert_eq!(run(), (1, 1, 0));
+    let s = status(journal);
+    assert_eq!((s.unrecoverable, s.missing), (1, 1), "two runs of 404: unrecoverable, still missing");
+    assert_eq!(report(journal, UNRECOVERABLE, false, usize::MAX), Ok(json!([2])));
+    assert_eq!(run(), (0, 0, 1), "no longer fetched, reported");
+    assert_eq!(resolve(journal, 2, 2, c"the service lost event 2"), Ok(1));
+    let s = status(journal);
+    assert_eq!((s.unrecoverable, s.missing, s.resolved), (0, 0, 1));
+    assert_eq!(report(journal, UNRECOVERABLE, false, usize::MAX), Ok(json!([])));
+    // SAFETY: a live client, freed once.
+    unsafe { sp_client_free(client) };
+    free_journal(r, journal);
+}
+
+/// A careless host: NULL pointers, empty notes, the last error's own message handed back in as
+/// a note, kinds and limits at the ends of their ranges.
+#[test]
+fn operator_functions_refuse_careless_arguments() {
+    let dir = TempDir::new("careless");
+    let journal = open_journal(&dir.url(), 2000).unwrap();
+    let r = receiver(journal);
+    for index in [1, 3] {
+        deliver(r, &refund(960_000 + index, index, 12));
+    }
+    let (j, none) = (ptr::null::<sp_journal>(), ptr::null::<std::ffi::c_char>());
+    let note = c"a note".as_ptr();
+    let mut buffer = ptr::dangling_mut::<sp_buffer>();
+    let (mut closed, mut numbering) = (0_u64, 0_i64);
+    // SAFETY: every pointer is NULL or valid; NULL is what is being tested.
+    unsafe {
+        refused(sp_journal_resolve(j, 2, 2, note, &mut closed), "journal");
+        refused(sp_journal_accept_jump(j, 1, note), "journal");
+        refused(sp_journal_jump_is_gap(j, 1, note), "journal");
+        refused(sp_journal_resolve_conflict(j, 1, note), "journal");
+        refused(sp_journal_renumber(j, 1, note, &mut numbering), "journal");
+        refused(sp_journal_report(j, INDEX_JUMPS, false, 10, &mut buffer), "journal");
+        refused(sp_journal_report(journal, INDEX_JUMPS, false, 10, ptr::null_mut()), "out");
+        refused(sp_journal_resolve(journal, 2, 2, none, &mut closed), "note");
+        refused(sp_journal_accept_jump(journal, 1, none), "note");
+        refused(sp_journal_jump_is_gap(journal, 1, none), "note");
+        refused(sp_journal_resolve_conflict(journal, 1, none), "note");
+        refused(sp_journal_renumber(journal, 1, none, &mut numbering), "note");
+        refused(sp_journal_resolve(journal, 2, 2, c"".as_ptr(), &mut closed), "note");
+        refused(sp_journal_resolve(journal, 2, 2, c"\x01".as_ptr(), &mut closed), "note");
+        refused(sp_journal_resolve(journal, 2, 2, c"\xff".as_ptr(), &mut closed), "note");
+        refused(sp_journal_resolve(journal, -1, 2, note, &mut closed), "range");
+        refused(sp_journal_resolve(journal, 2, i64::MAX, note, &mut closed), "range");
+        refused(sp_journal_resolve(journal, i64::MIN, i64::MIN, note, &mut closed), "range");
+        for id in [0, -1, i64::MAX, i64::MIN] {
+            refused(sp_journal_accept_jump(journal, id, note), "id");
+            refused(sp_journal_jump_is_gap(journal, id, note), "id");
+            refused(sp_journal_resolve_conflict(journal, id, note), "id");
+        }
+        refused(sp_journal_renumber(journal, i64::MIN, note, &mut numbering), "first_index");
+        assert_eq!(buffer, ptr::dangling_mut(), "out written on failure");
+        assert_eq!((closed, numbering), (0, 0), "written on failure");
+    }
+    for kind in [0, 5, 99, -1, i32::MIN, i32::MAX] {
+        refused(report(journal, kind, true, 10).unwrap_err(), "kind");
+        assert!(text(last_error().message).contains(&kind.to_string()), "{}", text(last_error().message));
+    }
+    for kind in [INDEX_JUMPS, CONFLICTS, RESOLUTIONS, UNRECOVERABLE] {
+        for all in [false, true] {
+            assert_eq!(report(journal, kind, all, usize::MAX), Ok(json!([])), "kind {kind}");
+            assert_eq!(report(journal, kind, all, 0), Ok(json!([])), "kind {kind}");
+        }
+    }
+    let s = status(journal);
+    assert_eq!((s.missing, s.resolved, s.numbering), (1, 0, 1), "nothing refused changed anything");
+
+    // The last error's message handed back in as the note: read whole before it is replaced.
+    // SAFETY: the message view is valid until the next status-returning call returns.
+    unsafe {
+        refused(sp_journal_accept_jump(journal, 7, note), "id");
+        for call in 0..4 {
+            let message = sp_last_error_message();
+            let got = match call {
+                0 => sp_journal_accept_jump(journal, 7, message.ptr),
+                1 => sp_journal_jump_is_gap(journal, 7, message.ptr),
+                2 => sp_journal_resolve_conflict(journal, 7, message.ptr),
+                _ => sp_journal_resolve(journal, 5, 9, message.ptr, &mut closed),
+            };
+            refused(got, if call == 3 { "range" } else { "id" });
+        }
+        let message = sp_last_error_message();
+        let copied = text(message).to_owned();
+        assert_eq!(sp_journal_resolve(journal, 2, 2, message.ptr, &mut closed), SP_OK);
+        assert_eq!(closed, 1);
+        assert_eq!(entries(journal, RESOLUTIONS, false)[0]["note"], json!(copied));
+        refused(sp_journal_resolve(journal, 2, 2, c"".as_ptr(), ptr::null_mut()), "note");
+        let message = sp_last_error_message();
+        let copied = text(message).to_owned();
+        assert_eq!(sp_journal_renumber(journal, 1, message.ptr, ptr::null_mut()), SP_OK);
+        assert_eq!(entries(journal, INDEX_JUMPS, true)[0]["note"], json!(copied));
+    }
+    free_journal(r, journal);
 }

@@ -26,6 +26,10 @@
 //   Client (ClientConfig::fetch_action/fetch_index_param/fetch_event_key; defaults "getEvent",
 //   "index", "event", assumptions) and hands out each event already claimed, as after begin()
 //   gave SP_BEGIN_NEW: run the logic, reply, finish(). Recovery::report() says what it did.
+// - The operator's side: Journal::status() counts what waits (unfinished deliveries, open
+//   conflicts and index jumps, unrecoverable indexes); Journal::report() lists it as JSON;
+//   resolve(), accept_jump(), jump_is_gap(), resolve_conflict() and renumber() settle it, each
+//   with a note kept for audit.
 #ifndef SLOTPARTNER_HPP
 #define SLOTPARTNER_HPP
 
@@ -125,8 +129,9 @@ template <class T, void (*Free)(T *)> using Owner = std::unique_ptr<T, Deleter<T
 /// A NUL-terminated copy for the C API (string_view need not be terminated).
 inline std::string terminated(std::string_view s) { return std::string(s); }
 
-/// A request header or address for the C API: a NUL inside would cut it short (`<token>\0junk`
-/// read as `<token>`), so it becomes 0xFF (never UTF-8) and the library refuses the value.
+/// A request header, address or note for the C API: a NUL inside would cut it short
+/// (`<token>\0junk` read as `<token>`), so it becomes 0xFF (never UTF-8) and the library refuses
+/// the value.
 inline std::string header(std::string_view s) {
     std::string text(s);
     for (char &c : text) {
@@ -182,6 +187,21 @@ public:
         detail::check(sp_journal_config_set_lock_timeout_ms(config_.get(), ms));
         return *this;
     }
+    /// How far beyond the highest index seen an index may land and still open a gap of its size
+    /// (at least 1; default 100000); beyond it the index is recorded as an index jump for the
+    /// operator to decide (Journal::accept_jump(), Journal::jump_is_gap()). Throws Error (field
+    /// "max_index_jump") below 1.
+    JournalConfig &max_index_jump(int64_t max_jump) {
+        detail::check(sp_journal_config_set_max_index_jump(config_.get(), max_jump));
+        return *this;
+    }
+    /// How many runs of recovery may get HTTP 404 for an index before it is reported
+    /// unrecoverable and no longer fetched (at least 1; default 3). Throws Error (field
+    /// "not_found_limit") for 0.
+    JournalConfig &not_found_limit(uint32_t runs) {
+        detail::check(sp_journal_config_set_not_found_limit(config_.get(), runs));
+        return *this;
+    }
 
     const sp_journal_config *get() const noexcept { return config_.get(); }
 
@@ -200,6 +220,18 @@ struct JournalStatus {
     std::optional<int64_t> first_index;   ///< configured, else the lowest index seen
     std::optional<int64_t> highest_index; ///< the highest index seen
     std::optional<int64_t> watermark;     ///< every index from first_index up to it was seen
+    uint64_t unfinished;     ///< claimed and never finished: abandoned, or their lease ran out
+    uint64_t open_conflicts; ///< conflicts no operator resolved yet (Journal::resolve_conflict())
+    uint64_t index_jumps;    ///< index jumps and reused indexes no operator decided yet
+    uint64_t resolved;       ///< indexes of the current numbering closed by hand (Journal::resolve())
+    uint64_t unrecoverable;  ///< missing indexes answered 404 for not_found_limit runs: no longer fetched
+    int64_t numbering;       ///< the current numbering: 1 until Journal::renumber()
+
+    /// Whether an operator must look: indexes missing, deliveries unfinished, conflicts or index
+    /// jumps open.
+    bool needs_attention() const noexcept {
+        return missing > 0 || unfinished > 0 || open_conflicts > 0 || index_jumps > 0;
+    }
 };
 
 /// Missing indexes `first` to `last`, inclusive.
@@ -237,7 +269,13 @@ public:
                              s.missing,
                              optional(s.has_first_index, s.first_index),
                              optional(s.has_highest_index, s.highest_index),
-                             optional(s.has_watermark, s.watermark)};
+                             optional(s.has_watermark, s.watermark),
+                             s.unfinished,
+                             s.open_conflicts,
+                             s.index_jumps,
+                             s.resolved,
+                             s.unrecoverable,
+                             s.numbering};
     }
 
     /// The indexes never seen between the first index and the highest seen, as at most `limit`
@@ -253,6 +291,55 @@ public:
             out.push_back({owner->ranges[i].first, owner->ranges[i].last});
         }
         return out;
+    }
+
+    /// What the journal keeps for an operator, as a JSON array (sp_journal_report): index jumps,
+    /// conflicts, resolutions or unrecoverable indexes, at most `limit` (0 gives "[]"); `all`
+    /// adds decided jumps and resolved conflicts. Throws Error: SP_ERR_INVALID_ARGUMENT (field
+    /// "kind" for a value that is no sp_journal_report_kind), SP_ERR_JOURNAL.
+    std::string report(sp_journal_report_kind kind, bool all = false, size_t limit = SIZE_MAX) const {
+        sp_buffer *buffer = nullptr;
+        detail::check(sp_journal_report(journal_.get(), static_cast<int32_t>(kind), all, limit, &buffer));
+        detail::Owner<sp_buffer, sp_buffer_free> owner(buffer);
+        return std::string(detail::view(owner->text));
+    }
+
+    /// Closes the missing indexes `first` to `last` by hand (events the service confirms do not
+    /// exist, or settled another way), with `note` (required) kept for audit; returns how many
+    /// were missing. Throws Error: SP_ERR_INVALID_ARGUMENT (field "range": first above last, a
+    /// negative index, or beyond the highest index seen; field "note"), SP_ERR_JOURNAL.
+    uint64_t resolve(int64_t first, int64_t last, std::string_view note) const {
+        uint64_t closed = 0;
+        detail::check(sp_journal_resolve(journal_.get(), first, last, detail::header(note).c_str(), &closed));
+        return closed;
+    }
+
+    /// Accepts the open index jump or reused index `id` (its "id" in the index-jump report): the
+    /// numbering really moved. Throws Error: SP_ERR_INVALID_ARGUMENT (field "id": no open entry
+    /// has it; field "note"), SP_ERR_JOURNAL.
+    void accept_jump(int64_t id, std::string_view note) const {
+        detail::check(sp_journal_accept_jump(journal_.get(), id, detail::header(note).c_str()));
+    }
+
+    /// Declares the open index jump `id` a gap: its stretch counts as missing again, for recovery
+    /// to fetch. Throws Error as accept_jump() does.
+    void jump_is_gap(int64_t id, std::string_view note) const {
+        detail::check(sp_journal_jump_is_gap(journal_.get(), id, detail::header(note).c_str()));
+    }
+
+    /// Marks the open conflict `id` (its "id" in the conflict report) resolved. Throws Error:
+    /// SP_ERR_INVALID_ARGUMENT (field "id": no open conflict has it; field "note"), SP_ERR_JOURNAL.
+    void resolve_conflict(int64_t id, std::string_view note) const {
+        detail::check(sp_journal_resolve_conflict(journal_.get(), id, detail::header(note).c_str()));
+    }
+
+    /// Starts a new numbering from index `first` after the service restarted its indexes;
+    /// records and stored replies stay. Returns the new numbering. Throws Error:
+    /// SP_ERR_INVALID_ARGUMENT (field "first_index": negative; field "note"), SP_ERR_JOURNAL.
+    int64_t renumber(int64_t first, std::string_view note) const {
+        int64_t numbering = 0;
+        detail::check(sp_journal_renumber(journal_.get(), first, detail::header(note).c_str(), &numbering));
+        return numbering;
     }
 
     const sp_journal *get() const noexcept { return journal_.get(); }
@@ -793,6 +880,9 @@ struct RecoveryReport {
     uint64_t recovered;         ///< events fetched and handed out, claimed
     uint64_t handled_meanwhile; ///< fetched but handled meanwhile by a late delivery (or not journaled)
     std::vector<RecoveryFailure> failures; ///< not recovered, in the order tried; the next recovery tries again
+    /// Missing indexes no longer fetched (HTTP 404 for not_found_limit runs): they stay missing
+    /// until resolved by hand (Journal::resolve()); not counted in `missing`.
+    size_t unrecoverable;
 
     /// True when every missing index was tried and none failed.
     bool complete() const noexcept { return failures.empty() && recovered + handled_meanwhile == missing; }
@@ -838,7 +928,7 @@ public:
     RecoveryReport report() {
         sp_recovery_summary summary{};
         detail::check(sp_recovery_report(recovery_.get(), &summary));
-        RecoveryReport report{summary.missing, summary.recovered, summary.handled_meanwhile, {}};
+        RecoveryReport report{summary.missing, summary.recovered, summary.handled_meanwhile, {}, summary.unrecoverable};
         report.failures.reserve(summary.failures_len);
         for (size_t i = 0; i < summary.failures_len; i++) {
             const sp_recovery_failure &f = summary.failures[i];

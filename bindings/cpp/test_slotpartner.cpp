@@ -305,6 +305,22 @@ std::string refund_body(int64_t transaction_id, int64_t index, int64_t game_id =
            std::to_string(game_id) + R"(,"isMobile":false})";
 }
 
+/// The refund `body` of another game session: its decisive content differs.
+std::string other_session(std::string body) {
+    const std::string from = R"("gameSessionId":5,)";
+    size_t at = body.find(from);
+    if (at != std::string::npos) {
+        body.replace(at, from.size(), R"("gameSessionId":6,)");
+    }
+    return body;
+}
+
+/// The first `"id":N` of a JSON report; -1 when there is none.
+int64_t first_id(const std::string &report) {
+    size_t at = report.find(R"("id":)");
+    return at == std::string::npos ? -1 : std::stoll(report.substr(at + 5));
+}
+
 slotpartner::Receiver journaled(const slotpartner::Journal &journal) {
     slotpartner::ReceiverConfig config;
     config.add_token(TOKEN).sources("any").journal(journal);
@@ -366,11 +382,13 @@ void journal_conflict_names_the_transaction() {
     const auto r = journaled(journal);
     int runs = 0;
     auto first = journaled_callback(r, refund_body(900003, 1, 12), runs);
-    auto conflict = failure([&] { r.parse(refund_body(900003, 2, 13)).begin(); });
+    // The index and gameId may differ in a resend (they decide nothing); gameSessionId may not.
+    CHECK(journaled_callback(r, refund_body(900003, 2, 13), runs) == first);
+    auto conflict = failure([&] { r.parse(other_session(refund_body(900003, 1, 12))).begin(); });
     CHECK(conflict.status() == SP_ERR_CONFLICT && std::string(conflict.status_name()) == "SP_ERR_CONFLICT");
     CHECK(conflict.http_status() == 409);
     CHECK(std::string(conflict.what()).find("900003") != std::string::npos);
-    CHECK(std::string(conflict.what()).find("gameId") != std::string::npos);
+    CHECK(std::string(conflict.what()).find("gameSessionId: first 5, now 6") != std::string::npos);
     CHECK(conflict.response_body().find("900003") != std::string::npos);
     CHECK(journaled_callback(r, refund_body(900003, 1, 12), runs) == first);
     CHECK(runs == 1 && journal.status().conflicts == 1);
@@ -754,6 +772,90 @@ void recovery_fetch_settings_and_misuse() {
     CHECK(moved.report().missing == 0 && !moved.next());
 }
 
+void journal_operator_functions() {
+    TempDir dir;
+    auto bad_jump = failure([&] { slotpartner::JournalConfig(dir.url()).max_index_jump(0); });
+    CHECK(bad_jump.status() == SP_ERR_INVALID_ARGUMENT && bad_jump.field() == "max_index_jump");
+    CHECK(failure([&] { slotpartner::JournalConfig(dir.url()).not_found_limit(0); }).field() == "not_found_limit");
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).max_index_jump(10));
+    const auto r = journaled(journal);
+    int runs = 0;
+    for (int64_t index : {1, 3, 50}) { // 50 is 47 beyond 3: an index jump, not a gap of 46
+        journaled_callback(r, refund_body(910000 + index, index), runs);
+    }
+    auto status = journal.status();
+    CHECK(status.missing == 1 && status.index_jumps == 1 && status.unfinished == 0 && status.open_conflicts == 0);
+    CHECK(status.resolved == 0 && status.unrecoverable == 0 && status.numbering == 1 && status.needs_attention());
+
+    std::string jumps = journal.report(SP_JOURNAL_REPORT_INDEX_JUMPS);
+    CHECK(jumps.front() == '[' && jumps.find(R"("kind":"jump")") != std::string::npos);
+    CHECK(jumps.find(R"("index":50,)") != std::string::npos && jumps.find(R"("previous_highest":3,)") != std::string::npos);
+    int64_t id = first_id(jumps);
+    for (auto kind : {SP_JOURNAL_REPORT_INDEX_JUMPS, SP_JOURNAL_REPORT_CONFLICTS, SP_JOURNAL_REPORT_RESOLUTIONS,
+                      SP_JOURNAL_REPORT_UNRECOVERABLE}) {
+        CHECK(journal.report(kind, true, 0) == "[]");
+    }
+    auto bad_kind = failure([&] { journal.report(static_cast<sp_journal_report_kind>(99)); });
+    CHECK(bad_kind.status() == SP_ERR_INVALID_ARGUMENT && bad_kind.field() == "kind");
+    CHECK(failure([&] { journal.accept_jump(id, ""); }).field() == "note");
+    CHECK(failure([&] { journal.accept_jump(id, std::string_view("ok\0hidden", 9)); }).field() == "note");
+    journal.accept_jump(id, "the service moved its numbering");
+    CHECK(journal.status().index_jumps == 0 && journal.report(SP_JOURNAL_REPORT_INDEX_JUMPS) == "[]");
+    CHECK(journal.report(SP_JOURNAL_REPORT_INDEX_JUMPS, true).find(R"("decision":"accepted")") != std::string::npos);
+    CHECK(failure([&] { journal.accept_jump(id, "again"); }).field() == "id");
+    CHECK(failure([&] { journal.jump_is_gap(id, "too late"); }).field() == "id");
+
+    CHECK(failure([&] { journal.resolve(2, 51, "beyond"); }).field() == "range");
+    CHECK(journal.resolve(2, 2, "the service confirms no event 2") == 1);
+    status = journal.status();
+    CHECK(status.missing == 0 && status.resolved == 1 && !status.needs_attention());
+    CHECK(journal.report(SP_JOURNAL_REPORT_RESOLUTIONS).find(R"("note":"the service confirms no event 2")") !=
+          std::string::npos);
+
+    auto refused = journaled_callback(r, other_session(refund_body(910001, 1)), runs);
+    CHECK(refused.first == 409 && journal.status().open_conflicts == 1);
+    std::string conflicts = journal.report(SP_JOURNAL_REPORT_CONFLICTS);
+    CHECK(conflicts.find(R"("differing":["gameSessionId: first 5, now 6"])") != std::string::npos);
+    CHECK(failure([&] { journal.resolve_conflict(first_id(conflicts) + 1, "no such"); }).field() == "id");
+    journal.resolve_conflict(first_id(conflicts), "session 6 was a test by the service");
+    CHECK(journal.status().open_conflicts == 0 && journal.report(SP_JOURNAL_REPORT_CONFLICTS) == "[]");
+
+    CHECK(failure([&] { journal.renumber(-1, "negative"); }).field() == "first_index");
+    CHECK(journal.renumber(1, "the service restarted its numbering") == 2);
+    status = journal.status();
+    CHECK(status.numbering == 2 && status.missing == 0 && !status.highest_index);
+}
+
+void recovery_reports_unrecoverable_indexes() {
+    slotpartner::Client client(sandbox_config());
+    TempDir dir;
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).not_found_limit(1));
+    const auto r = journaled(journal);
+    int runs = 0;
+    journaled_callback(r, sandbox_event(client, 19), runs);
+    journaled_callback(r, refund_body(900000023, 23), runs); // beyond the sandbox's 20 events
+    {
+        slotpartner::Recovery first(r, client);
+        CHECK(recover(first, runs) == std::vector<int64_t>{20});
+        auto report = first.report();
+        CHECK(report.failures.size() == 2 && report.failures[0].reason == SP_RECOVERY_NOT_FOUND);
+        CHECK(report.unrecoverable == 0); // counted when the recovery started
+    }
+    auto status = journal.status();
+    CHECK(status.unrecoverable == 2 && status.missing == 2); // one 404 each is the limit here
+    CHECK(journal.report(SP_JOURNAL_REPORT_UNRECOVERABLE) == "[21,22]");
+    {
+        slotpartner::Recovery second(r, client);
+        CHECK(recover(second, runs).empty());
+        auto report = second.report();
+        CHECK(report.missing == 0 && report.failures.empty() && report.unrecoverable == 2);
+    }
+    CHECK(journal.resolve(21, 22, "the service lost events 21 and 22") == 2);
+    status = journal.status();
+    CHECK(status.unrecoverable == 0 && status.missing == 0 && status.resolved == 2);
+    CHECK(journal.report(SP_JOURNAL_REPORT_UNRECOVERABLE) == "[]");
+}
+
 } // namespace
 
 int main() {
@@ -774,11 +876,13 @@ int main() {
     journal_balance_refusals_and_gaps();
     journal_threads_one_new();
     journal_misuse_and_unusable_journals();
+    journal_operator_functions();
     get_games_against_the_sandbox();
     recovery_recovers_claimed_events_and_a_late_delivery_once();
     recovery_events_are_claimed();
     recovery_failures_by_reason_and_a_later_healthy_run();
     recovery_fetch_settings_and_misuse();
+    recovery_reports_unrecoverable_indexes();
     std::printf("cpp: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

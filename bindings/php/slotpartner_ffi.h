@@ -59,6 +59,13 @@ typedef enum sp_trust_roots {
   SP_TRUST_ROOTS_EXTRA_ONLY = 2,
 } sp_trust_roots;
 
+typedef enum sp_journal_report_kind {
+  SP_JOURNAL_REPORT_INDEX_JUMPS = 1,
+  SP_JOURNAL_REPORT_CONFLICTS = 2,
+  SP_JOURNAL_REPORT_RESOLUTIONS = 3,
+  SP_JOURNAL_REPORT_UNRECOVERABLE = 4,
+} sp_journal_report_kind;
+
 typedef struct sp_client sp_client;
 
 typedef struct sp_client_config sp_client_config;
@@ -199,6 +206,12 @@ typedef struct sp_journal_stats {
   int64_t highest_index;
   bool has_watermark;
   int64_t watermark;
+  uint64_t unfinished;
+  uint64_t open_conflicts;
+  uint64_t index_jumps;
+  uint64_t resolved;
+  uint64_t unrecoverable;
+  int64_t numbering;
 } sp_journal_stats;
 
 typedef struct sp_index_range {
@@ -224,6 +237,7 @@ typedef struct sp_recovery_summary {
   uint64_t handled_meanwhile;
   const struct sp_recovery_failure *failures;
   size_t failures_len;
+  size_t unrecoverable;
 } sp_recovery_summary;
 
 typedef struct sp_record {
@@ -349,6 +363,12 @@ enum sp_status sp_journal_config_set_max_reply_bytes(struct sp_journal_config *c
 
 enum sp_status sp_journal_config_set_lock_timeout_ms(struct sp_journal_config *config, uint64_t ms);
 
+enum sp_status sp_journal_config_set_max_index_jump(struct sp_journal_config *config,
+                                                    int64_t max_jump);
+
+enum sp_status sp_journal_config_set_not_found_limit(struct sp_journal_config *config,
+                                                     uint32_t runs);
+
 enum sp_status sp_journal_open(const struct sp_journal_config *config, struct sp_journal **out);
 
 void sp_journal_free(struct sp_journal *journal);
@@ -360,6 +380,35 @@ enum sp_status sp_journal_missing(const struct sp_journal *journal,
                                   struct sp_index_ranges **out);
 
 void sp_index_ranges_free(struct sp_index_ranges *ranges);
+
+enum sp_status sp_journal_resolve(const struct sp_journal *journal,
+                                  int64_t first,
+                                  int64_t last,
+                                  const char *note,
+                                  uint64_t *closed);
+
+enum sp_status sp_journal_accept_jump(const struct sp_journal *journal,
+                                      int64_t id,
+                                      const char *note);
+
+enum sp_status sp_journal_jump_is_gap(const struct sp_journal *journal,
+                                      int64_t id,
+                                      const char *note);
+
+enum sp_status sp_journal_resolve_conflict(const struct sp_journal *journal,
+                                           int64_t id,
+                                           const char *note);
+
+enum sp_status sp_journal_renumber(const struct sp_journal *journal,
+                                   int64_t first,
+                                   const char *note,
+                                   int64_t *numbering);
+
+enum sp_status sp_journal_report(const struct sp_journal *journal,
+                                 int32_t kind,
+                                 bool all,
+                                 size_t limit,
+                                 struct sp_buffer **out);
 
 enum sp_status sp_receiver_config_new(struct sp_receiver_config **out);
 

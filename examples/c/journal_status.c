@@ -3,10 +3,14 @@
  *
  * Usage: journal_status URL        (sqlite:PATH or postgres://USER@HOST/DATABASE)
  *
- * Prints the counts (handled, replayed, conflicts, refused, in progress, missing), the first
- * index, the highest index and the watermark (every index up to it was seen), then the missing
- * indexes as ranges, one per line. Exit status: 0 when no index is missing, 1 when some are (a
- * cron job can alert on it), 2 on a usage error or when the journal cannot be read.
+ * Prints the counts (handled, replayed, conflicts, refused, in progress, missing), what waits
+ * for an operator (unfinished deliveries, open conflicts, open index jumps, unrecoverable
+ * indexes) beside what was resolved by hand and the current numbering, then the first index, the
+ * highest index and the watermark (every index up to it was seen), then the missing indexes as
+ * ranges, one per line. Exit status: 0 when nothing needs an operator, 1 when indexes are
+ * missing, deliveries unfinished, or conflicts or index jumps open (a cron job can alert on it;
+ * `sp_journal_report` lists them, `sp_journal_resolve` and its siblings settle them), 2 on a usage
+ * error or when the journal cannot be read.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,6 +49,10 @@ int main(int argc, char **argv) {
     printf("handled: %" PRIu64 "\nreplayed: %" PRIu64 "\nconflicts: %" PRIu64 "\nrefused: %" PRIu64 "\n",
            stats.handled, stats.replayed, stats.conflicts, stats.refused);
     printf("in progress: %" PRIu64 "\nmissing: %" PRIu64 "\n", stats.in_progress, stats.missing);
+    printf("unfinished: %" PRIu64 "\nopen conflicts: %" PRIu64 "\nindex jumps: %" PRIu64 "\n", stats.unfinished,
+           stats.open_conflicts, stats.index_jumps);
+    printf("resolved: %" PRIu64 "\nunrecoverable: %" PRIu64 "\nnumbering: %" PRId64 "\n", stats.resolved,
+           stats.unrecoverable, stats.numbering);
     print_optional("first index", stats.has_first_index, stats.first_index);
     print_optional("highest index", stats.has_highest_index, stats.highest_index);
     print_optional("watermark", stats.has_watermark, stats.watermark);
@@ -59,7 +67,7 @@ int main(int argc, char **argv) {
     if (missing->len == MAX_RANGES) {
         printf("(only the first %d ranges are shown)\n", MAX_RANGES);
     }
-    rc = stats.missing == 0 ? 0 : 1;
+    rc = stats.missing == 0 && stats.unfinished == 0 && stats.open_conflicts == 0 && stats.index_jumps == 0 ? 0 : 1;
 done:
     sp_index_ranges_free(missing);
     sp_journal_free(journal);

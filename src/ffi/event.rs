@@ -209,9 +209,11 @@ enum Journaled {
 }
 
 impl Drop for EventBox {
-    /// An event freed while it holds a claim releases it, as `sp_event_abandon` would: the next
-    /// delivery runs the partner's logic again (its ledger's unique `transactionId` absorbs a
-    /// second run). A failure to release it only leaves the claim to expire with its lease.
+    /// An event freed while it still holds its claim (never finished or abandoned, or
+    /// `sp_event_finish` failed with `SP_ERR_JOURNAL`, which leaves the claim held) abandons it
+    /// at once, as `sp_event_abandon` would: the next delivery runs the partner's logic again
+    /// (its ledger's unique `transactionId` absorbs a second run). Best effort: if the abandon
+    /// fails too, the claim ends with its lease.
     fn drop(&mut self) {
         if let (Journaled::Claimed(claim), Some(journal)) = (&self.journaled, self.receiver.journal()) {
             let _ = journal.abandon(claim);
@@ -455,7 +457,11 @@ fn typed_structs(kind: &EventKind<'_>, s: [sp_str; 6]) -> (sp_buy_refund, sp_jac
 }
 
 /// Frees an event and everything it points to, including a reply built for it. NULL is allowed
-/// and does nothing.
+/// and does nothing. An event that still holds its journal claim (begun or recovered, and
+/// neither finished nor abandoned, including after `sp_event_finish` failed with
+/// `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would: the next
+/// delivery runs the partner's logic again. Best effort: if that abandon fails too (the storage
+/// is still down), the claim ends with its lease instead.
 ///
 /// # Safety
 /// `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
@@ -655,7 +661,8 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
 /// the reply all the same (the other delivery finds the credit in the ledger). Fails with
 /// `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or when no
 /// reply was built (the claim stays: finish it again or abandon it), or when the event was not
-/// begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays until its lease ends).
+/// begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays held: finish again, or
+/// abandon it; `sp_event_free` abandons it at once, and if that fails too, its lease ends it).
 ///
 /// # Safety
 /// `event` is NULL or live and used by no other thread; `reply` is NULL or `len` readable bytes.

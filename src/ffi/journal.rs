@@ -1,6 +1,9 @@
 //! The delivery journal: `sp_journal_config_*` to configure it, `sp_journal_open`, then attach it
 //! to a receiver (`sp_receiver_config_set_journal`) and claim each event with `sp_event_begin`
-//! (in `ffi/event.rs`). `sp_journal_status` and `sp_journal_missing` answer what was seen.
+//! (in `ffi/event.rs`). `sp_journal_status` and `sp_journal_missing` answer what was seen;
+//! `sp_journal_report` lists what waits for an operator, and `sp_journal_resolve`,
+//! `sp_journal_accept_jump`, `sp_journal_jump_is_gap`, `sp_journal_resolve_conflict` and
+//! `sp_journal_renumber` settle it, each with a note kept for audit.
 
 use std::ffi::c_char;
 use std::sync::Arc;
@@ -9,6 +12,7 @@ use std::time::Duration;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ffi::args;
 use crate::ffi::owned;
+use crate::ffi::reply::{self, sp_buffer};
 use crate::ffi::status::sp_status;
 use crate::journal::{Journal, JournalOptions, Synchronous};
 
@@ -27,7 +31,8 @@ pub struct sp_journal {
 }
 
 /// Counts and gap figures of a journal, from `sp_journal_status`. Plain values, owned by the
-/// caller.
+/// caller. Fields were only ever appended: a host compiled against an older header reads a
+/// prefix of this struct.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct sp_journal_stats {
@@ -35,13 +40,16 @@ pub struct sp_journal_stats {
     pub handled: u64,
     /// Deliveries answered from the journal with a stored reply.
     pub replayed: u64,
-    /// Deliveries refused because their key came before with other content.
+    /// Deliveries whose key came before with other decisive content (refused, or handed out as
+    /// new because the first was never finished), every one counted.
     pub conflicts: u64,
-    /// Deliveries refused by validation whose index could be read.
+    /// Deliveries refused by validation whose body named an event and whose index could be read.
     pub refused: u64,
-    /// Deliveries claimed and neither finished nor abandoned.
+    /// Deliveries claimed and neither finished nor abandoned (including claims whose worker died
+    /// and whose lease ran out, until the next delivery takes them over).
     pub in_progress: u64,
-    /// Indexes between the first index and the highest seen that were never seen.
+    /// Indexes between the first index and the highest seen that were never seen, leaving out
+    /// the stretches of index jumps; unrecoverable ones included.
     pub missing: u64,
     /// The index gap detection counts from (configured, else the lowest seen).
     pub has_first_index: bool,
@@ -49,9 +57,26 @@ pub struct sp_journal_stats {
     /// The highest index seen.
     pub has_highest_index: bool,
     pub highest_index: i64,
-    /// Every index from the first up to this one was seen.
+    /// Every index from the first up to this one was seen; `has_watermark` is false when the
+    /// first one was not.
     pub has_watermark: bool,
     pub watermark: i64,
+    /// Deliveries claimed and never finished: abandoned, or claimed with their lease run out.
+    /// Nothing was stored for them; the service or a recovery must deliver them again.
+    pub unfinished: u64,
+    /// Conflicts (entries of the `SP_JOURNAL_REPORT_CONFLICTS` report) no operator resolved yet
+    /// (`sp_journal_resolve_conflict`).
+    pub open_conflicts: u64,
+    /// Index jumps and reused indexes (entries of the `SP_JOURNAL_REPORT_INDEX_JUMPS` report) no
+    /// operator decided yet (`sp_journal_accept_jump`, `sp_journal_jump_is_gap`).
+    pub index_jumps: u64,
+    /// Indexes of the current numbering closed by hand (`sp_journal_resolve`).
+    pub resolved: u64,
+    /// Missing indexes the service answered 404 for `not_found_limit` runs of recovery
+    /// (`sp_journal_config_set_not_found_limit`): no longer fetched.
+    pub unrecoverable: u64,
+    /// The current numbering: 1 until `sp_journal_renumber`.
+    pub numbering: i64,
 }
 
 /// An inclusive range of missing indexes: `first` to `last`.
@@ -82,7 +107,8 @@ struct RangesBox {
 /// process and thread of a host shares; created if absent) or `postgres://USER@HOST/DATABASE`
 /// (several hosts). Defaults: lease 30 s, busy wait 2 s, durable replies (SQLite
 /// `synchronous=FULL`, PostgreSQL `synchronous_commit=on`), first index the lowest seen, replies
-/// up to 64 KiB, lock time-out 5 s. On success `*out` owns the configuration; free it with
+/// up to 64 KiB, lock time-out 5 s, index jumps beyond 100,000, unrecoverable after 3 runs of
+/// 404. On success `*out` owns the configuration; free it with
 /// `sp_journal_config_free`.
 ///
 /// # Safety
@@ -222,6 +248,53 @@ pub unsafe extern "C" fn sp_journal_config_set_lock_timeout_ms(config: *mut sp_j
     }
 }
 
+/// Sets how far beyond the highest index seen an index may land and still open a gap of its
+/// size (at least 1; default 100000). Beyond it the index is recorded as an index jump (the
+/// `SP_JOURNAL_REPORT_INDEX_JUMPS` report): the stretch between is not counted missing, and an
+/// operator decides it (`sp_journal_accept_jump`, `sp_journal_jump_is_gap`). A value below 1
+/// fails with `SP_ERR_INVALID_ARGUMENT` (field `max_index_jump`) and changes nothing.
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_config_set_max_index_jump(
+    config: *mut sp_journal_config,
+    max_jump: i64,
+) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe {
+        configure(config, |o| {
+            if max_jump < 1 {
+                let problem = format!("must be at least 1, got {max_jump}");
+                return Err(Error::field(ErrorKind::InvalidArgument, "max_index_jump", problem));
+            }
+            o.max_index_jump = max_jump;
+            Ok(())
+        })
+    }
+}
+
+/// Sets how many runs of recovery may get HTTP 404 for an index before it is reported
+/// unrecoverable and no longer fetched (at least 1; default 3); it stays missing until resolved
+/// by hand (`sp_journal_resolve`). 0 fails with `SP_ERR_INVALID_ARGUMENT` (field
+/// `not_found_limit`) and changes nothing.
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_config_set_not_found_limit(config: *mut sp_journal_config, runs: u32) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe {
+        configure(config, |o| {
+            if runs == 0 {
+                return Err(Error::field(ErrorKind::InvalidArgument, "not_found_limit", "must be at least 1, got 0"));
+            }
+            o.not_found_limit = runs;
+            Ok(())
+        })
+    }
+}
+
 /// Opens the journal `config` names, creating its tables the first time (the schema carries a
 /// version; a journal of a newer version is refused). Fails with `SP_ERR_INVALID_ARGUMENT` for an
 /// unusable URL or setting (field `journal_url` or the setting's name) and `SP_ERR_JOURNAL` when
@@ -252,8 +325,10 @@ pub unsafe extern "C" fn sp_journal_free(journal: *mut sp_journal) {
     value_boundary!((), { unsafe { owned::free::<sp_journal, _>(journal) } })
 }
 
-/// Counts and gap figures: handled, replayed, conflicts, refused, in progress, missing, and the
-/// first index, highest index and watermark. Fails with `SP_ERR_JOURNAL` when the storage fails.
+/// Counts and gap figures: handled, replayed, conflicts, refused, in progress, missing, the
+/// first index, highest index and watermark, and what waits for an operator (unfinished
+/// deliveries, open conflicts and index jumps, unrecoverable indexes) beside what was resolved by
+/// hand and the current numbering. Fails with `SP_ERR_JOURNAL` when the storage fails.
 ///
 /// # Safety
 /// `journal` is NULL or live; `out` is NULL or writable.
@@ -276,6 +351,12 @@ pub unsafe extern "C" fn sp_journal_status(journal: *const sp_journal, out: *mut
             highest_index: s.highest_index.unwrap_or(0),
             has_watermark: s.watermark.is_some(),
             watermark: s.watermark.unwrap_or(0),
+            unfinished: s.unfinished,
+            open_conflicts: s.open_conflicts,
+            index_jumps: s.index_jumps,
+            resolved: s.resolved,
+            unrecoverable: s.unrecoverable,
+            numbering: s.numbering,
         });
         Ok(())
     })
@@ -317,4 +398,202 @@ pub unsafe extern "C" fn sp_journal_missing(
 pub unsafe extern "C" fn sp_index_ranges_free(ranges: *mut sp_index_ranges) {
     // SAFETY: forwarded caller promise.
     value_boundary!((), { unsafe { owned::free::<RangesBox, _>(ranges) } })
+}
+
+/// What `sp_journal_report` lists. The function takes the kind as an `int32_t`, so that any
+/// value a host passes is safe: one not listed here is refused.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum sp_journal_report_kind {
+    /// Index jumps, reused indexes and renumberings, newest first: objects with `id`, `kind`
+    /// (`jump`, `reused`, `renumbered`), `index`, `previous_highest`, `key`, `name`, `other_key`,
+    /// `count`, `last_index`, `numbering`, `at_ms`, `last_ms`, `decision` (`accepted`, `gap`, or
+    /// null while open), `decided_ms` and `note`.
+    SP_JOURNAL_REPORT_INDEX_JUMPS = 1,
+    /// Conflicts, newest first: objects with `id`, `key`, `name`, `transaction_id`, `index`,
+    /// `first_content`, `now_content`, `differing` (strings `field: first X, now Y`), `outcome`
+    /// (`refused`, or `handed_out` when the first was never finished), `count`, `first_ms`,
+    /// `last_ms`, `resolved_ms` (null while open) and `note`.
+    SP_JOURNAL_REPORT_CONFLICTS = 2,
+    /// Ranges resolved by hand, newest first: objects with `id`, `first`, `last`, `closed` (how
+    /// many were missing), `numbering`, `note` and `at_ms`.
+    SP_JOURNAL_REPORT_RESOLUTIONS = 3,
+    /// Missing indexes no longer fetched (404 for `not_found_limit` runs), lowest first: integers.
+    SP_JOURNAL_REPORT_UNRECOVERABLE = 4,
+}
+
+impl sp_journal_report_kind {
+    fn of(kind: i32) -> Result<sp_journal_report_kind> {
+        use sp_journal_report_kind::*;
+        Ok(match kind {
+            1 => SP_JOURNAL_REPORT_INDEX_JUMPS,
+            2 => SP_JOURNAL_REPORT_CONFLICTS,
+            3 => SP_JOURNAL_REPORT_RESOLUTIONS,
+            4 => SP_JOURNAL_REPORT_UNRECOVERABLE,
+            other => {
+                let problem = format!("expected an sp_journal_report_kind (1 to 4), got {other}");
+                return Err(Error::field(ErrorKind::InvalidArgument, "kind", problem));
+            }
+        })
+    }
+}
+
+/// Writes `value` through `out` when the caller gave one (an optional out-parameter).
+///
+/// # Safety
+/// `out` is NULL or writable.
+unsafe fn write_optional<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        // SAFETY: non-NULL and, by the caller's promise, writable.
+        unsafe { out.write(value) };
+    }
+}
+
+/// Closes the missing indexes `first` to `last` (inclusive) by hand: events the service
+/// confirms do not exist, or that were settled another way. They no longer count as missing and
+/// recovery no longer fetches them. `note` (required: why, at most 4096 bytes of text) is kept
+/// for audit with the range (the `SP_JOURNAL_REPORT_RESOLUTIONS` report). On success `*closed`
+/// (when `closed` is not NULL) gets how many of the range's indexes were missing.
+///
+/// Fails with `SP_ERR_INVALID_ARGUMENT`, field `note` (NULL, empty, too long, control
+/// characters) or `range` (`first` above `last`, a negative index, or `last` beyond the highest
+/// index seen: nothing is missing there); `SP_ERR_JOURNAL` when the storage fails.
+///
+/// # Safety
+/// `journal` is NULL or live; `note` is NULL or NUL-terminated; `closed` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_resolve(
+    journal: *const sp_journal,
+    first: i64,
+    last: i64,
+    note: *const c_char,
+    closed: *mut u64,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
+        let count = journal.inner.resolve(first, last, note)?;
+        // SAFETY: the caller promises NULL or a writable uint64_t.
+        unsafe { write_optional(closed, count) };
+        Ok(())
+    })
+}
+
+/// Accepts the open index jump or reused index `id` (its `id` in the
+/// `SP_JOURNAL_REPORT_INDEX_JUMPS` report): the service's numbering really moved, and a jump's
+/// stretch is no events. `note` (required) is kept for audit. Fails with
+/// `SP_ERR_INVALID_ARGUMENT`, field `id` (no open entry has it) or `note`; `SP_ERR_JOURNAL` when
+/// the storage fails.
+///
+/// # Safety
+/// `journal` is NULL or live; `note` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_accept_jump(journal: *const sp_journal, id: i64, note: *const c_char) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
+        Ok(journal.inner.accept_jump(id, note)?)
+    })
+}
+
+/// Declares the open index jump `id` a gap (a real outage longer than `max_index_jump`): the
+/// stretch between the highest index before it and the jump counts as missing again, for
+/// recovery to fetch. `note` (required) is kept for audit. Fails as `sp_journal_accept_jump`
+/// does.
+///
+/// # Safety
+/// `journal` is NULL or live; `note` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_jump_is_gap(journal: *const sp_journal, id: i64, note: *const c_char) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
+        Ok(journal.inner.jump_is_gap(id, note)?)
+    })
+}
+
+/// Marks the open conflict `id` (its `id` in the `SP_JOURNAL_REPORT_CONFLICTS` report)
+/// resolved, with `note` (required) kept for audit. Fails with `SP_ERR_INVALID_ARGUMENT`, field
+/// `id` (no open conflict has it) or `note`; `SP_ERR_JOURNAL` when the storage fails.
+///
+/// # Safety
+/// `journal` is NULL or live; `note` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_resolve_conflict(
+    journal: *const sp_journal,
+    id: i64,
+    note: *const c_char,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
+        Ok(journal.inner.resolve_conflict(id, note)?)
+    })
+}
+
+/// Starts a new numbering from index `first` after the service restarted its indexes: the seen
+/// indexes of the old numbering are archived, gap detection counts from `first` afresh, and
+/// every record and stored reply stays (events keyed by index keep theirs under a key of the old
+/// numbering, so that the new numbering's events never meet them; refunds and payouts, keyed by
+/// `transactionId`, are untouched). Open index jumps of the old numbering are settled. `note`
+/// (required) is kept for audit. On success `*numbering` (when `numbering` is not NULL) gets the
+/// new numbering. Fails with `SP_ERR_INVALID_ARGUMENT`, field `first_index` (negative) or
+/// `note`; `SP_ERR_JOURNAL` when the storage fails.
+///
+/// # Safety
+/// `journal` is NULL or live; `note` is NULL or NUL-terminated; `numbering` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_renumber(
+    journal: *const sp_journal,
+    first: i64,
+    note: *const c_char,
+    numbering: *mut i64,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
+        let new = journal.inner.renumber(first, note)?;
+        // SAFETY: the caller promises NULL or a writable int64_t.
+        unsafe { write_optional(numbering, new) };
+        Ok(())
+    })
+}
+
+/// What the journal keeps for an operator, as a JSON array in a buffer: `kind` is an
+/// `sp_journal_report_kind` (its entries say what each holds), at most `limit` entries (0 gives
+/// `[]`; `SIZE_MAX` means all). `all` adds the decided index jumps and the resolved conflicts to
+/// the open ones; it does not change the resolutions or the unrecoverable indexes. Fails with
+/// `SP_ERR_INVALID_ARGUMENT`, field `kind` for a value that is no `sp_journal_report_kind`;
+/// `SP_ERR_JOURNAL` when the storage fails. On success `*out` owns the buffer (NUL-terminated
+/// UTF-8); free it with `sp_buffer_free`.
+///
+/// # Safety
+/// `journal` is NULL or live; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_report(
+    journal: *const sp_journal,
+    kind: i32,
+    all: bool,
+    limit: usize,
+    out: *mut *mut sp_buffer,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or live / writable pointers.
+        let (journal, out) = unsafe { (args::object("journal", journal)?, args::out("out", out)?) };
+        let journal = &journal.inner;
+        let json = match sp_journal_report_kind::of(kind)? {
+            sp_journal_report_kind::SP_JOURNAL_REPORT_INDEX_JUMPS => to_json(&journal.index_jumps(all, limit)?),
+            sp_journal_report_kind::SP_JOURNAL_REPORT_CONFLICTS => to_json(&journal.conflicts(all, limit)?),
+            sp_journal_report_kind::SP_JOURNAL_REPORT_RESOLUTIONS => to_json(&journal.resolutions(limit)?),
+            sp_journal_report_kind::SP_JOURNAL_REPORT_UNRECOVERABLE => to_json(&journal.unrecoverable(limit)?),
+        };
+        out.write(reply::into_raw(json));
+        Ok(())
+    })
+}
+
+/// The JSON text of a report's entries: plain structs of strings and numbers, which always
+/// serialize (were one ever not to, the boundary would answer `SP_ERR_PANIC`).
+fn to_json<T: serde::Serialize>(entries: &[T]) -> String {
+    serde_json::to_string(entries).expect("report entries serialize to JSON")
 }

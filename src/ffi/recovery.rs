@@ -69,6 +69,10 @@ pub struct sp_recovery_summary {
     pub handled_meanwhile: u64,
     pub failures: *const sp_recovery_failure,
     pub failures_len: usize,
+    /// Missing indexes no longer fetched: the service answered 404 for them `not_found_limit`
+    /// runs (`sp_journal_config_set_not_found_limit`). They stay missing until resolved by hand
+    /// (`sp_journal_resolve`); the `SP_JOURNAL_REPORT_UNRECOVERABLE` report lists them.
+    pub unrecoverable: usize,
 }
 
 /// Starts a recovery of the events missing from `receiver`'s journal (at most `limit` indexes,
@@ -124,8 +128,9 @@ pub unsafe extern "C" fn sp_recovery_next(recovery: *mut sp_recovery, out: *mut 
     })
 }
 
-/// What the recovery did so far: counts, and each failure with its index, reason and message.
-/// The failures are owned by the recovery (see `sp_recovery_report`).
+/// What the recovery did so far: counts, each failure with its index, reason and message, and
+/// how many missing indexes are unrecoverable. The failures are owned by the recovery (see
+/// `sp_recovery_summary`).
 ///
 /// # Safety
 /// `recovery` is NULL or live and used by no other thread; `out` is NULL or writable.
@@ -146,18 +151,19 @@ pub unsafe extern "C" fn sp_recovery_report(recovery: *mut sp_recovery, out: *mu
                 message: arena.push(&f.error.message.replace('\0', "\u{FFFD}")),
             })
             .collect();
-        write_report(out, report.missing, report.recovered, report.handled_meanwhile, &failures);
+        let counts = [report.missing, report.recovered, report.handled_meanwhile];
+        write_report(out, counts, &failures, report.unrecoverable.len());
         recovery.report = Some(ReportBox { _failures: failures, _arena: arena });
         Ok(())
     })
 }
 
+/// `counts`: missing, recovered, handled meanwhile.
 fn write_report(
     out: &mut MaybeUninit<sp_recovery_summary>,
-    missing: u64,
-    recovered: u64,
-    handled_meanwhile: u64,
+    [missing, recovered, handled_meanwhile]: [u64; 3],
     failures: &[sp_recovery_failure],
+    unrecoverable: usize,
 ) {
     out.write(sp_recovery_summary {
         missing,
@@ -165,6 +171,7 @@ fn write_report(
         handled_meanwhile,
         failures: if failures.is_empty() { std::ptr::null() } else { failures.as_ptr() },
         failures_len: failures.len(),
+        unrecoverable,
     });
 }
 

@@ -13,8 +13,8 @@ use crate::ffi::receiver::sp_receiver;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::sp_str;
 
-/// A reply body the library allocated. `text` views it (NUL-terminated) until `sp_buffer_free`.
-/// One thread at a time.
+/// A reply body (or a JSON report) the library allocated. `text` views it (NUL-terminated) until
+/// `sp_buffer_free`. One thread at a time.
 #[repr(C)]
 #[derive(Debug)]
 pub struct sp_buffer {
@@ -168,7 +168,8 @@ pub unsafe extern "C" fn sp_receiver_reply_balance(
 /// Frees a buffer. NULL is allowed and does nothing.
 ///
 /// # Safety
-/// `buffer` is NULL or came from an `sp_reply_*_new` function and is not used afterwards.
+/// `buffer` is NULL or came from an `sp_reply_*_new` function or `sp_journal_report` and is not
+/// used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_buffer_free(buffer: *mut sp_buffer) {
     // SAFETY: forwarded caller promise.

@@ -4,13 +4,18 @@
  * one event read from two threads at once, records written into buffers too small, misaligned
  * or holding the body, balance replies written into buffers a host hands over, and calls from
  * a thread that is exiting (a pthread_key destructor runs after the thread's other thread-locals
- * are gone).
+ * are gone), and the journal's operator functions given NULL, empty notes, the last error's
+ * message as a note, report kinds that are none and SIZE_MAX limits (on a SQLite journal in a
+ * temporary directory).
  *
  * Prints one line per failed check and "N passed, N failed"; exits non-zero on any failure. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "slotpartner.h"
 
@@ -358,6 +363,206 @@ static void exiting_threads(struct sp_receiver *receiver) {
     pthread_key_delete(exiting_key);
 }
 
+/* 7. The journal's operator functions, carelessly called: NULL journal and notes, empty notes, the
+ * last error's message as a note, report kinds that are none, SIZE_MAX and 0 limits. */
+static int last_field_is(const char *name) {
+    struct sp_str field = sp_last_error_field();
+    return field.ptr != NULL && strcmp(field.ptr, name) == 0;
+}
+
+/* Delivers `body` on the journaled receiver: claimed, a reply stored. */
+static void deliver(const struct sp_receiver *receiver, const char *body) {
+    struct sp_event *event = NULL;
+    struct sp_claim claim;
+    struct sp_str reply = {0};
+    int ok = sp_receiver_handle(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)body, strlen(body), &event) ==
+                 SP_OK &&
+             sp_event_begin(event, &claim) == SP_OK && claim.outcome == SP_BEGIN_NEW;
+    if (ok && event->kind == SP_EVENT_KIND_BUY_REFUND) {
+        ok = sp_event_reply(event, true, NULL, &reply) == SP_OK && sp_event_finish(event, NULL, 0) == SP_OK;
+    } else if (ok) {
+        ok = sp_event_finish(event, (const uint8_t *)"{}", 2) == SP_OK;
+    }
+    check(ok, body);
+    sp_event_free(event);
+}
+
+/* A report's JSON text, copied into `out` (empty on failure). */
+static sp_status report(const struct sp_journal *journal, int32_t kind, bool all, size_t limit, char *out, size_t cap) {
+    static struct sp_buffer untouched;
+    struct sp_buffer *buffer = &untouched;
+    sp_status status = sp_journal_report(journal, kind, all, limit, &buffer);
+    out[0] = '\0';
+    if (status == SP_OK) {
+        check(buffer != &untouched && buffer->text.ptr[buffer->text.len] == '\0' &&
+                  strlen(buffer->text.ptr) == buffer->text.len,
+              "a report is NUL-terminated text");
+        snprintf(out, cap, "%s", buffer->text.ptr);
+        sp_buffer_free(buffer);
+    } else {
+        check(buffer == &untouched, "a refused report writes no buffer");
+    }
+    return status;
+}
+
+static struct sp_journal_stats stats_of(const struct sp_journal *journal) {
+    struct sp_journal_stats stats;
+    memset(&stats, 0xAB, sizeof stats);
+    check(sp_journal_status(journal, &stats) == SP_OK, "sp_journal_status");
+    return stats;
+}
+
+static void journal_operators(void) {
+    char dir[] = "/tmp/sp-careless-XXXXXX", path[64], url[sizeof "sqlite:" + sizeof path], text[4096], copy[512];
+    if (mkdtemp(dir) == NULL) {
+        check(0, "a temporary directory");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/journal.db", dir);
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    struct sp_journal_config *config = NULL;
+    struct sp_journal *journal = NULL;
+    check(sp_journal_config_new(url, &config) == SP_OK, "a journal config");
+    check(sp_journal_config_set_max_index_jump(config, 0) == SP_ERR_INVALID_ARGUMENT && last_field_is("max_index_jump"),
+          "max_index_jump 0 refused");
+    check(sp_journal_config_set_max_index_jump(config, INT64_MIN) == SP_ERR_INVALID_ARGUMENT,
+          "max_index_jump INT64_MIN refused");
+    check(sp_journal_config_set_not_found_limit(config, 0) == SP_ERR_INVALID_ARGUMENT &&
+              last_field_is("not_found_limit"),
+          "not_found_limit 0 refused");
+    check(sp_journal_config_set_max_index_jump(NULL, 10) == SP_ERR_INVALID_ARGUMENT && last_field_is("config"),
+          "max_index_jump on NULL");
+    check(sp_journal_config_set_not_found_limit(NULL, 1) == SP_ERR_INVALID_ARGUMENT && last_field_is("config"),
+          "not_found_limit on NULL");
+    check(sp_journal_config_set_max_index_jump(config, 10) == SP_OK, "max_index_jump 10");
+    check(sp_journal_config_set_not_found_limit(config, UINT32_MAX) == SP_OK, "not_found_limit UINT32_MAX");
+    check(sp_journal_open(config, &journal) == SP_OK, "the journal opens");
+    sp_journal_config_free(config);
+    if (journal == NULL) return;
+
+    struct sp_receiver_config *receiver_config = NULL;
+    struct sp_receiver *receiver = NULL;
+    check(sp_receiver_config_new(&receiver_config) == SP_OK &&
+              sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
+              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
+              sp_receiver_config_set_journal(receiver_config, journal) == SP_OK &&
+              sp_receiver_new(receiver_config, &receiver) == SP_OK,
+          "a journaled receiver");
+    sp_receiver_config_free(receiver_config);
+    if (receiver == NULL) {
+        sp_journal_free(journal);
+        return;
+    }
+    static const char one[] =
+        "{\"event\":\"gameSessionBuyRefund\",\"index\":1,\"gameSessionIdentifier\":\"gs-1\","
+        "\"playerIdentifier\":\"p-1\",\"transactionId\":700001,\"buyTransactionId\":1,\"gameSessionId\":5,"
+        "\"partnerGameRequestIdentifier\":\"r\",\"gameId\":1,\"isMobile\":false}";
+    deliver(receiver, one);
+    deliver(receiver, "{\"event\":\"bonusGranted\",\"index\":3}");
+    deliver(receiver, "{\"event\":\"bonusGranted\",\"index\":100}"); /* 97 beyond 3: a jump */
+    struct sp_journal_stats s = stats_of(journal);
+    check(s.missing == 1 && s.index_jumps == 1 && s.unfinished == 0 && s.open_conflicts == 0 && s.resolved == 0 &&
+              s.unrecoverable == 0 && s.numbering == 1,
+          "the stats count one missing index and one index jump");
+
+    /* Reports: any int32_t as kind, SIZE_MAX and 0 as limits. */
+    const int32_t bad_kinds[] = {0, 5, 99, -1, INT32_MIN, INT32_MAX};
+    for (size_t i = 0; i < sizeof bad_kinds / sizeof bad_kinds[0]; i++) {
+        check(report(journal, bad_kinds[i], true, SIZE_MAX, text, sizeof text) == SP_ERR_INVALID_ARGUMENT &&
+                  last_field_is("kind"),
+              "a kind that is none is refused, naming kind");
+    }
+    check(report(journal, SP_JOURNAL_REPORT_INDEX_JUMPS, false, SIZE_MAX, text, sizeof text) == SP_OK &&
+              strstr(text, "\"kind\":\"jump\"") != NULL && strstr(text, "\"index\":100,") != NULL,
+          "the index jump is reported");
+    const char *at = strstr(text, "\"id\":");
+    long long id = at ? strtoll(at + 5, NULL, 10) : -1;
+    for (int32_t kind = SP_JOURNAL_REPORT_INDEX_JUMPS; kind <= SP_JOURNAL_REPORT_UNRECOVERABLE; kind++) {
+        check(report(journal, kind, true, 0, text, sizeof text) == SP_OK && strcmp(text, "[]") == 0,
+              "limit 0 gives an empty array");
+    }
+    static struct sp_buffer untouched;
+    struct sp_buffer *buffer = &untouched;
+    check(sp_journal_report(NULL, SP_JOURNAL_REPORT_CONFLICTS, false, 1, &buffer) == SP_ERR_INVALID_ARGUMENT &&
+              last_field_is("journal") && buffer == &untouched,
+          "a report of a NULL journal");
+    check(sp_journal_report(journal, SP_JOURNAL_REPORT_CONFLICTS, false, 1, NULL) == SP_ERR_INVALID_ARGUMENT &&
+              last_field_is("out"),
+          "a report into NULL");
+
+    /* NULL journal and note, empty notes. */
+    uint64_t closed = 99;
+    int64_t numbering = 99;
+    check(sp_journal_resolve(NULL, 2, 2, "n", &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "resolve on NULL");
+    check(sp_journal_resolve(journal, 2, 2, NULL, &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
+          "resolve with a NULL note");
+    check(sp_journal_resolve(journal, 2, 2, "", &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
+          "resolve with an empty note");
+    check(sp_journal_resolve(journal, 2, INT64_MAX, "n", &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("range"),
+          "resolve beyond the highest");
+    check(sp_journal_accept_jump(NULL, id, "n") == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "accept_jump on NULL");
+    check(sp_journal_accept_jump(journal, id, NULL) == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
+          "accept_jump with a NULL note");
+    check(sp_journal_jump_is_gap(NULL, id, "n") == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "jump_is_gap on NULL");
+    check(sp_journal_jump_is_gap(journal, id, " ") == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
+          "jump_is_gap with a blank note");
+    check(sp_journal_resolve_conflict(NULL, 1, "n") == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "resolve_conflict on NULL");
+    check(sp_journal_resolve_conflict(journal, 1, NULL) == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
+          "resolve_conflict with a NULL note");
+    check(sp_journal_renumber(NULL, 1, "n", &numbering) == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "renumber on NULL");
+    check(sp_journal_renumber(journal, 1, NULL, &numbering) == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
+          "renumber with a NULL note");
+    check(closed == 99 && numbering == 99, "out-parameters untouched on failure");
+
+    /* The last error's message as the note: read whole before it is replaced, and kept. */
+    check(sp_journal_resolve(journal, 2, 500, "n", &closed) == SP_ERR_INVALID_ARGUMENT, "a failure to reuse");
+    struct sp_str message = sp_last_error_message();
+    snprintf(copy, sizeof copy, "%s", message.ptr);
+    check(sp_journal_accept_jump(journal, id, message.ptr) == SP_OK, "accept_jump with the last error as note");
+    check(report(journal, SP_JOURNAL_REPORT_INDEX_JUMPS, true, SIZE_MAX, text, sizeof text) == SP_OK &&
+              strstr(text, copy) != NULL && strstr(text, "\"decision\":\"accepted\"") != NULL,
+          "the jump is accepted with the message as its note");
+    check(sp_journal_accept_jump(journal, id, "again") == SP_ERR_INVALID_ARGUMENT && last_field_is("id"),
+          "a decided jump cannot be decided again");
+    message = sp_last_error_message();
+    check(sp_journal_jump_is_gap(journal, id, message.ptr) == SP_ERR_INVALID_ARGUMENT && last_field_is("id"),
+          "jump_is_gap reads its own last error");
+    message = sp_last_error_message();
+    check(sp_journal_resolve_conflict(journal, INT64_MAX, message.ptr) == SP_ERR_INVALID_ARGUMENT &&
+              last_field_is("id"),
+          "resolve_conflict reads its own last error");
+    message = sp_last_error_message();
+    snprintf(copy, sizeof copy, "%s", message.ptr);
+    check(sp_journal_resolve(journal, 2, 2, message.ptr, &closed) == SP_OK && closed == 1,
+          "resolve with the last error as note closes one index");
+    check(report(journal, SP_JOURNAL_REPORT_RESOLUTIONS, false, SIZE_MAX, text, sizeof text) == SP_OK &&
+              strstr(text, copy) != NULL,
+          "the resolution keeps the message as its note");
+    check(sp_journal_resolve(journal, 1, 3, "again", NULL) == SP_OK, "resolve with NULL closed");
+    s = stats_of(journal);
+    check(s.missing == 0 && s.resolved == 1 && s.index_jumps == 0, "nothing missing, one resolved, no open jump");
+    check(sp_journal_resolve(journal, 1, 1, "", NULL) == SP_ERR_INVALID_ARGUMENT, "a failure to reuse");
+    message = sp_last_error_message();
+    check(sp_journal_renumber(journal, 1, message.ptr, NULL) == SP_OK, "renumber with the last error, NULL out");
+    check(sp_journal_renumber(journal, 0, "once more", &numbering) == SP_OK && numbering == 3, "renumber again");
+    s = stats_of(journal);
+    check(s.numbering == 3 && s.missing == 0 && !s.has_highest_index, "a new numbering starts afresh");
+
+    sp_receiver_free(receiver);
+    sp_journal_free(journal);
+    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", path, suffixes[i]);
+        remove(text);
+    }
+    check(rmdir(dir) == 0, "the temporary directory is left empty");
+}
+
 int main(void) {
     struct sp_receiver *receiver = new_receiver();
     if (receiver == NULL) return 1;
@@ -368,6 +573,7 @@ int main(void) {
     records(receiver);
     balance_replies(receiver);
     exiting_threads(receiver);
+    journal_operators();
     sp_receiver_free(receiver);
     printf("careless_host: %d passed, %d failed\n", passed, failed);
     return failed != 0;

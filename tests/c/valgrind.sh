@@ -86,9 +86,9 @@ journal_cgi payout production 18.203.30.17 "$fixtures/payout.json" "Status: 200 
   '{"payout":{"success":true,"errorMessage":""}}'
 journal_cgi balance any ::1 "$fixtures/balance.json" "Status: 200 OK" \
   '{"playerBalance":{"money":100000,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}'
-sed 's/"gameId": *[0-9]*/"gameId":99/' "$fixtures/refund.json" > "$work/refund_conflict.json"
-journal_cgi conflict staging 34.254.138.20 "$work/refund_conflict.json" "Status: 409 Conflict" \
-  '{"error":{"code":"conflict","field":"gameSessionBuyRefund.transactionId","message":"gameSessionBuyRefund.transactionId: transactionId 900001 was delivered before with different content (gameId: first 12, now 99); the first delivery stays and this one is refused"}}'
+sed 's/"gameSessionId": *[0-9]*/"gameSessionId":5552/' "$fixtures/refund.json" > "$work/refund_conflict.json"
+CONFLICT='{"error":{"code":"conflict","field":"gameSessionBuyRefund.transactionId","message":"gameSessionBuyRefund.transactionId: transactionId 900001 was delivered before with different content (gameSessionId: first 5551, now 5552); the first delivery stays and this one is refused"}}'
+journal_cgi conflict staging 34.254.138.20 "$work/refund_conflict.json" "Status: 409 Conflict" "$CONFLICT"
 sed 's/^{/{"index":44,/' "$fixtures/invalid_money_float.json" > "$work/payout_refused.json"
 journal_cgi refused production 18.203.30.17 "$work/payout_refused.json" "Status: 200 OK" \
   '{"payout":{"success":false,"errorMessage":"jackpotPayout.moneyWon: expected a non-negative integer, got 1500.5"}}'
@@ -96,8 +96,8 @@ sed -e 's/"index": *[0-9]*/"index":47/' -e 's/"transactionId": *[0-9]*/"transact
   "$fixtures/refund.json" > "$work/refund_after_gap.json"
 journal_cgi after_gap staging 34.254.138.20 "$work/refund_after_gap.json" "Status: 200 OK" "$REFUND_OK"
 
-# 3. journal_status on that journal (missing 45-46: exit 1), on a new one (exit 0), and on a URL
-# it cannot open (exit 2).
+# 3. journal_status on that journal (missing 45-46: exit 1), on a new one (exit 0), on one whose
+# only trouble is an open conflict (exit 1), and on a URL it cannot open (exit 2).
 status() { # NAME EXPECTED_EXIT URL EXPECTED_OUTPUT
   local name=journal_status_$1 want_rc=$2 url=$3 want=$4
   "$bin/journal_status" "$url" > "$work/$name.out" 2> "$work/$name.err"; local rc=$?
@@ -113,6 +113,12 @@ conflicts: 1
 refused: 1
 in progress: 0
 missing: 2
+unfinished: 0
+open conflicts: 1
+index jumps: 0
+resolved: 0
+unrecoverable: 0
+numbering: 1
 first index: 41
 highest index: 47
 watermark: 44
@@ -123,9 +129,33 @@ conflicts: 0
 refused: 0
 in progress: 0
 missing: 0
+unfinished: 0
+open conflicts: 0
+index jumps: 0
+resolved: 0
+unrecoverable: 0
+numbering: 1
 first index: none
 highest index: none
 watermark: none"
+journal=sqlite:$work/conflict_only.db
+journal_cgi conflict_only_first staging 34.254.138.20 "$fixtures/refund.json" "Status: 200 OK" "$REFUND_OK"
+journal_cgi conflict_only staging 34.254.138.20 "$work/refund_conflict.json" "Status: 409 Conflict" "$CONFLICT"
+status conflict_only 1 "$journal" "handled: 1
+replayed: 0
+conflicts: 1
+refused: 0
+in progress: 0
+missing: 0
+unfinished: 0
+open conflicts: 1
+index jumps: 0
+resolved: 0
+unrecoverable: 0
+numbering: 1
+first index: 41
+highest index: 41
+watermark: 41"
 status unusable 2 "mysql://nowhere/db" ""
 grep -q 'journal_status: SP_ERR_INVALID_ARGUMENT: ' "$work/journal_status_unusable.err" && pass ||
   fail journal_status_unusable_message "$(cat "$work/journal_status_unusable.err")"
