@@ -18,11 +18,20 @@ use FFI\CData;
  * ```
  *
  * then claim each event with Event::begin() before running the partner's logic (README.md,
- * "Exactly once"). Any number of threads and processes may share one journal. The native journal
+ * "Exactly once"). status() and missing() answer what the journal has seen; indexJumps(),
+ * conflicts(), resolutions() and unrecoverable() list what an operator decides on (or did), and
+ * acceptJump(), jumpIsGap(), resolveConflict(), resolve() and renumber() record a decision, each
+ * with a note kept for audit. Any number of threads and processes may share one journal. The native journal
  * is freed when this object is destroyed; receivers it was given to keep it open. Not cloneable.
  */
 final class Journal
 {
+    /** sp_journal_report_kind values. */
+    private const REPORT_INDEX_JUMPS = 1;
+    private const REPORT_CONFLICTS = 2;
+    private const REPORT_RESOLUTIONS = 3;
+    private const REPORT_UNRECOVERABLE = 4;
+
     /** The owned `sp_journal *`. */
     private ?CData $handle = null;
 
@@ -51,6 +60,13 @@ final class Journal
      * @param int|null $maxReplyBytes the largest reply finish() stores, at least 1 [65536]
      * @param int|null $lockTimeoutMs how long one statement waits for a lock another process
      *     holds (SQLite's busy time-out, PostgreSQL's lock_timeout and connect time-out) [5000]
+     * @param int|null $maxIndexJump how far beyond the highest index seen an index may land and
+     *     still open a gap of that size, at least 1 [100000]; beyond it the index is recorded as
+     *     an index jump (indexJumps()): the stretch between is not counted missing until an
+     *     operator decides it (acceptJump() or jumpIsGap())
+     * @param int|null $notFoundLimit how many recovery runs may get HTTP 404 for a missing index
+     *     before it is reported unrecoverable and no longer fetched, at least 1 [3]; it stays
+     *     missing until resolved by hand (resolve())
      *
      * @throws ConfigurationException an unusable URL (field journal_url) or setting (its name)
      * @throws JournalException the storage cannot be used (unreachable server, read-only or
@@ -64,6 +80,8 @@ final class Journal
         ?int $firstIndex = null,
         ?int $maxReplyBytes = null,
         ?int $lockTimeoutMs = null,
+        ?int $maxIndexJump = null,
+        ?int $notFoundLimit = null,
     ) {
         $native = Native::get();
         $this->native = $native;
@@ -90,6 +108,12 @@ final class Journal
             }
             if ($lockTimeoutMs !== null) {
                 $native->check($ffi->sp_journal_config_set_lock_timeout_ms($config, Native::unsigned($lockTimeoutMs, 'lock_timeout_ms')));
+            }
+            if ($maxIndexJump !== null) {
+                $native->check($ffi->sp_journal_config_set_max_index_jump($config, Native::unsigned($maxIndexJump, 'max_index_jump')));
+            }
+            if ($notFoundLimit !== null) {
+                $native->check($ffi->sp_journal_config_set_not_found_limit($config, Native::unsigned($notFoundLimit, 'not_found_limit', 0xFFFFFFFF)));
             }
             $journalOut = $native->out('sp_journal');
             $native->check($ffi->sp_journal_open($config, $journalOut));
@@ -119,6 +143,12 @@ final class Journal
             $s->has_first_index ? $s->first_index : null,
             $s->has_highest_index ? $s->highest_index : null,
             $s->has_watermark ? $s->watermark : null,
+            $s->unfinished,
+            $s->open_conflicts,
+            $s->index_jumps,
+            $s->resolved,
+            $s->unrecoverable,
+            $s->numbering,
         );
     }
 
@@ -151,6 +181,174 @@ final class Journal
         } finally {
             $ffi->sp_index_ranges_free($ranges);
         }
+    }
+
+    // The operator's side. Each decision takes a note (required, at most 4096 bytes of text) that
+    // the journal keeps for audit; the library refuses a blank one (ConfigurationException, field
+    // note). Decisions are written in one transaction, visible to every process at once.
+
+    /**
+     * Closes the missing indexes $first to $last (inclusive) by hand: events the service confirms
+     * do not exist, or that were settled another way. They no longer count as missing and
+     * recovery no longer fetches them; resolutions() lists the range with $note.
+     *
+     * @return int how many of the range's indexes were missing
+     *
+     * @throws ConfigurationException a range that is not one or reaches beyond the highest index
+     *     seen (field range), a blank note (field note)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function resolve(int $first, int $last, string $note): int
+    {
+        $native = $this->native;
+        $ffi = $native->ffi;
+        $closed = $ffi->new('uint64_t[1]');
+        $native->check($ffi->sp_journal_resolve($this->handle, $first, $last, Native::cString($note, 'note'), $closed));
+        return $closed[0];
+    }
+
+    /**
+     * Accepts the open index jump or reused index $id (an entry of indexJumps()): the numbering
+     * really moved, and a jump's stretch holds no events.
+     *
+     * @throws ConfigurationException no open entry has this id (field id), a blank note (note)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function acceptJump(int $id, string $note): void
+    {
+        $native = $this->native;
+        $native->check($native->ffi->sp_journal_accept_jump($this->handle, $id, Native::cString($note, 'note')));
+    }
+
+    /**
+     * Declares the open index jump $id a gap: the stretch between the highest index before it and
+     * the jump counts as missing again, for a recovery to fetch (a real outage longer than
+     * $maxIndexJump).
+     *
+     * @throws ConfigurationException no open entry has this id (field id), a blank note (note)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function jumpIsGap(int $id, string $note): void
+    {
+        $native = $this->native;
+        $native->check($native->ffi->sp_journal_jump_is_gap($this->handle, $id, Native::cString($note, 'note')));
+    }
+
+    /**
+     * Marks the open conflict $id (an entry of conflicts()) resolved, keeping $note.
+     *
+     * @throws ConfigurationException no open conflict has this id (field id), a blank note (note)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function resolveConflict(int $id, string $note): void
+    {
+        $native = $this->native;
+        $native->check($native->ffi->sp_journal_resolve_conflict($this->handle, $id, Native::cString($note, 'note')));
+    }
+
+    /**
+     * Starts a new numbering from index $first after the service restarted its indexes: the seen
+     * indexes of the old numbering are archived, gap detection counts from $first afresh, open
+     * index jumps of the old numbering are settled, and every record and stored reply stays
+     * (events keyed by their index keep theirs apart from the new numbering's).
+     *
+     * @return int the new numbering (JournalStatus::$numbering)
+     *
+     * @throws ConfigurationException a negative $first (field first_index), a blank note (note)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function renumber(int $first, string $note): int
+    {
+        $native = $this->native;
+        $ffi = $native->ffi;
+        $numbering = $ffi->new('int64_t[1]');
+        $native->check($ffi->sp_journal_renumber($this->handle, $first, Native::cString($note, 'note'), $numbering));
+        return $numbering[0];
+    }
+
+    /**
+     * The index jumps, reused indexes and renumberings, newest first, at most $limit; the decided
+     * ones too when $all. Times are milliseconds since the Unix epoch.
+     *
+     * @return list<array{id: int, kind: string, index: int, previous_highest: ?int, key: ?string,
+     *     name: ?string, other_key: ?string, count: int, last_index: int, numbering: int,
+     *     at_ms: int, last_ms: int, decision: ?string, decided_ms: ?int, note: ?string}> kind is
+     *     "jump", "reused" or "renumbered"; decision null while open, else "accepted" or "gap"
+     *
+     * @throws ConfigurationException a negative $limit (field limit)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function indexJumps(bool $all = false, int $limit = 100): array
+    {
+        return $this->report(self::REPORT_INDEX_JUMPS, $all, $limit);
+    }
+
+    /**
+     * The conflicts (a key delivered again with other decisive content), newest first, at most
+     * $limit; the resolved ones too when $all.
+     *
+     * @return list<array{id: int, key: string, name: string, transaction_id: ?int, index: ?int,
+     *     first_content: string, now_content: string, differing: list<string>, outcome: string,
+     *     count: int, first_ms: int, last_ms: int, resolved_ms: ?int, note: ?string}> differing
+     *     holds "field: first X, now Y"; outcome is "refused" (the first was finished: this one
+     *     got 409) or "handed_out" (the first was never finished: this one was handed out as new)
+     *
+     * @throws ConfigurationException a negative $limit (field limit)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function conflicts(bool $all = false, int $limit = 100): array
+    {
+        return $this->report(self::REPORT_CONFLICTS, $all, $limit);
+    }
+
+    /**
+     * The ranges closed by hand (resolve()), newest first, at most $limit.
+     *
+     * @return list<array{id: int, first: int, last: int, closed: int, numbering: int, note: string,
+     *     at_ms: int}> closed: how many of the range's indexes were missing
+     *
+     * @throws ConfigurationException a negative $limit (field limit)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function resolutions(int $limit = 100): array
+    {
+        return $this->report(self::REPORT_RESOLUTIONS, false, $limit);
+    }
+
+    /**
+     * The missing indexes recovery no longer fetches (HTTP 404 for $notFoundLimit runs), in
+     * order, at most $limit. They stay missing until resolved by hand (resolve()).
+     *
+     * @return list<int>
+     *
+     * @throws ConfigurationException a negative $limit (field limit)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function unrecoverable(int $limit = 100): array
+    {
+        return $this->report(self::REPORT_UNRECOVERABLE, false, $limit);
+    }
+
+    /**
+     * The JSON array sp_journal_report gives for $kind, decoded (two FFI calls: the report,
+     * sp_buffer_free).
+     *
+     * @return list<mixed>
+     */
+    private function report(int $kind, bool $all, int $limit): array
+    {
+        $native = $this->native;
+        $ffi = $native->ffi;
+        $out = $native->out('sp_buffer');
+        $native->check($ffi->sp_journal_report($this->handle, $kind, $all, Native::unsigned($limit, 'limit'), $out));
+        $buffer = $out[0];
+        try {
+            $text = Native::text($buffer->text);
+        } finally {
+            $ffi->sp_buffer_free($buffer);
+        }
+        /** @var list<mixed> */
+        return json_decode($text, true, 512, JSON_THROW_ON_ERROR);
     }
 
     /**

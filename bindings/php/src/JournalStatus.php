@@ -20,6 +20,17 @@ final class JournalStatus
      *     index seen); null before any index was seen
      * @param int|null $highestIndex the highest index seen
      * @param int|null $watermark every index from $firstIndex up to this one was seen
+     * @param int $unfinished deliveries claimed and never finished (abandoned, or their lease ran
+     *     out): nothing was stored; the service or a recovery must deliver them again
+     * @param int $openConflicts entries of Journal::conflicts() no operator resolved yet
+     * @param int $indexJumps entries of Journal::indexJumps() no operator decided yet
+     * @param int $resolved indexes of the current numbering closed by hand (Journal::resolve())
+     * @param int $unrecoverable missing indexes the service answered 404 for notFoundLimit
+     *     recovery runs: no longer fetched (Journal::unrecoverable())
+     * @param int $numbering the current numbering, 1 until Journal::renumber()
+     *
+     * $conflicts counts every delivery whose key came before with other decisive content:
+     * refused ones, and ones handed out as new because the first was never finished.
      */
     public function __construct(
         public readonly int $handled,
@@ -31,6 +42,12 @@ final class JournalStatus
         public readonly ?int $firstIndex,
         public readonly ?int $highestIndex,
         public readonly ?int $watermark,
+        public readonly int $unfinished = 0,
+        public readonly int $openConflicts = 0,
+        public readonly int $indexJumps = 0,
+        public readonly int $resolved = 0,
+        public readonly int $unrecoverable = 0,
+        public readonly int $numbering = 1,
     ) {
     }
 }

@@ -18,7 +18,8 @@ use FFI\CData;
  *     $event->reply(true);
  *     $event->finish();
  * }
- * $report = $recovery->report();               // missing, recovered, handledMeanwhile, failures
+ * $report = $recovery->report();               // missing, recovered, handledMeanwhile, failures,
+ *                                              // unrecoverable
  * ```
  *
  * Each event comes **already claimed** in the journal, as after Event::begin() returned
@@ -134,7 +135,7 @@ final class Recovery implements \IteratorAggregate
             $f = $items[$i];
             $failures[] = new RecoveryFailure($f->index, RecoveryReason::from($f->reason), $f->status, $native->statusName($f->status), Native::text($f->message));
         }
-        return new RecoveryReport($s->missing, $s->recovered, $s->handled_meanwhile, $failures);
+        return new RecoveryReport($s->missing, $s->recovered, $s->handled_meanwhile, $failures, $s->unrecoverable);
     }
 
     /** Frees the native recovery (idempotent), keeping its last report for report(). */

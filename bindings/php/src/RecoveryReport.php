@@ -16,12 +16,17 @@ final class RecoveryReport
      *     (answered from the journal), or not journaled: nothing to do
      * @param list<RecoveryFailure> $failures the indexes not recovered, in the order tried; a
      *     later recovery tries them again
+     * @param int $unrecoverable missing indexes the recovery left alone because the service
+     *     answered 404 for them notFoundLimit runs (Journal's $notFoundLimit); not counted in
+     *     $missing. They stay missing until resolved by hand (Journal::resolve());
+     *     Journal::unrecoverable() lists them
      */
     public function __construct(
         public readonly int $missing,
         public readonly int $recovered,
         public readonly int $handledMeanwhile,
         public readonly array $failures,
+        public readonly int $unrecoverable = 0,
     ) {
     }
 

@@ -4,8 +4,10 @@ declare(strict_types=1);
 
 // The delivery journal through the binding, on SQLite in a temporary directory: repeats answered
 // from the journal byte for byte without running the logic, conflicts, abandoned and dropped
-// claims, busy claims, balance queries, refused deliveries, gaps, the FFI calls per journaled
-// callback, and examples/callback.php with SLOTPARTNER_JOURNAL under four php -S workers.
+// claims, busy claims, balance queries, refused deliveries, gaps, the operator's side (index
+// jumps accepted or declared gaps, gaps resolved by hand, conflicts handed out and resolved,
+// renumbering), the FFI calls per journaled callback, and examples/callback.php with
+// SLOTPARTNER_JOURNAL under four php -S workers.
 
 require __DIR__ . '/helper.php';
 
@@ -19,15 +21,16 @@ use SlotPartner\JournalException;
 use SlotPartner\JournalStatus;
 use SlotPartner\Library;
 use SlotPartner\Native;
+use SlotPartner\OtherEvent;
 use SlotPartner\Outcome;
 use SlotPartner\Receiver;
 use SlotPartner\SlotPartnerException;
 use SlotPartner\ValidationException;
 
-function refund(int $transactionId, int $index, int $gameId = 12): string
+function refund(int $transactionId, int $index, int $gameId = 12, int $gameSessionId = 5): string
 {
     return '{"event":"gameSessionBuyRefund","index":' . $index . ',"gameSessionIdentifier":"gs-1","playerIdentifier":"p-1",'
-        . '"transactionId":' . $transactionId . ',"buyTransactionId":1,"gameSessionId":5,"partnerGameRequestIdentifier":"req-1",'
+        . '"transactionId":' . $transactionId . ',"buyTransactionId":1,"gameSessionId":' . $gameSessionId . ',"partnerGameRequestIdentifier":"req-1",'
         . '"gameId":' . $gameId . ',"isMobile":false}';
 }
 
@@ -107,15 +110,19 @@ T::test('a conflict names the transactionId, is answered 409, and the first stay
     $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
     $runs = 0;
     $first = callback($receiver, refund(900004, 1, 12));
-    $event = $receiver->parse(refund(900004, 2, 13));
-    $e = T::throws(ConflictException::class, fn () => $event->begin(), 'same transactionId, other gameId');
+    // gameId does not decide who is paid what: a resend differing in it is the same delivery.
+    T::eq($first, callback($receiver, refund(900004, 2, 13)), 'another gameId: the first reply');
+    $event = $receiver->parse(refund(900004, 3, gameSessionId: 6));
+    $e = T::throws(ConflictException::class, fn () => $event->begin(), 'same transactionId, other gameSessionId');
     T::true($e instanceof SlotPartnerException, 'under SlotPartnerException');
     T::eq([23, 'SP_ERR_CONFLICT', 409], [$e?->status, $e?->statusName, $e?->httpStatus], 'status and HTTP answer');
-    T::true(str_contains((string) $e?->getMessage(), '900004') && str_contains((string) $e?->getMessage(), 'gameId'), 'the message names the transaction and the field: ' . $e?->getMessage());
+    T::true(str_contains((string) $e?->getMessage(), '900004') && str_contains((string) $e?->getMessage(), 'gameSessionId'), 'the message names the transaction and the field: ' . $e?->getMessage());
     T::true(str_contains((string) $e?->responseBody, '900004'), 'so does the answer: ' . $e?->responseBody);
     T::eq($first, callback($receiver, refund(900004, 1, 12)), 'the first stays');
     T::eq(1, $runs, 'the logic ran once');
-    T::eq(1, $journal->status()->conflicts, 'counted');
+    $status = $journal->status();
+    T::eq([1, 1], [$status->conflicts, $status->openConflicts], 'counted, and open for the operator');
+    T::eq([['refused', ['gameSessionId: first 5, now 6']]], array_map(static fn (array $c): array => [$c['outcome'], $c['differing']], $journal->conflicts()), 'listed as refused');
 });
 
 T::test('abandon, free() and a dropped claimed event run the next delivery as the next attempt', function (): void {
@@ -236,6 +243,236 @@ T::test('misuse and unusable journals get clear errors', function (): void {
     T::eq('journal_url', T::throws(ConfigurationException::class, fn () => new Journal('mysql://x'), 'not a journal URL')?->field, 'the URL named');
     $e = T::throws(JournalException::class, fn () => new Journal('sqlite:' . tempDir()), 'a directory cannot hold a journal');
     T::eq([24, 503], [$e?->status, $e?->httpStatus], 'status and HTTP answer');
+});
+
+// The operator's side: what an operator sees and decides, each decision with a note.
+
+/** An event the binding does not type (an OtherEvent), keyed in the journal by its index. */
+function bonus(int $index): string
+{
+    return '{"event":"bonusGranted","index":' . $index . '}';
+}
+
+/** An unknown event: begun, and finished with a reply of the partner's own. */
+function deliverOther(Receiver $receiver, string $body): Outcome
+{
+    $event = $receiver->handle(TOKEN, '127.0.0.1', $body);
+    T::true($event instanceof OtherEvent, 'an unknown event');
+    $outcome = $event->begin()->outcome;
+    if ($outcome === Outcome::New) {
+        $event->finish('{"ok":true}');
+    }
+    return $outcome;
+}
+
+/** Refunds at $indexes, each handled. */
+function deliverRefunds(Receiver $receiver, array $indexes): void
+{
+    foreach ($indexes as $index) {
+        T::eq(200, callback($receiver, refund(900500 + $index, $index))[0], 'refund at ' . $index);
+    }
+}
+
+/**
+ * The entries of $row named by $keys.
+ *
+ * @param array<string, mixed> $row
+ * @param list<string> $keys
+ * @return array<string, mixed>
+ */
+function pick(array $row, array $keys): array
+{
+    return array_intersect_key($row, array_flip($keys));
+}
+
+T::test('an index jump is listed, and accepting it closes it', function (): void {
+    $journal = new Journal(journalUrl());
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    deliverRefunds($receiver, [1, 2, 3, 4, 5]);
+    T::eq(Outcome::New, deliverOther($receiver, bonus(1000000000000)), 'the jumping event is handled');
+    $status = $journal->status();
+    T::eq([1, 0, 1000000000000], [$status->indexJumps, $status->missing, $status->highestIndex], 'one open jump, its stretch not missing');
+    T::eq([], $journal->missing(), 'no gap listed');
+    $jumps = $journal->indexJumps();
+    T::eq(1, count($jumps), 'listed');
+    $jump = $jumps[0];
+    $keys = ['kind', 'index', 'previous_highest', 'name', 'count', 'numbering', 'decision', 'note'];
+    T::eq(['kind' => 'jump', 'index' => 1000000000000, 'previous_highest' => 5, 'name' => 'bonusGranted', 'count' => 1, 'numbering' => 1, 'decision' => null, 'note' => null], pick($jump, $keys), 'the entry');
+    T::true(is_int($jump['id']) && is_int($jump['at_ms']), 'an id and a time');
+    foreach (['', '   '] as $blank) {
+        $e = T::throws(ConfigurationException::class, fn () => $journal->acceptJump($jump['id'], $blank), 'a blank note');
+        T::eq('note', $e?->field, 'the note named');
+    }
+    T::eq(1, $journal->status()->indexJumps, 'a refused decision changes nothing');
+    $journal->acceptJump($jump['id'], 'the service moved its numbering on purpose');
+    $status = $journal->status();
+    T::eq([0, 0], [$status->indexJumps, $status->missing], 'accepted: nothing open, nothing missing');
+    T::eq([], $journal->indexJumps(), 'no longer listed as open');
+    $all = $journal->indexJumps(all: true);
+    T::eq([[$jump['id'], 'accepted', 'the service moved its numbering on purpose']], array_map(static fn (array $j): array => [$j['id'], $j['decision'], $j['note']], $all), 'listed with all, decided');
+    T::true(is_int($all[0]['decided_ms']), 'when');
+    T::eq('id', T::throws(ConfigurationException::class, fn () => $journal->acceptJump($jump['id'], 'again'), 'accepted twice')?->field, 'no open jump has that id any more');
+});
+
+T::test('a refused body without an event name changes nothing', function (): void {
+    $journal = new Journal(journalUrl());
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    deliverRefunds($receiver, [1, 2, 3, 4, 5]);
+    $before = $journal->status();
+    $e = T::throws(ValidationException::class, fn () => $receiver->handle(TOKEN, '127.0.0.1', '{"index":1000000000000}'), 'no event name');
+    T::eq(null, $e?->eventName, 'no name read');
+    T::true($before == $journal->status(), 'not seen, not refused, no index jump');
+    T::eq([], $journal->indexJumps(all: true), 'nothing listed');
+});
+
+T::test('a jump declared a gap counts its stretch missing', function (): void {
+    $journal = new Journal(journalUrl(), maxIndexJump: 10);
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    deliverRefunds($receiver, [1, 2, 3, 4, 5, 12]);  // 7 beyond 5: an ordinary gap
+    T::eq([6, 0], [$journal->status()->missing, $journal->status()->indexJumps], 'an ordinary gap');
+    deliverRefunds($receiver, [40]);  // 28 beyond 12: more than maxIndexJump
+    $status = $journal->status();
+    T::eq([6, 1, 40], [$status->missing, $status->indexJumps, $status->highestIndex], 'a jump');
+    $jump = $journal->indexJumps()[0] ?? [];
+    T::eq(['kind' => 'jump', 'index' => 40, 'previous_highest' => 12], pick($jump, ['kind', 'index', 'previous_highest']), 'listed');
+    $journal->jumpIsGap($jump['id'], 'an outage: fetch the events in between');
+    $status = $journal->status();
+    T::eq([6 + 27, 0], [$status->missing, $status->indexJumps], 'the stretch is missing now');
+    T::eq([[6, 11], [13, 39]], $journal->missing(), 'the gaps');
+    T::eq('gap', $journal->indexJumps(true)[0]['decision'] ?? null, 'decided a gap');
+    T::eq('id', T::throws(ConfigurationException::class, fn () => $journal->jumpIsGap($jump['id'], 'twice'), 'decided twice')?->field, 'the id named');
+});
+
+T::test('a real gap resolved by hand', function (): void {
+    $journal = new Journal(journalUrl());
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    deliverRefunds($receiver, [1, 2, 3, 4, 5, 8]);
+    T::eq([2, [[6, 7]]], [$journal->status()->missing, $journal->missing()], 'the gap');
+    foreach (['', " \n "] as $blank) {
+        T::eq('note', T::throws(ConfigurationException::class, fn () => $journal->resolve(6, 7, $blank), 'a blank note')?->field, 'the note named');
+    }
+    T::eq('note', T::throws(ConfigurationException::class, fn () => $journal->resolve(6, 7, "a\0b"), 'a NUL in the note')?->field, 'the note named');
+    foreach ([[7, 6], [6, 9], [-1, 7]] as [$first, $last]) {
+        T::eq('range', T::throws(ConfigurationException::class, fn () => $journal->resolve($first, $last, 'no such range'), "range $first-$last")?->field, 'the range named');
+    }
+    T::eq(2, $journal->status()->missing, 'nothing refused was resolved');
+    T::eq([], $journal->resolutions(), 'no resolution yet');
+    T::eq(2, $journal->resolve(6, 7, 'the service confirms 6 and 7 were never sent'), 'two were missing');
+    $status = $journal->status();
+    T::eq([0, 2, 8], [$status->missing, $status->resolved, $status->watermark], 'missing 0, resolved 2');
+    T::eq([], $journal->missing(), 'no gap left');
+    $resolutions = $journal->resolutions();
+    T::eq(1, count($resolutions), 'one resolution');
+    T::eq(['first' => 6, 'last' => 7, 'closed' => 2, 'numbering' => 1, 'note' => 'the service confirms 6 and 7 were never sent'], pick($resolutions[0], ['first', 'last', 'closed', 'numbering', 'note']), 'with its note');
+    T::true(is_int($resolutions[0]['id']) && is_int($resolutions[0]['at_ms']), 'an id and a time');
+    T::eq(0, $journal->resolve(1, 8, 'checked again'), 'a range of seen indexes closes none');
+    T::eq(2, $journal->status()->resolved, 'still 2');
+    T::eq(['checked again', 'the service confirms 6 and 7 were never sent'], array_column($journal->resolutions(), 'note'), 'newest first');
+    T::eq(1, count($journal->resolutions(1)), 'at most limit');
+    T::eq([], $journal->resolutions(0), 'limit 0');
+    T::eq('limit', T::throws(ConfigurationException::class, fn () => $journal->resolutions(-1), 'a negative limit')?->field, 'the limit named');
+});
+
+T::test('an abandoned payout delivered again is handed out as new, and its conflict listed', function (): void {
+    $journal = new Journal(journalUrl());
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    $payout = fixture('payout.json');
+    $event = $receiver->parse($payout);
+    T::eq(1, $event->begin()->attempt, 'attempt 1');
+    $event->abandon();  // the ledger was down: nothing stored
+    // Without isMobile, which does not decide who is paid what: the same delivery, attempt 2.
+    $withoutMobile = str_replace(',"isMobile":false', '', $payout);
+    T::true($withoutMobile !== $payout, 'isMobile removed');
+    $event = $receiver->parse($withoutMobile);
+    $claim = $event->begin();
+    T::eq([Outcome::New, 2], [$claim->outcome, $claim->attempt], 'handed out as attempt 2');
+    $reply = $event->reply(true);
+    $event->finish();
+    T::eq([], $journal->conflicts(true), 'no conflict');
+    T::eq([200, $reply], callback($receiver, $payout), 'the full body gets the stored reply');
+    // Abandoned, then delivered again without isMobile and with another amount: handed out as
+    // new all the same (the first was never answered), and listed for the operator.
+    $second = str_replace(['900002', '"index":42'], ['900012', '"index":43'], $payout);
+    $event = $receiver->parse($second);
+    $event->begin();
+    $event->abandon();
+    $changed = str_replace([',"isMobile":false', '"moneyWon":150000'], ['', '"moneyWon":150001'], $second);
+    $event = $receiver->parse($changed);
+    $claim = $event->begin();  // no ConflictException
+    T::eq([Outcome::New, 2], [$claim->outcome, $claim->attempt], 'handed out as new, attempt 2');
+    $event->reply(true);
+    $event->finish();
+    $conflicts = $journal->conflicts();
+    T::eq(1, count($conflicts), 'listed');
+    $c = $conflicts[0];
+    T::eq(
+        ['key' => 'jackpotPayout:900012', 'name' => 'jackpotPayout', 'transaction_id' => 900012, 'index' => 43, 'differing' => ['moneyWon: first 150000, now 150001'], 'outcome' => 'handed_out', 'count' => 1, 'resolved_ms' => null, 'note' => null],
+        pick($c, ['key', 'name', 'transaction_id', 'index', 'differing', 'outcome', 'count', 'resolved_ms', 'note']),
+        'the conflict',
+    );
+    T::true(str_contains($c['first_content'], '"moneyWon":150000') && str_contains($c['now_content'], '"moneyWon":150001'), 'both contents');
+    $status = $journal->status();
+    T::eq([1, 1], [$status->conflicts, $status->openConflicts], 'counted, open');
+    T::eq('note', T::throws(ConfigurationException::class, fn () => $journal->resolveConflict($c['id'], ''), 'a blank note')?->field, 'the note named');
+    $journal->resolveConflict($c['id'], 'the service corrected the amount; credited 150001');
+    $status = $journal->status();
+    T::eq([1, 0], [$status->conflicts, $status->openConflicts], 'resolved');
+    T::eq([], $journal->conflicts(), 'no open conflict');
+    $resolved = $journal->conflicts(all: true)[0] ?? [];
+    T::eq('the service corrected the amount; credited 150001', $resolved['note'] ?? null, 'with its note');
+    T::true(is_int($resolved['resolved_ms'] ?? null), 'when');
+    T::eq('id', T::throws(ConfigurationException::class, fn () => $journal->resolveConflict($c['id'], 'again'), 'resolved twice')?->field, 'the id named');
+});
+
+T::test('renumbering starts gap detection afresh and keeps the old events apart', function (): void {
+    $journal = new Journal(journalUrl());
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    foreach ([1, 2, 3] as $index) {
+        T::eq(Outcome::New, deliverOther($receiver, bonus($index)), 'bonus ' . $index);
+    }
+    T::eq(Outcome::Done, deliverOther($receiver, bonus(2)), 'a repeat in the first numbering');
+    T::eq('note', T::throws(ConfigurationException::class, fn () => $journal->renumber(1, ''), 'a blank note')?->field, 'the note named');
+    T::eq('first_index', T::throws(ConfigurationException::class, fn () => $journal->renumber(-1, 'restarted'), 'a negative first index')?->field, 'the first index named');
+    T::eq(1, $journal->status()->numbering, 'still numbering 1');
+    T::eq(2, $journal->renumber(1, 'the service restarted its indexes at 1'), 'numbering 2');
+    $status = $journal->status();
+    T::eq([2, 0, null, 0], [$status->numbering, $status->missing, $status->highestIndex, $status->indexJumps], 'afresh');
+    T::eq(Outcome::New, deliverOther($receiver, bonus(2)), 'index 2 of the new numbering is a new event');
+    T::eq([[1, 1]], $journal->missing(), 'counted from 1 again');
+    $renumbered = array_values(array_filter($journal->indexJumps(true), static fn (array $j): bool => $j['kind'] === 'renumbered'));
+    T::eq([[1, 2, 'accepted']], array_map(static fn (array $j): array => [$j['index'], $j['numbering'], $j['decision']], $renumbered), 'kept for audit');
+    T::eq(3, $journal->renumber(5, 'once more'), 'numbering 3');
+});
+
+T::test('the new settings and arguments name their field', function (): void {
+    foreach (['maxIndexJump' => 'max_index_jump', 'notFoundLimit' => 'not_found_limit'] as $name => $field) {
+        foreach ([0, -1] as $value) {
+            $e = T::throws(ConfigurationException::class, fn () => new Journal(journalUrl(), ...[$name => $value]), "$name $value");
+            T::eq($field, $e?->field, 'the setting named');
+        }
+    }
+    T::eq('not_found_limit', T::throws(ConfigurationException::class, fn () => new Journal(journalUrl(), notFoundLimit: 1 << 32), 'beyond uint32')?->field, 'refused before the library');
+    $journal = new Journal(journalUrl(), maxIndexJump: 1, notFoundLimit: 1);
+    T::true(new JournalStatus(0, 0, 0, 0, 0, 0, null, null, null, 0, 0, 0, 0, 0, 1) == $journal->status(), 'a fresh journal');
+    T::eq([[], [], [], []], [$journal->indexJumps(), $journal->conflicts(), $journal->resolutions(), $journal->unrecoverable()], 'nothing listed');
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    callback($receiver, refund(1, 1));
+    callback($receiver, refund(2, 3));  // 2 beyond 1: more than maxIndexJump 1
+    T::eq([1, []], [$journal->status()->indexJumps, $journal->missing()], 'a jump of 2');
+    T::eq('limit', T::throws(ConfigurationException::class, fn () => $journal->indexJumps(limit: -1), 'a negative limit')?->field, 'the limit named');
+    T::eq('limit', T::throws(ConfigurationException::class, fn () => $journal->unrecoverable(-5), 'a negative limit')?->field, 'the limit named');
+});
+
+T::test('unfinished deliveries are counted', function (): void {
+    $journal = new Journal(journalUrl());
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    $event = $receiver->parse(refund(900700, 1));
+    $event->begin();
+    T::eq([1, 0], [$journal->status()->inProgress, $journal->status()->unfinished], 'claimed: in progress');
+    $event->abandon();
+    T::eq([0, 1], [$journal->status()->inProgress, $journal->status()->unfinished], 'abandoned: unfinished');
+    callback($receiver, refund(900700, 1));
+    T::eq(0, $journal->status()->unfinished, 'delivered again and finished');
 });
 
 T::test('FFI calls per journaled callback: the journal calls on top of the usual three', function (): void {

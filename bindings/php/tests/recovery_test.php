@@ -7,7 +7,8 @@ declare(strict_types=1);
 // events each handled once (every recovered event comes claimed), a late delivery during the
 // recovery handled once, a second delivery of a recovered event answered from the journal,
 // failures by reason (HTTP 500, malformed answers, an index the service does not know) and a
-// later healthy run closing the gaps, the fetch settings, and misuse.
+// later healthy run closing the gaps, indexes the service never knows becoming unrecoverable, the
+// fetch settings, and misuse.
 
 require __DIR__ . '/helper.php';
 
@@ -50,9 +51,9 @@ final class Partner
     /** @var list<int> */
     public array $handled = [];
 
-    public function __construct()
+    public function __construct(?int $notFoundLimit = null)
     {
-        $this->journal = new Journal('sqlite:' . tempDir() . '/journal.db', firstIndex: 1);
+        $this->journal = new Journal('sqlite:' . tempDir() . '/journal.db', firstIndex: 1, notFoundLimit: $notFoundLimit);
         $this->receiver = new Receiver(TOKEN, sources: 'any', journal: $this->journal);
     }
 
@@ -204,6 +205,31 @@ T::test('failures by reason, and a later healthy run closes the gaps', function 
     $handled = $p->handled;
     sort($handled);
     T::eq(array_merge(range(1, 20), [22]), $handled, 'nothing handled twice');
+});
+
+T::test('an index the service does not know becomes unrecoverable until resolved by hand', function () use ($bodies): void {
+    $p = new Partner(notFoundLimit: 2);
+    $p->deliver($bodies[1]);
+    // Beyond the sandbox's events: 21 and 22 are unknown to it.
+    $p->deliver('{"event":"gameSessionBuyRefund","index":23,"gameSessionIdentifier":"gs-1","playerIdentifier":"p-1",'
+        . '"transactionId":900000023,"buyTransactionId":1,"gameSessionId":5,"partnerGameRequestIdentifier":"req-1","gameId":12,"isMobile":false}');
+    [$recovered, $report] = $p->recover(client());
+    T::eq(range(2, 20), $recovered, 'what the service knows is recovered');
+    T::eq([[21, RecoveryReason::NotFound], [22, RecoveryReason::NotFound]], array_map(static fn (RecoveryFailure $f): array => [$f->index, $f->reason], $report->failures), '21 and 22 not found');
+    T::eq(0, $report->unrecoverable, 'one 404 is below notFoundLimit 2');
+    T::eq([], $p->journal->unrecoverable(), 'none unrecoverable yet');
+    [, $report] = $p->recover(client());
+    T::eq([2, 2, 0], [$report->missing, count($report->failures), $report->unrecoverable], 'the second 404 for each');
+    T::eq([[21, 22], 2], [$p->journal->unrecoverable(), $p->journal->status()->unrecoverable], 'unrecoverable now');
+    T::eq([21], $p->journal->unrecoverable(1), 'at most limit');
+    [$recovered, $report] = $p->recover(client());
+    T::eq([[], 0, 0, 0, [], 2], [$recovered, $report->missing, $report->recovered, $report->handledMeanwhile, $report->failures, $report->unrecoverable], 'no longer fetched, reported');
+    T::true($report->complete(), 'nothing left that a recovery could fetch');
+    T::eq([[21, 22]], $p->journal->missing(), 'still missing until resolved by hand');
+    T::eq(2, $p->journal->resolve(21, 22, 'the service confirms 21 and 22 do not exist'), 'resolved');
+    T::eq([[], 0, 0], [$p->journal->unrecoverable(), $p->journal->status()->unrecoverable, $p->journal->status()->missing], 'settled');
+    [, $report] = $p->recover(client());
+    T::eq([0, 0], [$report->missing, $report->unrecoverable], 'nothing more to report');
 });
 
 T::test('the fetch settings', function () use ($bodies): void {

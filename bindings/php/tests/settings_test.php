@@ -299,13 +299,22 @@ T::test('empty tokens and sources are refused by the library, as in C', function
 
 T::test('Journal: null is the library default and calls no setter', function (): void {
     $url = 'sqlite:' . tempDir() . '/journal.db';
-    $names = ['leaseMs', 'busyWaitMs', 'durable', 'firstIndex', 'maxReplyBytes', 'lockTimeoutMs'];
+    $names = ['leaseMs', 'busyWaitMs', 'durable', 'firstIndex', 'maxReplyBytes', 'lockTimeoutMs', 'maxIndexJump', 'notFoundLimit'];
     [$journal, $lib] = recording(fn () => new Journal($url, ...array_fill_keys($names, null)));
     T::eq([], $lib->setters(), 'no setter');
     $status = $journal->status();
-    T::eq([null, 0], [$status->firstIndex, $status->handled], 'no first index, nothing handled');
+    T::eq([null, 0, 1], [$status->firstIndex, $status->handled, $status->numbering], 'no first index, nothing handled, numbering 1');
+    // The default maxIndexJump, 100,000: an index that far beyond opens a gap, one further is a jump.
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    foreach ([1, 100001, 200002] as $index) {
+        $receiver->parse('{"action":"getPlayerBalance","playerIdentifier":"p-1","index":' . $index . '}')->begin();
+    }
+    $status = $journal->status();
+    T::eq([99999, 1], [$status->missing, $status->indexJumps], 'a gap of 99,999, then a jump');
     [, $lib] = recording(fn () => new Journal($url, durable: false, leaseMs: null, firstIndex: 3));
     T::eq(['sp_journal_config_set_durable', 'sp_journal_config_set_first_index'], $lib->setters(), 'only the settings given');
+    [, $lib] = recording(fn () => new Journal($url, notFoundLimit: 2, maxIndexJump: null));
+    T::eq(['sp_journal_config_set_not_found_limit'], $lib->setters(), 'only the settings given');
 });
 
 $sandbox = new Sandbox(3);

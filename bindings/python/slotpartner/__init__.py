@@ -34,7 +34,7 @@ Lost events fetched again (see README.md, "Lost events")::
             credit(...)
             event.reply()
             event.finish()
-    report = recovery.report()        # missing, recovered, handled_meanwhile, failures
+    report = recovery.report()        # missing, recovered, handled_meanwhile, failures, unrecoverable
 
 Calls out::
 

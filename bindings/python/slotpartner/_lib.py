@@ -91,6 +91,12 @@ SP_RECOVERY_JOURNAL = 4
 #: The most missing indexes one recovery takes on (the library's limit).
 MAX_RECOVERY_LIMIT = 1_000_000
 
+# sp_journal_report kinds (what the JSON array lists).
+SP_JOURNAL_REPORT_INDEX_JUMPS = 1
+SP_JOURNAL_REPORT_CONFLICTS = 2
+SP_JOURNAL_REPORT_RESOLUTIONS = 3
+SP_JOURNAL_REPORT_UNRECOVERABLE = 4
+
 # sp_trust_roots values.
 TRUST_ROOTS = {"bundled": 0, "system": 1, "extra-only": 2}
 
@@ -266,6 +272,12 @@ class sp_journal_stats(Structure):
         ("highest_index", c_int64),
         ("has_watermark", c_bool),
         ("watermark", c_int64),
+        ("unfinished", c_uint64),
+        ("open_conflicts", c_uint64),
+        ("index_jumps", c_uint64),
+        ("resolved", c_uint64),
+        ("unrecoverable", c_uint64),
+        ("numbering", c_int64),
     ]
 
 
@@ -296,6 +308,7 @@ class sp_recovery_summary(Structure):
         ("handled_meanwhile", c_uint64),
         ("failures", c_void_p),
         ("failures_len", c_size_t),
+        ("unrecoverable", c_size_t),
     ]
 
 
@@ -554,11 +567,21 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_journal_config_set_first_index": (c_int, [c_void_p, c_int64]),
     "sp_journal_config_set_max_reply_bytes": (c_int, [c_void_p, c_size_t]),
     "sp_journal_config_set_lock_timeout_ms": (c_int, [c_void_p, c_uint64]),
+    "sp_journal_config_set_max_index_jump": (c_int, [c_void_p, c_int64]),
+    "sp_journal_config_set_not_found_limit": (c_int, [c_void_p, c_uint32]),
     "sp_journal_open": (c_int, [c_void_p, _OUT]),
     "sp_journal_free": (None, [c_void_p]),
     "sp_journal_status": (c_int, [c_void_p, POINTER(sp_journal_stats)]),
     "sp_journal_missing": (c_int, [c_void_p, c_size_t, _OUT]),
     "sp_index_ranges_free": (None, [c_void_p]),
+    # The operator's side of the journal: decisions kept with a note, and the lists to decide on
+    # (a JSON array in an sp_buffer).
+    "sp_journal_resolve": (c_int, [c_void_p, c_int64, c_int64, c_char_p, POINTER(c_uint64)]),
+    "sp_journal_accept_jump": (c_int, [c_void_p, c_int64, c_char_p]),
+    "sp_journal_jump_is_gap": (c_int, [c_void_p, c_int64, c_char_p]),
+    "sp_journal_resolve_conflict": (c_int, [c_void_p, c_int64, c_char_p]),
+    "sp_journal_renumber": (c_int, [c_void_p, c_int64, c_char_p, POINTER(c_int64)]),
+    "sp_journal_report": (c_int, [c_void_p, c_int32, c_bool, c_size_t, _OUT]),
     # Standalone replies.
     "sp_reply_result_new": (c_int, [c_char_p, c_bool, c_char_p, c_bool, _OUT]),
     "sp_reply_balance_new": (c_int, [c_char_p, c_int64, c_char_p, c_int64, c_char_p, _OUT]),

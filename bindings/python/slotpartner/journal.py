@@ -4,11 +4,16 @@ Open one per process from a URL and give it to the receiver (``Receiver(..., jou
 then claim each event with ``event.begin()`` before running the partner's logic (see
 ``events.Event.begin`` and README.md, "Exactly once"). ``status()`` and ``missing()`` answer what
 the journal has seen: counts, and the indexes that never arrived.
+
+The operator's side: ``index_jumps()``, ``conflicts()``, ``resolutions()`` and ``unrecoverable()``
+list what needs (or got) a decision; ``accept_jump``, ``jump_is_gap``, ``resolve_conflict``,
+``resolve`` and ``renumber`` record one, each with a note kept for audit.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +29,8 @@ _RANGES = _lib.INDEX_RANGES
 
 #: The most ranges ``missing`` returns in one call (the library's limit).
 MAX_MISSING_LIMIT = 1_000_000
+
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +48,17 @@ class JournalStatus:
             None before any index was seen.
         highest_index: the highest index seen, or None.
         watermark: every index from ``first_index`` up to this one was seen, or None.
+        unfinished: deliveries claimed and never finished (abandoned, or their lease ran out):
+            nothing was stored; the service or a recovery must deliver them again.
+        open_conflicts: entries of ``conflicts()`` no operator resolved yet.
+        index_jumps: entries of ``index_jumps()`` no operator decided yet.
+        resolved: indexes of the current numbering closed by hand (``resolve``).
+        unrecoverable: missing indexes the service answered 404 for ``not_found_limit``
+            recovery runs: no longer fetched (see ``unrecoverable()``).
+        numbering: the current numbering, 1 until ``renumber``.
+
+    ``conflicts`` counts every delivery whose key came before with other decisive content:
+    refused ones, and ones handed out as new because the first was never finished.
     """
 
     handled: int
@@ -52,6 +70,12 @@ class JournalStatus:
     first_index: int | None
     highest_index: int | None
     watermark: int | None
+    unfinished: int = 0
+    open_conflicts: int = 0
+    index_jumps: int = 0
+    resolved: int = 0
+    unrecoverable: int = 0
+    numbering: int = 1
 
 
 def _check_range(value: int, name: str, low: int, high: int, what: str) -> int:
@@ -87,6 +111,13 @@ class Journal(GuardedHandle):
         max_reply_bytes: the largest reply ``finish`` stores, at least 1 [65536].
         lock_timeout_ms: how long one statement waits for a lock another process holds (SQLite's
             busy time-out, PostgreSQL's ``lock_timeout`` and connect time-out) [5000].
+        max_index_jump: how far beyond the highest index seen an index may land and still open
+            a gap of that size, at least 1 [100000]. Beyond it the index is recorded as an index
+            jump (``index_jumps()``): the stretch between is not counted missing until an
+            operator decides it (``accept_jump`` or ``jump_is_gap``).
+        not_found_limit: how many recovery runs may get HTTP 404 for a missing index before it
+            is reported unrecoverable and no longer fetched, at least 1 [3]. It stays missing
+            until resolved by hand (``resolve``).
 
     Raises:
         ConfigurationError: an unusable URL (field ``journal_url``) or setting (its name).
@@ -114,6 +145,8 @@ class Journal(GuardedHandle):
         first_index: int | None = None,
         max_reply_bytes: int | None = None,
         lock_timeout_ms: int | None = None,
+        max_index_jump: int | None = None,
+        not_found_limit: int | None = None,
     ) -> None:
         self._init_guard()
         day = 24 * 3600 * 1000
@@ -147,6 +180,18 @@ class Journal(GuardedHandle):
                 None
                 if lock_timeout_ms is None
                 else _check_range(lock_timeout_ms, "lock_timeout_ms", 0, 2**64 - 1, "a number of milliseconds"),
+            ),
+            (
+                _LIB.sp_journal_config_set_max_index_jump,
+                None
+                if max_index_jump is None
+                else _check_range(max_index_jump, "max_index_jump", 0, 2**63 - 1, "a positive integer"),
+            ),
+            (
+                _LIB.sp_journal_config_set_not_found_limit,
+                None
+                if not_found_limit is None
+                else _check_range(not_found_limit, "not_found_limit", 0, 2**32 - 1, "a positive number of runs"),
             ),
         ]
         steps = [(setter, value) for setter, value in settings if value is not None]
@@ -182,6 +227,12 @@ class Journal(GuardedHandle):
             first_index=out.first_index if out.has_first_index else None,
             highest_index=out.highest_index if out.has_highest_index else None,
             watermark=out.watermark if out.has_watermark else None,
+            unfinished=out.unfinished,
+            open_conflicts=out.open_conflicts,
+            index_jumps=out.index_jumps,
+            resolved=out.resolved,
+            unrecoverable=out.unrecoverable,
+            numbering=out.numbering,
         )
 
     def missing(self, limit: int = 1000) -> list[tuple[int, int]]:
@@ -201,6 +252,106 @@ class Journal(GuardedHandle):
             return [(first, last) for first, last in _RANGE.iter_unpack(_MEMORY[ptr : ptr + count * _RANGE.size])]
         finally:
             _LIB.sp_index_ranges_free(address)
+
+    # The operator's side. Each decision takes a note (required, at most 4096 bytes of text) that
+    # the journal keeps for audit; the library refuses a blank one (ConfigurationError, field
+    # "note"). Decisions are written in one transaction, visible to every process at once.
+
+    def resolve(self, first: int, last: int, note: str) -> int:
+        """Closes the missing indexes ``first`` to ``last`` (inclusive) by hand: events the
+        service confirms do not exist, or that were settled another way. They no longer count as
+        missing and recovery no longer fetches them; the range is listed by ``resolutions()``
+        with ``note``. Returns how many of its indexes were missing.
+
+        Raises ConfigurationError for a range that is not one or reaches beyond the highest index
+        seen (field ``range``) or a blank note (``note``); JournalError when the storage fails.
+        """
+        first = _check_range(first, "first", *_INT64, "an index")
+        last = _check_range(last, "last", *_INT64, "an index")
+        closed = ctypes.c_uint64()
+        self._invoke(_LIB.sp_journal_resolve, first, last, _note(note), ctypes.byref(closed))
+        return closed.value
+
+    def accept_jump(self, id: int, note: str) -> None:  # noqa: A002 (the library's name)
+        """Accepts the open index jump or reused index ``id`` (an entry of ``index_jumps()``): the
+        numbering really moved, and a jump's stretch holds no events. Raises ConfigurationError
+        when no open entry has this id (field ``id``) or for a blank note (``note``)."""
+        self._invoke(_LIB.sp_journal_accept_jump, _check_range(id, "id", *_INT64, "an id"), _note(note))
+
+    def jump_is_gap(self, id: int, note: str) -> None:  # noqa: A002
+        """Declares the open index jump ``id`` a gap: the stretch between the highest index before
+        it and the jump counts as missing again, for a recovery to fetch (a real outage longer
+        than ``max_index_jump``). Raises like ``accept_jump``."""
+        self._invoke(_LIB.sp_journal_jump_is_gap, _check_range(id, "id", *_INT64, "an id"), _note(note))
+
+    def resolve_conflict(self, id: int, note: str) -> None:  # noqa: A002
+        """Marks the open conflict ``id`` (an entry of ``conflicts()``) resolved, keeping ``note``.
+        Raises ConfigurationError when no open conflict has this id (field ``id``) or for a blank
+        note (``note``)."""
+        self._invoke(_LIB.sp_journal_resolve_conflict, _check_range(id, "id", *_INT64, "an id"), _note(note))
+
+    def renumber(self, first: int, note: str) -> int:
+        """Starts a new numbering from index ``first`` after the service restarted its indexes:
+        the seen indexes of the old numbering are archived, gap detection counts from ``first``
+        afresh, open index jumps of the old numbering are settled, and every record and stored
+        reply stays (events keyed by their index keep theirs apart from the new numbering's).
+        Returns the new numbering (``status().numbering``). Raises ConfigurationError for a
+        negative ``first`` (field ``first_index``) or a blank note (``note``)."""
+        first = _check_range(first, "first", *_INT64, "an index")
+        numbering = ctypes.c_int64()
+        self._invoke(_LIB.sp_journal_renumber, first, _note(note), ctypes.byref(numbering))
+        return numbering.value
+
+    def index_jumps(self, all: bool = False, limit: int = 100) -> list[dict[str, Any]]:  # noqa: A002
+        """The index jumps, reused indexes and renumberings, newest first, at most ``limit``; the
+        decided ones too when ``all``. Each a dict: ``id``, ``kind`` (``"jump"``, ``"reused"``,
+        ``"renumbered"``), ``index``, ``previous_highest``, ``key``, ``name``, ``other_key``,
+        ``count``, ``last_index``, ``numbering``, ``at_ms``, ``last_ms``, ``decision`` (None,
+        ``"accepted"`` or ``"gap"``), ``decided_ms``, ``note``. Times are milliseconds since the
+        Unix epoch."""
+        return self._report(_lib.SP_JOURNAL_REPORT_INDEX_JUMPS, all, limit)
+
+    def conflicts(self, all: bool = False, limit: int = 100) -> list[dict[str, Any]]:  # noqa: A002
+        """The conflicts (a key delivered again with other decisive content), newest first, at most
+        ``limit``; the resolved ones too when ``all``. Each a dict: ``id``, ``key``, ``name``,
+        ``transaction_id``, ``index``, ``first_content``, ``now_content``, ``differing`` (a list
+        of ``"field: first X, now Y"``), ``outcome`` (``"refused"``: the first was finished and
+        this one got 409; ``"handed_out"``: the first was never finished and this one was handed
+        out as new), ``count``, ``first_ms``, ``last_ms``, ``resolved_ms``, ``note``."""
+        return self._report(_lib.SP_JOURNAL_REPORT_CONFLICTS, all, limit)
+
+    def resolutions(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The ranges closed by hand (``resolve``), newest first, at most ``limit``. Each a dict:
+        ``id``, ``first``, ``last``, ``closed`` (how many were missing), ``numbering``, ``note``,
+        ``at_ms``."""
+        return self._report(_lib.SP_JOURNAL_REPORT_RESOLUTIONS, False, limit)
+
+    def unrecoverable(self, limit: int = 100) -> list[int]:
+        """The missing indexes recovery no longer fetches (HTTP 404 for ``not_found_limit``
+        runs), in order, at most ``limit``. They stay missing until resolved by hand."""
+        return self._report(_lib.SP_JOURNAL_REPORT_UNRECOVERABLE, False, limit)
+
+    def _report(self, kind: int, all: bool, limit: int) -> Any:  # noqa: A002
+        """The JSON array ``sp_journal_report`` gives for ``kind``, decoded (two foreign calls:
+        the report, ``sp_buffer_free``)."""
+        _check_range(limit, "limit", 0, 2**64 - 1, "a non-negative integer")
+        out = ctypes.c_void_p()
+        self._invoke(_LIB.sp_journal_report, kind, bool(all), limit, ctypes.byref(out))
+        address = out.value
+        assert address
+        try:
+            ptr, length = _lib.STR.unpack(_MEMORY[address : address + _lib.STR.size])
+            text = _lib.read_str(ptr, length)
+        finally:
+            _LIB.sp_buffer_free(address)
+        return json.loads(text)
+
+
+def _note(note: str) -> bytes | None:
+    """``note`` as a C string; anything but a str is refused naming ``note``."""
+    if not isinstance(note, str):
+        raise argument_error("note", f"expected a str, got {type(note).__name__}")
+    return c_text(note, "note")
 
 
 __all__ = ["Journal", "JournalStatus"]

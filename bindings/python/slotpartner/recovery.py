@@ -13,7 +13,8 @@ claims a delivery. Iterating it yields those events, **already claimed**: run th
                 credit(event)                 # the same handler, the same ledger
                 event.reply()
                 event.finish()
-    report = recovery.report()                # missing, recovered, handled_meanwhile, failures
+    report = recovery.report()                # missing, recovered, handled_meanwhile, failures,
+                                              # unrecoverable
 
 A missing event that arrives late while the recovery runs is handled once: whichever claims it
 first runs the handler, the other finds it done (``handled_meanwhile``, or ``Outcome.DONE`` for
@@ -93,12 +94,17 @@ class RecoveryReport:
             from the journal), or not journaled: nothing to do.
         failures: the indexes not recovered, in the order tried; a later recovery tries them
             again.
+        unrecoverable: missing indexes the recovery left alone because the service answered
+            404 for them ``not_found_limit`` runs (``Journal(not_found_limit=...)``); not
+            counted in ``missing``. They stay missing until resolved by hand
+            (``Journal.resolve``); ``Journal.unrecoverable()`` lists them.
     """
 
     missing: int
     recovered: int
     handled_meanwhile: int
     failures: list[RecoveryFailure] = field(default_factory=list)
+    unrecoverable: int = 0
 
     @property
     def complete(self) -> bool:
@@ -219,7 +225,9 @@ class Recovery:
             for index, reason, code, text, length in _FAILURE.iter_unpack(memory[address : address + count * _FAILURE.size]):
                 message = memory[text : text + length].decode() if text else ""
                 failures.append(RecoveryFailure(index, RecoveryReason(reason), status_name(code), message))
-        return RecoveryReport(summary.missing, summary.recovered, summary.handled_meanwhile, failures)
+        return RecoveryReport(
+            summary.missing, summary.recovered, summary.handled_meanwhile, failures, summary.unrecoverable
+        )
 
     def close(self) -> None:
         """Frees the library's recovery (idempotent), keeping its last report for ``report()``.

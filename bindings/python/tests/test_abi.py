@@ -137,6 +137,10 @@ class AbiTest(unittest.TestCase):
         for name, value in reasons.items():
             self.assertEqual(getattr(_lib, name), int(value))
             self.assertEqual(slotpartner.RecoveryReason[name.removeprefix("SP_RECOVERY_")], int(value))
+        reports = dict(re.findall(r"(SP_JOURNAL_REPORT_\w+) = (\d+)", TEXT))
+        self.assertEqual(len(reports), 4)
+        for name, value in reports.items():
+            self.assertEqual(getattr(_lib, name), int(value))
         statuses = dict(re.findall(r"(SP_ERR_(?:CONFLICT|JOURNAL|CLAIM_LOST|BUSY)) = (\d+)", TEXT))
         self.assertEqual(len(statuses), 4)
         for name, value in statuses.items():

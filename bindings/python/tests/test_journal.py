@@ -1,7 +1,9 @@
 """The delivery journal through the binding, on SQLite in a temporary directory: repeats answered
 from the journal byte for byte without running the logic, conflicts, abandoned and dropped
-claims, busy claims, balance queries, refused deliveries, gaps, threads, the number of foreign
-calls per journaled callback, and the example serving with SLOTPARTNER_JOURNAL."""
+claims, busy claims, balance queries, refused deliveries, gaps, the operator's side (index jumps
+accepted or declared gaps, gaps resolved by hand, conflicts handed out and resolved,
+renumbering), threads, the number of foreign calls per journaled callback, and the example
+serving with SLOTPARTNER_JOURNAL."""
 
 from __future__ import annotations
 
@@ -37,11 +39,12 @@ from slotpartner import (
 from slotpartner import _lib
 
 
-def refund(transaction_id: int, index: int, game_id: int = 12) -> bytes:
+def refund(transaction_id: int, index: int, game_id: int = 12, game_session_id: int = 5) -> bytes:
     return (
         f'{{"event":"gameSessionBuyRefund","index":{index},"gameSessionIdentifier":"gs-1",'
         f'"playerIdentifier":"p-1","transactionId":{transaction_id},"buyTransactionId":1,'
-        f'"gameSessionId":5,"partnerGameRequestIdentifier":"req-1","gameId":{game_id},"isMobile":false}}'
+        f'"gameSessionId":{game_session_id},"partnerGameRequestIdentifier":"req-1","gameId":{game_id},'
+        f'"isMobile":false}}'
     ).encode()
 
 
@@ -118,19 +121,25 @@ class ExactlyOnceTest(JournalCase):
 
     def test_a_conflict_names_the_transaction_and_keeps_the_first(self) -> None:
         first = self.callback(refund(900_004, 1, game_id=12))
-        status, body = self.callback(refund(900_004, 2, game_id=13))
+        # gameId does not decide who is paid what: a resend differing in it is the same delivery.
+        self.assertEqual(self.callback(refund(900_004, 2, game_id=13)), first)
+        status, body = self.callback(refund(900_004, 3, game_session_id=6))
         self.assertEqual(status, 409)
         with self.assertRaises(ConflictError) as caught:
-            self.receiver.parse(refund(900_004, 2, game_id=13)).begin()
+            self.receiver.parse(refund(900_004, 3, game_session_id=6)).begin()
         error = caught.exception
         self.assertIsInstance(error, SlotPartnerError)
         self.assertEqual((error.status, error.status_name, error.http_status), (23, "SP_ERR_CONFLICT", 409))
         self.assertIn("900004", error.message)
-        self.assertIn("gameId", error.message)
+        self.assertIn("gameSessionId", error.message)
         self.assertEqual(error.response_body, body)
         self.assertEqual(self.callback(refund(900_004, 1, game_id=12)), first, "the first stays")
         self.assertEqual(self.runs, 1)
-        self.assertEqual(self.journal.status().conflicts, 2)
+        status_now = self.journal.status()
+        self.assertEqual((status_now.conflicts, status_now.open_conflicts), (2, 1), "two refusals, one entry")
+        [conflict] = self.journal.conflicts()
+        self.assertEqual((conflict["outcome"], conflict["count"], conflict["differing"]),
+                         ("refused", 2, ["gameSessionId: first 5, now 6"]))  # fmt: skip
 
     def test_abandon_runs_the_next_delivery_as_attempt_2(self) -> None:
         event = self.receiver.parse(refund(900_005, 1))
@@ -245,6 +254,239 @@ class ExactlyOnceTest(JournalCase):
         self.assertEqual(caught.exception.field, "reply")
         event.abandon()
         journal.close()
+
+
+def bonus(index: int) -> bytes:
+    """An event the binding does not type (an OtherEvent), keyed in the journal by its index."""
+    return f'{{"event":"bonusGranted","index":{index}}}'.encode()
+
+
+class OperatorTest(JournalCase):
+    """What an operator sees and decides: index jumps, gaps resolved by hand, conflicts,
+    renumbering; each decision with a note kept for audit."""
+
+    def deliver_refunds(self, indexes: Any) -> None:
+        for index in indexes:
+            self.assertEqual(self.callback(refund(900_500 + index, index))[0], 200)
+
+    def deliver_other(self, body: bytes, receiver: Receiver | None = None) -> Outcome:
+        """An unknown event: begun, and finished with a reply of the partner's own."""
+        event = (receiver or self.receiver).handle(TOKEN, "127.0.0.1", body)
+        self.assertIsInstance(event, slotpartner.OtherEvent)
+        outcome = event.begin().outcome
+        if outcome is Outcome.NEW:
+            event.finish(b'{"ok":true}')
+        return outcome
+
+    def test_an_index_jump_is_listed_and_accepting_it_closes_it(self) -> None:
+        self.deliver_refunds(range(1, 6))
+        self.assertEqual(self.deliver_other(bonus(1_000_000_000_000)), Outcome.NEW)
+        status = self.journal.status()
+        self.assertEqual((status.index_jumps, status.missing), (1, 0), "the stretch is not counted missing")
+        self.assertEqual(status.highest_index, 1_000_000_000_000)
+        self.assertEqual(self.journal.missing(), [])
+        [jump] = self.journal.index_jumps()
+        self.assertEqual(
+            {k: jump[k] for k in ("kind", "index", "previous_highest", "name", "count", "numbering", "decision", "note")},
+            {"kind": "jump", "index": 1_000_000_000_000, "previous_highest": 5, "name": "bonusGranted", "count": 1,
+             "numbering": 1, "decision": None, "note": None},
+        )  # fmt: skip
+        self.assertIsInstance(jump["id"], int)
+        self.assertIsInstance(jump["at_ms"], int)
+        for blank in ("", "   "):
+            with self.assertRaises(ConfigurationError) as caught:
+                self.journal.accept_jump(jump["id"], blank)
+            self.assertEqual(caught.exception.field, "note")
+        self.assertEqual(self.journal.status().index_jumps, 1, "a refused decision changes nothing")
+        self.journal.accept_jump(jump["id"], "the service moved its numbering on purpose")
+        status = self.journal.status()
+        self.assertEqual((status.index_jumps, status.missing), (0, 0))
+        self.assertEqual(self.journal.index_jumps(), [], "decided: no longer listed as open")
+        [decided] = self.journal.index_jumps(all=True)
+        self.assertEqual((decided["id"], decided["decision"], decided["note"]),
+                         (jump["id"], "accepted", "the service moved its numbering on purpose"))  # fmt: skip
+        self.assertIsInstance(decided["decided_ms"], int)
+        with self.assertRaises(ConfigurationError) as twice:
+            self.journal.accept_jump(jump["id"], "again")
+        self.assertEqual(twice.exception.field, "id", "no open jump has that id any more")
+
+    def test_a_refused_body_without_an_event_name_changes_nothing(self) -> None:
+        self.deliver_refunds(range(1, 6))
+        before = self.journal.status()
+        with self.assertRaises(ValidationError) as caught:
+            self.receiver.handle(TOKEN, "127.0.0.1", b'{"index":1000000000000}')
+        self.assertIsNone(caught.exception.event_name)
+        self.assertEqual(self.journal.status(), before, "not seen, not refused, no index jump")
+        self.assertEqual(self.journal.index_jumps(all=True), [])
+
+    def test_a_jump_declared_a_gap_counts_its_stretch_missing(self) -> None:
+        journal = Journal(f"sqlite:{self.dir.name}/jumps.db", max_index_jump=10)
+        receiver = Receiver(TOKEN, sources="any", journal=journal)
+        for index in (1, 2, 3, 4, 5):
+            self.callback(refund(900_600 + index, index), receiver)
+        self.callback(refund(900_612, 12), receiver)  # 7 beyond 5: an ordinary gap
+        self.assertEqual((journal.status().missing, journal.status().index_jumps), (6, 0))
+        self.callback(refund(900_640, 40), receiver)  # 28 beyond 12: more than max_index_jump
+        status = journal.status()
+        self.assertEqual((status.missing, status.index_jumps, status.highest_index), (6, 1, 40))
+        [jump] = journal.index_jumps()
+        self.assertEqual((jump["kind"], jump["index"], jump["previous_highest"]), ("jump", 40, 12))
+        journal.jump_is_gap(jump["id"], "an outage: fetch the events in between")
+        status = journal.status()
+        self.assertEqual((status.missing, status.index_jumps), (6 + 27, 0))
+        self.assertEqual(journal.missing(), [(6, 11), (13, 39)])
+        self.assertEqual(journal.index_jumps(all=True)[0]["decision"], "gap")
+        with self.assertRaises(ConfigurationError) as caught:
+            journal.jump_is_gap(jump["id"], "twice")
+        self.assertEqual(caught.exception.field, "id")
+        journal.close()
+
+    def test_resolving_a_real_gap_by_hand(self) -> None:
+        self.deliver_refunds((1, 2, 3, 4, 5, 8))
+        self.assertEqual((self.journal.status().missing, self.journal.missing()), (2, [(6, 7)]))
+        for note in ("", " \n "):
+            with self.assertRaises(ConfigurationError) as caught:
+                self.journal.resolve(6, 7, note)
+            self.assertEqual(caught.exception.field, "note")
+        with self.assertRaises(ConfigurationError) as caught:
+            self.journal.resolve(6, 7, None)  # type: ignore[arg-type]
+        self.assertEqual(caught.exception.field, "note")
+        for first, last in ((7, 6), (6, 9), (-1, 7)):
+            with self.assertRaises(ConfigurationError) as bad:
+                self.journal.resolve(first, last, "no such range")
+            self.assertEqual(bad.exception.field, "range", (first, last))
+        with self.assertRaises(ConfigurationError) as huge:
+            self.journal.resolve(2**63, 2**63, "beyond int64")
+        self.assertEqual(huge.exception.field, "first")
+        self.assertEqual(self.journal.status().missing, 2, "nothing refused was resolved")
+        self.assertEqual(self.journal.resolutions(), [])
+        self.assertEqual(self.journal.resolve(6, 7, "the service confirms 6 and 7 were never sent"), 2)
+        status = self.journal.status()
+        self.assertEqual((status.missing, status.resolved, status.watermark), (0, 2, 8))
+        self.assertEqual(self.journal.missing(), [])
+        [resolution] = self.journal.resolutions()
+        self.assertEqual({k: v for k, v in resolution.items() if k not in ("id", "at_ms")},
+                         {"first": 6, "last": 7, "closed": 2, "numbering": 1,
+                          "note": "the service confirms 6 and 7 were never sent"})  # fmt: skip
+        # A range holding seen indexes closes only the missing ones: none here.
+        self.assertEqual(self.journal.resolve(1, 8, "checked again"), 0)
+        self.assertEqual(self.journal.status().resolved, 2)
+        self.assertEqual([r["note"] for r in self.journal.resolutions()], ["checked again", resolution["note"]])
+        self.assertEqual(len(self.journal.resolutions(limit=1)), 1)
+        self.assertEqual(self.journal.resolutions(limit=0), [])
+        with self.assertRaises(ConfigurationError) as bad_limit:
+            self.journal.resolutions(limit=-1)
+        self.assertEqual(bad_limit.exception.field, "limit")
+
+    def test_an_abandoned_payout_delivered_again_is_handed_out_and_its_conflict_listed(self) -> None:
+        payout = fixture("payout")
+        event = self.receiver.parse(payout)
+        self.assertEqual(event.begin().attempt, 1)
+        event.abandon()  # the ledger was down: nothing stored
+        # Delivered again without isMobile, which does not decide who is paid what: the same
+        # delivery, handed out as attempt 2, no conflict.
+        without_mobile = payout.replace(b',"isMobile":false', b"")
+        self.assertNotEqual(without_mobile, payout)
+        event = self.receiver.parse(without_mobile)
+        claim = event.begin()
+        self.assertEqual((claim.outcome, claim.attempt), (Outcome.NEW, 2))
+        reply = event.reply()
+        event.finish()
+        self.assertEqual(self.journal.conflicts(all=True), [])
+        self.assertEqual(self.callback(payout), (200, reply), "the full body gets the stored reply")
+        # Abandoned, then delivered again without isMobile and with another amount: handed out
+        # as new all the same (the first was never answered), and listed for the operator.
+        second = payout.replace(b"900002", b"900012").replace(b'"index":42', b'"index":43')
+        event = self.receiver.parse(second)
+        event.begin()
+        event.abandon()
+        changed = second.replace(b',"isMobile":false', b"").replace(b'"moneyWon":150000', b'"moneyWon":150001')
+        status, body = self.callback(changed)
+        self.assertEqual((status, body), (200, b'{"payout":{"success":true,"errorMessage":""}}'), "not a 409")
+        [conflict] = self.journal.conflicts()
+        self.assertEqual(
+            {k: conflict[k] for k in ("key", "name", "transaction_id", "index", "differing", "outcome", "count", "note")},
+            {"key": "jackpotPayout:900012", "name": "jackpotPayout", "transaction_id": 900012, "index": 43,
+             "differing": ["moneyWon: first 150000, now 150001"], "outcome": "handed_out", "count": 1, "note": None},
+        )  # fmt: skip
+        self.assertIn('"moneyWon":150000', conflict["first_content"])
+        self.assertIn('"moneyWon":150001', conflict["now_content"])
+        self.assertIsNone(conflict["resolved_ms"])
+        status_now = self.journal.status()
+        self.assertEqual((status_now.conflicts, status_now.open_conflicts), (1, 1))
+        with self.assertRaises(ConfigurationError) as blank:
+            self.journal.resolve_conflict(conflict["id"], "")
+        self.assertEqual(blank.exception.field, "note")
+        self.journal.resolve_conflict(conflict["id"], "the service corrected the amount; credited 150001")
+        status_now = self.journal.status()
+        self.assertEqual((status_now.conflicts, status_now.open_conflicts), (1, 0))
+        self.assertEqual(self.journal.conflicts(), [])
+        [resolved] = self.journal.conflicts(all=True)
+        self.assertEqual(resolved["note"], "the service corrected the amount; credited 150001")
+        self.assertIsInstance(resolved["resolved_ms"], int)
+        with self.assertRaises(ConfigurationError) as twice:
+            self.journal.resolve_conflict(conflict["id"], "again")
+        self.assertEqual(twice.exception.field, "id")
+
+    def test_renumbering_starts_gap_detection_afresh_and_keeps_old_events_apart(self) -> None:
+        for index in (1, 2, 3):
+            self.assertEqual(self.deliver_other(bonus(index)), Outcome.NEW)
+        self.assertEqual(self.deliver_other(bonus(2)), Outcome.DONE, "a repeat in the first numbering")
+        with self.assertRaises(ConfigurationError) as blank:
+            self.journal.renumber(1, "")
+        self.assertEqual(blank.exception.field, "note")
+        with self.assertRaises(ConfigurationError) as negative:
+            self.journal.renumber(-1, "restarted")
+        self.assertEqual(negative.exception.field, "first_index")
+        self.assertEqual(self.journal.status().numbering, 1)
+        self.assertEqual(self.journal.renumber(1, "the service restarted its indexes at 1"), 2)
+        status = self.journal.status()
+        self.assertEqual((status.numbering, status.missing, status.highest_index, status.index_jumps), (2, 0, None, 0))
+        self.assertEqual(self.deliver_other(bonus(2)), Outcome.NEW, "index 2 of the new numbering is a new event")
+        self.assertEqual(self.journal.missing(), [(1, 1)])
+        renumbered = [j for j in self.journal.index_jumps(all=True) if j["kind"] == "renumbered"]
+        self.assertEqual([(j["index"], j["numbering"], j["decision"]) for j in renumbered], [(1, 2, "accepted")])
+        self.assertEqual(self.journal.renumber(5, "once more"), 3)
+
+    def test_the_settings_and_arguments_name_their_field(self) -> None:
+        for setting in ("max_index_jump", "not_found_limit"):
+            for value in (0, -1):
+                with self.assertRaises(ConfigurationError) as caught:
+                    Journal(f"sqlite:{self.dir.name}/bad.db", **{setting: value})
+                self.assertEqual(caught.exception.field, setting, (setting, value))
+        with self.assertRaises(ConfigurationError) as caught:
+            Journal(f"sqlite:{self.dir.name}/bad.db", not_found_limit=2**32)
+        self.assertEqual(caught.exception.field, "not_found_limit")
+        with Journal(f"sqlite:{self.dir.name}/ok.db", max_index_jump=1, not_found_limit=1) as journal:
+            fresh = journal.status()
+            self.assertEqual((fresh.unfinished, fresh.open_conflicts, fresh.index_jumps, fresh.resolved,
+                              fresh.unrecoverable, fresh.numbering), (0, 0, 0, 0, 0, 1))  # fmt: skip
+            self.assertEqual((journal.index_jumps(), journal.conflicts(), journal.resolutions(), journal.unrecoverable()),
+                             ([], [], [], []))  # fmt: skip
+            receiver = Receiver(TOKEN, sources="any", journal=journal)
+            self.callback(refund(1, 1), receiver)
+            self.callback(refund(2, 3), receiver)  # 2 beyond 1: more than max_index_jump=1
+            self.assertEqual((journal.status().index_jumps, journal.missing()), (1, []))
+        with self.assertRaises(ConfigurationError) as closed:
+            journal.index_jumps()
+        self.assertEqual(closed.exception.field, "journal")
+        for call in (lambda: self.journal.accept_jump("1", "x"), lambda: self.journal.index_jumps(limit=-1),  # type: ignore[arg-type]
+                     lambda: self.journal.unrecoverable(limit=2**64), lambda: self.journal.conflicts(limit=1.5)):  # type: ignore[arg-type]  # fmt: skip
+            with self.assertRaises(ConfigurationError) as bad:
+                call()
+            self.assertIn(bad.exception.field, ("id", "limit"))
+        with self.assertRaises(ConfigurationError) as nul:
+            self.journal.resolve_conflict(1, "a\0b")
+        self.assertEqual(nul.exception.field, "note")
+
+    def test_unfinished_deliveries_are_counted(self) -> None:
+        event = self.receiver.parse(refund(900_700, 1))
+        event.begin()
+        self.assertEqual((self.journal.status().in_progress, self.journal.status().unfinished), (1, 0))
+        event.abandon()
+        self.assertEqual((self.journal.status().in_progress, self.journal.status().unfinished), (0, 1))
+        self.callback(refund(900_700, 1))
+        self.assertEqual(self.journal.status().unfinished, 0)
 
 
 class ThreadsTest(JournalCase):

@@ -1,9 +1,10 @@
 """Lost events fetched again with ``Recovery``, against the sandbox serving ``getEvent`` for its
 seeded events, on a SQLite journal in a temporary directory: delivered events and recovered ones
 are each handled once (every recovered event comes claimed), a late delivery during recovery is
-handled once, faults are reported by reason and a later run closes the gaps, the fetch settings,
-and, end to end, a burst with losses, repeats and reorders sent to the WSGI example under four
-worker processes on one journal, then recovered here: every index credited exactly once."""
+handled once, faults are reported by reason and a later run closes the gaps, indexes the service
+never knows become unrecoverable until resolved by hand, the fetch settings, and, end to end, a
+burst with losses, repeats and reorders sent to the WSGI example under four worker processes on
+one journal, then recovered here: every index credited exactly once."""
 
 from __future__ import annotations
 
@@ -232,6 +233,35 @@ class FaultsTest(RecoveryCase):
         self.assertIn("21", report.failures[0].message)
         self.assertEqual(self.journal.missing(), [(21, 21)])
         self.assertEqual(sorted(self.handled), [1, *range(2, 21), 22], "nothing handled twice")
+
+    def test_an_index_the_service_does_not_know_becomes_unrecoverable_until_resolved(self) -> None:
+        self.journal.close()
+        self.journal = Journal(f"sqlite:{self.dir.name}/unknown.db", first_index=1, not_found_limit=2)
+        self.receiver = Receiver(TOKEN, sources="any", journal=self.journal)
+        self.deliver(self.bodies[1])
+        self.deliver(refund(900_000_023, 23))  # 21 and 22 are unknown to the service
+        with self.client() as client:
+            recovered, report = self.recover(client)
+            self.assertEqual(recovered, list(range(2, 21)))
+            self.assertEqual([(f.index, f.reason) for f in report.failures],
+                             [(21, RecoveryReason.NOT_FOUND), (22, RecoveryReason.NOT_FOUND)])  # fmt: skip
+            self.assertEqual(report.unrecoverable, 0, "one 404 is below not_found_limit=2")
+            self.assertEqual(self.journal.unrecoverable(), [])
+            _, report = self.recover(client)  # the second 404 for each
+            self.assertEqual((report.missing, len(report.failures), report.unrecoverable), (2, 2, 0))
+            self.assertEqual((self.journal.unrecoverable(), self.journal.status().unrecoverable), ([21, 22], 2))
+            self.assertEqual(self.journal.unrecoverable(limit=1), [21])
+            # No longer fetched: the next recovery reports them and tries nothing.
+            recovered, report = self.recover(client)
+            self.assertEqual(report, RecoveryReport(missing=0, recovered=0, handled_meanwhile=0, failures=[],
+                                                    unrecoverable=2))  # fmt: skip
+            self.assertTrue(report.complete, "nothing left that a recovery could fetch")
+            self.assertEqual(self.journal.missing(), [(21, 22)], "still missing until resolved by hand")
+            self.assertEqual(self.journal.resolve(21, 22, "the service confirms 21 and 22 do not exist"), 2)
+            self.assertEqual((self.journal.unrecoverable(), self.journal.status().unrecoverable), ([], 0))
+            self.assertEqual(self.journal.status().missing, 0)
+            _, report = self.recover(client)
+            self.assertEqual((report.missing, report.unrecoverable), (0, 0))
 
     def test_the_fetch_settings(self) -> None:
         self.deliver(self.bodies[2])

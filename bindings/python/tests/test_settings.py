@@ -328,15 +328,25 @@ class JournalDefaultsTest(unittest.TestCase):
     def test_none_is_the_library_default_and_calls_no_setter(self) -> None:
         with tempfile.TemporaryDirectory(prefix="sp-settings-") as directory:
             url = f"sqlite:{directory}/journal.db"
-            names = ("lease_ms", "busy_wait_ms", "durable", "first_index", "max_reply_bytes", "lock_timeout_ms")
+            names = ("lease_ms", "busy_wait_ms", "durable", "first_index", "max_reply_bytes", "lock_timeout_ms",
+                     "max_index_jump", "not_found_limit")  # fmt: skip
             with recording(journal_module) as lib:
                 journal = Journal(url, **{name: None for name in names})
             self.assertEqual(lib.setters(), [])
             with journal:
                 status = journal.status()
-                self.assertEqual((status.first_index, status.handled), (None, 0))
+                self.assertEqual((status.first_index, status.handled, status.numbering), (None, 0, 1))
+                # The default max_index_jump, 100,000: an index that far beyond opens a gap, one
+                # further is an index jump.
+                receiver = Receiver(TOKEN, sources="any", journal=journal)
+                for index in (1, 100_001, 200_002):
+                    receiver.parse(f'{{"action":"getPlayerBalance","playerIdentifier":"p-1","index":{index}}}'.encode()).begin()
+                status = journal.status()
+                self.assertEqual((status.missing, status.index_jumps), (99_999, 1))
             with recording(journal_module) as lib, Journal(url, durable=False, lease_ms=None, first_index=3) as journal:
                 self.assertEqual(lib.setters(), ["sp_journal_config_set_durable", "sp_journal_config_set_first_index"])
+            with recording(journal_module) as lib, Journal(url, not_found_limit=2, max_index_jump=None) as journal:
+                self.assertEqual(lib.setters(), ["sp_journal_config_set_not_found_limit"])
 
 
 class ClientDefaultsTest(unittest.TestCase):
