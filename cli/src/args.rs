@@ -1,16 +1,19 @@
 //! The command line: subcommands, options, their environment variables and help texts.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use slotpartner::JournalOptions;
 
 /// The exit statuses, the same for every command.
 macro_rules! exit_status {
     () => {
         "\
-Exit status: 0 good news (no gap, a valid body, found), 1 bad news (gaps remain, an invalid
-body, nothing found), 2 the command could not answer (usage, configuration, journal or
-service unreachable). Errors are one line on stderr."
+Exit status: 0 good news (nothing needs attention, a valid body, found, done), 1 bad news
+(indexes missing, deliveries unfinished, conflicts or index jumps open, an invalid body,
+nothing found), 2 the command could not answer (usage, configuration, journal or service
+unreachable, another recovery running). Errors are one line on stderr."
     };
 }
 
@@ -28,11 +31,15 @@ Environment (an option given on the command line wins):
   SLOTPARTNER_CALLBACK_URL       recover's target: your own callback endpoint
   SLOTPARTNER_CALLBACK_CA_FILE   extra CA certificates (PEM) to trust for that endpoint
   SLOTPARTNER_INDEX_FIELD        the event index field's name (default index)
+  SLOTPARTNER_MAX_INDEX_JUMP     the journal's largest index step still counted as a gap
+  SLOTPARTNER_NOT_FOUND_LIMIT    recoveries answered 404 before an index is unrecoverable
+  SLOTPARTNER_MAX_TIME           how long one recover run may take (default 300s)
 
 Examples:
   slotpartner journal status --journal sqlite:/var/lib/partner/journal.db
   slotpartner journal gaps || alert 'lost events'
   slotpartner journal show 900002
+  slotpartner journal resolve 3-4 --note 'the service confirms no events 3 and 4'
   slotpartner recover --callback-url https://127.0.0.1:8443/callback
   slotpartner inspect body.json
   slotpartner games en-US
@@ -51,7 +58,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// What the delivery journal holds: counts, missing indexes, one transaction's records
+    /// What the delivery journal holds, and the operator's decisions about it
     #[command(arg_required_else_help = true, after_help = EXIT_STATUS)]
     Journal {
         #[command(subcommand)]
@@ -70,15 +77,39 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum JournalCommand {
-    /// Counts by state, first and highest index, watermark, missing count
+    /// Counts by state, first and highest index, watermark, missing, unfinished, open conflicts and index jumps
     #[command(after_help = STATUS_HELP)]
     Status(StatusArgs),
-    /// The missing indexes as ranges, one per line (`3`, `6-8`); nothing when none is missing
+    /// The missing indexes as ranges, one per line (`3`, `6-8`), then what else needs a look
     #[command(after_help = GAPS_HELP)]
     Gaps(GapsArgs),
-    /// Every record the journal holds for a transactionId: state, attempts, times, stored reply
+    /// Every record the journal holds for a transactionId, and its open conflicts
     #[command(after_help = SHOW_HELP)]
     Show(ShowArgs),
+    /// Close missing indexes by hand (events that do not exist or were settled another way)
+    #[command(after_help = RESOLVE_HELP)]
+    Resolve(ResolveArgs),
+    /// The ranges closed by hand, newest first, with their notes
+    #[command(after_help = RESOLUTIONS_HELP)]
+    Resolutions(ResolutionsArgs),
+    /// Deliveries whose key came before with other content: both contents and the fields that differ
+    #[command(after_help = CONFLICTS_HELP)]
+    Conflicts(ConflictsArgs),
+    /// Mark an open conflict resolved, with a note kept for audit
+    #[command(after_help = RESOLVE_CONFLICT_HELP)]
+    ResolveConflict(DecideArgs),
+    /// Index jumps, reused indexes and renumberings: index, kind, event, time, previous highest
+    #[command(after_help = JUMPS_HELP)]
+    Jumps(JumpsArgs),
+    /// Accept an open index jump or reused index: the numbering really moved
+    #[command(after_help = ACCEPT_JUMP_HELP)]
+    AcceptJump(DecideArgs),
+    /// Declare an open index jump a gap: the stretch before it counts as missing, for recovery
+    #[command(after_help = JUMP_IS_GAP_HELP)]
+    JumpIsGap(DecideArgs),
+    /// Start a new numbering after the service restarted its indexes
+    #[command(after_help = RENUMBER_HELP)]
+    Renumber(RenumberArgs),
 }
 
 /// The journal to read.
@@ -88,6 +119,27 @@ pub struct JournalOpt {
     /// The delivery journal: sqlite:PATH (an existing file) or postgres://USER@HOST/DATABASE
     #[arg(long, value_name = "URL", env = "SLOTPARTNER_JOURNAL", hide_env_values = true)]
     pub journal: Option<String>,
+    /// How far beyond the highest index seen an index may land and still open a gap; beyond it,
+    /// an index jump for the operator to decide (set it as your endpoint does)
+    #[arg(
+        long,
+        value_name = "N",
+        env = "SLOTPARTNER_MAX_INDEX_JUMP",
+        hide_env_values = true,
+        default_value_t = JournalOptions::default().max_index_jump,
+        value_parser = clap::value_parser!(i64).range(1..)
+    )]
+    pub max_index_jump: i64,
+    /// Recovery runs answered HTTP 404 for an index before it is unrecoverable (no longer fetched)
+    #[arg(
+        long,
+        value_name = "N",
+        env = "SLOTPARTNER_NOT_FOUND_LIMIT",
+        hide_env_values = true,
+        default_value_t = JournalOptions::default().not_found_limit,
+        value_parser = clap::value_parser!(u32).range(1..=1000)
+    )]
+    pub not_found_limit: u32,
 }
 
 /// How to reach the service's action address.
@@ -112,12 +164,18 @@ pub struct ServiceOpts {
 }
 
 const STATUS_HELP: &str = "\
+Besides the counts: unfinished (deliveries claimed and never finished: abandoned, or their
+worker died), open conflicts (`journal conflicts`), open index jumps (`journal jumps`), indexes
+resolved by hand (`journal resolutions`), unrecoverable indexes (404 for --not-found-limit
+recovery runs), and the numbering (1 until `journal renumber`).
+
 Examples:
   slotpartner journal status --journal sqlite:/var/lib/partner/journal.db
   SLOTPARTNER_JOURNAL=postgres://partner@db/partner slotpartner journal status --json
 
-Exit status: 0 when the journal could be read (missing indexes or not: `journal gaps` is the
-check that alerts), 2 when it could not (usage, configuration, storage).";
+Exit status: 0 when nothing needs attention, 1 when indexes are missing, deliveries unfinished,
+or conflicts or index jumps open, 2 when the journal could not be read (usage, configuration,
+storage).";
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -129,12 +187,18 @@ pub struct StatusArgs {
 }
 
 const GAPS_HELP: &str = "\
+The missing ranges come first, one per line; then labelled lines name what else needs a look or
+was decided: `unrecoverable: 5-6` (answered 404 for --not-found-limit recovery runs, no longer
+fetched: resolve them by hand), `unfinished: 9` (claimed, never finished: recover fetches them),
+`jump: id=2 ...` (each open index jump), `conflicts: 1 open`, `resolved: id=1 range=3-4 ...`
+(ranges closed by hand in this numbering).
+
 Examples:
   slotpartner journal gaps --journal sqlite:/var/lib/partner/journal.db
   */10 * * * * slotpartner journal gaps > /dev/null || alert 'lost events'
 
-Exit status: 0 when no index is missing (nothing printed), 1 when some are, 2 when the journal
-could not be read.";
+Exit status: 0 when nothing needs attention, 1 when indexes are missing, deliveries unfinished,
+or conflicts or index jumps open, 2 when the journal could not be read.";
 
 #[derive(Debug, Args)]
 pub struct GapsArgs {
@@ -154,6 +218,7 @@ Examples:
   slotpartner journal show 900002 --json | jq '.[].reply'
 
 Times are RFC 3339 in UTC. A refund and a payout may share a transactionId: each has its record.
+Open conflicts of the transaction follow its records (`--json`: each record's open_conflicts).
 Exit status: 0 when a record was found, 1 when the journal holds nothing for it, 2 when the
 journal could not be read.";
 
@@ -169,12 +234,224 @@ pub struct ShowArgs {
     pub journal: JournalOpt,
 }
 
+const RESOLVE_HELP: &str = "\
+Closes the missing indexes of a range (FIRST-LAST, or one index N) by hand: the service
+confirms no such events, or they were settled another way. They no longer count as missing and
+recovery no longer fetches them; the range and the note are kept for audit (`journal
+resolutions`). Indexes of the range already seen stay as they were.
+
+Examples:
+  slotpartner journal resolve 3-4 --note 'service ticket 1234: no events 3 and 4'
+  slotpartner journal resolve 17 --note 'payout settled by hand, ledger entry 99'
+
+Exit status: 0 when the range was recorded, 2 when it could not be (no note, a range beyond the
+highest index seen, the journal unreachable).";
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    /// The indexes to close: FIRST-LAST, or one index N
+    #[arg(value_name = "FIRST-LAST", value_parser = parse_range)]
+    pub range: (i64, i64),
+    /// Why (kept for audit; required)
+    #[arg(long, value_name = "TEXT")]
+    pub note: String,
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+const RESOLUTIONS_HELP: &str = "\
+Examples:
+  slotpartner journal resolutions
+  slotpartner journal resolutions --json | jq '.[] | select(.closed > 0)'
+
+Exit status: 0 when the journal could be read (resolutions or none), 2 when it could not.";
+
+#[derive(Debug, Args)]
+pub struct ResolutionsArgs {
+    /// List at most this many (a note on stderr says when more exist)
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub limit: u64,
+    /// Print a JSON array instead of lines
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+const CONFLICTS_HELP: &str = "\
+A conflict is a delivery whose key (event and transactionId) came before with other decisive
+content. `refused`: the first was finished, this one was answered 409 and the first stays;
+`handed_out`: the first was never finished, so this one was handed out as new and its content
+kept. Each entry shows both contents and every field that differs; decide it with the service,
+then `journal resolve-conflict ID --note TEXT`.
+
+Examples:
+  slotpartner journal conflicts
+  slotpartner journal conflicts --all --json
+
+Exit status: 0 when no conflict is open, 1 when some are, 2 when the journal could not be read.";
+
+#[derive(Debug, Args)]
+pub struct ConflictsArgs {
+    /// Resolved conflicts too
+    #[arg(long)]
+    pub all: bool,
+    /// List at most this many (a note on stderr says when more exist)
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub limit: u64,
+    /// Print a JSON array instead of lines
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+const RESOLVE_CONFLICT_HELP: &str = "\
+Examples:
+  slotpartner journal resolve-conflict 3 --note 'service confirms the second content is a test event'
+
+Exit status: 0 when the conflict was marked resolved, 2 when it could not be (no note, no open
+conflict with this id, the journal unreachable).";
+
+const JUMPS_HELP: &str = "\
+An index jump is an index more than --max-index-jump beyond the highest seen: the stretch
+between is not counted missing until an operator decides (`accept-jump`: the numbering really
+moved; `jump-is-gap`: it is an outage, the stretch is missing and recovery fetches it). A
+reused index is one seen before arriving with another event (the service may have restarted
+its numbering: see `journal renumber`). Renumberings are listed for audit.
+
+Examples:
+  slotpartner journal jumps
+  slotpartner journal jumps --all --json
+
+Exit status: 0 when no index jump is open, 1 when some are, 2 when the journal could not be read.";
+
+#[derive(Debug, Args)]
+pub struct JumpsArgs {
+    /// Decided ones and renumberings too
+    #[arg(long)]
+    pub all: bool,
+    /// List at most this many (a note on stderr says when more exist)
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub limit: u64,
+    /// Print a JSON array instead of lines
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+const ACCEPT_JUMP_HELP: &str = "\
+The service's numbering really moved: the stretch between the previous highest index and the
+jump is no events (for a reused index: the new events are real).
+
+Examples:
+  slotpartner journal accept-jump 2 --note 'service moved to a new index range on 2024-06-11'
+
+Exit status: 0 when decided, 2 when it could not be (no note, no open index jump with this id,
+the journal unreachable).";
+
+const JUMP_IS_GAP_HELP: &str = "\
+The jump is a real outage longer than --max-index-jump: the stretch between the previous highest
+index and the jump counts as missing again, and recovery fetches it.
+
+Examples:
+  slotpartner journal jump-is-gap 2 --note 'endpoint was down for two days'
+
+Exit status: 0 when decided, 2 when it could not be (no note, no open index jump with this id,
+the journal unreachable).";
+
+/// An entry to decide, and why.
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The entry's id (as listed)
+    #[arg(value_name = "ID")]
+    pub id: i64,
+    /// Why (kept for audit; required)
+    #[arg(long, value_name = "TEXT")]
+    pub note: String,
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+const RENUMBER_HELP: &str = "\
+After the service restarted its indexes: the seen indexes of the current numbering are archived,
+gap detection counts from --from afresh, every record and stored reply stays (events keyed by
+index keep theirs under a key of the old numbering), and open index jumps of the old numbering
+are settled. Prints the new numbering.
+
+Examples:
+  slotpartner journal renumber --from 1 --note 'service reset its event index on 2024-06-11'
+
+Exit status: 0 when the new numbering started, 2 when it could not (no note, a negative index,
+the journal unreachable).";
+
+#[derive(Debug, Args)]
+pub struct RenumberArgs {
+    /// The first index of the new numbering
+    #[arg(long = "from", value_name = "N")]
+    pub first: i64,
+    /// Why (kept for audit; required)
+    #[arg(long, value_name = "TEXT")]
+    pub note: String,
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+/// `3-4` or `17`: an inclusive range of indexes.
+fn parse_range(text: &str) -> Result<(i64, i64), String> {
+    let number = |part: &str| {
+        part.trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| format!("expected FIRST-LAST or N with non-negative integer indexes, got {text:?}"))
+    };
+    let (first, last) = match text.split_once('-') {
+        Some((first, last)) => (number(first)?, number(last)?),
+        None => {
+            let n = number(text)?;
+            (n, n)
+        }
+    };
+    if last < first {
+        return Err(format!("{text:?} ends before it starts"));
+    }
+    Ok((first, last))
+}
+
+/// `300s`, `5m`, `1h`, `1500ms`, `2.5s`, `0s`; a plain number is seconds. At most 24 hours.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 0.001,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => return Err(format!("unknown unit {other:?} (expected ms, s, m or h)")),
+    };
+    let value: f64 = number.parse().map_err(|_| format!("expected a duration such as 300s, 5m or 1h, got {text:?}"))?;
+    let seconds = value * scale;
+    if !seconds.is_finite() || !(0.0..=86_400.0).contains(&seconds) {
+        return Err(format!("{text:?} is not between 0s and 24h"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
 const RECOVER_HELP: &str = "\
-For each index missing from the journal, fetches the event from the service (the fetch action,
-getEvent by default) and POSTs it to your callback endpoint exactly as the service would
-(X-Service-Token with the partner token, Content-Type application/json): the endpoint's own
-journal and logic handle it, and a repeat is answered from the journal. Nothing is claimed or
-written by this command. An event that fails validation is not delivered.
+For each delivery claimed and never finished, then each index missing from the journal (never
+tried first, then the least recently tried; never an unrecoverable one), fetches the event from
+the service (the fetch action, getEvent by default) and POSTs it to your callback endpoint
+exactly as the service would (X-Service-Token with the partner token, Content-Type
+application/json): the endpoint's own journal and logic handle it, and a repeat is answered
+from the journal. The command claims no delivery; it notes in the journal what each fetch got
+(an index answered 404 by --not-found-limit runs becomes unrecoverable: it is reported, no
+longer fetched, and stays missing until `journal resolve`), and holds the journal's lock
+`recover` for the run, so that two runs never overlap. An event that fails validation is not
+delivered, nor one whose index the journal holds for an unfinished delivery of another
+transactionId.
 
 The endpoint must accept the command's deliveries: it carries the partner token; see the
 README (Lost events) for the source allow-list behind a reverse proxy.
@@ -187,9 +464,14 @@ Examples:
 A progress bar is drawn on stderr when it is a terminal; otherwise one line per index goes to
 stdout. A summary ends the run (`--json`: one JSON object with every index's result).
 
-Exit status: 0 when no index is missing after the run (the journal is read again at the end),
-1 when gaps remain (not found, service errors, invalid events, endpoint failures, or past
---limit; with --dry-run: when there is anything to fetch), 2 on usage or configuration errors.";
+The run stops after --max-time, after three connection failures or time-outs in a row to the
+service or to the endpoint, naming how many indexes were not tried.
+
+Exit status: 0 when nothing needs attention after the run (the journal is read again at the
+end), 1 when it does: gaps remain (not found, unrecoverable, service errors, invalid events,
+endpoint failures, past --limit or --max-time), deliveries stay unfinished, conflicts or index
+jumps are open (with --dry-run: when anything needs attention); 2 on usage or configuration
+errors, or when another run holds the lock (the message names it and since when).";
 
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
@@ -202,6 +484,9 @@ pub struct RecoverArgs {
     /// Take on at most this many missing indexes in this run (the rest wait for the next)
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub limit: u64,
+    /// Stop taking on indexes after this long (300s, 5m, 1h, 1500ms; a plain number is seconds)
+    #[arg(long, value_name = "DURATION", default_value = "300s", env = "SLOTPARTNER_MAX_TIME", hide_env_values = true, value_parser = parse_duration)]
+    pub max_time: Duration,
     /// List the indexes that would be fetched; fetch and deliver nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -289,5 +574,33 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        use std::time::Duration;
+        for (text, want) in [
+            ("300s", Duration::from_secs(300)),
+            ("300", Duration::from_secs(300)),
+            ("0s", Duration::ZERO),
+            ("5m", Duration::from_secs(300)),
+            ("1h", Duration::from_secs(3600)),
+            ("1500ms", Duration::from_millis(1500)),
+            ("2.5s", Duration::from_millis(2500)),
+        ] {
+            assert_eq!(super::parse_duration(text), Ok(want), "{text}");
+        }
+        for bad in ["", "s", "5x", "-1s", "25h", "1.2.3s"] {
+            assert!(super::parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(super::parse_range("3-4"), Ok((3, 4)));
+        assert_eq!(super::parse_range("17"), Ok((17, 17)));
+        for bad in ["4-3", "-3", "a-b", "3-", "1-2-3", ""] {
+            assert!(super::parse_range(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -12,8 +12,9 @@ use crate::args::{JournalOpt, ServiceOpts};
 /// Any well-formed token, for a receiver that only parses (parsing does not authenticate).
 pub const PLACEHOLDER_TOKEN: &str = "00000000-0000-0000-0000-000000000000";
 
-/// Opens the journal of `--journal` (or `SLOTPARTNER_JOURNAL`). A SQLite file must exist: an
-/// operator's typo must not create an empty journal that reports no gap.
+/// Opens the journal of `--journal` (or `SLOTPARTNER_JOURNAL`) with `--max-index-jump` and
+/// `--not-found-limit`. A SQLite file must exist: an operator's typo must not create an empty
+/// journal that reports no gap.
 pub fn open_journal(opt: &JournalOpt) -> Result<Journal, Fail> {
     let url = opt
         .journal
@@ -28,7 +29,12 @@ pub fn open_journal(opt: &JournalOpt) -> Result<Journal, Fail> {
             )));
         }
     }
-    Ok(Journal::open(url, &JournalOptions::default())?)
+    let options = JournalOptions {
+        max_index_jump: opt.max_index_jump,
+        not_found_limit: opt.not_found_limit,
+        ..JournalOptions::default()
+    };
+    Ok(Journal::open(url, &options)?)
 }
 
 /// The configured service client; `tune` adds a command's own settings.

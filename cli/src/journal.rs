@@ -1,10 +1,12 @@
 //! `journal status`, `journal gaps`, `journal show`.
 
 use serde::Serialize;
+use slotpartner::Journal;
 use slotpartner::journal::{Record, Status};
 
 use crate::args::{GapsArgs, ShowArgs, StatusArgs};
 use crate::config::open_journal;
+use crate::journal_admin::{ConflictJson, JumpJson, ResolutionJson, conflict_lines, jump_line, resolution_line};
 use crate::output::{lossy, print_json};
 use crate::{Outcome, Verdict};
 use slotpartner::journal::rfc3339_ms;
@@ -17,9 +19,17 @@ struct StatusJson {
     refused: u64,
     in_progress: u64,
     missing: u64,
+    unfinished: u64,
+    open_conflicts: u64,
+    index_jumps: u64,
+    resolved: u64,
+    unrecoverable: u64,
+    numbering: i64,
     first_index: Option<i64>,
     highest_index: Option<i64>,
     watermark: Option<i64>,
+    /// Missing indexes, unfinished deliveries, open conflicts or open index jumps.
+    needs_attention: bool,
 }
 
 impl From<Status> for StatusJson {
@@ -31,32 +41,46 @@ impl From<Status> for StatusJson {
             refused: s.refused,
             in_progress: s.in_progress,
             missing: s.missing,
+            unfinished: s.unfinished,
+            open_conflicts: s.open_conflicts,
+            index_jumps: s.index_jumps,
+            resolved: s.resolved,
+            unrecoverable: s.unrecoverable,
+            numbering: s.numbering,
             first_index: s.first_index,
             highest_index: s.highest_index,
             watermark: s.watermark,
+            needs_attention: Journal::needs_attention(&s),
         }
     }
 }
 
-/// Counts and gap figures. Exit 0 whenever the journal could be read: `gaps` is the check.
+/// Counts and gap figures; exit 1 when the journal needs attention.
 pub fn status(args: &StatusArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     let status = journal.status()?;
+    let verdict = Verdict::bad_if(Journal::needs_attention(&status));
     if args.json {
         print_json(&StatusJson::from(status))?;
-        return Ok(Verdict::Good);
+        return Ok(verdict);
     }
     let optional = |value: Option<i64>| value.map_or_else(|| "none".to_owned(), |v| v.to_string());
-    println!("handled:       {}", status.handled);
-    println!("replayed:      {}", status.replayed);
-    println!("conflicts:     {}", status.conflicts);
-    println!("refused:       {}", status.refused);
-    println!("in progress:   {}", status.in_progress);
-    println!("missing:       {}", status.missing);
-    println!("first index:   {}", optional(status.first_index));
-    println!("highest index: {}", optional(status.highest_index));
-    println!("watermark:     {}", optional(status.watermark));
-    Ok(Verdict::Good)
+    println!("handled:        {}", status.handled);
+    println!("replayed:       {}", status.replayed);
+    println!("conflicts:      {}", status.conflicts);
+    println!("open conflicts: {}", status.open_conflicts);
+    println!("refused:        {}", status.refused);
+    println!("in progress:    {}", status.in_progress);
+    println!("unfinished:     {}", status.unfinished);
+    println!("missing:        {}", status.missing);
+    println!("unrecoverable:  {}", status.unrecoverable);
+    println!("resolved:       {}", status.resolved);
+    println!("index jumps:    {}", status.index_jumps);
+    println!("numbering:      {}", status.numbering);
+    println!("first index:    {}", optional(status.first_index));
+    println!("highest index:  {}", optional(status.highest_index));
+    println!("watermark:      {}", optional(status.watermark));
+    Ok(verdict)
 }
 
 #[derive(Serialize)]
@@ -66,11 +90,21 @@ struct Range {
 }
 
 #[derive(Serialize)]
-struct GapsJson {
+struct GapsJson<'a> {
     missing: u64,
     ranges: Vec<Range>,
     /// More ranges exist than `--limit` let be listed.
     truncated: bool,
+    /// Missing indexes no longer fetched (HTTP 404 for `--not-found-limit` recovery runs).
+    unrecoverable: Vec<i64>,
+    /// Indexes of deliveries claimed and never finished.
+    unfinished: Vec<i64>,
+    /// Open index jumps and reused indexes.
+    index_jumps: Vec<JumpJson<'a>>,
+    open_conflicts: u64,
+    /// Ranges closed by hand in the current numbering, newest first.
+    resolved: Vec<ResolutionJson<'a>>,
+    needs_attention: bool,
 }
 
 /// `3` or `6-8`.
@@ -78,30 +112,79 @@ pub fn range_text(first: i64, last: i64) -> String {
     if first == last { first.to_string() } else { format!("{first}-{last}") }
 }
 
-/// The missing indexes as ranges; exit 1 when any.
+/// Sorted indexes as ranges: `2-4,7`; `-` when there are none.
+pub fn indexes_text(indexes: &[i64]) -> String {
+    let mut parts = Vec::new();
+    let mut iter = indexes.iter().copied().peekable();
+    while let Some(first) = iter.next() {
+        let mut last = first;
+        while iter.peek() == Some(&(last + 1)) {
+            last += 1;
+            iter.next();
+        }
+        parts.push(range_text(first, last));
+    }
+    if parts.is_empty() { "-".to_owned() } else { parts.join(",") }
+}
+
+/// The missing indexes as ranges, then what else needs attention; exit 1 when anything does.
 pub fn gaps(args: &GapsArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
     let mut missing = journal.missing(limit.saturating_add(1))?;
     let truncated = missing.len() > limit;
     missing.truncate(limit);
-    let count = if missing.is_empty() { 0 } else { journal.status()?.missing };
+    let status = journal.status()?;
+    let unrecoverable = journal.unrecoverable(limit)?;
+    let unfinished = journal.unfinished(limit)?;
+    let jumps = journal.index_jumps(false, limit)?;
+    let resolutions: Vec<_> =
+        journal.resolutions(limit)?.into_iter().filter(|r| r.numbering == status.numbering).collect();
+    let needs_attention = Journal::needs_attention(&status);
     if args.json {
         let ranges = missing.iter().map(|&(first, last)| Range { first, last }).collect();
-        print_json(&GapsJson { missing: count, ranges, truncated })?;
+        print_json(&GapsJson {
+            missing: status.missing,
+            ranges,
+            truncated,
+            unrecoverable,
+            unfinished,
+            index_jumps: jumps.iter().map(JumpJson::of).collect(),
+            open_conflicts: status.open_conflicts,
+            resolved: resolutions.iter().map(ResolutionJson::of).collect(),
+            needs_attention,
+        })?;
     } else {
         for &(first, last) in &missing {
             println!("{}", range_text(first, last));
         }
+        if !unrecoverable.is_empty() {
+            println!("unrecoverable: {}", indexes_text(&unrecoverable));
+        }
+        if !unfinished.is_empty() {
+            println!("unfinished: {}", indexes_text(&unfinished));
+        }
+        for jump in &jumps {
+            println!("jump: {}", jump_line(jump));
+        }
+        if status.open_conflicts > 0 {
+            println!("conflicts: {} open (see 'slotpartner journal conflicts')", status.open_conflicts);
+        }
+        for resolution in &resolutions {
+            println!("resolved: {}", resolution_line(resolution));
+        }
         if truncated {
-            eprintln!("slotpartner: only the first {limit} ranges are listed ({count} indexes missing in all)");
+            eprintln!(
+                "slotpartner: only the first {limit} ranges are listed ({} indexes missing in all)",
+                status.missing
+            );
         }
     }
-    Ok(Verdict::bad_if(!missing.is_empty()))
+    Ok(Verdict::bad_if(needs_attention))
 }
 
 #[derive(Serialize)]
-struct RecordJson {
+struct RecordJson<'a> {
     key: String,
     event: Option<String>,
     index: Option<i64>,
@@ -114,10 +197,12 @@ struct RecordJson {
     finished: Option<String>,
     /// The stored reply as text (`done` records only).
     reply: Option<String>,
+    /// Conflicts on this record's key no operator resolved yet.
+    open_conflicts: Vec<ConflictJson<'a>>,
 }
 
-impl From<&Record> for RecordJson {
-    fn from(r: &Record) -> Self {
+impl RecordJson<'_> {
+    fn of(r: &Record) -> Self {
         RecordJson {
             key: r.key.clone(),
             event: r.name.clone(),
@@ -130,15 +215,29 @@ impl From<&Record> for RecordJson {
             lease_until: r.lease_until_ms.map(rfc3339_ms),
             finished: r.finished_ms.map(rfc3339_ms),
             reply: r.reply.as_deref().map(lossy),
+            open_conflicts: Vec::new(),
         }
     }
 }
 
-/// Every record of a transactionId; exit 1 when there is none.
+/// Every record of a transactionId and its open conflicts; exit 1 when there is no record.
 pub fn show(args: &ShowArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     let records = journal.lookup(args.transaction_id)?;
-    let shown: Vec<RecordJson> = records.iter().map(RecordJson::from).collect();
+    let conflicts: Vec<_> = journal
+        .conflicts(false, usize::MAX)?
+        .into_iter()
+        .filter(|c| c.transaction_id == Some(args.transaction_id))
+        .collect();
+    let mut shown: Vec<RecordJson> = records.iter().map(RecordJson::of).collect();
+    // Each conflict goes with the record of its key (the first delivery of that key); one whose
+    // key has no record here (it should not happen) goes with the first record.
+    for conflict in &conflicts {
+        let at = shown.iter().position(|r| r.key == conflict.key).unwrap_or(0);
+        if let Some(record) = shown.get_mut(at) {
+            record.open_conflicts.push(ConflictJson::of(conflict));
+        }
+    }
     if args.json {
         print_json(&shown)?;
     } else if shown.is_empty() {
@@ -163,6 +262,12 @@ pub fn show(args: &ShowArgs) -> Outcome {
             }
             println!("finished:       {}", or_none(&r.finished));
             println!("reply:          {}", or_none(&r.reply));
+            for conflict in &r.open_conflicts {
+                println!();
+                for line in conflict_lines(conflict.record) {
+                    println!("{line}");
+                }
+            }
         }
     }
     Ok(Verdict::bad_if(shown.is_empty()))

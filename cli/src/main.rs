@@ -1,17 +1,21 @@
 //! `slotpartner`, the operator command of the slotpartner library: what the delivery journal
-//! holds (`journal status`, `journal gaps`, `journal show`), recovery of lost events through the
-//! partner's own callback endpoint (`recover`), a body read with the library's validation
+//! holds (`journal status`, `journal gaps`, `journal show`) and the operator's decisions about it
+//! (`journal resolve`, `conflicts`, `jumps`, `renumber`, ...), recovery of lost events through
+//! the partner's own callback endpoint (`recover`), a body read with the library's validation
 //! (`inspect`), and the service's games (`games`).
 //!
 //! Exit statuses, the same for every command: 0 the answer is good news, 1 the answer is bad
-//! news (gaps remain, an invalid body, nothing found), 2 the command could not answer (usage,
-//! configuration, an unreachable journal or service). Errors are one line on stderr.
+//! news (the journal needs attention: indexes missing, deliveries unfinished, conflicts or index
+//! jumps open; an invalid body, nothing found), 2 the command could not answer (usage,
+//! configuration, an unreachable journal or service, another recovery running). Errors are one
+//! line on stderr.
 
 mod args;
 mod config;
 mod games;
 mod inspect;
 mod journal;
+mod journal_admin;
 mod output;
 mod recover;
 
@@ -57,6 +61,14 @@ fn main() -> ExitCode {
             JournalCommand::Status(a) => journal::status(&a),
             JournalCommand::Gaps(a) => journal::gaps(&a),
             JournalCommand::Show(a) => journal::show(&a),
+            JournalCommand::Resolve(a) => journal_admin::resolve(&a),
+            JournalCommand::Resolutions(a) => journal_admin::resolutions(&a),
+            JournalCommand::Conflicts(a) => journal_admin::conflicts(&a),
+            JournalCommand::ResolveConflict(a) => journal_admin::resolve_conflict(&a),
+            JournalCommand::Jumps(a) => journal_admin::jumps(&a),
+            JournalCommand::AcceptJump(a) => journal_admin::accept_jump(&a),
+            JournalCommand::JumpIsGap(a) => journal_admin::jump_is_gap(&a),
+            JournalCommand::Renumber(a) => journal_admin::renumber(&a),
         },
         Command::Recover(a) => recover::run(&a),
         Command::Inspect(a) => inspect::run(&a),

@@ -1,34 +1,42 @@
-//! `recover --callback-url URL`: every missing index fetched from the service and delivered to
-//! the partner's own callback endpoint, as the service would have delivered it. The endpoint's
-//! journal and logic handle it (a repeat is answered from the journal); this command claims and
-//! writes nothing, it only reads the journal: the missing indexes before, whether a late
-//! delivery handled an event meanwhile, and the gaps that remain after.
+//! `recover --callback-url URL`: every unfinished delivery and missing index, as the journal's
+//! recovery plan orders them, fetched from the service and delivered to the partner's own
+//! callback endpoint, as the service would have delivered it. The endpoint's journal and logic
+//! handle it (a repeat is answered from the journal); this command claims no delivery. It reads
+//! the journal (the plan, whether a late delivery handled an event meanwhile, what holds an
+//! index, what needs attention after the run) and writes only its bookkeeping: what each fetch
+//! got (`note_fetch`, which orders the next runs and makes an index answered 404 too often
+//! unrecoverable) and the lock that keeps two runs from overlapping.
 
+use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use slotpartner::client::Client;
-use slotpartner::journal::RecordState;
+use slotpartner::journal::{FetchOutcome, RecordState, Status};
 use slotpartner::{ErrorKind, EventKind, Journal, Receiver};
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 
 use crate::args::RecoverArgs;
 use crate::config::{client, open_journal, parser, seconds};
-use crate::journal::range_text;
+use crate::journal::{indexes_text, range_text};
 use crate::output::{print_json, quoted};
 use crate::{Fail, Outcome, Verdict};
 
-/// Connection failures in a row (to the service or the endpoint) after which the run stops:
-/// they do not get better index by index.
+/// Connection failures or time-outs in a row (to the service or the endpoint) after which the
+/// run stops: they do not get better index by index.
 const MAX_CONNECT_FAILURES_IN_A_ROW: u32 = 3;
 /// The most bytes of the endpoint's answer read.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
-/// Missing ranges read at the end, to name the gaps that remain.
+/// Missing ranges (and unrecoverable indexes) read at the end, to name what remains.
 const REMAINING_RANGES: usize = 1000;
+/// The journal's lock a run holds, so that two runs never overlap.
+const LOCK: &str = "recover";
+/// The lock's lease beyond `--max-time`: time for the last index and the final reading.
+const LOCK_MARGIN: Duration = Duration::from_secs(60);
 
 pub fn run(args: &RecoverArgs) -> Outcome {
     let endpoint = Endpoint::new(args)?;
@@ -47,12 +55,21 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     })?;
     let parser = parser(&args.index_field, args.strict_index)?;
     let journal = open_journal(&args.journal)?;
-    let missing_before = journal.status()?.missing;
-    let pending = missing_indexes(&journal, usize::try_from(args.limit).unwrap_or(usize::MAX))?;
+    let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
 
     if args.dry_run {
-        return dry_run(args, missing_before, &pending);
+        let status = journal.status()?;
+        let pending = journal.recovery_plan(limit)?;
+        let unrecoverable = journal.unrecoverable(REMAINING_RANGES)?;
+        return dry_run(args, &status, &pending, &unrecoverable);
     }
+    let started = Instant::now();
+    let deadline = started + args.max_time;
+    let lock = RunLock::take(&journal, args.max_time)?;
+    let before = journal.status()?;
+    let unfinished: HashSet<i64> = journal.unfinished(limit)?.into_iter().collect();
+    let pending = journal.recovery_plan(limit)?;
+
     let mut run = Run {
         journal: &journal,
         client: &client,
@@ -61,10 +78,26 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         service_unreachable: 0,
         endpoint_unreachable: 0,
     };
-    let mut report = Report { missing_before, taken: pending.len() as u64, ..Report::default() };
+    let mut report = Report {
+        missing_before: before.missing,
+        unfinished_before: before.unfinished,
+        taken: pending.len() as u64,
+        max_time: duration_text(args.max_time),
+        ..Report::default()
+    };
     let progress = Progress::new(pending.len() as u64, args.json);
+    let mut note_failure = None;
     for (position, &index) in pending.iter().enumerate() {
-        let result = run.recover(index);
+        if Instant::now() >= deadline {
+            let left = pending.len() - position;
+            report.not_tried = left as u64;
+            report.stopped = Some(format!("the run reached --max-time {}; {left} indexes not tried", report.max_time));
+            break;
+        }
+        let result = run.recover(index, unfinished.contains(&index));
+        if let Err(error) = journal.note_fetch(index, result.fetch_outcome()) {
+            note_failure.get_or_insert((index, error.message));
+        }
         report.count(&result);
         progress.show(&result, &report);
         report.results.push(result);
@@ -75,17 +108,36 @@ pub fn run(args: &RecoverArgs) -> Outcome {
                 .find(|(_, failures)| *failures >= MAX_CONNECT_FAILURES_IN_A_ROW);
         if let (Some((what, failures)), true) = (unreachable, left > 0) {
             report.not_tried = left as u64;
-            report.stopped =
-                Some(format!("{what} could not be reached {failures} times in a row; {left} indexes not tried"));
+            report.stopped = Some(format!(
+                "{what} could not be reached or did not answer in time {failures} times in a row; {left} indexes not tried"
+            ));
             break;
+        }
+        if left > 0 {
+            if let Err(error) = lock.renew(deadline.saturating_duration_since(Instant::now())) {
+                report.not_tried = left as u64;
+                report.stopped = Some(format!("{}; {left} indexes not tried", error.0));
+                break;
+            }
         }
     }
     progress.finish();
+    if let Some((index, message)) = note_failure {
+        eprintln!("slotpartner: warning: the journal did not note what the fetch of index {index} got: {message}");
+    }
 
     // The answer: the journal read again, now that the endpoint handled what it got.
+    let after = journal.status()?;
     let remaining = journal.missing(REMAINING_RANGES)?;
-    report.gaps_remaining = if remaining.is_empty() { 0 } else { journal.status()?.missing };
+    report.gaps_remaining = after.missing;
     report.remaining_ranges = remaining.iter().map(|&(first, last)| Range { first, last }).collect();
+    report.unfinished_remaining = after.unfinished;
+    report.open_conflicts = after.open_conflicts;
+    report.index_jumps = after.index_jumps;
+    report.unrecoverable_count = after.unrecoverable;
+    report.unrecoverable = journal.unrecoverable(REMAINING_RANGES)?;
+    report.needs_attention = Journal::needs_attention(&after);
+    drop(lock);
     let delivered_but_missing = report
         .results
         .iter()
@@ -104,42 +156,102 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     } else {
         report.print_summary();
     }
-    Ok(Verdict::bad_if(report.gaps_remaining > 0))
+    Ok(Verdict::bad_if(report.needs_attention))
 }
 
-/// The missing indexes and those of deliveries claimed but never finished (abandoned by the
-/// endpoint, or its worker died: their index counts as seen, yet nothing was stored), in order,
-/// at most `limit`.
-fn missing_indexes(journal: &Journal, limit: usize) -> Result<Vec<i64>, Fail> {
-    let mut pending = journal.unfinished(limit)?;
-    for (first, last) in journal.missing(limit)? {
-        pending.extend((first..=last).take(limit.saturating_sub(pending.len())));
-        if pending.len() >= limit {
-            break;
+/// `300s`, `1.5s`, `250ms`.
+fn duration_text(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{}s", duration.as_secs())
+    } else if duration.as_secs() == 0 {
+        format!("{}ms", duration.as_millis())
+    } else {
+        format!("{}s", duration.as_secs_f64())
+    }
+}
+
+/// The journal's lock `recover`, held for the run and released when dropped.
+struct RunLock<'a> {
+    journal: &'a Journal,
+    holder: String,
+}
+
+impl<'a> RunLock<'a> {
+    /// Takes the lock for `max_time` and a margin; fails naming who holds it and since when.
+    fn take(journal: &'a Journal, max_time: Duration) -> Result<RunLock<'a>, Fail> {
+        let holder = format!("slotpartner recover, pid {} on {}", std::process::id(), host_name());
+        match journal.take_lock(LOCK, &holder, max_time + LOCK_MARGIN) {
+            Ok(()) => Ok(RunLock { journal, holder }),
+            Err(error) if error.kind == ErrorKind::Busy => {
+                let held = error.message.strip_prefix("lock: ").unwrap_or(&error.message);
+                Err(Fail(format!("another run holds the journal's lock, so this one does not start: {held}")))
+            }
+            Err(error) => Err(error.into()),
         }
     }
-    pending.sort_unstable();
-    pending.dedup();
-    pending.truncate(limit);
-    Ok(pending)
+
+    /// Extends the lease to `left` of the run and the margin.
+    fn renew(&self, left: Duration) -> Result<(), Fail> {
+        self.journal
+            .take_lock(LOCK, &self.holder, left + LOCK_MARGIN)
+            .map_err(|error| Fail(format!("the journal's lock could not be renewed ({})", error.message)))
+    }
 }
 
-fn dry_run(args: &RecoverArgs, missing_before: u64, pending: &[i64]) -> Outcome {
+impl Drop for RunLock<'_> {
+    fn drop(&mut self) {
+        if let Err(error) = self.journal.release_lock(LOCK, &self.holder) {
+            eprintln!(
+                "slotpartner: warning: the journal's lock was not released ({}): it lapses by itself",
+                error.message
+            );
+        }
+    }
+}
+
+/// This host's name, for the lock's holder.
+fn host_name() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .chain(["HOSTNAME", "COMPUTERNAME"].iter().filter_map(|name| std::env::var(name).ok()))
+        .map(|name| crate::one_line(&name))
+        .find(|name| !name.is_empty())
+        .unwrap_or_else(|| "an unnamed host".to_owned())
+}
+
+fn dry_run(args: &RecoverArgs, status: &Status, pending: &[i64], unrecoverable: &[i64]) -> Outcome {
     if args.json {
         #[derive(Serialize)]
         struct DryRun<'a> {
             dry_run: bool,
             missing_before: u64,
+            unfinished_before: u64,
             would_fetch: &'a [i64],
+            unrecoverable: &'a [i64],
+            needs_attention: bool,
         }
-        print_json(&DryRun { dry_run: true, missing_before, would_fetch: pending })?;
+        print_json(&DryRun {
+            dry_run: true,
+            missing_before: status.missing,
+            unfinished_before: status.unfinished,
+            would_fetch: pending,
+            unrecoverable,
+            needs_attention: Journal::needs_attention(status),
+        })?;
     } else {
         for index in pending {
             println!("index={index} result=would_fetch");
         }
-        println!("summary dry_run=true missing_before={missing_before} would_fetch={}", pending.len());
+        println!(
+            "summary dry_run=true missing_before={} unfinished_before={} would_fetch={} unrecoverable={}",
+            status.missing,
+            status.unfinished,
+            pending.len(),
+            indexes_text(unrecoverable)
+        );
     }
-    Ok(Verdict::bad_if(missing_before > 0))
+    Ok(Verdict::bad_if(Journal::needs_attention(status)))
 }
 
 /// The partner's own callback endpoint and the agent that posts to it.
@@ -240,7 +352,19 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn recover(&mut self, index: i64) -> ItemResult {
+    /// Fetches and delivers `index` (`unfinished`: a delivery claimed there was never finished).
+    fn recover(&mut self, index: i64, unfinished: bool) -> ItemResult {
+        let mut item = self.try_recover(index);
+        item.unfinished = unfinished;
+        if unfinished && item.fetch_outcome() != FetchOutcome::Settled {
+            let message = item.message.take().unwrap_or_default();
+            item.message =
+                Some(format!("{message}; the delivery claimed at index {index} stays unfinished (nothing stored)"));
+        }
+        item
+    }
+
+    fn try_recover(&mut self, index: i64) -> ItemResult {
         let mut item = ItemResult::new(index);
         let body = match self.client.fetch_event(index) {
             Ok(Some(body)) => {
@@ -253,7 +377,7 @@ impl Run<'_> {
                 return item.not_fetched("not_found", message);
             }
             Err(error) => {
-                let unreachable = matches!(error.kind, ErrorKind::Connect | ErrorKind::Tls);
+                let unreachable = matches!(error.kind, ErrorKind::Connect | ErrorKind::Tls | ErrorKind::Timeout);
                 self.service_unreachable = if unreachable { self.service_unreachable + 1 } else { 0 };
                 let reason = if error.kind == ErrorKind::BadResponse { "invalid_event" } else { "service" };
                 return item.not_fetched(reason, error.message);
@@ -275,6 +399,23 @@ impl Run<'_> {
             let message = format!("the fetched event carries index {got}, not the {index} asked for");
             return item.not_fetched("invalid_event", message);
         }
+        // What the journal holds at this index: an unfinished delivery of another transaction
+        // there is not this event's to settle; the operator decides.
+        if let Some(id) = transaction_id {
+            let held = match self.journal.deliveries_at(index) {
+                Ok(held) => held,
+                Err(error) => return item.not_fetched("journal", error.message),
+            };
+            if let Some((key, state, other)) =
+                held.into_iter().find(|(_, state, other)| state != "done" && other.is_some_and(|other| other != id))
+            {
+                let message = format!(
+                    "the service answers index {index} with transactionId {id}, but the journal holds {key} ({state}, transactionId {}) at that index: not delivered; settle it by hand",
+                    other.unwrap_or_default()
+                );
+                return item.not_fetched("journal", message);
+            }
+        }
         // A late delivery may have handled it since the journal was read: the endpoint will
         // answer from its journal; say so.
         let handled_before = transaction_id.is_some_and(|id| {
@@ -290,8 +431,8 @@ impl Run<'_> {
                 answered
             }
             Err(error) => {
-                let unreachable = !matches!(error, ureq::Error::Timeout(_));
-                self.endpoint_unreachable = if unreachable { self.endpoint_unreachable + 1 } else { 0 };
+                // No connection, a TLS failure or a time-out: each counts toward stopping.
+                self.endpoint_unreachable += 1;
                 return item.endpoint_failed(None, format!("no answer from the callback endpoint: {error}"));
             }
         };
@@ -299,22 +440,40 @@ impl Run<'_> {
         if status != 200 {
             return item.endpoint_failed(Some(status), format!("HTTP {status}: {}", excerpt(&answer)));
         }
-        let Some(wrapper) = wrapper else {
-            item.result = "recovered";
-            return item;
-        };
-        let reply: Option<serde_json::Value> = serde_json::from_str(&answer).ok();
-        let inner = reply.as_ref().and_then(|v| v.get(wrapper));
-        match inner.and_then(|w| w.get("success")).and_then(serde_json::Value::as_bool) {
-            Some(true) => item.result = if handled_before { "handled_meanwhile" } else { "recovered" },
-            Some(false) => {
-                let said = inner.and_then(|w| w.get("errorMessage")).and_then(serde_json::Value::as_str).unwrap_or("");
-                item.result = "refused";
-                item.message = Some(format!("the endpoint answered success:false: {}", quoted(said)));
+        match wrapper {
+            None => item.result = "recovered",
+            Some(wrapper) => {
+                let reply: Option<serde_json::Value> = serde_json::from_str(&answer).ok();
+                let inner = reply.as_ref().and_then(|v| v.get(wrapper));
+                match inner.and_then(|w| w.get("success")).and_then(serde_json::Value::as_bool) {
+                    Some(true) => item.result = if handled_before { "handled_meanwhile" } else { "recovered" },
+                    Some(false) => {
+                        let said =
+                            inner.and_then(|w| w.get("errorMessage")).and_then(serde_json::Value::as_str).unwrap_or("");
+                        item.result = "refused";
+                        item.message = Some(format!("the endpoint answered success:false: {}", quoted(said)));
+                    }
+                    None => {
+                        let message = format!("the answer is not a {wrapper} reply with success: {}", excerpt(&answer));
+                        return item.endpoint_failed(Some(status), message);
+                    }
+                }
             }
-            None => {
-                let message = format!("the answer is not a {wrapper} reply with success: {}", excerpt(&answer));
-                return item.endpoint_failed(Some(status), message);
+        }
+        // Answered: the journal must hold no unfinished delivery at this index any more.
+        match self.journal.deliveries_at(index) {
+            Ok(held) => {
+                if let Some((key, state, _)) = held.into_iter().find(|(_, state, _)| state != "done") {
+                    let message = format!(
+                        "the endpoint answered HTTP 200, yet the journal still holds {key} ({state}) at index {index}: does that endpoint use the journal given here?"
+                    );
+                    item.result = "unsettled";
+                    item.message = Some(message);
+                }
+            }
+            Err(error) => {
+                item.result = "unsettled";
+                item.message = Some(format!("the journal could not be read after the delivery: {}", error.message));
             }
         }
         item
@@ -334,10 +493,14 @@ fn excerpt(text: &str) -> String {
 #[derive(Debug, Serialize)]
 struct ItemResult {
     index: i64,
-    /// `recovered`, `handled_meanwhile`, `refused`, `not_fetched` or `endpoint_failed`.
+    /// `recovered`, `handled_meanwhile`, `refused`, `not_fetched`, `endpoint_failed` or
+    /// `unsettled` (answered, yet the journal still holds an unfinished delivery there).
     result: &'static str,
-    /// For `not_fetched`: `not_found`, `service` or `invalid_event`.
+    /// For `not_fetched`: `not_found`, `service`, `invalid_event` or `journal` (fetched, not
+    /// delivered: the journal holds an unfinished delivery of another transaction there).
     reason: Option<&'static str>,
+    /// A delivery claimed at this index was never finished (rather than the index missing).
+    unfinished: bool,
     event: Option<String>,
     transaction_id: Option<i64>,
     /// The callback endpoint's HTTP status.
@@ -351,6 +514,7 @@ impl ItemResult {
             index,
             result: "",
             reason: None,
+            unfinished: false,
             event: None,
             transaction_id: None,
             http_status: None,
@@ -376,6 +540,16 @@ impl ItemResult {
         matches!(self.result, "recovered" | "handled_meanwhile")
     }
 
+    /// What the journal notes for the index: settled (recovered, handled meanwhile, or refused
+    /// by the endpoint, which is final), not found (HTTP 404), or failed.
+    fn fetch_outcome(&self) -> FetchOutcome {
+        match (self.result, self.reason) {
+            ("recovered" | "handled_meanwhile" | "refused", _) => FetchOutcome::Settled,
+            ("not_fetched", Some("not_found")) => FetchOutcome::NotFound,
+            _ => FetchOutcome::Failed,
+        }
+    }
+
     fn line(&self) -> String {
         let mut line = format!("index={} result={}", self.index, self.result);
         if let Some(reason) = self.reason {
@@ -390,6 +564,9 @@ impl ItemResult {
         if let Some(status) = self.http_status {
             line.push_str(&format!(" http={status}"));
         }
+        if self.unfinished {
+            line.push_str(" unfinished=true");
+        }
         if let Some(message) = &self.message {
             line.push_str(&format!(" message={}", quoted(message)));
         }
@@ -402,6 +579,7 @@ struct NotFetched {
     not_found: u64,
     service: u64,
     invalid_event: u64,
+    journal: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -414,9 +592,13 @@ struct Range {
 #[derive(Debug, Default, Serialize)]
 struct Report {
     callback_url: String,
+    /// `--max-time`.
+    max_time: String,
     /// Indexes missing from the journal when the run began.
     missing_before: u64,
-    /// Indexes this run took on (at most `--limit`).
+    /// Deliveries claimed and never finished when the run began.
+    unfinished_before: u64,
+    /// Indexes this run took on (at most `--limit`): unfinished ones first, then missing ones.
     taken: u64,
     /// Fetched, delivered, and answered with success.
     recovered: u64,
@@ -424,10 +606,12 @@ struct Report {
     handled_meanwhile: u64,
     /// Delivered; the endpoint answered `success:false` (its index is seen now).
     refused: u64,
-    /// Not fetched, by reason.
+    /// Not fetched (or fetched and not delivered), by reason.
     not_fetched: NotFetched,
     /// Fetched, but the endpoint failed (no answer, not HTTP 200, not a reply).
     endpoint_failures: u64,
+    /// Answered, yet the journal still holds an unfinished delivery at the index.
+    unsettled: u64,
     /// Left when the run stopped early.
     not_tried: u64,
     stopped: Option<String>,
@@ -435,6 +619,17 @@ struct Report {
     gaps_remaining: u64,
     /// The first of them, as ranges.
     remaining_ranges: Vec<Range>,
+    /// Missing indexes no longer fetched (HTTP 404 for `--not-found-limit` runs): resolve them
+    /// by hand (`journal resolve`). Their count, and the first of them.
+    unrecoverable_count: u64,
+    unrecoverable: Vec<i64>,
+    /// Deliveries claimed and never finished after the run.
+    unfinished_remaining: u64,
+    /// Conflicts and index jumps no operator decided yet.
+    open_conflicts: u64,
+    index_jumps: u64,
+    /// Whether the journal needs an operator's look after the run: the exit status is 1.
+    needs_attention: bool,
     results: Vec<ItemResult>,
 }
 
@@ -444,40 +639,58 @@ impl Report {
             ("recovered", _) => self.recovered += 1,
             ("handled_meanwhile", _) => self.handled_meanwhile += 1,
             ("refused", _) => self.refused += 1,
+            ("unsettled", _) => self.unsettled += 1,
             ("not_fetched", Some("not_found")) => self.not_fetched.not_found += 1,
             ("not_fetched", Some("invalid_event")) => self.not_fetched.invalid_event += 1,
+            ("not_fetched", Some("journal")) => self.not_fetched.journal += 1,
             ("not_fetched", _) => self.not_fetched.service += 1,
             _ => self.endpoint_failures += 1,
         }
     }
 
     fn not_fetched_total(&self) -> u64 {
-        self.not_fetched.not_found + self.not_fetched.service + self.not_fetched.invalid_event
+        let n = &self.not_fetched;
+        n.not_found + n.service + n.invalid_event + n.journal
     }
 
     fn print_summary(&self) {
         println!(
-            "summary missing_before={} taken={} recovered={} handled_meanwhile={} refused={} not_fetched={} endpoint_failures={} not_tried={}",
+            "summary missing_before={} unfinished_before={} taken={} recovered={} handled_meanwhile={} refused={} not_fetched={} endpoint_failures={} unsettled={} not_tried={}",
             self.missing_before,
+            self.unfinished_before,
             self.taken,
             self.recovered,
             self.handled_meanwhile,
             self.refused,
             self.not_fetched_total(),
             self.endpoint_failures,
+            self.unsettled,
             self.not_tried
         );
+        let n = &self.not_fetched;
         println!(
-            "summary not_found={} service={} invalid_event={}",
-            self.not_fetched.not_found, self.not_fetched.service, self.not_fetched.invalid_event
+            "summary not_found={} service={} invalid_event={} journal={}",
+            n.not_found, n.service, n.invalid_event, n.journal
         );
         if let Some(stopped) = &self.stopped {
             println!("summary stopped={}", quoted(stopped));
         }
+        let more = if self.unrecoverable_count > self.unrecoverable.len() as u64 { ",..." } else { "" };
+        println!(
+            "summary unrecoverable={}{more} unfinished_remaining={} open_conflicts={} index_jumps={}",
+            indexes_text(&self.unrecoverable),
+            self.unfinished_remaining,
+            self.open_conflicts,
+            self.index_jumps
+        );
         let ranges: Vec<String> = self.remaining_ranges.iter().take(20).map(|r| range_text(r.first, r.last)).collect();
         let more = if self.remaining_ranges.len() > 20 { ",..." } else { "" };
         let remaining = if ranges.is_empty() { "-".to_owned() } else { format!("{}{more}", ranges.join(",")) };
-        let result = if self.gaps_remaining == 0 { "ok" } else { "gaps_remain" };
+        let result = match (self.needs_attention, self.gaps_remaining) {
+            (false, _) => "ok",
+            (true, 0) => "attention_needed",
+            (true, _) => "gaps_remain",
+        };
         println!("summary gaps_remaining={} remaining={remaining} result={result}", self.gaps_remaining);
     }
 }
@@ -516,7 +729,7 @@ impl Progress {
             }
         }
         if let Some(bar) = &self.bar {
-            let failed = report.not_fetched_total() + report.endpoint_failures + report.refused;
+            let failed = report.not_fetched_total() + report.endpoint_failures + report.refused + report.unsettled;
             bar.set_message(format!("recovered {}, failed {failed}", report.recovered + report.handled_meanwhile));
             bar.inc(1);
         }

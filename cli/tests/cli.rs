@@ -6,6 +6,7 @@
 mod support;
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use slotpartner::journal::{Begin, Delivery};
 use slotpartner::{ParseOptions, parse};
@@ -60,28 +61,49 @@ fn prepared_journal(scratch: &Scratch) -> String {
 fn journal_status_counts_and_figures() {
     let scratch = Scratch::new("status");
     let url = prepared_journal(&scratch);
-    let out = run(&["journal", "status", "--journal", &url]).expect(0);
+    // Indexes are missing: the journal needs attention, exit 1.
+    let out = run(&["journal", "status", "--journal", &url]).expect(1);
     for line in [
-        "handled:       3",
-        "replayed:      1",
-        "refused:       1",
-        "in progress:   1",
-        "missing:       3",
-        "first index:   1",
-        "highest index: 8",
-        "watermark:     2",
+        "handled:        3",
+        "replayed:       1",
+        "open conflicts: 0",
+        "refused:        1",
+        "in progress:    1",
+        "unfinished:     0",
+        "missing:        3",
+        "unrecoverable:  0",
+        "resolved:       0",
+        "index jumps:    0",
+        "numbering:      1",
+        "first index:    1",
+        "highest index:  8",
+        "watermark:      2",
     ] {
         assert!(out.stdout.lines().any(|l| l == line), "{line:?} in\n{}", out.stdout);
     }
     // The environment variable works as the option does; the option wins.
-    let json = run_with(&["journal", "status", "--json"], &[("SLOTPARTNER_JOURNAL", &url)], None).expect(0).json();
+    let json = run_with(&["journal", "status", "--json"], &[("SLOTPARTNER_JOURNAL", &url)], None).expect(1).json();
     assert_eq!(json["missing"], 3);
     assert_eq!(json["handled"], 3);
     assert_eq!(json["in_progress"], 1);
     assert_eq!(json["watermark"], 2);
     assert_eq!(json["highest_index"], 8);
+    assert_eq!((json["unfinished"].as_u64(), json["open_conflicts"].as_u64()), (Some(0), Some(0)));
+    assert_eq!((json["index_jumps"].as_u64(), json["resolved"].as_u64()), (Some(0), Some(0)));
+    assert_eq!((json["unrecoverable"].as_u64(), json["numbering"].as_i64()), (Some(0), Some(1)));
+    assert_eq!(json["needs_attention"], true);
     let out = run_with(&["journal", "status", "--journal", &url], &[("SLOTPARTNER_JOURNAL", "mysql://x")], None);
-    out.expect(0);
+    out.expect(1);
+
+    // A journal with nothing to look at: exit 0.
+    let full = Scratch::new("status-full");
+    let journal = open_journal(&full.journal_url());
+    for index in 1..=3 {
+        let Begin::New(claim) = journal.begin(&delivery(&refund_body(800 + index, index))).unwrap() else { panic!() };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    let json = run(&["journal", "status", "--journal", &full.journal_url(), "--json"]).expect(0).json();
+    assert_eq!((json["handled"].as_u64(), json["needs_attention"].as_bool()), (Some(3), Some(false)));
 }
 
 #[test]
@@ -89,12 +111,17 @@ fn journal_gaps_lists_ranges_and_fails_while_any_remain() {
     let scratch = Scratch::new("gaps");
     let url = prepared_journal(&scratch);
     let out = run(&["journal", "gaps", "--journal", &url]).expect(1);
+    // Nothing else needs a look: the claim on 6 is live (in progress, not unfinished).
     assert_eq!(out.stdout, "3-4\n7\n");
     assert!(out.stderr.is_empty(), "{}", out.stderr);
     let json = run(&["journal", "gaps", "--journal", &url, "--json"]).expect(1).json();
     assert_eq!(json["missing"], 3);
     assert_eq!(json["ranges"], serde_json::json!([{"first":3,"last":4},{"first":7,"last":7}]));
     assert_eq!(json["truncated"], false);
+    for list in ["unrecoverable", "unfinished", "index_jumps", "resolved"] {
+        assert_eq!(json[list], serde_json::json!([]), "{list}");
+    }
+    assert_eq!((json["open_conflicts"].as_u64(), json["needs_attention"].as_bool()), (Some(0), Some(true)));
     let out = run(&["journal", "gaps", "--journal", &url, "--limit", "1"]).expect(1);
     assert_eq!(out.stdout, "3-4\n");
     assert!(out.stderr.contains("only the first 1 ranges"), "{}", out.stderr);
@@ -176,6 +203,205 @@ fn journal_errors_are_one_line_and_exit_2() {
     assert_eq!(line, "slotpartner: no journal: give --journal URL or set SLOTPARTNER_JOURNAL");
     let line = run(&["journal", "show", "abc", "--journal", &absent]).expect(2).one_error_line().to_owned();
     assert!(line.contains("'abc'") && line.ends_with("(see 'slotpartner journal show --help')"), "{line}");
+}
+
+/// A journal with refunds 1..=`last` done, except those in `skip`.
+fn journal_of_refunds(scratch: &Scratch, last: i64, skip: &[i64]) -> (String, std::sync::Arc<slotpartner::Journal>) {
+    let url = scratch.journal_url();
+    let journal = open_journal(&url);
+    for index in (1..=last).filter(|i| !skip.contains(i)) {
+        let Begin::New(claim) = journal.begin(&delivery(&refund_body(700 + index, index))).unwrap() else { panic!() };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    (url, journal)
+}
+
+#[test]
+fn journal_resolve_closes_gaps_by_hand_and_keeps_the_note() {
+    let scratch = Scratch::new("resolve");
+    let url = prepared_journal(&scratch);
+    run(&["journal", "gaps", "--journal", &url]).expect(1);
+
+    // No note: a usage error, and nothing is resolved.
+    let line = run(&["journal", "resolve", "3-4", "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.contains("--note") && line.ends_with("(see 'slotpartner journal resolve --help')"), "{line}");
+    let line =
+        run(&["journal", "resolve", "3-4", "--note", " ", "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.starts_with("slotpartner: note: "), "{line}");
+    let line =
+        run(&["journal", "resolve", "7-9", "--note", "x", "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.contains("beyond the highest index seen (8)"), "{line}");
+    assert_eq!(run(&["journal", "status", "--journal", &url, "--json"]).expect(1).json()["missing"], 3);
+
+    let out =
+        run(&["journal", "resolve", "3-4", "--note", "ticket 12: no events 3 and 4", "--journal", &url]).expect(0);
+    assert_eq!(out.stdout, "resolved 3-4: 2 missing indexes closed (1 missing now)\n");
+    let out = run(&["journal", "gaps", "--journal", &url]).expect(1);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines[0], "7");
+    assert!(lines[1].starts_with("resolved: id=1 range=3-4 closed=2 numbering=1 at=20"), "{}", lines[1]);
+    assert!(lines[1].ends_with(r#" note="ticket 12: no events 3 and 4""#), "{}", lines[1]);
+
+    // A single index; then no gap remains: exit 0, the resolutions listed.
+    run(&["journal", "resolve", "7", "--note", "settled by hand", "--journal", &url]).expect(0);
+    let json = run(&["journal", "gaps", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((json["missing"].as_u64(), json["needs_attention"].as_bool()), (Some(0), Some(false)));
+    assert_eq!(json["ranges"], serde_json::json!([]));
+    let resolved = json["resolved"].as_array().unwrap();
+    assert_eq!(resolved.len(), 2);
+    assert_eq!((resolved[0]["first"].as_i64(), resolved[0]["last"].as_i64()), (Some(7), Some(7)));
+    assert_eq!((resolved[1]["first"].as_i64(), resolved[1]["closed"].as_i64()), (Some(3), Some(2)));
+    assert_eq!(resolved[1]["note"], "ticket 12: no events 3 and 4");
+    assert!(is_rfc3339_utc(resolved[1]["at"].as_str().unwrap()));
+    let json = run(&["journal", "status", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((json["missing"].as_u64(), json["resolved"].as_u64()), (Some(0), Some(3)));
+
+    let json = run(&["journal", "resolutions", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(json.as_array().unwrap().len(), 2);
+    let out = run(&["journal", "resolutions", "--journal", &url, "--limit", "1"]).expect(0);
+    assert_eq!(out.stdout.lines().count(), 1);
+    assert!(out.stdout.starts_with("id=2 range=7 closed=1 "), "{}", out.stdout);
+    assert!(out.stderr.contains("only the first 1 resolutions"), "{}", out.stderr);
+}
+
+#[test]
+fn an_index_jump_needs_attention_until_an_operator_decides_it() {
+    let scratch = Scratch::new("jumps");
+    let (url, journal) = journal_of_refunds(&scratch, 5, &[]);
+    run(&["journal", "status", "--journal", &url]).expect(0);
+    const FAR: i64 = 1_000_000_000_000;
+    let Begin::New(claim) = journal.begin(&delivery(&refund_body(9_999, FAR))).unwrap() else { panic!() };
+    journal.finish(&claim, b"{}").unwrap();
+
+    // The stretch is not counted missing, but the jump is open: exit 1.
+    let out = run(&["journal", "status", "--journal", &url]).expect(1);
+    assert!(out.stdout.lines().any(|l| l == "index jumps:    1"), "{}", out.stdout);
+    assert!(out.stdout.lines().any(|l| l == "missing:        0"), "{}", out.stdout);
+    let json = run(&["journal", "jumps", "--journal", &url, "--json"]).expect(1).json();
+    let jumps = json.as_array().unwrap();
+    assert_eq!(jumps.len(), 1);
+    let jump = &jumps[0];
+    assert_eq!((jump["kind"].as_str(), jump["index"].as_i64()), (Some("jump"), Some(FAR)));
+    assert_eq!(jump["previous_highest"], 5);
+    assert_eq!(
+        (jump["name"].as_str(), jump["key"].as_str()),
+        (Some("gameSessionBuyRefund"), Some("gameSessionBuyRefund:9999"))
+    );
+    assert!(is_rfc3339_utc(jump["at"].as_str().unwrap()), "{jump}");
+    assert_eq!(jump["decision"], serde_json::Value::Null);
+    let id = jump["id"].as_i64().unwrap().to_string();
+    let out = run(&["journal", "jumps", "--journal", &url]).expect(1);
+    assert!(
+        out.stdout.starts_with(&format!(
+            "id={id} kind=jump index={FAR} previous_highest=5 event=gameSessionBuyRefund key=gameSessionBuyRefund:9999 numbering=1 at=20"
+        )) && out.stdout.ends_with(" state=open\n"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&["journal", "gaps", "--journal", &url]).expect(1);
+    assert!(out.stdout.starts_with(&format!("jump: id={id} kind=jump index={FAR} ")), "{}", out.stdout);
+    let gaps = run(&["journal", "gaps", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!(gaps["index_jumps"][0]["index"], FAR);
+
+    let line =
+        run(&["journal", "accept-jump", "99", "--note", "x", "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.starts_with("slotpartner: id: no open index jump has id 99"), "{line}");
+    let out = run(&["journal", "accept-jump", &id, "--note", "x", "--journal", &url]).expect(0);
+    assert_eq!(out.stdout, format!("index jump {id} accepted (0 open now, 0 indexes missing)\n"));
+    run(&["journal", "status", "--journal", &url]).expect(0);
+    run(&["journal", "gaps", "--journal", &url]).expect(0);
+    assert_eq!(run(&["journal", "jumps", "--journal", &url, "--json"]).expect(0).json(), serde_json::json!([]));
+    let all = run(&["journal", "jumps", "--all", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((all[0]["decision"].as_str(), all[0]["note"].as_str()), (Some("accepted"), Some("x")));
+
+    // A jump that was an outage: its stretch counts as missing, for recovery.
+    let Begin::New(claim) = journal.begin(&delivery(&refund_body(9_998, FAR + 200_001))).unwrap() else { panic!() };
+    journal.finish(&claim, b"{}").unwrap();
+    let json = run(&["journal", "jumps", "--journal", &url, "--json"]).expect(1).json();
+    let id = json[0]["id"].as_i64().unwrap().to_string();
+    assert_eq!(json[0]["previous_highest"], FAR);
+    let out = run(&["journal", "jump-is-gap", &id, "--note", "the endpoint was down", "--journal", &url]).expect(0);
+    assert!(out.stdout.contains("200000 indexes missing"), "{}", out.stdout);
+    let out = run(&["journal", "gaps", "--journal", &url]).expect(1);
+    assert_eq!(out.stdout, format!("{}-{}\n", FAR + 1, FAR + 200_000));
+
+    // The service restarted its numbering: a new one counts from 1 afresh.
+    let out = run(&["journal", "renumber", "--from", "1", "--note", "service reset", "--journal", &url]).expect(0);
+    assert_eq!(out.stdout, "numbering 2 starts at index 1\n");
+    let json = run(&["journal", "status", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((json["numbering"].as_i64(), json["missing"].as_u64()), (Some(2), Some(0)));
+    let all = run(&["journal", "jumps", "--all", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((all[0]["kind"].as_str(), all[0]["index"].as_i64()), (Some("renumbered"), Some(1)));
+}
+
+#[test]
+fn an_abandoned_delivery_needs_attention() {
+    let scratch = Scratch::new("abandoned");
+    let (url, journal) = journal_of_refunds(&scratch, 5, &[4]);
+    let Begin::New(claim) = journal.begin(&delivery(&refund_body(704, 4))).unwrap() else { panic!() };
+    run(&["journal", "status", "--journal", &url]).expect(0);
+    journal.abandon(&claim).unwrap();
+
+    let out = run(&["journal", "status", "--journal", &url]).expect(1);
+    assert!(out.stdout.lines().any(|l| l == "unfinished:     1"), "{}", out.stdout);
+    assert!(out.stdout.lines().any(|l| l == "missing:        0"), "{}", out.stdout);
+    let json = run(&["journal", "status", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!((json["unfinished"].as_u64(), json["missing"].as_u64()), (Some(1), Some(0)));
+    let out = run(&["journal", "gaps", "--journal", &url]).expect(1);
+    assert_eq!(out.stdout, "unfinished: 4\n");
+    let json = run(&["journal", "gaps", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!((json["unfinished"].clone(), json["missing"].as_u64()), (serde_json::json!([4]), Some(0)));
+}
+
+#[test]
+fn conflicts_are_listed_with_both_contents_until_resolved() {
+    let scratch = Scratch::new("conflicts");
+    let url = prepared_journal(&scratch);
+    let journal = open_journal(&url);
+    let Begin::Conflict(_) = journal.begin(&delivery(&payout_body(900_002, 2, 999))).unwrap() else { panic!() };
+
+    let json = run(&["journal", "status", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!(json["open_conflicts"], 1);
+    let json = run(&["journal", "conflicts", "--journal", &url, "--json"]).expect(1).json();
+    let conflict = &json[0];
+    assert_eq!(
+        (conflict["key"].as_str(), conflict["transaction_id"].as_i64()),
+        (Some("jackpotPayout:900002"), Some(900_002))
+    );
+    assert_eq!(conflict["outcome"], "refused");
+    let differing = conflict["differing"].as_array().unwrap();
+    assert_eq!(differing.len(), 1, "{conflict}");
+    assert!(differing[0].as_str().unwrap().starts_with("moneyWon"), "{conflict}");
+    assert!(conflict["first_content"].as_str().unwrap().contains("150000"), "{conflict}");
+    assert!(conflict["now_content"].as_str().unwrap().contains("999"), "{conflict}");
+    assert!(is_rfc3339_utc(conflict["first_seen"].as_str().unwrap()));
+    let id = conflict["id"].as_i64().unwrap().to_string();
+
+    let out = run(&["journal", "conflicts", "--journal", &url]).expect(1);
+    assert!(out.stdout.starts_with(&format!("conflict {id}: jackpotPayout:900002 (open)\n")), "{}", out.stdout);
+    for part in ["  differs: moneyWon", "  first content: {", "  now content:   {", "  outcome: refused deliveries: 1 "]
+    {
+        assert!(out.stdout.lines().any(|l| l.starts_with(part)), "{part:?} in\n{}", out.stdout);
+    }
+
+    // `journal show` names the transaction's open conflict.
+    let out = run(&["journal", "show", "900002", "--journal", &url]).expect(0);
+    assert!(out.stdout.contains(&format!("\nconflict {id}: jackpotPayout:900002 (open)\n")), "{}", out.stdout);
+    let json = run(&["journal", "show", "900002", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(json[0]["open_conflicts"][0]["id"].as_i64().unwrap().to_string(), id);
+    let json = run(&["journal", "show", "900001", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(json[0]["open_conflicts"], serde_json::json!([]));
+
+    run(&["journal", "resolve-conflict", &id, "--journal", &url]).expect(2);
+    let out = run(&["journal", "resolve-conflict", &id, "--note", "a test payout", "--journal", &url]).expect(0);
+    assert_eq!(out.stdout, format!("conflict {id} resolved (0 open now)\n"));
+    assert_eq!(run(&["journal", "conflicts", "--journal", &url, "--json"]).expect(0).json(), serde_json::json!([]));
+    let all = run(&["journal", "conflicts", "--all", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(all[0]["note"], "a test payout");
+    assert!(is_rfc3339_utc(all[0]["resolved"].as_str().unwrap()));
+    let out = run(&["journal", "show", "900002", "--journal", &url]).expect(0);
+    assert!(!out.stdout.contains("conflict"), "{}", out.stdout);
+    run(&["journal", "resolve-conflict", &id, "--note", "again", "--journal", &url]).expect(2);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,13 +563,22 @@ fn recover_under_faults_reports_each_index_and_a_later_run_finishes() {
     assert_eq!((first["result"].as_str(), first["reason"].as_str()), (Some("not_fetched"), Some("invalid_event")));
     assert!(first["message"].as_str().unwrap().contains("transactionId"), "{first}");
 
-    // The service times out for every fetch.
+    // The service times out for every fetch: time-outs count as connection failures, and the
+    // run stops after three in a row.
     let slow = format!("{base}/fault/slow/2000");
     let mut args = recover_args(&url, &slow, ca, &endpoint);
-    args.extend(["--timeout", "0.2", "--limit", "1"]);
+    args.extend(["--timeout", "0.2"]);
     let out = run(&args).expect(1);
-    assert!(out.stdout.contains("result=not_fetched reason=service"), "{}", out.stdout);
-    assert_eq!(summary(&out)["taken"], "1");
+    assert_eq!(out.stdout.matches("result=not_fetched reason=service").count(), 3, "{}", out.stdout);
+    let s = summary(&out);
+    assert_eq!((s["taken"].as_str(), s["not_tried"].as_str()), ("4", "1"));
+    assert!(
+        out.stdout.contains(
+            r#"summary stopped="the service could not be reached or did not answer in time 3 times in a row; 1 indexes not tried""#
+        ),
+        "{}",
+        out.stdout
+    );
 
     // The endpoint fails on one index: reported with its status; the others are recovered.
     endpoint.fail_index(lost[1]);
@@ -399,7 +634,7 @@ fn recover_stops_when_the_endpoint_cannot_be_reached_and_checks_its_configuratio
     assert_eq!(s["gaps_remaining"], "8");
     assert!(
         out.stdout.contains(
-            r#"summary stopped="the callback endpoint could not be reached 3 times in a row; 5 indexes not tried""#
+            r#"summary stopped="the callback endpoint could not be reached or did not answer in time 3 times in a row; 5 indexes not tried""#
         ),
         "{}",
         out.stdout
@@ -452,6 +687,29 @@ fn recover_warns_when_the_endpoint_uses_another_journal() {
 }
 
 #[test]
+fn recover_reports_an_unfinished_delivery_the_endpoint_did_not_settle() {
+    let scratch = Scratch::new("recover-unsettled");
+    let (url, journal) = journal_of_service_events(&scratch, 1, &[1, 3]);
+    let body = burst::burst_event(1, EventMix::Mixed, 2).body;
+    let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!() };
+    journal.abandon(&claim).unwrap();
+    // The endpoint writes to another journal: it answers, but this journal's claim stays.
+    let other = format!("sqlite:{}", scratch.path("other.db").display());
+    let endpoint = Endpoint::start(open_journal(&other));
+    let service = sandbox(1, 3);
+    let ca = ca_file(&scratch, &service);
+    let out = run(&recover_args(&url, &service.base_url(), path_str(&ca), &endpoint)).expect(1);
+    let line = out.stdout.lines().find(|l| l.starts_with("index=2 ")).unwrap();
+    assert!(line.starts_with("index=2 result=unsettled "), "{line}");
+    assert!(line.contains(" http=200 unfinished=true message="), "{line}");
+    assert!(line.contains("yet the journal still holds ") && line.contains(" (abandoned) at index 2"), "{line}");
+    let s = summary(&out);
+    assert_eq!((s["unsettled"].as_str(), s["recovered"].as_str()), ("1", "0"));
+    assert_eq!((s["unfinished_remaining"].as_str(), s["result"].as_str()), ("1", "attention_needed"));
+    assert_eq!(endpoint.credits().len(), 1, "the endpoint did credit it, in its own journal");
+}
+
+#[test]
 fn recover_delivers_over_https_trusting_the_endpoint_ca() {
     const COUNT: u64 = 30;
     let shares = Shares { lose: 0.1, repeat: 0.0, reorder: 0.0 };
@@ -483,6 +741,219 @@ fn recover_delivers_over_https_trusting_the_endpoint_ca() {
     let credits = endpoint.credits();
     assert_eq!(credits.len() as u64, COUNT);
     assert!(credits.values().all(|c| c.times == 1));
+}
+
+/// A journal holding the sandbox's own events (seed, mixed) at `done`, each handled.
+fn journal_of_service_events(
+    scratch: &Scratch,
+    seed: u64,
+    done: &[i64],
+) -> (String, std::sync::Arc<slotpartner::Journal>) {
+    let url = scratch.journal_url();
+    let journal = open_journal(&url);
+    for &index in done {
+        let body = burst::burst_event(seed, EventMix::Mixed, index as u64).body;
+        let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!() };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    (url, journal)
+}
+
+#[test]
+fn recover_holds_the_journal_lock_and_a_second_run_waits_its_turn() {
+    let scratch = Scratch::new("recover-lock");
+    let (url, journal) = journal_of_service_events(&scratch, 1, &[1, 4]);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let service = sandbox(1, 4);
+    let ca = ca_file(&scratch, &service);
+    let (base, ca) = (service.base_url(), path_str(&ca).to_owned());
+
+    // Another holder, taken by hand: the run does not start, and says who holds it since when.
+    journal.take_lock("recover", "someone else", Duration::from_secs(60)).unwrap();
+    let out = run(&recover_args(&url, &base, &ca, &endpoint)).expect(2);
+    let line = out.one_error_line();
+    assert!(line.starts_with("slotpartner: another run holds the journal's lock"), "{line}");
+    assert!(line.contains("recover is held by someone else since 20"), "{line}");
+    assert_eq!(endpoint.requests(), 0, "nothing delivered");
+    assert!(journal.take_lock("recover", "a third", Duration::from_secs(1)).is_err(), "still held");
+    journal.release_lock("recover", "someone else").unwrap();
+
+    // Two runs at once: while the first delivers (the endpoint is slow on index 2), the second
+    // finds the lock the first holds and names it.
+    endpoint.slow_index(2, Duration::from_millis(1500));
+    let args: Vec<String> = recover_args(&url, &base, &ca, &endpoint).iter().map(|a| a.to_string()).collect();
+    let first = std::thread::spawn(move || run(&args.iter().map(String::as_str).collect::<Vec<_>>()));
+    let waited = std::time::Instant::now();
+    while endpoint.requests() == 0 {
+        assert!(waited.elapsed() < Duration::from_secs(30), "the first run delivers");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = run(&recover_args(&url, &base, &ca, &endpoint)).expect(2);
+    let line = out.one_error_line();
+    assert!(line.contains("recover is held by slotpartner recover, pid ") && line.contains(" since 20"), "{line}");
+    let out = first.join().unwrap().expect(0);
+    assert_eq!(summary(&out)["recovered"], "2");
+    assert_eq!(endpoint.credits().len(), 2);
+
+    // Released at the end of the run.
+    journal.take_lock("recover", "someone else", Duration::from_secs(60)).unwrap();
+}
+
+#[test]
+fn recover_stops_at_max_time_and_names_what_was_not_tried() {
+    let scratch = Scratch::new("recover-max-time");
+    let (url, _journal) = journal_of_service_events(&scratch, 1, &[1, 5]);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let service = sandbox(1, 5);
+    let ca = ca_file(&scratch, &service);
+    let (base, ca) = (service.base_url(), path_str(&ca).to_owned());
+
+    let mut args = recover_args(&url, &base, &ca, &endpoint);
+    args.extend(["--max-time", "0s"]);
+    let out = run(&args).expect(1);
+    assert!(!out.stdout.contains("index="), "{}", out.stdout);
+    let s = summary(&out);
+    assert_eq!((s["taken"].as_str(), s["not_tried"].as_str(), s["result"].as_str()), ("3", "3", "gaps_remain"));
+    assert!(
+        out.stdout.contains(r#"summary stopped="the run reached --max-time 0s; 3 indexes not tried""#),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(endpoint.requests(), 0);
+
+    // One second against a service that takes 0.7 s a fetch: one or two indexes, then a stop.
+    let slow = format!("{base}/fault/slow/700");
+    let args = recover_args(&url, &slow, &ca, &endpoint);
+    let out = run_with(&args, &[("SLOTPARTNER_MAX_TIME", "1s")], None).expect(1);
+    let json_like = summary(&out);
+    let not_tried: u64 = json_like["not_tried"].parse().unwrap();
+    assert!((1..=2).contains(&not_tried), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!("the run reached --max-time 1s; {not_tried} indexes not tried")),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.lines().filter(|l| l.starts_with("index=")).count() as u64, 3 - not_tried);
+
+    // The default leaves time enough: the rest is recovered.
+    run(&recover_args(&url, &base, &ca, &endpoint)).expect(0);
+    assert_eq!(endpoint.credits().len(), 3);
+}
+
+#[test]
+fn recover_stops_fetching_what_the_service_keeps_answering_404() {
+    let scratch = Scratch::new("recover-not-found");
+    let (url, _journal) = journal_of_refunds(&scratch, 5, &[2, 3, 4]);
+    let endpoint = Endpoint::start(open_journal(&url));
+    // The service knows index 1 only: 2, 3 and 4 are answered 404.
+    let service = sandbox(1, 1);
+    let ca = ca_file(&scratch, &service);
+    let (base, ca) = (service.base_url(), path_str(&ca).to_owned());
+    let mut args = recover_args(&url, &base, &ca, &endpoint);
+    args.extend(["--not-found-limit", "3"]);
+
+    for run_number in 1..=3 {
+        let out = run(&args).expect(1);
+        let lines: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("index=")).collect();
+        assert_eq!(lines.len(), 3, "run {run_number}:\n{}", out.stdout);
+        assert!(lines.iter().all(|l| l.contains("result=not_fetched reason=not_found")), "{}", out.stdout);
+        let s = summary(&out);
+        let unrecoverable = if run_number < 3 { "-" } else { "2-4" };
+        assert_eq!(s["unrecoverable"], unrecoverable, "run {run_number}:\n{}", out.stdout);
+        if run_number == 1 {
+            // The option decides what counts as unrecoverable, in every command.
+            let json = run(&["journal", "status", "--journal", &url, "--json"]).expect(1).json();
+            assert_eq!(json["unrecoverable"], 0);
+            let json =
+                run(&["journal", "status", "--journal", &url, "--json", "--not-found-limit", "1"]).expect(1).json();
+            assert_eq!(json["unrecoverable"], 3);
+        }
+    }
+
+    // The fourth run reports them and fetches nothing.
+    let out = run(&args).expect(1);
+    assert!(!out.stdout.contains("index="), "{}", out.stdout);
+    let s = summary(&out);
+    assert_eq!((s["taken"].as_str(), s["unrecoverable"].as_str()), ("0", "2-4"));
+    assert_eq!((s["gaps_remaining"].as_str(), s["result"].as_str()), ("3", "gaps_remain"));
+    let mut json_args = args.clone();
+    json_args.push("--json");
+    let json = run(&json_args).expect(1).json();
+    assert_eq!(json["unrecoverable"], serde_json::json!([2, 3, 4]));
+    assert_eq!((json["unrecoverable_count"].as_u64(), json["taken"].as_u64()), (Some(3), Some(0)));
+    assert_eq!(json["results"], serde_json::json!([]));
+    let out = run(&["journal", "gaps", "--journal", &url, "--not-found-limit", "3"]).expect(1);
+    assert_eq!(out.stdout, "2-4\nunrecoverable: 2-4\n");
+
+    // A higher limit makes them worth fetching again.
+    let out =
+        run_with(&recover_args(&url, &base, &ca, &endpoint), &[("SLOTPARTNER_NOT_FOUND_LIMIT", "5")], None).expect(1);
+    assert_eq!(out.stdout.matches("reason=not_found").count(), 3, "{}", out.stdout);
+
+    // Resolved by hand, nothing is left to do.
+    run(&["journal", "resolve", "2-4", "--note", "the service lost them", "--journal", &url]).expect(0);
+    let out = run(&args).expect(0);
+    assert_eq!((summary(&out)["unrecoverable"].as_str(), summary(&out)["result"].as_str()), ("-", "ok"));
+    assert_eq!(endpoint.requests(), 0);
+}
+
+#[test]
+fn recover_settles_unfinished_deliveries_and_reports_those_it_cannot() {
+    let scratch = Scratch::new("recover-unfinished");
+    let (url, journal) = journal_of_service_events(&scratch, 1, &[1, 3, 4]);
+    // Index 2: the service's own event, claimed and abandoned (the partner's database failed).
+    let body = burst::burst_event(1, EventMix::Mixed, 2).body;
+    let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!() };
+    journal.abandon(&claim).unwrap();
+    // Index 5: another transaction than the service's event 5, abandoned.
+    let Begin::New(claim) = journal.begin(&delivery(&refund_body(77, 5))).unwrap() else { panic!() };
+    journal.abandon(&claim).unwrap();
+    let endpoint = Endpoint::start(open_journal(&url));
+    let service = sandbox(1, 5);
+    let ca = ca_file(&scratch, &service);
+    let (base, ca) = (service.base_url(), path_str(&ca).to_owned());
+    run(&["journal", "gaps", "--journal", &url]).expect(1);
+
+    // The service fails: no index is missing, yet the run is no success.
+    let failing = format!("{base}/fault/status/500");
+    let out = run(&recover_args(&url, &failing, &ca, &endpoint)).expect(1);
+    let lines: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("index=")).collect();
+    assert_eq!(lines.len(), 2, "{}", out.stdout);
+    for (line, index) in lines.iter().zip([2, 5]) {
+        assert!(line.starts_with(&format!("index={index} result=not_fetched reason=service")), "{line}");
+        assert!(line.contains(" unfinished=true message="), "{line}");
+        assert!(line.contains(&format!("the delivery claimed at index {index} stays unfinished")), "{line}");
+    }
+    let s = summary(&out);
+    assert_eq!((s["unfinished_before"].as_str(), s["gaps_remaining"].as_str()), ("2", "0"));
+    assert_eq!((s["unfinished_remaining"].as_str(), s["result"].as_str()), ("2", "attention_needed"));
+
+    // The service answers: index 2 is settled; index 5 holds another transaction, which the
+    // operator must settle: it is not delivered.
+    let mut args = recover_args(&url, &base, &ca, &endpoint);
+    args.push("--json");
+    let json = run(&args).expect(1).json();
+    let results = json["results"].as_array().unwrap();
+    assert_eq!((results[0]["index"].as_i64(), results[0]["result"].as_str()), (Some(2), Some("recovered")));
+    assert_eq!(results[0]["unfinished"], true);
+    assert_eq!(
+        (results[1]["index"].as_i64(), results[1]["result"].as_str(), results[1]["reason"].as_str()),
+        (Some(5), Some("not_fetched"), Some("journal"))
+    );
+    let message = results[1]["message"].as_str().unwrap();
+    assert!(
+        message.contains("with transactionId 900000005")
+            && message.contains("gameSessionBuyRefund:77 (abandoned, transactionId 77)"),
+        "{message}"
+    );
+    assert_eq!((json["not_fetched"]["journal"].as_u64(), json["unfinished_remaining"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(json["needs_attention"], true);
+    assert_eq!(endpoint.requests(), 1, "index 5 was not delivered");
+    let credits = endpoint.credits();
+    assert_eq!(credits.len(), 1);
+    assert_eq!(credits[&900_000_002].times, 1);
+    let json = run(&["journal", "gaps", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!(json["unfinished"], serde_json::json!([5]));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -620,6 +1091,14 @@ fn help_on_every_command_and_usage_errors_in_one_line() {
         &["journal", "status"],
         &["journal", "gaps"],
         &["journal", "show"],
+        &["journal", "resolve"],
+        &["journal", "resolutions"],
+        &["journal", "conflicts"],
+        &["journal", "resolve-conflict"],
+        &["journal", "jumps"],
+        &["journal", "accept-jump"],
+        &["journal", "jump-is-gap"],
+        &["journal", "renumber"],
         &["recover"],
         &["inspect"],
         &["games"],
@@ -643,6 +1122,13 @@ fn help_on_every_command_and_usage_errors_in_one_line() {
         (&["journal", "gaps", "--limit", "x"], "(see 'slotpartner journal gaps --help')"),
         (&["inspect"], "FILE"),
         (&["recover", "--frobnicate"], "unexpected argument '--frobnicate'"),
+        (&["journal", "resolve", "3-4"], "--note"),
+        (&["journal", "resolve", "4-3", "--note", "x"], "ends before it starts"),
+        (&["journal", "accept-jump", "1"], "--note"),
+        (&["journal", "renumber", "--note", "x"], "--from"),
+        (&["journal", "status", "--max-index-jump", "0"], "--max-index-jump"),
+        (&["journal", "gaps", "--not-found-limit", "0"], "--not-found-limit"),
+        (&["recover", "--max-time", "5x"], "--max-time"),
     ] {
         let out = run(args).expect(2);
         let line = out.one_error_line();

@@ -154,6 +154,8 @@ struct State {
     ledger: Arc<Mutex<BTreeMap<i64, Credit>>>,
     /// Indexes answered HTTP 500 before anything is read into the journal (a broken endpoint).
     failing: Mutex<Vec<i64>>,
+    /// Indexes whose delivery waits this long before it is handled (a slow endpoint).
+    slow: Mutex<HashMap<i64, Duration>>,
     /// When a delivery of the first index arrives, the second body arrives first (a late
     /// delivery of a lost event, during a recovery).
     late: Mutex<HashMap<i64, String>>,
@@ -183,6 +185,7 @@ impl Endpoint {
             journal,
             ledger: Arc::clone(&ledger),
             failing: Mutex::new(Vec::new()),
+            slow: Mutex::new(HashMap::new()),
             late: Mutex::new(HashMap::new()),
             requests: Mutex::new(0),
         });
@@ -216,6 +219,11 @@ impl Endpoint {
     /// Answers deliveries of `index` with HTTP 500 (until `heal`).
     pub fn fail_index(&self, index: i64) {
         self.state.failing.lock().unwrap().push(index);
+    }
+
+    /// Makes deliveries of `index` wait `pause` before they are handled.
+    pub fn slow_index(&self, index: i64, pause: Duration) {
+        self.state.slow.lock().unwrap().insert(index, pause);
     }
 
     pub fn heal(&self) {
@@ -296,6 +304,10 @@ fn handle(state: &State, token: Option<&str>, peer: &str, body: &[u8]) -> (u16, 
         }
     };
     if let Some(index) = event.index {
+        let pause = state.slow.lock().unwrap().get(&index).copied();
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
         if state.failing.lock().unwrap().contains(&index) {
             return (500, r#"{"error":"the partner's database is down"}"#.to_owned());
         }
