@@ -1079,6 +1079,20 @@ enum sp_status sp_event_field(const struct sp_event *event, const char *name, st
 enum sp_status sp_event_begin(struct sp_event *event, struct sp_claim *out);
 
 /**
+ * After `SP_BEGIN_NEW` (or a recovered event): the decisive fields in which this delivery
+ * differs from an earlier, never finished delivery of the same key, one `field: first X, now Y`
+ * per line (`moneyWon: first 100, now 250`); empty when it does not differ, which is always the
+ * case on attempt 1. Such a delivery is handed out as new because nothing was stored for the
+ * first one; the journal records the conflict for the operator, and the partner's ledger, keyed
+ * by `transactionId`, absorbs a second credit if the first attempt's logic had run. `*out`
+ * views text owned by the event (NUL-terminated), valid until `sp_event_free`.
+ *
+ * # Safety
+ * `event` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_event_differing(const struct sp_event *event, struct sp_str *out);
+
+/**
  * Stores the reply of a claimed event in the journal, once the partner committed its own work:
  * every later delivery of the same event gets it, byte for byte (a `success:false` reply too).
  * `reply`/`len` is the reply to store, or NULL (with `len` 0) for the reply last built for the

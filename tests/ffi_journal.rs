@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use slotpartner::ffi::client::*;
 use slotpartner::ffi::error::{sp_error, sp_last_error, sp_last_error_message};
 use slotpartner::ffi::event::{
-    sp_begin, sp_claim, sp_event, sp_event_abandon, sp_event_begin, sp_event_finish, sp_event_free, sp_event_reply,
+    sp_begin, sp_claim, sp_event, sp_event_abandon, sp_event_begin, sp_event_differing, sp_event_finish, sp_event_free,
+    sp_event_reply,
 };
 use slotpartner::ffi::journal::*;
 use slotpartner::ffi::receiver::*;
@@ -286,6 +287,52 @@ fn an_abandoned_or_freed_claim_runs_again_as_the_next_attempt() {
     reply(ev, true, None);
     assert_eq!(finish(ev), SP_OK);
     free(ev);
+    // SAFETY: live objects, freed once.
+    unsafe {
+        sp_receiver_free(r);
+        sp_journal_free(journal);
+    }
+}
+
+fn differing(ev: *const sp_event) -> String {
+    let mut out = sp_str::NONE;
+    // SAFETY: valid pointers.
+    assert_eq!(unsafe { sp_event_differing(ev, &mut out) }, SP_OK);
+    text(out).to_owned()
+}
+
+/// A resend with another decisive field of a delivery abandoned before it was finished is handed
+/// out as new (never refused forever), naming the differences on the event; the conflict stays
+/// open for the operator.
+#[test]
+fn a_changed_resend_of_an_unfinished_delivery_is_handed_out_naming_the_differences() {
+    let dir = TempDir::new("differing");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    let body = refund(900_013, 1, 7);
+    let ev = handle(r, &body).unwrap();
+    assert_eq!(begin(ev).unwrap().attempt, 1);
+    assert_eq!(differing(ev), "");
+    // SAFETY: a live event.
+    assert_eq!(unsafe { sp_event_abandon(ev) }, SP_OK);
+    free(ev);
+    let ev = handle(r, &other_session(&body)).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, claim.attempt), (sp_begin::SP_BEGIN_NEW, 2));
+    assert_eq!(differing(ev), "gameSessionId: first 5, now 6");
+    reply(ev, true, None);
+    assert_eq!(finish(ev), SP_OK);
+    assert_eq!(differing(ev), "gameSessionId: first 5, now 6", "kept after the claim settles");
+    // Careless: NULL event, NULL out.
+    let mut out = sp_str::NONE;
+    // SAFETY: NULL pointers are checked, never dereferenced.
+    unsafe {
+        assert_eq!(sp_event_differing(ptr::null(), &mut out), SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(sp_event_differing(ev, ptr::null_mut()), SP_ERR_INVALID_ARGUMENT);
+    }
+    free(ev);
+    let stats = status(journal);
+    assert_eq!((stats.open_conflicts, stats.conflicts, stats.unfinished), (1, 1, 0));
     // SAFETY: live objects, freed once.
     unsafe {
         sp_receiver_free(r);
@@ -767,5 +814,24 @@ fn operator_functions_refuse_careless_arguments() {
         assert_eq!(sp_journal_renumber(journal, 1, message.ptr, ptr::null_mut()), SP_OK);
         assert_eq!(entries(journal, INDEX_JUMPS, true)[0]["note"], json!(copied));
     }
+    free_journal(r, journal);
+}
+
+/// A refused body that did not name its event moves no gap bookkeeping; one that named it
+/// counts its index as seen (and refused).
+#[test]
+fn a_refused_body_moves_the_gaps_only_when_it_named_its_event() {
+    let dir = TempDir::new("refused-unnamed");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    for i in 1..=5 {
+        deliver(r, &bonus(i));
+    }
+    assert!(handle(r, r#"{"index":1000000000000}"#).is_err());
+    let stats = status(journal);
+    assert_eq!((stats.missing, stats.highest_index, stats.refused, stats.index_jumps), (0, 5, 0, 0));
+    assert!(handle(r, r#"{"event":"gameSessionBuyRefund","index":7}"#).is_err());
+    let stats = status(journal);
+    assert_eq!((stats.missing, stats.highest_index, stats.refused), (1, 7, 1));
     free_journal(r, journal);
 }

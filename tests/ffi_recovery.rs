@@ -208,6 +208,14 @@ fn lost_events_are_recovered_claimed_and_a_late_delivery_is_handled_once() {
     assert_eq!(missing(&s), vec![(3, 3), (6, 8)]);
     let client = client(&server, "");
     let recovery = start(&s, client);
+    // One recovery at a time: a second one is refused, naming the first.
+    let mut second = ptr::null_mut();
+    // SAFETY: valid pointers.
+    assert_eq!(unsafe { sp_recovery_new(s.receiver, client, 1000, &mut second) }, SP_ERR_BUSY);
+    assert!(second.is_null());
+    // SAFETY: the last error on this thread, read at once.
+    let message = unsafe { CStr::from_ptr(slotpartner::ffi::error::sp_last_error_message().ptr) }.to_string_lossy();
+    assert!(message.contains("recover is held by recovery, pid "), "{message}");
     // Index 8 arrives late while recovery runs (after the first recovered event).
     let recovered = drain(recovery, |n| {
         if n == 1 {
@@ -225,6 +233,10 @@ fn lost_events_are_recovered_claimed_and_a_late_delivery_is_handled_once() {
     // SAFETY: live objects, freed once.
     unsafe {
         sp_recovery_free(recovery);
+        // Freed: the next recovery may start.
+        let mut next = ptr::null_mut();
+        assert_eq!(sp_recovery_new(s.receiver, client, 1000, &mut next), SP_OK);
+        sp_recovery_free(next);
         sp_client_free(client);
     }
 }

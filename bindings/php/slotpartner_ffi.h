@@ -340,6 +340,8 @@ enum sp_status sp_event_field(const struct sp_event *event, const char *name, st
 
 enum sp_status sp_event_begin(struct sp_event *event, struct sp_claim *out);
 
+enum sp_status sp_event_differing(const struct sp_event *event, struct sp_str *out);
+
 enum sp_status sp_event_finish(struct sp_event *event, const uint8_t *reply, size_t len);
 
 enum sp_status sp_event_abandon(struct sp_event *event);

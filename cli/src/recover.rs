@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use slotpartner::client::Client;
-use slotpartner::journal::{FetchOutcome, RecordState, Status};
+use slotpartner::journal::{FetchOutcome, RecordState, RecoveryLock, Status};
 use slotpartner::{ErrorKind, EventKind, Journal, Receiver};
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 
@@ -33,8 +33,6 @@ const MAX_CONNECT_FAILURES_IN_A_ROW: u32 = 3;
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 /// Missing ranges (and unrecoverable indexes) read at the end, to name what remains.
 const REMAINING_RANGES: usize = 1000;
-/// The journal's lock a run holds, so that two runs never overlap.
-const LOCK: &str = "recover";
 /// The lock's lease beyond `--max-time`: time for the last index and the final reading.
 const LOCK_MARGIN: Duration = Duration::from_secs(60);
 
@@ -54,7 +52,7 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         Ok(())
     })?;
     let parser = parser(&args.index_field, args.strict_index)?;
-    let journal = open_journal(&args.journal)?;
+    let journal = Arc::new(open_journal(&args.journal)?);
     let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
 
     if args.dry_run {
@@ -65,7 +63,11 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     }
     let started = Instant::now();
     let deadline = started + args.max_time;
-    let lock = RunLock::take(&journal, args.max_time)?;
+    let lock = match RecoveryLock::take(Arc::clone(&journal), "slotpartner recover", args.max_time + LOCK_MARGIN) {
+        Ok(lock) => lock,
+        Err(error) if error.kind == ErrorKind::Busy => return Err(Fail(error.message)),
+        Err(error) => return Err(error.into()),
+    };
     let before = journal.status()?;
     let unfinished: HashSet<i64> = journal.unfinished(limit)?.into_iter().collect();
     let pending = journal.recovery_plan(limit)?;
@@ -114,9 +116,12 @@ pub fn run(args: &RecoverArgs) -> Outcome {
             break;
         }
         if left > 0 {
-            if let Err(error) = lock.renew(deadline.saturating_duration_since(Instant::now())) {
+            if let Err(error) = lock.renew(deadline.saturating_duration_since(Instant::now()) + LOCK_MARGIN) {
                 report.not_tried = left as u64;
-                report.stopped = Some(format!("{}; {left} indexes not tried", error.0));
+                report.stopped = Some(format!(
+                    "the journal's lock could not be renewed ({}); {left} indexes not tried",
+                    error.message
+                ));
                 break;
             }
         }
@@ -168,56 +173,6 @@ fn duration_text(duration: Duration) -> String {
     } else {
         format!("{}s", duration.as_secs_f64())
     }
-}
-
-/// The journal's lock `recover`, held for the run and released when dropped.
-struct RunLock<'a> {
-    journal: &'a Journal,
-    holder: String,
-}
-
-impl<'a> RunLock<'a> {
-    /// Takes the lock for `max_time` and a margin; fails naming who holds it and since when.
-    fn take(journal: &'a Journal, max_time: Duration) -> Result<RunLock<'a>, Fail> {
-        let holder = format!("slotpartner recover, pid {} on {}", std::process::id(), host_name());
-        match journal.take_lock(LOCK, &holder, max_time + LOCK_MARGIN) {
-            Ok(()) => Ok(RunLock { journal, holder }),
-            Err(error) if error.kind == ErrorKind::Busy => {
-                let held = error.message.strip_prefix("lock: ").unwrap_or(&error.message);
-                Err(Fail(format!("another run holds the journal's lock, so this one does not start: {held}")))
-            }
-            Err(error) => Err(error.into()),
-        }
-    }
-
-    /// Extends the lease to `left` of the run and the margin.
-    fn renew(&self, left: Duration) -> Result<(), Fail> {
-        self.journal
-            .take_lock(LOCK, &self.holder, left + LOCK_MARGIN)
-            .map_err(|error| Fail(format!("the journal's lock could not be renewed ({})", error.message)))
-    }
-}
-
-impl Drop for RunLock<'_> {
-    fn drop(&mut self) {
-        if let Err(error) = self.journal.release_lock(LOCK, &self.holder) {
-            eprintln!(
-                "slotpartner: warning: the journal's lock was not released ({}): it lapses by itself",
-                error.message
-            );
-        }
-    }
-}
-
-/// This host's name, for the lock's holder.
-fn host_name() -> String {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .filter_map(|path| std::fs::read_to_string(path).ok())
-        .chain(["HOSTNAME", "COMPUTERNAME"].iter().filter_map(|name| std::env::var(name).ok()))
-        .map(|name| crate::one_line(&name))
-        .find(|name| !name.is_empty())
-        .unwrap_or_else(|| "an unnamed host".to_owned())
 }
 
 fn dry_run(args: &RecoverArgs, status: &Status, pending: &[i64], unrecoverable: &[i64]) -> Outcome {

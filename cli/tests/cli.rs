@@ -772,7 +772,7 @@ fn recover_holds_the_journal_lock_and_a_second_run_waits_its_turn() {
     journal.take_lock("recover", "someone else", Duration::from_secs(60)).unwrap();
     let out = run(&recover_args(&url, &base, &ca, &endpoint)).expect(2);
     let line = out.one_error_line();
-    assert!(line.starts_with("slotpartner: another run holds the journal's lock"), "{line}");
+    assert!(line.starts_with("slotpartner: another recovery run holds the journal's lock"), "{line}");
     assert!(line.contains("recover is held by someone else since 20"), "{line}");
     assert_eq!(endpoint.requests(), 0, "nothing delivered");
     assert!(journal.take_lock("recover", "a third", Duration::from_secs(1)).is_err(), "still held");

@@ -162,6 +162,20 @@ struct EventBox {
     /// What the journal knows of this delivery, when the receiver has a journal.
     delivery: Option<Delivery>,
     journaled: Journaled,
+    /// The claim's differing decisive fields (`Claim::differing`), one per line, NUL-terminated;
+    /// just the NUL when none. Set when the event is claimed and kept after it settles.
+    differing: Vec<u8>,
+}
+
+/// `Claim::differing` as the NUL-terminated text `sp_event_differing` views.
+fn differing_text(journaled: &Journaled) -> Vec<u8> {
+    let mut text = match journaled {
+        Journaled::Claimed(claim) => claim.differing().join("\n").into_bytes(),
+        _ => Vec::new(),
+    };
+    text.retain(|&b| b != 0);
+    text.push(0);
+    text
 }
 
 /// Makes `write`'s reply (written into the emptied buffer `kept`, then a NUL) the event's last
@@ -340,6 +354,7 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
         reply: Vec::new(),
         receiver: Arc::clone(receiver),
         delivery: receiver.journal().map(|_| Delivery::of(event)),
+        differing: differing_text(&journaled),
         journaled,
     });
     // The box is handed out first and its views taken from the pointer handed out, by address
@@ -628,6 +643,7 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
             Begin::New(claim) => {
                 let attempt = claim.attempt();
                 b.journaled = Journaled::Claimed(claim);
+                b.differing = differing_text(&b.journaled);
                 sp_claim { outcome: sp_begin::SP_BEGIN_NEW, attempt, reply: sp_str::NONE }
             }
             Begin::Done(stored) => {
@@ -646,6 +662,26 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
             Begin::Conflict(error) => return Err(error.into()),
         };
         out.write(claim);
+        Ok(())
+    })
+}
+
+/// After `SP_BEGIN_NEW` (or a recovered event): the decisive fields in which this delivery
+/// differs from an earlier, never finished delivery of the same key, one `field: first X, now Y`
+/// per line (`moneyWon: first 100, now 250`); empty when it does not differ, which is always the
+/// case on attempt 1. Such a delivery is handed out as new because nothing was stored for the
+/// first one; the journal records the conflict for the operator, and the partner's ledger, keyed
+/// by `transactionId`, absorbs a second credit if the first attempt's logic had run. `*out`
+/// views text owned by the event (NUL-terminated), valid until `sp_event_free`.
+///
+/// # Safety
+/// `event` is NULL or live; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_differing(event: *const sp_event, out: *mut sp_str) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (b, out) = unsafe { (event_box(event)?, args::out("out", out)?) };
+        out.write(sp_str::of_nul_terminated(&b.differing));
         Ok(())
     })
 }

@@ -24,6 +24,7 @@ mod admin;
 mod claims;
 mod gaps;
 mod key;
+mod lock;
 mod pool;
 mod postgres;
 pub mod recovery;
@@ -41,6 +42,7 @@ use crate::error::{Error, ErrorKind, Result};
 pub use admin::{ConflictRecord, FetchOutcome, IndexJump, JumpKind, LockHolder, Resolution};
 pub use claims::{Claim, RecordState};
 pub use key::{DECISIVE, Delivery, decisive_differences};
+pub use lock::{RECOVERY_LOCK, RecoveryLock, host_name};
 pub use time::rfc3339_ms;
 
 use sql::Sql;

@@ -11,10 +11,14 @@ use std::sync::Arc;
 use crate::callback::Receiver;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::journal::{Begin, Claim, Delivery, FetchOutcome, Journal};
+use crate::journal::{Begin, Claim, Delivery, FetchOutcome, Journal, RecoveryLock};
 
 /// The most missing indexes one recovery takes on (the rest wait for the next run).
 pub const MAX_INDEXES: usize = 1_000_000;
+
+/// How long the recovery lock is held without a call to `next_event` before it lapses (a
+/// recovery whose host died frees the journal for the next run after this).
+pub const LOCK_LEASE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Why a missing event was not recovered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,6 +91,8 @@ pub struct Recovery {
     client: Client,
     pending: VecDeque<i64>,
     report: Report,
+    /// The journal's recovery lock, held until every index was tried or the recovery is dropped.
+    lock: Option<RecoveryLock>,
 }
 
 impl Recovery {
@@ -94,21 +100,30 @@ impl Recovery {
     /// `Journal::recovery_plan` orders them: deliveries claimed but never finished (abandoned,
     /// or their worker died) first, then missing indexes never tried, then those tried before,
     /// least recently tried first, so that runs work through every gap in turn; unrecoverable
-    /// ones (404 for `not_found_limit` runs) are reported, not fetched. Fails when the receiver
-    /// has no journal or the journal cannot be read.
+    /// ones (404 for `not_found_limit` runs) are reported, not fetched. Holds the journal's
+    /// recovery lock until every index was tried or it is dropped (renewed by each `next_event`,
+    /// lapsing `LOCK_LEASE` after the last), so that two recoveries never work on one journal at
+    /// once. Fails when the receiver
+    /// has no journal or the journal cannot be read; with `Busy` naming the run that holds the
+    /// lock and since when.
     pub fn new(receiver: Arc<Receiver>, client: Client, limit: usize) -> Result<Recovery> {
         let journal = journal_of(&receiver)?;
+        let lock = RecoveryLock::take(Arc::clone(journal), "recovery", LOCK_LEASE)?;
         let limit = limit.min(MAX_INDEXES);
         let pending = VecDeque::from(journal.recovery_plan(limit)?);
         let unrecoverable = journal.unrecoverable(limit)?;
         let report = Report { missing: pending.len() as u64, unrecoverable, ..Report::default() };
-        Ok(Recovery { receiver, client, pending, report })
+        Ok(Recovery { receiver, client, pending, report, lock: Some(lock) })
     }
 
     /// The next recovered event, claimed; `None` when every missing index was tried. Indexes
     /// that fail are recorded in the report and skipped.
     pub fn next_event(&mut self) -> Option<Recovered> {
         while let Some(index) = self.pending.pop_front() {
+            if let Err(error) = self.lock.as_ref().map_or(Ok(()), |lock| lock.renew(LOCK_LEASE)) {
+                self.report.failures.push(Failure { index, reason: FailureReason::Journal, error });
+                continue;
+            }
             let result = self.recover(index);
             let outcome = match &result {
                 Ok(_) => FetchOutcome::Settled,
@@ -129,6 +144,7 @@ impl Recovery {
                 Err((reason, error)) => self.report.failures.push(Failure { index, reason, error }),
             }
         }
+        self.lock = None;
         None
     }
 
