@@ -1000,3 +1000,47 @@ fn postgres_journal_of_version_1_migrates_in_place() {
     journal.resolve(2, 4, "migrated journals take resolutions").unwrap();
     assert_eq!(journal.status().unwrap().numbering, 1);
 }
+
+/// The journal's files are the owner's alone (0600 under umask 022): they hold player
+/// identifiers and replies.
+#[test]
+fn sqlite_files_are_created_for_the_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("slotpartner-journal-modes");
+    let path = dir.0.join("journal.db");
+    let journal = open(&format!("sqlite:{}", path.display()));
+    handle(&journal, &refund(1, Some(1), 7), b"ok");
+    for file in ["journal.db", "journal.db-wal", "journal.db-shm"] {
+        let mode = std::fs::metadata(dir.0.join(file)).unwrap_or_else(|e| panic!("{file}: {e}")).permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{file} has mode {:o}", mode & 0o777);
+    }
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let id: i64 = db.query_row("PRAGMA application_id", [], |r| r.get(0)).unwrap();
+    assert_eq!(id, 0x5350_4A31);
+}
+
+/// Another program's database at the journal's path is refused, naming the path, and left as
+/// it was (not switched to WAL, no tables added); an empty file becomes a journal.
+#[test]
+fn sqlite_database_of_another_program_is_refused() {
+    let dir = TempDir::new("slotpartner-journal-foreign");
+    for (name, setup) in [
+        ("plain.db", "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)"),
+        ("marked.db", "PRAGMA application_id = 1234"),
+    ] {
+        let path = dir.0.join(name);
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.execute_batch(setup).unwrap();
+        drop(db);
+        let before = std::fs::read(&path).unwrap();
+        let url = format!("sqlite:{}", path.display());
+        let error = Journal::open(&url, &JournalOptions::default()).unwrap_err();
+        assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "journal_url"), "{error}");
+        assert!(error.message.contains(&url) && error.message.contains("another program's database"), "{error}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{name} was changed");
+        assert!(!dir.0.join(format!("{name}-wal")).exists());
+    }
+    let empty = dir.0.join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    open(&format!("sqlite:{}", empty.display())).status().unwrap();
+}

@@ -35,6 +35,10 @@ use crate::error::{Error, ErrorKind};
 /// The schema this release writes and reads.
 pub(crate) const VERSION: i64 = 2;
 
+/// `PRAGMA application_id` of a SQLite journal: `SPJ1` in ASCII. A database marked otherwise, or
+/// holding tables but no journal, is refused rather than turned into one.
+pub(crate) const APPLICATION_ID: i64 = 0x5350_4A31;
+
 /// Counter shards on PostgreSQL (SQLite has one writer at a time, so one row).
 pub(crate) const PG_SHARDS: i64 = 16;
 

@@ -104,6 +104,7 @@ impl Sqlite {
                 if !exists(&tx)? {
                     tx.execute_batch(schema::SQLITE)?;
                     tx.execute_batch(schema::SQLITE_V2)?;
+                    tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
                 tx.commit()?;
             }
@@ -113,6 +114,7 @@ impl Sqlite {
                 if schema::check_version(&self.label, meta(&tx, "schema_version")?)? {
                     tx.execute_batch(schema::SQLITE_V2)?;
                     admin::migrate_v1(&mut SqliteSql { tx: &tx, label: &self.label })?;
+                    tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
                 tx.commit()?;
             }
@@ -130,9 +132,11 @@ impl Sqlite {
     }
 
     fn connect(&self, options: &JournalOptions) -> Result<Conn> {
+        self.create_private()?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let db = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
         db.busy_timeout(options.lock_timeout).map_err(|e| self.error(&e))?;
+        self.check_identity(&db)?;
         if db.is_readonly(rusqlite::MAIN_DB).map_err(|e| self.error(&e))? {
             return Err(Error::new(
                 ErrorKind::Journal,
@@ -150,6 +154,61 @@ impl Sqlite {
             ));
         }
         Ok(Conn { db, synchronous: None, lock_timeout: options.lock_timeout })
+    }
+
+    /// Creates the journal's file readable and writable by its owner only (0600), when it does
+    /// not exist yet: it holds player identifiers and replies. SQLite gives the `-wal` and
+    /// `-shm` files the database file's mode. To share a journal between users (workers and the
+    /// operator command), give the file, and the folder, a common group and mode 0660 yourself.
+    fn create_private(&self) -> Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        if self.path.exists() {
+            return Ok(());
+        }
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&self.path) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(Error::new(
+                ErrorKind::Journal,
+                format!(
+                    "{}: cannot open the file to create it: {e} (check that its folder exists and is writable)",
+                    self.label
+                ),
+            )),
+        }
+    }
+
+    /// Refuses a database that is not a journal: one marked by another program's
+    /// `application_id`, or holding tables but no journal (a journal of schema version 1, from
+    /// before the mark, is recognised by its tables and marked when migrated). Checked before
+    /// anything is written, so another program's file is left exactly as it was.
+    fn check_identity(&self, db: &Connection) -> Result<()> {
+        let id: i64 = db.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(|e| self.error(&e))?;
+        if id == schema::APPLICATION_ID {
+            return Ok(());
+        }
+        let tables: Vec<String> = db
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| self.error(&e))?;
+        let is_journal = tables.iter().any(|t| t == "sp_journal_meta");
+        if id == 0 && (tables.is_empty() || is_journal) {
+            return Ok(());
+        }
+        let what = if id != 0 {
+            format!("application_id {id:#x}, not a slotpartner journal's")
+        } else {
+            let shown: Vec<&str> = tables.iter().take(5).map(String::as_str).collect();
+            format!("tables {} and no journal", shown.join(", "))
+        };
+        Err(Error::field(
+            ErrorKind::InvalidArgument,
+            "journal_url",
+            format!(
+                "{} holds another program's database ({what}); a journal needs a file of its own: nothing was changed",
+                self.label
+            ),
+        ))
     }
 
     /// Puts the file in WAL mode (kept in the file, so usually found set already), and answers the
