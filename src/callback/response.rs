@@ -42,15 +42,46 @@ pub fn http_status(kind: ErrorKind) -> u16 {
     }
 }
 
+/// What the caller is told of a failure of the journal's storage: never its URL, host, user,
+/// SQL or the server's message (those stay in the error for the host's log).
+pub const JOURNAL_UNAVAILABLE: &str = "the partner is temporarily unavailable; deliver again later";
+
 /// `{"error":{"code":"<code>","field":"<field>","message":"<message>"}}` with the kind's status.
+/// A failure of the journal's storage (`ErrorKind::Journal`) says only that the partner is
+/// temporarily unavailable (503): the caller may be anyone who reached the endpoint.
 pub fn error_body(error: &Error) -> Response {
+    let (field, message) = match error.kind {
+        ErrorKind::Journal => ("", JOURNAL_UNAVAILABLE),
+        _ => (error.field.as_str(), error.message.as_str()),
+    };
     Response {
         http_status: http_status(error.kind),
         body: format!(
             r#"{{"error":{{"code":"{}","field":{},"message":{}}}}}"#,
             error.kind.code(),
-            quoted(&error.field),
-            quoted(&error.message)
+            quoted(field),
+            quoted(message)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_failure_shows_the_caller_nothing_of_the_storage() {
+        let error = Error::new(
+            ErrorKind::Journal,
+            "postgres://partner@db.internal:5432/partner: error communicating with the server",
+        );
+        let response = error_body(&error);
+        assert_eq!(response.http_status, 503);
+        assert!(!response.body.contains("db.internal") && !response.body.contains("postgres"), "{}", response.body);
+        assert!(response.body.contains(JOURNAL_UNAVAILABLE), "{}", response.body);
+        assert!(error.message.contains("db.internal"), "the host's log keeps it");
+        let conflict =
+            Error::field(ErrorKind::Conflict, "jackpotPayout.transactionId", "transactionId 5 was delivered before");
+        assert!(error_body(&conflict).body.contains("transactionId 5"));
     }
 }
