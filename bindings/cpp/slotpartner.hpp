@@ -356,7 +356,8 @@ struct Claim {
     /// run the logic and send its reply.
     sp_begin outcome;
     /// For SP_BEGIN_NEW: 1 the first time, 2 and on after a worker died or abandoned it (the
-    /// logic may have run before: the ledger must refuse a second credit). 0 otherwise.
+    /// logic may have run before: the ledger must refuse a second credit; Event::differing()
+    /// names the decisive fields that changed since). 0 otherwise.
     int64_t attempt;
     /// For SP_BEGIN_DONE: the stored reply, byte for byte, owned by the Event (valid until its
     /// next reply or its destruction); empty otherwise.
@@ -525,6 +526,26 @@ public:
         sp_claim claim{};
         detail::check(sp_event_begin(event_.get(), &claim));
         return Claim{claim.outcome, claim.attempt, detail::view(claim.reply)};
+    }
+
+    /// After begin() gave SP_BEGIN_NEW (or on an event a Recovery handed out): the decisive
+    /// fields in which this delivery differs from an earlier delivery of the same key that was
+    /// never finished (abandoned, or its worker died), one "field: first X, now Y" each
+    /// ("moneyWon: first 100, now 250"). Such a resend is handed out as new rather than refused
+    /// with 409, since nothing was stored for the first; the journal records the conflict for
+    /// the operator: log it. Empty when none, which is always the case on attempt 1 (and before
+    /// begin()). The views are owned by this Event, valid until its destruction. One call
+    /// (sp_event_differing) each time it is asked; throws Error for a moved-from Event.
+    std::vector<std::string_view> differing() const {
+        sp_str out{nullptr, 0};
+        detail::check(sp_event_differing(event_.get(), &out));
+        std::vector<std::string_view> fields;
+        for (std::string_view text = detail::view(out); !text.empty();) {
+            const size_t end = text.find('\n');
+            fields.push_back(text.substr(0, end));
+            text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+        }
+        return fields;
     }
 
     /// Stores the reply of a claimed event once the partner committed its own work: every later

@@ -409,6 +409,7 @@ void journal_abandoned_and_dropped_claims_run_again() {
     {
         auto event = r.parse(body);
         CHECK(event.begin().attempt == 2);
+        CHECK(event.differing().empty()); // the same content
         CHECK(journal.status().in_progress == 1);
     } // destroyed while claimed: released
     CHECK(journal.status().in_progress == 0);
@@ -422,6 +423,37 @@ void journal_abandoned_and_dropped_claims_run_again() {
     auto twice = r.parse(refund_body(900005, 1));
     twice.begin();
     CHECK(failure([&] { twice.begin(); }).status() == SP_ERR_INVALID_ARGUMENT);
+}
+
+void journal_abandoned_refund_with_another_decisive_field_names_it() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    {
+        auto event = r.parse(refund_body(900006, 1));
+        CHECK(event.differing().empty()); // not begun
+        auto claim = event.begin();
+        CHECK(claim.outcome == SP_BEGIN_NEW && claim.attempt == 1);
+        CHECK(event.differing().empty());
+        event.reply(true);
+        event.abandon(); // the partner's database was down: nothing stored
+    }
+    // Another gameSessionId, which decides who is paid what: handed out as new, not refused.
+    auto event = r.parse(other_session(refund_body(900006, 1)));
+    auto claim = event.begin();
+    CHECK(claim.outcome == SP_BEGIN_NEW && claim.attempt == 2);
+    const std::vector<std::string_view> expected{"gameSessionId: first 5, now 6"};
+    CHECK(event.differing() == expected);
+    std::string reply(event.reply(true));
+    event.finish();
+    CHECK(event.differing() == expected); // kept after the claim settles
+    CHECK(journal.status().conflicts == 1 && journal.status().open_conflicts == 1);
+    CHECK(journal.report(SP_JOURNAL_REPORT_CONFLICTS).find("handed_out") != std::string::npos);
+    int runs = 0;
+    CHECK(journaled_callback(r, other_session(refund_body(900006, 1)), runs) == std::make_pair(uint16_t{200}, reply));
+    CHECK(runs == 0);
+    slotpartner::Event moved = std::move(event);
+    CHECK(failure([&] { (void)event.differing(); }).status() == SP_ERR_INVALID_ARGUMENT); // moved from
 }
 
 void journal_busy_and_lost_claims() {
@@ -671,6 +703,7 @@ void recovery_events_are_claimed() {
     int64_t transaction_id = first->kind() == SP_EVENT_KIND_JACKPOT_PAYOUT ? first->jackpot_payout().transaction_id
                                                                             : first->buy_refund().transaction_id;
     CHECK(transaction_id == 900000001);
+    CHECK(first->differing().empty() && second->differing().empty()); // nothing was delivered before
     auto begun = failure([&] { first->begin(); });
     CHECK(begun.status() == SP_ERR_INVALID_ARGUMENT); // claimed already
     first->reply(false, "player blocked");
@@ -872,6 +905,7 @@ int main() {
     journal_answers_a_repeat_with_the_first_reply();
     journal_conflict_names_the_transaction();
     journal_abandoned_and_dropped_claims_run_again();
+    journal_abandoned_refund_with_another_decisive_field_names_it();
     journal_busy_and_lost_claims();
     journal_balance_refusals_and_gaps();
     journal_threads_one_new();

@@ -16,11 +16,18 @@ final class Claim
      *     must refuse a second credit for the same transactionId. 0 otherwise
      * @param string|null $reply for Done: the reply stored the first time, to send with HTTP 200;
      *     null otherwise
+     * @param list<string> $differing for New from attempt 2 on: the decisive fields in which this
+     *     delivery differs from the earlier one that was never finished (abandoned, or its worker
+     *     died), one "field: first X, now Y" each ("moneyWon: first 100, now 250"). Such a resend
+     *     is handed out as new rather than refused, since nothing was stored for the first; the
+     *     journal records the conflict for the operator: log it. Empty when none, and always on
+     *     attempt 1 (read with sp_event_differing only from attempt 2 on)
      */
     public function __construct(
         public readonly Outcome $outcome,
         public readonly int $attempt = 0,
         public readonly ?string $reply = null,
+        public readonly array $differing = [],
     ) {
     }
 }

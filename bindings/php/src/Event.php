@@ -27,7 +27,8 @@ use FFI\CData;
  * With a journal (Receiver's $journal), begin() claims the event before the partner's logic
  * runs and finish() stores its reply: five FFI calls for a new delivery (handle, begin, reply,
  * finish, free), three for a repeat answered from the journal (handle, begin, free), four for a
- * balance query (handle, begin, reply, free). Destroying or free()ing a claimed event that was
+ * balance query (handle, begin, reply, free); a delivery claimed again (attempt 2 and on) one
+ * more, sp_event_differing, for Claim::$differing. Destroying or free()ing a claimed event that was
  * neither finished nor abandoned releases its claim, as abandon() does: the next delivery runs
  * the logic again.
  *
@@ -220,7 +221,9 @@ abstract class Event
      *
      * - Outcome::New ($claim->attempt): run the logic, build the reply, then finish(); after a
      *   transient failure of the partner (its database is down), abandon() and answer HTTP 503 so
-     *   that the service delivers again;
+     *   that the service delivers again. From attempt 2 on, $claim->differing lists the decisive
+     *   fields in which this delivery differs from the unfinished earlier one (one more FFI
+     *   call, sp_event_differing);
      * - Outcome::Done ($claim->reply): send the stored reply with HTTP 200 (replyHttpStatus() is
      *   200) and run nothing;
      * - Outcome::NotJournaled: run the logic and send its reply; finish() is not needed.
@@ -244,10 +247,28 @@ abstract class Event
         }
         $claim = $native->claim;
         return match ($claim->outcome) {
-            Outcome::New->value => new Claim(Outcome::New, $claim->attempt),
+            Outcome::New->value => $claim->attempt < 2
+                ? new Claim(Outcome::New, $claim->attempt)
+                : new Claim(Outcome::New, $claim->attempt, null, $this->differing($handle)),
             Outcome::Done->value => $this->replayed($handle, $claim->reply->ptr),
             default => new Claim(Outcome::NotJournaled),
         };
+    }
+
+    /**
+     * The claimed event's differing decisive fields (sp_event_differing), copied.
+     *
+     * @return list<string>
+     */
+    private function differing(CData $handle): array
+    {
+        $native = $this->native;
+        $status = $native->ffi->sp_event_differing($handle, $native->strOut);
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
+        $text = Native::text($native->str);
+        return $text === '' ? [] : \explode("\n", $text);
     }
 
     /** A Done claim: the stored reply, and its HTTP status read in place (200). */

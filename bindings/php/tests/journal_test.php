@@ -135,7 +135,8 @@ T::test('abandon, free() and a dropped claimed event run the next delivery as th
     $event->abandon();  // the partner's database was down
     $event->abandon();  // twice does nothing
     $event = $receiver->parse($body);
-    T::eq(2, $event->begin()->attempt, 'after abandon: attempt 2');
+    $claim = $event->begin();
+    T::eq([2, []], [$claim->attempt, $claim->differing], 'after abandon: attempt 2, the same content');
     T::eq(1, $journal->status()->inProgress, 'in progress');
     $event = null;      // destroyed while claimed: released
     $event = $receiver->parse($body);
@@ -150,6 +151,27 @@ T::test('abandon, free() and a dropped claimed event run the next delivery as th
     $event->reply(true);
     $event->finish();
     T::eq(0, $journal->status()->inProgress, 'finished');
+});
+
+T::test('an abandoned refund delivered again with another decisive field names it', function (): void {
+    $journal = new Journal(journalUrl());
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    $event = $receiver->parse(refund(900009, 1));
+    $claim = $event->begin();
+    T::eq([Outcome::New, 1, []], [$claim->outcome, $claim->attempt, $claim->differing], 'attempt 1: nothing differs');
+    $event->reply(true);
+    $event->abandon();  // the partner's database was down: nothing stored
+    // Another gameSessionId, which decides who is paid what: handed out as new, not refused.
+    $event = $receiver->parse(refund(900009, 1, gameSessionId: 6));
+    $claim = $event->begin();
+    T::eq([Outcome::New, 2], [$claim->outcome, $claim->attempt], 'new, attempt 2');
+    T::eq(['gameSessionId: first 5, now 6'], $claim->differing, 'the changed field named');
+    $reply = $event->reply(true);
+    $event->finish();
+    $event = null;
+    T::eq(['gameSessionId: first 5, now 6'], $claim->differing, 'a copy, kept after the event is gone');
+    T::eq([['handed_out', $claim->differing]], array_map(static fn (array $c): array => [$c['outcome'], $c['differing']], $journal->conflicts()), 'listed for the operator');
+    T::eq([200, $reply], callback($receiver, refund(900009, 1, gameSessionId: 6)), 'then answered from the journal');
 });
 
 T::test('a second worker waits, then is told busy (503)', function (): void {
@@ -487,6 +509,13 @@ T::test('FFI calls per journaled callback: the journal calls on top of the usual
         $counter->reset();
         callback($receiver, $body);
         T::eq(['sp_receiver_handle' => 1, 'sp_event_begin' => 1, 'sp_event_free' => 1], $counter->calls, 'a repeat: three');
+        $abandoned = refund(900301, 2);
+        $event = $receiver->parse($abandoned);
+        $event->begin();
+        $event = null;  // destroyed while claimed: released
+        $counter->reset();
+        callback($receiver, $abandoned);
+        T::eq(['sp_receiver_handle' => 1, 'sp_event_begin' => 1, 'sp_event_differing' => 1, 'sp_event_reply' => 1, 'sp_event_finish' => 1, 'sp_event_free' => 1], $counter->calls, 'attempt 2: one more');
         $counter->reset();
         $event = $receiver->handle(TOKEN, '127.0.0.1', fixture('balance.json'));
         $event->begin();

@@ -556,6 +556,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_event_field": (c_int, [c_void_p, c_char_p, POINTER(sp_str)]),
     # The journal's per-callback steps (out-parameter: the OUT claim slot's address).
     "sp_event_begin": (c_int, [c_void_p, c_void_p]),
+    "sp_event_differing": (c_int, [c_void_p, c_void_p]),
     "sp_event_finish": (c_int, [c_void_p, c_char_p, c_size_t]),
     "sp_event_abandon": (c_int, [c_void_p]),
     # Delivery journal.

@@ -16,7 +16,8 @@ built inside it: ``finish()`` stores it (``sp_event_finish``) and then frees the
 ``abandon()`` releases the claim (``sp_event_abandon``) and frees it. A journaled callback thus
 costs five foreign calls: handle, begin, reply, finish, free; a repeat answered from the journal
 three (handle, begin, free: ``begin()`` copies the stored reply and frees at once); a balance
-query (NOT_JOURNALED) four (handle, begin, reply, free).
+query (NOT_JOURNALED) four (handle, begin, reply, free). A delivery claimed again (attempt 2
+and on) costs one more, ``sp_event_differing``, for ``Claim.differing``.
 
 When no reply is built, the ``sp_event`` is freed by ``close()``, by leaving a ``with`` block,
 or at the latest when the event object is garbage collected (``__del__``): nothing leaks. Freeing
@@ -47,6 +48,7 @@ _event_reply = _LIB.sp_event_reply
 _event_reply_balance = _LIB.sp_event_reply_balance
 _event_free = _LIB.sp_event_free
 _event_begin = _LIB.sp_event_begin
+_event_differing = _LIB.sp_event_differing
 _event_finish = _LIB.sp_event_finish
 _event_abandon = _LIB.sp_event_abandon
 _OUT = _lib.OUT
@@ -91,16 +93,34 @@ class Claim:
             must refuse a second credit for the same ``transactionId``. 0 otherwise.
         reply: for DONE, the reply stored the first time (bytes, to send with HTTP 200);
             None otherwise.
+        differing: for NEW from attempt 2 on, the decisive fields in which this delivery
+            differs from the earlier one that was never finished (abandoned, or its worker
+            died), one ``"field: first X, now Y"`` each (``"moneyWon: first 100, now 250"``):
+            such a resend is handed out as new rather than refused, since nothing was stored
+            for the first, and the journal records the conflict for the operator; log it.
+            Empty when none, and always on attempt 1 (read with ``sp_event_differing`` only
+            from attempt 2 on).
     """
 
     outcome: Outcome
     attempt: int = 0
     reply: bytes | None = None
+    differing: tuple[str, ...] = ()
 
     @property
     def new(self) -> bool:
         """True when the logic must run (outcome NEW)."""
         return self.outcome is Outcome.NEW
+
+
+def _differing(ptr: int) -> tuple[str, ...]:
+    """The claimed ``sp_event``'s differing decisive fields (``sp_event_differing``), copied."""
+    out = _OUT
+    status = _event_differing(ptr, out.text_address)
+    if status:
+        raise last_error(status)
+    text: bytes | None = out.text.ptr
+    return tuple(text.decode().split("\n")) if text else ()
 
 
 _NOT_JOURNALED = Claim(Outcome.NOT_JOURNALED)
@@ -185,7 +205,9 @@ class Event:
 
         - NEW (``claim.attempt``): run the logic, build the reply (``reply()``), then
           ``finish()``; after a transient failure of the partner (its database is down),
-          ``abandon()`` and answer HTTP 503 so that the service delivers again;
+          ``abandon()`` and answer HTTP 503 so that the service delivers again. From attempt 2
+          on, ``claim.differing`` lists the decisive fields in which this delivery differs from
+          the unfinished earlier one (one more foreign call, ``sp_event_differing``);
         - DONE (``claim.reply``): send the stored reply with HTTP 200 (``reply_http_status`` is
           set to 200) and run nothing; the library's event is freed at once;
         - NOT_JOURNALED: run the logic and send its reply; no ``finish()`` is needed.
@@ -215,7 +237,10 @@ class Event:
         outcome = claim.outcome
         if outcome == _NEW:
             self._journal = _CLAIMED
-            return Claim(_NEW, claim.attempt)
+            attempt = claim.attempt
+            if attempt < 2:  # nothing ran before: nothing can differ
+                return Claim(_NEW, attempt)
+            return Claim(_NEW, attempt, None, _differing(ptr))
         self._journal = _SETTLED
         if outcome == _DONE:
             stored: bytes = claim.reply

@@ -150,10 +150,29 @@ class ExactlyOnceTest(JournalCase):
         event.abandon()  # abandoning twice does nothing
         event = self.receiver.parse(refund(900_005, 1))
         claim = event.begin()
-        self.assertEqual((claim.outcome, claim.attempt), (Outcome.NEW, 2))
+        self.assertEqual((claim.outcome, claim.attempt, claim.differing), (Outcome.NEW, 2, ()), "the same content")
         event.reply()
         event.finish()
         self.assertEqual(self.journal.status().in_progress, 0)
+
+    def test_an_abandoned_refund_delivered_again_with_other_decisive_content_names_the_fields(self) -> None:
+        event = self.receiver.parse(refund(900_009, 1))
+        first = event.begin()
+        self.assertEqual((first.outcome, first.attempt, first.differing), (Outcome.NEW, 1, ()))
+        event.reply()
+        event.abandon()  # the partner's database was down: nothing stored
+        # Delivered again with another gameSessionId, which decides who is paid what: handed out
+        # as new (nothing was stored for the first), not refused, and the change is named.
+        event = self.receiver.parse(refund(900_009, 1, game_session_id=6))
+        claim = event.begin()
+        self.assertEqual((claim.outcome, claim.attempt), (Outcome.NEW, 2))
+        self.assertEqual(list(claim.differing), ["gameSessionId: first 5, now 6"])
+        reply = event.reply()
+        event.finish()
+        self.assertEqual(claim.differing, ("gameSessionId: first 5, now 6",), "a copy, kept after the event is freed")
+        [conflict] = self.journal.conflicts()
+        self.assertEqual((conflict["outcome"], conflict["differing"]), ("handed_out", list(claim.differing)))
+        self.assertEqual(self.callback(refund(900_009, 1, game_session_id=6)), (200, reply))
 
     def test_a_dropped_or_closed_claimed_event_releases_its_claim(self) -> None:
         body = refund(900_006, 1)
@@ -600,6 +619,11 @@ class ForeignCallsTest(JournalCase):
                                "sp_event_finish": 1, "sp_event_free": 1})  # fmt: skip
         done = count_calls(lambda: self.callback(body))
         self.assertEqual(done, {"sp_receiver_handle": 1, "sp_event_begin": 1, "sp_event_free": 1})
+        abandoned = refund(900_301, 2)
+        self.receiver.parse(abandoned).begin()  # dropped at once: its claim is released
+        again = count_calls(lambda: self.callback(abandoned))
+        self.assertEqual(again, {"sp_receiver_handle": 1, "sp_event_begin": 1, "sp_event_differing": 1,
+                                 "sp_event_reply": 1, "sp_event_finish": 1, "sp_event_free": 1}, "attempt 2")  # fmt: skip
         balance = b'{"action":"getPlayerBalance","playerIdentifier":"p-1"}'
 
         def query() -> None:
