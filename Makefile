@@ -65,7 +65,7 @@ $(SANDIR)/%: examples/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
-test: all sanitized sandbox test-rust header-check symbols-check test-c test-valgrind test-threads test-e2e test-miri test-fuzz-smoke test-cpp test-php test-python test-install demo
+test: all sanitized sandbox test-rust header-check symbols-check test-c test-valgrind test-threads test-fork test-clock test-e2e test-miri test-fuzz-smoke test-cpp test-php test-python test-install demo
 
 test-rust:
 	$(CARGO) fmt --all -- --check
@@ -158,6 +158,39 @@ $(SANDIR)/threads: tests/c/threads.c include/slotpartner.h $(RELEASE)/libslotpar
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -pthread -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
 .PHONY: test-valgrind test-threads
+
+# 30 children forked from a parent whose two threads are busy with the journal, each handling an
+# event of its own in the journal it inherited: three runs on SQLite, three on a throw-away
+# PostgreSQL cluster (skipped when PostgreSQL is not installed). Built plainly, not under the
+# sanitizers: GCC's AddressSanitizer allocator does not survive fork() in a threaded process (a
+# child inherits its lock held by a parent thread that was allocating, and hangs in malloc).
+test-fork: target/fork-test/fork
+	tests/c/fork.sh target/fork-test/fork
+
+target/fork-test/fork: tests/c/fork.c include/slotpartner.h $(RELEASE)/libslotpartner.a
+	@mkdir -p target/fork-test
+	$(CC) -std=c11 $(STRICT) $(CFLAGS) -pthread -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
+
+.PHONY: test-fork
+
+# Leases across processes whose wall clocks disagree: a worker with its clock 45 s ahead or
+# behind (tests/c/clock_shim.c, LD_PRELOAD) neither takes over a live claim nor keeps a dead one
+# (tests/c/lease_clock.sh). The program links the shared library: LD_PRELOAD cannot reach into
+# a static one.
+CLOCKDIR := target/clock-test
+
+test-clock: $(CLOCKDIR)/lease_clock $(CLOCKDIR)/clock_shim.so
+	tests/c/lease_clock.sh $(CLOCKDIR)
+
+$(CLOCKDIR)/lease_clock: tests/c/lease_clock.c include/slotpartner.h $(RELEASE)/libslotpartner.so
+	@mkdir -p $(CLOCKDIR)
+	$(CC) -std=c11 $(STRICT) $(CFLAGS) -Iinclude $< -o $@ -L$(RELEASE) -lslotpartner -Wl,-rpath,'$$ORIGIN/../release'
+
+$(CLOCKDIR)/clock_shim.so: tests/c/clock_shim.c
+	@mkdir -p $(CLOCKDIR)
+	$(CC) -std=c11 $(STRICT) $(CFLAGS) -shared -fPIC $< -o $@
+
+.PHONY: test-clock
 
 # End to end: 10,000 events from the sandbox to callback_cgi behind a concurrent CGI gateway,
 # journalled on SQLite and on a throw-away PostgreSQL cluster (skipped if not installed).

@@ -146,8 +146,10 @@ typedef enum sp_status {
    */
   SP_ERR_JOURNAL = 24,
   /**
-   * The journal claim is no longer held (its lease expired and another delivery took it over);
-   * nothing was stored (HTTP 503).
+   * The journal claim is no longer this event's: the claim was abandoned, or its lease expired
+   * and another attempt took it over; nothing was stored (HTTP 503). From then on
+   * `sp_event_finish` fails with it every time, and so does `sp_event_abandon` after a
+   * takeover.
    */
   SP_ERR_CLAIM_LOST = 25,
   /**
@@ -263,11 +265,14 @@ typedef enum sp_journal_report_kind {
   SP_JOURNAL_REPORT_CONFLICTS = 2,
   /**
    * Ranges resolved by hand, newest first: objects with `id`, `first`, `last`, `closed` (how
-   * many were missing), `numbering`, `note` and `at_ms`.
+   * many were missing), `numbering`, `note` and `at_ms`; an unfinished delivery closed by hand
+   * (`sp_journal_close_unfinished`) is one with `first` = `last` = its index, `closed` 0 and
+   * the delivery's key named in `note`.
    */
   SP_JOURNAL_REPORT_RESOLUTIONS = 3,
   /**
-   * Missing indexes no longer fetched (404 for `not_found_limit` runs), lowest first: integers.
+   * Indexes no longer fetched (404 for `not_found_limit` runs), missing or carrying an
+   * unfinished delivery, lowest first: integers.
    */
   SP_JOURNAL_REPORT_UNRECOVERABLE = 4,
 } sp_journal_report_kind;
@@ -636,8 +641,9 @@ typedef struct sp_journal_stats {
    */
   uint64_t resolved;
   /**
-   * Missing indexes the service answered 404 for `not_found_limit` runs of recovery
-   * (`sp_journal_config_set_not_found_limit`): no longer fetched.
+   * Indexes, missing or carrying an unfinished delivery, the service answered 404 for
+   * `not_found_limit` runs of recovery (`sp_journal_config_set_not_found_limit`): no longer
+   * fetched.
    */
   uint64_t unrecoverable;
   /**
@@ -991,10 +997,10 @@ enum sp_status sp_last_error(struct sp_error *out);
 /**
  * Frees an event and everything it points to, including a reply built for it. NULL is allowed
  * and does nothing. An event that still holds its journal claim (begun or recovered, and
- * neither finished nor abandoned, including after `sp_event_finish` failed with
- * `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would: the next
- * delivery runs the partner's logic again. Best effort: if that abandon fails too (the storage
- * is still down), the claim ends with its lease instead.
+ * neither finished nor abandoned, including after `sp_event_finish` or `sp_event_abandon`
+ * failed with `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would:
+ * the next delivery runs the partner's logic again. Best effort: if that abandon fails too (the
+ * storage is still down), the claim ends with its lease instead.
  *
  * # Safety
  * `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
@@ -1097,14 +1103,20 @@ enum sp_status sp_event_differing(const struct sp_event *event, struct sp_str *o
  * every later delivery of the same event gets it, byte for byte (a `success:false` reply too).
  * `reply`/`len` is the reply to store, or NULL (with `len` 0) for the reply last built for the
  * event (`sp_event_reply`, `sp_event_reply_balance`), which is what a host sends. Does nothing
- * and succeeds for an event answered from the journal or not journaled.
+ * and succeeds for an event answered from the journal (`SP_BEGIN_DONE`), not journaled
+ * (`SP_BEGIN_NOT_JOURNALED`), or finished already.
  *
- * Fails with `SP_ERR_CLAIM_LOST` when the claim is no longer this worker's (its lease expired
- * and another delivery took it over): nothing was stored; the partner's work was done, so send
- * the reply all the same (the other delivery finds the credit in the ledger). Fails with
- * `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or when no
- * reply was built (the claim stays: finish it again or abandon it), or when the event was not
- * begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays held: finish again, or
+ * Fails with `SP_ERR_CLAIM_LOST` when the claim is no longer this event's, and then every time
+ * it is called again; nothing was stored, and the message says why:
+ * - "the claim was abandoned": `sp_event_abandon` released it (the next delivery runs the
+ *   partner's logic again);
+ * - "taken over by attempt N": its lease expired and another delivery claimed it as attempt N.
+ *   The partner's work was done, so send the reply all the same (the other delivery finds the
+ *   credit in the ledger).
+ *
+ * Fails with `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or
+ * when no reply was built (the claim stays: finish it again or abandon it), or when the event
+ * was not begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays held: finish again, or
  * abandon it; `sp_event_free` abandons it at once, and if that fails too, its lease ends it).
  *
  * # Safety
@@ -1115,10 +1127,16 @@ enum sp_status sp_event_finish(struct sp_event *event, const uint8_t *reply, siz
 /**
  * Releases the claim of an event after a transient failure of the partner (its database is
  * down), so that the next delivery runs the logic again; answer the service with HTTP 503 so
- * that it delivers again. Does nothing and succeeds for an event answered from the journal or
- * not journaled. Freeing a claimed event releases its claim the same way. Fails with
- * `SP_ERR_CLAIM_LOST` or `SP_ERR_JOURNAL` as `sp_event_finish` does, and with
- * `SP_ERR_INVALID_ARGUMENT` when the event was not begun.
+ * that it delivers again. Freeing a claimed event releases its claim the same way. Does nothing
+ * and succeeds for an event answered from the journal, not journaled, finished, or abandoned
+ * already. After it, `sp_event_finish` fails with `SP_ERR_CLAIM_LOST` ("the claim was
+ * abandoned").
+ *
+ * Fails with `SP_ERR_CLAIM_LOST` ("taken over by attempt N") when the claim's lease expired and
+ * another delivery took it over, found by this call or an earlier `sp_event_finish` or
+ * `sp_event_abandon`, and then every time it is called again; `SP_ERR_JOURNAL` when the storage
+ * fails (the claim stays held: abandon it again, or free the event, which tries once more, and
+ * if that fails too, its lease ends it); `SP_ERR_INVALID_ARGUMENT` when the event was not begun.
  *
  * # Safety
  * `event` is NULL or live and used by no other thread.
@@ -1229,8 +1247,9 @@ enum sp_status sp_journal_config_set_max_index_jump(struct sp_journal_config *co
 
 /**
  * Sets how many runs of recovery may get HTTP 404 for an index before it is reported
- * unrecoverable and no longer fetched (at least 1; default 3); it stays missing until resolved
- * by hand (`sp_journal_resolve`). 0 fails with `SP_ERR_INVALID_ARGUMENT` (field
+ * unrecoverable and no longer fetched (at least 1; default 3); a missing one stays missing until
+ * resolved by hand (`sp_journal_resolve`), one carrying an unfinished delivery stays unfinished
+ * until closed by hand (`sp_journal_close_unfinished`). 0 fails with `SP_ERR_INVALID_ARGUMENT` (field
  * `not_found_limit`) and changes nothing.
  *
  * # Safety
@@ -1349,6 +1368,24 @@ enum sp_status sp_journal_jump_is_gap(const struct sp_journal *journal,
 enum sp_status sp_journal_resolve_conflict(const struct sp_journal *journal,
                                            int64_t id,
                                            const char *note);
+
+/**
+ * Closes by hand the unfinished deliveries (abandoned, or claimed with their lease run out)
+ * carrying index `index`: events the service answers 404 for, settled another way, or of an
+ * earlier numbering. They no longer count as unfinished (`sp_journal_stats.unfinished`) and
+ * recovery no longer fetches them; a later delivery of such an event still runs as its next
+ * attempt. `note` (required) is kept for audit (the `SP_JOURNAL_REPORT_RESOLUTIONS` report). On
+ * success `*closed` (when `closed` is not NULL) gets how many deliveries were closed. Fails with
+ * `SP_ERR_INVALID_ARGUMENT`, field `index` (no unfinished delivery carries it) or `note`;
+ * `SP_ERR_JOURNAL` when the storage fails.
+ *
+ * # Safety
+ * `journal` is NULL or live; `note` is NULL or NUL-terminated; `closed` is NULL or writable.
+ */
+enum sp_status sp_journal_close_unfinished(const struct sp_journal *journal,
+                                           int64_t index,
+                                           const char *note,
+                                           uint64_t *closed);
 
 /**
  * Starts a new numbering from index `first` after the service restarted its indexes: the seen
@@ -1591,6 +1628,26 @@ enum sp_status sp_receiver_handle(const struct sp_receiver *receiver,
                                   const uint8_t *body,
                                   size_t len,
                                   struct sp_event **out);
+
+/**
+ * Checks the source address, then the token, of a callback, as `sp_receiver_handle` does
+ * first, without its body: nothing is parsed and the receiver's journal is not touched. A host
+ * calls it before it opens a journal (a process per request, such as CGI or PHP-FPM), so that a
+ * caller without the token never makes it connect to the journal's storage: then it opens the
+ * journal and handles the callback with a receiver that has it. The arguments are those of
+ * `sp_receiver_handle`.
+ *
+ * Fails as `sp_receiver_handle` fails for the same request: `SP_ERR_MISSING_TOKEN`,
+ * `SP_ERR_WRONG_TOKEN` (HTTP 401), `SP_ERR_FORBIDDEN_SOURCE` (403); `sp_last_error_response`
+ * gives the HTTP status and body to answer with.
+ *
+ * # Safety
+ * `receiver` is NULL or live; the strings are NULL or NUL-terminated.
+ */
+enum sp_status sp_receiver_authenticate(const struct sp_receiver *receiver,
+                                        const char *token,
+                                        const char *remote_addr,
+                                        const char *forwarded_for);
 
 /**
  * Parses and validates a body without checking source or token (for tools and tests). Owns and

@@ -1180,6 +1180,65 @@ mod careless_host {
         unsafe { sp_receiver_free(r) };
     }
 
+    /// `sp_receiver_authenticate`: the source and token checks of `sp_receiver_handle` alone,
+    /// answered as `sp_receiver_handle` answers them (401, 403), without a body; carelessly
+    /// called: NULL receiver and headers, bytes that are not UTF-8, the last error's own message
+    /// handed back in as the token.
+    #[test]
+    fn authenticating_alone_answers_as_handling_would() {
+        let r = receiver(|c| unsafe {
+            assert_eq!(sp_receiver_config_set_sources(c, c"production".as_ptr()), SP_OK);
+            assert_eq!(sp_receiver_config_set_trusted_proxies(c, c"10.0.0.0/8".as_ptr()), SP_OK);
+        });
+        let any = receiver(|c| unsafe { assert_eq!(sp_receiver_config_set_sources(c, c"any".as_ptr()), SP_OK) });
+        let (t, null) = (TOKEN.as_ptr(), ptr::null());
+        // SAFETY: every pointer is NULL or a live receiver or NUL-terminated string; NULL is what
+        // is being tested.
+        unsafe {
+            assert_eq!(sp_receiver_authenticate(r, t, PRODUCTION.as_ptr(), null), SP_OK);
+            assert!(last_message().is_empty(), "a success leaves no last error");
+            assert_failed(
+                sp_receiver_authenticate(ptr::null(), t, PRODUCTION.as_ptr(), null),
+                SP_ERR_INVALID_ARGUMENT,
+                "receiver",
+            );
+            // Each refusal answers what sp_receiver_handle answers for the same request.
+            let body = REFUND.as_bytes();
+            let cases: [(*const c_char, *const c_char, *const c_char, sp_status, u16); 7] = [
+                (null, PRODUCTION.as_ptr(), null, SP_ERR_MISSING_TOKEN, 401),
+                (OTHER_TOKEN.as_ptr(), PRODUCTION.as_ptr(), null, SP_ERR_WRONG_TOKEN, 401),
+                (BAD_UTF8.as_ptr(), PRODUCTION.as_ptr(), null, SP_ERR_WRONG_TOKEN, 401),
+                (t, STAGING.as_ptr(), null, SP_ERR_FORBIDDEN_SOURCE, 403),
+                (t, null, null, SP_ERR_FORBIDDEN_SOURCE, 403),
+                (t, BAD_UTF8.as_ptr(), null, SP_ERR_FORBIDDEN_SOURCE, 403),
+                (t, c"10.0.0.1".as_ptr(), BAD_UTF8.as_ptr(), SP_ERR_FORBIDDEN_SOURCE, 403),
+            ];
+            for (token, addr, forwarded, status, http) in cases {
+                assert_eq!(sp_receiver_authenticate(r, token, addr, forwarded), status, "{}", last_message());
+                let (message, field, response) = (last_message(), last_field(), last_response());
+                assert_eq!(response.0, http);
+                assert!(response.1.starts_with(r#"{"error":{"#), "{}", response.1);
+                let mut out = ptr::dangling_mut::<sp_event>();
+                let handled = sp_receiver_handle(r, token, addr, forwarded, body.as_ptr(), body.len(), &mut out);
+                assert_eq!((handled, out), (status, ptr::dangling_mut()));
+                assert_eq!((last_message(), last_field(), last_response()), (message, field, response));
+            }
+            // From a trusted proxy the client named by X-Forwarded-For is judged; an untrusted
+            // peer's header is ignored unread.
+            assert_eq!(sp_receiver_authenticate(r, t, c"10.0.0.1".as_ptr(), PRODUCTION.as_ptr()), SP_OK);
+            assert_eq!(sp_receiver_authenticate(r, t, PRODUCTION.as_ptr(), BAD_UTF8.as_ptr()), SP_OK);
+            // Under sources `any` the address is not looked at, the token still is.
+            assert_eq!(sp_receiver_authenticate(any, t, null, null), SP_OK);
+            assert_eq!(sp_receiver_authenticate(any, t, BAD_UTF8.as_ptr(), null), SP_OK);
+            assert_eq!(sp_receiver_authenticate(any, null, null, null), SP_ERR_MISSING_TOKEN);
+            // The last error's message handed back in as the token is read before it is replaced.
+            let message = sp_last_error_message().ptr;
+            assert_failed(sp_receiver_authenticate(any, message, null, null), SP_ERR_WRONG_TOKEN, "X-Service-Token");
+            sp_receiver_free(r);
+            sp_receiver_free(any);
+        }
+    }
+
     /// The journal's operator functions and new settings, carelessly called, without a journal
     /// to open (nothing here touches storage): NULL objects and notes, the last error's own
     /// message handed back in, settings out of range, kinds that are none.

@@ -835,3 +835,395 @@ fn a_refused_body_moves_the_gaps_only_when_it_named_its_event() {
     assert_eq!((stats.missing, stats.highest_index, stats.refused), (1, 7, 1));
     free_journal(r, journal);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Finishing or abandoning a claim the event no longer holds.
+
+fn abandon(ev: *mut sp_event) -> sp_status {
+    // SAFETY: a live event.
+    unsafe { sp_event_abandon(ev) }
+}
+
+/// `sp_event_finish` with `reply` given.
+fn finish_with(ev: *mut sp_event, reply: &[u8]) -> sp_status {
+    // SAFETY: a live event; the reply is readable for its length.
+    unsafe { sp_event_finish(ev, reply.as_ptr(), reply.len()) }
+}
+
+/// The last error's status and message, which must name `why`.
+fn lost_because(got: sp_status, why: &str) {
+    assert_eq!(got, SP_ERR_CLAIM_LOST, "expected SP_ERR_CLAIM_LOST ({why})");
+    let e = last_error();
+    let message = text(e.message);
+    assert_eq!((e.status, e.http_status), (SP_ERR_CLAIM_LOST, 503), "{message}");
+    assert!(message.contains(why), "the message says why ({why}): {message}");
+    assert!(message.contains("nothing was stored"), "{message}");
+}
+
+/// Finishing an event whose claim this worker abandoned stores nothing and says so, every time
+/// it is tried; abandoning it again does nothing. The next delivery runs as attempt 2.
+#[test]
+fn finishing_an_abandoned_claim_fails_every_time_and_stores_nothing() {
+    let dir = TempDir::new("finish-abandoned");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    let body = refund(900_021, 1, 12);
+    let ev = handle(r, &body).unwrap();
+    assert_eq!(begin(ev).unwrap().attempt, 1);
+    reply(ev, true, None);
+    assert_eq!(abandon(ev), SP_OK);
+    for _ in 0..3 {
+        lost_because(finish(ev), "the claim was abandoned");
+        lost_because(finish_with(ev, b"{\"late\":true}"), "the claim was abandoned");
+    }
+    assert_eq!(abandon(ev), SP_OK, "abandoning again does nothing");
+    lost_because(finish(ev), "the claim was abandoned");
+    free(ev);
+    let s = status(journal);
+    assert_eq!((s.handled, s.in_progress, s.unfinished), (0, 0, 1), "nothing was stored");
+    let ev = handle(r, &body).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, claim.attempt), (sp_begin::SP_BEGIN_NEW, 2));
+    let second = reply(ev, false, Some(c"second attempt"));
+    assert_eq!(finish(ev), SP_OK);
+    free(ev);
+    let ev = handle(r, &body).unwrap();
+    assert_eq!(text(begin(ev).unwrap().reply), second);
+    free(ev);
+    free_journal(r, journal);
+}
+
+/// A claim whose lease ran out and that another delivery took over: its event's finish and
+/// abandon fail with `SP_ERR_CLAIM_LOST` naming the attempt that took it over, the first time
+/// and every time after, and store nothing; the attempt that took over finishes as usual.
+#[test]
+fn a_claim_taken_over_cannot_be_finished_or_abandoned_later() {
+    let dir = TempDir::new("finish-lost");
+    let journal = open_journal_with(&dir.url(), |config| {
+        // SAFETY: a live configuration.
+        unsafe {
+            assert_eq!(sp_journal_config_set_busy_wait_ms(config, 0), SP_OK);
+            assert_eq!(sp_journal_config_set_lease_ms(config, 100), SP_OK);
+        }
+    })
+    .unwrap();
+    let r = receiver(journal);
+    let (finished_late, abandoned_late) = (refund(900_022, 1, 12), refund(900_023, 2, 12));
+    let mut takers = Vec::new();
+    for (body, first_step_finishes) in [(&finished_late, true), (&abandoned_late, false)] {
+        let dead = handle(r, body).unwrap();
+        assert_eq!(begin(dead).unwrap().attempt, 1);
+        reply(dead, true, None);
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let taker = handle(r, body).unwrap();
+        assert_eq!(begin(taker).unwrap().attempt, 2);
+        // The first worker wakes up: whichever it tries first, and whatever after, is refused.
+        let first = if first_step_finishes { finish(dead) } else { abandon(dead) };
+        lost_because(first, "taken over by attempt 2");
+        for _ in 0..2 {
+            lost_because(finish(dead), "taken over by attempt 2");
+            lost_because(abandon(dead), "taken over by attempt 2");
+        }
+        free(dead);
+        takers.push((taker, body));
+    }
+    for (taker, body) in takers {
+        let stored = reply(taker, false, Some(c"attempt two"));
+        assert_eq!(finish(taker), SP_OK);
+        free(taker);
+        let ev = handle(r, body).unwrap();
+        assert_eq!(text(begin(ev).unwrap().reply), stored, "the late attempt stored nothing");
+        free(ev);
+    }
+    let s = status(journal);
+    assert_eq!((s.handled, s.in_progress, s.unfinished), (2, 0, 0));
+    free_journal(r, journal);
+}
+
+/// Events that hold no claim of their own still finish and abandon as no-ops: answered from the
+/// journal, or not journaled at all.
+#[test]
+fn finishing_or_abandoning_an_event_answered_from_the_journal_does_nothing() {
+    let dir = TempDir::new("finish-settled");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    let body = refund(900_024, 1, 12);
+    deliver(r, &body);
+    let ev = handle(r, &body).unwrap();
+    assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_DONE);
+    for _ in 0..2 {
+        assert_eq!(finish(ev), SP_OK);
+        assert_eq!(finish_with(ev, b"other"), SP_OK);
+        assert_eq!(abandon(ev), SP_OK);
+    }
+    free(ev);
+    let ev = handle(r, r#"{"action":"getPlayerBalance","playerIdentifier":"p-1","index":2}"#).unwrap();
+    assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_NOT_JOURNALED);
+    for _ in 0..2 {
+        assert_eq!(abandon(ev), SP_OK);
+        assert_eq!(finish_with(ev, b"other"), SP_OK);
+    }
+    free(ev);
+    let ev = handle(r, &body).unwrap();
+    assert_eq!(text(begin(ev).unwrap().reply), r#"{"ok":true}"#);
+    free(ev);
+    free_journal(r, journal);
+}
+
+/// An abandon the storage refused leaves the claim held, as a refused finish does: the event can
+/// still be finished (or abandoned again) once the storage is back, and is never reported
+/// finished while nothing was stored.
+#[test]
+fn a_refused_abandon_keeps_the_claim() {
+    let dir = TempDir::new("abandon-refused");
+    let journal = open_journal_with(&dir.url(), |config| {
+        // SAFETY: a live configuration.
+        unsafe {
+            assert_eq!(sp_journal_config_set_busy_wait_ms(config, 0), SP_OK);
+            assert_eq!(sp_journal_config_set_lock_timeout_ms(config, 50), SP_OK);
+        }
+    })
+    .unwrap();
+    let r = receiver(journal);
+    let body = refund(900_025, 1, 12);
+    let ev = handle(r, &body).unwrap();
+    assert_eq!(begin(ev).unwrap().attempt, 1);
+    let stored = reply(ev, true, None);
+    // Another program holds the journal's write lock: the abandon cannot be written.
+    let path = dir.0.join("journal.db");
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    assert_eq!(abandon(ev), SP_ERR_JOURNAL);
+    other.execute_batch("ROLLBACK").unwrap();
+    drop(other);
+    assert_eq!(finish(ev), SP_OK, "the claim is still held: finishing stores the reply");
+    free(ev);
+    let ev = handle(r, &body).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, text(claim.reply)), (sp_begin::SP_BEGIN_DONE, stored.as_str()));
+    free(ev);
+    free_journal(r, journal);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Closing unfinished deliveries by hand.
+
+/// `sp_journal_close_unfinished` with a sentinel `closed`, which must be written exactly on
+/// success.
+fn close_unfinished(journal: *const sp_journal, index: i64, note: *const std::ffi::c_char) -> Result<u64, sp_status> {
+    let mut closed = 77_u64;
+    // SAFETY: `journal` and `note` are NULL or valid, as the callers choose; `closed` is writable.
+    match unsafe { sp_journal_close_unfinished(journal, index, note, &mut closed) } {
+        SP_OK => Ok(closed),
+        status => {
+            assert_eq!(closed, 77, "closed written on failure");
+            Err(status)
+        }
+    }
+}
+
+/// A refund begun and abandoned at index 5 is unfinished until closed by hand; closed, it is
+/// neither counted nor refused again, its note is kept, and a later delivery of it runs as
+/// attempt 2.
+#[test]
+fn an_unfinished_delivery_is_closed_by_hand_and_runs_again_as_the_next_attempt() {
+    let dir = TempDir::new("close-unfinished");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    deliver(r, &refund(980_004, 4, 12));
+    let body = refund(980_005, 5, 12);
+    let ev = handle(r, &body).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, claim.attempt), (sp_begin::SP_BEGIN_NEW, 1));
+    assert_eq!(abandon(ev), SP_OK);
+    free(ev);
+    assert_eq!(status(journal).unfinished, 1);
+
+    let no_such = close_unfinished(journal, 4, c"finished, not unfinished".as_ptr()).unwrap_err();
+    refused(no_such, "index");
+    assert!(text(last_error().message).contains("index 4"), "{}", text(last_error().message));
+    refused(close_unfinished(journal, 5, c"".as_ptr()).unwrap_err(), "note");
+    assert_eq!(status(journal).unfinished, 1, "nothing refused changed anything");
+
+    assert_eq!(close_unfinished(journal, 5, c"refunded by hand, ticket 4411".as_ptr()), Ok(1));
+    let s = status(journal);
+    assert_eq!((s.unfinished, s.in_progress, s.handled), (0, 0, 1));
+    let resolution = &entries(journal, RESOLUTIONS, false)[0];
+    assert_eq!((&resolution["first"], &resolution["last"]), (&json!(5), &json!(5)));
+    let note = resolution["note"].as_str().unwrap();
+    assert!(note.contains("refunded by hand, ticket 4411"), "{note}");
+    // Closed once: no unfinished delivery carries index 5 any more; `closed` may be NULL.
+    refused(close_unfinished(journal, 5, c"again".as_ptr()).unwrap_err(), "index");
+    // SAFETY: valid pointers; NULL `closed` is allowed.
+    refused(unsafe { sp_journal_close_unfinished(journal, 5, c"again".as_ptr(), ptr::null_mut()) }, "index");
+
+    // The service delivers it again: it runs as its next attempt, and finishes as usual.
+    let ev = handle(r, &body).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, claim.attempt), (sp_begin::SP_BEGIN_NEW, 2));
+    assert_eq!(finish_with(ev, br#"{"again":true}"#), SP_OK);
+    free(ev);
+    let s = status(journal);
+    assert_eq!((s.unfinished, s.handled), (0, 2));
+    free_journal(r, journal);
+}
+
+/// A careless host: a NULL journal, NULL and empty notes, an index no unfinished delivery
+/// carries, and the last error's own message handed back in as the note.
+#[test]
+fn close_unfinished_refuses_careless_arguments() {
+    let dir = TempDir::new("close-unfinished-careless");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    deliver(r, &refund(990_001, 1, 12));
+    let ev = handle(r, &refund(990_002, 2, 12)).unwrap();
+    assert_eq!(begin(ev).unwrap().attempt, 1);
+    assert_eq!(abandon(ev), SP_OK);
+    free(ev);
+    let note = c"a note".as_ptr();
+    refused(close_unfinished(ptr::null(), 2, note).unwrap_err(), "journal");
+    // SAFETY: NULL journal and NULL `closed`: refused before anything is read or written.
+    refused(unsafe { sp_journal_close_unfinished(ptr::null(), 2, note, ptr::null_mut()) }, "journal");
+    refused(close_unfinished(journal, 2, ptr::null()).unwrap_err(), "note");
+    for blank in [c"", c" \t ", c"\x01"] {
+        refused(close_unfinished(journal, 2, blank.as_ptr()).unwrap_err(), "note");
+    }
+    // A claim a worker still holds (its lease running) is in progress, not unfinished.
+    let held = handle(r, &refund(990_003, 3, 12)).unwrap();
+    assert_eq!(begin(held).unwrap().attempt, 1);
+    for index in [1, 3, 0, -1, i64::MAX, i64::MIN] {
+        refused(close_unfinished(journal, index, note).unwrap_err(), "index");
+    }
+    let s = status(journal);
+    assert_eq!((s.unfinished, s.in_progress), (1, 1), "nothing refused changed anything");
+    assert_eq!(finish_with(held, br#"{"held":true}"#), SP_OK, "the held claim is still its worker's");
+    free(held);
+
+    // The last error's message handed back in as the note: refused for the index, then taken
+    // whole for the real one.
+    // SAFETY: the message view is valid until the next status-returning call returns.
+    unsafe {
+        refused(sp_journal_close_unfinished(journal, 7, note, ptr::null_mut()), "index");
+        for _ in 0..3 {
+            let message = sp_last_error_message();
+            refused(sp_journal_close_unfinished(journal, 7, message.ptr, ptr::null_mut()), "index");
+        }
+        let message = sp_last_error_message();
+        let copied = text(message).to_owned();
+        let mut closed = 0_u64;
+        assert_eq!(sp_journal_close_unfinished(journal, 2, message.ptr, &mut closed), SP_OK);
+        assert_eq!(closed, 1);
+        let kept = entries(journal, RESOLUTIONS, false)[0]["note"].as_str().unwrap().to_owned();
+        assert!(kept.ends_with(&copied), "{kept} keeps {copied}");
+    }
+    assert_eq!(status(journal).unfinished, 0);
+    free_journal(r, journal);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a caller is told of a journal failure: the answer (`sp_last_error_response`) says only
+// that the partner is temporarily unavailable; the URL, path, host and user stay in the message,
+// for the host's log.
+
+#[path = "e2e/cluster.rs"]
+mod cluster;
+
+/// The last error is `SP_ERR_JOURNAL` answered 503 with a JSON body holding none of `secrets`
+/// (each of which the message, kept for the log, must hold at least one of).
+fn journal_failure_names_nothing(got: sp_status, secrets: &[&str], what: &str) {
+    assert_eq!(got, SP_ERR_JOURNAL, "{what}: {}", text(last_error().message));
+    let e = last_error();
+    let (message, body) = (text(e.message), text(e.response_body));
+    assert_eq!((e.status, e.http_status), (SP_ERR_JOURNAL, 503), "{what}: {message}");
+    let parsed: Value = serde_json::from_str(body).unwrap_or_else(|error| panic!("{what}: not JSON ({error}): {body}"));
+    assert_eq!(parsed["error"]["code"], json!("journal"), "{what}: {body}");
+    for secret in secrets {
+        assert!(!body.contains(secret), "{what}: the answer names {secret}: {body}");
+    }
+    assert!(secrets.iter().any(|secret| message.contains(secret)), "{what}: the log keeps it: {message}");
+}
+
+#[test]
+fn an_unreachable_postgres_at_open_answers_nothing_of_it() {
+    let url = c"postgres://sp_owner:sp_secret@127.0.0.1:1/sp_ledger";
+    let got = open_journal_with(url, |config| {
+        // SAFETY: a live configuration.
+        assert_eq!(unsafe { sp_journal_config_set_lock_timeout_ms(config, 2000) }, SP_OK);
+    });
+    let secrets = ["postgres", "127.0.0.1", ":1/", "sp_owner", "sp_secret", "sp_ledger"];
+    journal_failure_names_nothing(got.unwrap_err(), &secrets, "PostgreSQL unreachable at open");
+    assert!(!text(last_error().message).contains("sp_secret"), "not even the log gets the password");
+}
+
+#[test]
+fn an_unusable_sqlite_file_answers_nothing_of_its_path() {
+    let dir = TempDir::new("unusable-answer");
+    let path = dir.0.display().to_string();
+    // A directory where the file should be, and a file of another kind.
+    let directory = CString::new(format!("sqlite:{path}")).unwrap();
+    journal_failure_names_nothing(open_journal(&directory, 10).unwrap_err(), &[&path, "sqlite"], "a directory");
+    let other = dir.0.join("notes.txt");
+    std::fs::write(&other, "these are not the journal's tables, nor a database at all\n".repeat(200)).unwrap();
+    let other_url = CString::new(format!("sqlite:{}", other.display())).unwrap();
+    let secrets = [other.to_str().unwrap(), "notes.txt", "sqlite"];
+    journal_failure_names_nothing(open_journal(&other_url, 10).unwrap_err(), &secrets, "not a database");
+}
+
+/// A journal whose SQLite file another program holds locked: begin, finish and abandon fail,
+/// answering nothing of the path.
+#[test]
+fn a_locked_sqlite_journal_at_begin_finish_and_abandon_answers_nothing_of_its_path() {
+    let dir = TempDir::new("locked-answer");
+    let journal = open_journal_with(&dir.url(), |config| {
+        // SAFETY: a live configuration.
+        unsafe {
+            assert_eq!(sp_journal_config_set_busy_wait_ms(config, 0), SP_OK);
+            assert_eq!(sp_journal_config_set_lock_timeout_ms(config, 50), SP_OK);
+        }
+    })
+    .unwrap();
+    let r = receiver(journal);
+    let path = dir.0.join("journal.db");
+    let secrets = [path.to_str().unwrap(), "journal.db", "sqlite"];
+    let claimed = handle(r, &refund(900_031, 1, 12)).unwrap();
+    assert_eq!(begin(claimed).unwrap().attempt, 1);
+    reply(claimed, true, None);
+    let fresh = handle(r, &refund(900_032, 2, 12)).unwrap();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    journal_failure_names_nothing(begin(fresh).unwrap_err(), &secrets, "begin");
+    journal_failure_names_nothing(finish(claimed), &secrets, "finish");
+    journal_failure_names_nothing(abandon(claimed), &secrets, "abandon");
+    other.execute_batch("ROLLBACK").unwrap();
+    drop(other);
+    assert_eq!(finish(claimed), SP_OK, "the claim was kept");
+    free(claimed);
+    free(fresh);
+    free_journal(r, journal);
+}
+
+/// A PostgreSQL journal whose server goes away after it was opened: the next begin fails,
+/// answering nothing of the server.
+#[test]
+fn postgres_gone_at_begin_answers_nothing_of_it() {
+    let Some(cluster) = cluster::Cluster::start("PostgreSQL gone at begin (C ABI)") else { return };
+    let url = cluster.schema_url("sp_gone_schema");
+    let port = format!(":{}", cluster.port());
+    let journal = open_journal_with(&CString::new(url).unwrap(), |config| {
+        // SAFETY: a live configuration.
+        assert_eq!(unsafe { sp_journal_config_set_lock_timeout_ms(config, 2000) }, SP_OK);
+    })
+    .unwrap();
+    let r = receiver(journal);
+    let ev = handle(r, &refund(900_041, 1, 12)).unwrap();
+    assert_eq!(begin(ev).unwrap().attempt, 1, "the server is there");
+    reply(ev, true, None);
+    assert_eq!(finish(ev), SP_OK);
+    free(ev);
+    drop(cluster); // stopped: connections refused from now on
+    let ev = handle(r, &refund(900_042, 2, 12)).unwrap();
+    let secrets = ["postgres", "127.0.0.1", port.as_str(), "sp_gone_schema"];
+    journal_failure_names_nothing(begin(ev).unwrap_err(), &secrets, "PostgreSQL gone at begin");
+    free(ev);
+    free_journal(r, journal);
+}

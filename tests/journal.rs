@@ -162,6 +162,19 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("recovery_works_through_every_gap", recovery_works_through_every_gap),
     ("one_holder_of_a_lock", one_holder_of_a_lock),
     ("counts_at_the_ends_of_the_index_range", counts_at_the_ends_of_the_index_range),
+    ("traffic_that_reaches_a_jump_shows_the_gap_below", traffic_that_reaches_a_jump_shows_the_gap_below),
+    (
+        "a_restarted_numbering_never_replays_another_events_reply",
+        a_restarted_numbering_never_replays_another_events_reply,
+    ),
+    ("a_handed_out_conflict_keeps_the_first_and_answers_both", a_handed_out_conflict_keeps_the_first_and_answers_both),
+    ("tried_gaps_in_front_never_starve_the_plan", tried_gaps_in_front_never_starve_the_plan),
+    ("an_unfinished_delivery_can_be_closed_by_hand", an_unfinished_delivery_can_be_closed_by_hand),
+    (
+        "an_unfinished_delivery_of_an_earlier_numbering_is_not_fetched",
+        an_unfinished_delivery_of_an_earlier_numbering_is_not_fetched,
+    ),
+    ("the_whole_index_range_resolved", the_whole_index_range_resolved),
 ];
 
 /// Runs every behaviour, reporting each, and fails naming those that failed.
@@ -986,6 +999,7 @@ fn postgres_journal_of_version_1_migrates_in_place() {
         .batch_execute(
             "DROP TABLE sp_journal_jumps, sp_journal_resolved, sp_journal_conflicts, sp_journal_fetch, sp_journal_locks, sp_journal_runs_archive;
              DROP INDEX sp_journal_delivery_index; DROP INDEX sp_journal_delivery_open;
+             ALTER TABLE sp_journal_delivery DROP COLUMN lease_boot;
              DELETE FROM sp_journal_meta WHERE key = 'numbering';
              UPDATE sp_journal_meta SET value = 1 WHERE key = 'schema_version';
              UPDATE sp_journal_delivery SET key = 'bonusGranted:5' WHERE key = 'event#5#bonusGranted';",
@@ -1043,4 +1057,642 @@ fn sqlite_database_of_another_program_is_refused() {
     let empty = dir.0.join("empty.db");
     std::fs::write(&empty, b"").unwrap();
     open(&format!("sqlite:{}", empty.display())).status().unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leases under a stepped wall clock (an NTP step, a resumed virtual machine): on SQLite they go
+// by a clock no step moves, on PostgreSQL by the server's; a worker whose wall clock is off
+// neither takes over a live claim nor keeps a dead one beyond its lease.
+
+/// How far off the wall clock is (ms) for the worker that claims, and for the one that comes next.
+const CLOCK_STEPS: [(i64, i64); 4] = [(0, 45_000), (0, -45_000), (45_000, 0), (-45_000, 0)];
+
+/// Runs `work` on a thread of its own whose wall clock, as the journal reads it, is `offset_ms`
+/// off: a worker on a host whose clock was stepped.
+fn on_a_clock<T: Send>(offset_ms: i64, work: impl FnOnce() -> T + Send) -> T {
+    thread::scope(|s| {
+        s.spawn(move || {
+            slotpartner::journal::shift_wall_clock_for_tests(offset_ms);
+            work()
+        })
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+const CLOCK_SUITE: &[(&str, Behaviour)] = &[
+    ("a_stepped_clock_takes_no_live_claim", a_stepped_clock_takes_no_live_claim),
+    ("a_stepped_clock_keeps_no_dead_claim", a_stepped_clock_keeps_no_dead_claim),
+    ("a_stepped_clock_neither_steals_nor_keeps_a_lock", a_stepped_clock_neither_steals_nor_keeps_a_lock),
+];
+
+fn run_clock_suite(backend: &dyn Backend) {
+    let mut failed = Vec::new();
+    for (name, behaviour) in CLOCK_SUITE {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| behaviour(backend)));
+        println!("{} {name}: {}", backend.name(), if result.is_ok() { "ok" } else { "FAILED" });
+        if result.is_err() {
+            failed.push(*name);
+        }
+    }
+    assert!(failed.is_empty(), "{} failed: {failed:?}", backend.name());
+}
+
+/// On SQLite the wall clock may be stepped under the workers of a host: leases do not see it.
+#[test]
+fn sqlite_leases_ignore_wall_clock_steps() {
+    run_clock_suite(&Sqlite { dir: TempDir::new("slotpartner-journal-clock") });
+}
+
+/// On PostgreSQL a worker's own clock plays no part: the server's judges every lease.
+#[test]
+fn postgres_leases_ignore_the_client_clock() {
+    let Some(cluster) = Cluster::start("PostgreSQL leases") else { return };
+    run_clock_suite(&Postgres { cluster });
+}
+
+/// A claim with a 30 s lease stays its worker's when the next delivery comes from a worker whose
+/// clock is 45 s ahead or behind (or when the claimer's was): busy, not unfinished, its lease
+/// shown 30 s from now, and its worker finishes it.
+fn a_stepped_clock_takes_no_live_claim(b: &dyn Backend) {
+    let options = JournalOptions { busy_wait: Duration::ZERO, ..JournalOptions::default() };
+    assert_eq!(options.lease, Duration::from_secs(30));
+    let journal = open_with(&b.url("stepped_clock_live"), options);
+    for (i, (holder, other)) in CLOCK_STEPS.into_iter().enumerate() {
+        let index = i as i64 + 1;
+        let event = refund(4500 + index, Some(index), 7);
+        let claim = on_a_clock(holder, || new_claim(&journal, &event));
+        let (begun, unfinished, status) = on_a_clock(other, || {
+            (journal.begin(&event).unwrap(), journal.unfinished(10).unwrap(), journal.status().unwrap())
+        });
+        let clocks = format!("claimed on a clock {holder} ms off, delivered again on one {other} ms off");
+        assert!(matches!(begun, Begin::Busy), "a live claim was taken over ({clocks}): {begun:?}");
+        assert!(unfinished.is_empty() && status.unfinished == 0, "a live claim counted unfinished ({clocks})");
+        assert_eq!(status.in_progress, 1, "{clocks}");
+        let record = journal.lookup(4500 + index).unwrap().remove(0);
+        let left = record.lease_until_ms.expect("a claimed record has a lease") - cluster::now_ms();
+        assert!((25_000..=31_000).contains(&left), "the lease ends in {left} ms, not about 30 s ({clocks})");
+        on_a_clock(holder, || journal.finish(&claim, b"first")).unwrap_or_else(|e| panic!("{clocks}: {e}"));
+        assert_eq!(on_a_clock(other, || done_reply(&journal, &event)), b"first");
+    }
+}
+
+/// A claim whose worker died is taken over as soon as its lease ends, whatever the clocks of the
+/// worker that claimed it and of the next delivery's say; not before.
+fn a_stepped_clock_keeps_no_dead_claim(b: &dyn Backend) {
+    let lease = Duration::from_millis(600);
+    let options = JournalOptions { lease, busy_wait: Duration::ZERO, ..JournalOptions::default() };
+    let journal = open_with(&b.url("stepped_clock_dead"), options);
+    for (i, (holder, other)) in CLOCK_STEPS.into_iter().enumerate() {
+        let index = i as i64 + 1;
+        let event = refund(4600 + index, Some(index), 7);
+        let clocks = format!("claimed on a clock {holder} ms off, delivered again on one {other} ms off");
+        let claimed = Instant::now();
+        let dead = on_a_clock(holder, || new_claim(&journal, &event));
+        let early = on_a_clock(other, || journal.begin(&event).unwrap());
+        if claimed.elapsed() < lease {
+            assert!(matches!(early, Begin::Busy), "taken over before its lease ended ({clocks}): {early:?}");
+        }
+        thread::sleep(lease.saturating_sub(claimed.elapsed()) + Duration::from_millis(100));
+        let (unfinished, taken) =
+            on_a_clock(other, || (journal.unfinished(10).unwrap(), journal.begin(&event).unwrap()));
+        assert_eq!(unfinished, vec![index], "the dead claim is unfinished ({clocks})");
+        let taken = match taken {
+            Begin::New(claim) => claim,
+            other => panic!("a dead claim was kept beyond its lease ({clocks}): {other:?}"),
+        };
+        assert_eq!(taken.attempt(), 2, "{clocks}");
+        let lost = on_a_clock(holder, || journal.finish(&dead, b"late")).unwrap_err();
+        assert_eq!(lost.kind, ErrorKind::ClaimLost, "{clocks}: {lost}");
+        on_a_clock(other, || journal.finish(&taken, b"taken over")).unwrap();
+        assert_eq!(done_reply(&journal, &event), b"taken over");
+    }
+}
+
+/// The recovery lock's lease goes by the same clock as the claims'.
+fn a_stepped_clock_neither_steals_nor_keeps_a_lock(b: &dyn Backend) {
+    let journal = open(&b.url("stepped_clock_lock"));
+    for (holder, other) in CLOCK_STEPS {
+        let clocks = format!("taken on a clock {holder} ms off, wanted on one {other} ms off");
+        on_a_clock(holder, || journal.take_lock("recover", "run A", Duration::from_secs(60))).unwrap();
+        let busy = on_a_clock(other, || journal.take_lock("recover", "run B", Duration::from_secs(60)));
+        let busy = busy.expect_err(&format!("a live lock was taken ({clocks})"));
+        assert_eq!(busy.kind, ErrorKind::Busy, "{clocks}: {busy}");
+        // Run A renews for a short lease, then dies: run B gets the lock when that lease ends.
+        on_a_clock(holder, || journal.take_lock("recover", "run A", Duration::from_millis(300))).unwrap();
+        thread::sleep(Duration::from_millis(400));
+        on_a_clock(other, || journal.take_lock("recover", "run B", Duration::from_secs(60)))
+            .unwrap_or_else(|e| panic!("a dead lock was kept beyond its lease ({clocks}): {e}"));
+        journal.release_lock("recover", "run B").unwrap();
+    }
+}
+
+/// Leases of an earlier boot of the host are over (their workers died with it), and so are those
+/// of claims and locks whose rows carry no boot (written before leases went by the boot's clock).
+#[test]
+fn sqlite_leases_of_another_boot_are_over() {
+    let dir = TempDir::new("slotpartner-journal-boot");
+    let url = format!("sqlite:{}", dir.0.join("boot.db").display());
+    let journal = open_with(&url, JournalOptions { busy_wait: Duration::ZERO, ..JournalOptions::default() });
+    let (rebooted, unbooted) = (refund(4701, Some(1), 7), refund(4702, Some(2), 7));
+    let _died = new_claim(&journal, &rebooted);
+    let _died_too = new_claim(&journal, &unbooted);
+    journal.take_lock("recover", "run A", Duration::from_secs(3600)).unwrap();
+    assert!(matches!(journal.begin(&rebooted).unwrap(), Begin::Busy));
+    assert!(journal.take_lock("recover", "run B", Duration::from_secs(60)).is_err());
+    assert!(journal.unfinished(10).unwrap().is_empty());
+    let db = rusqlite::Connection::open(dir.0.join("boot.db")).unwrap();
+    let boot: String = db
+        .query_row("SELECT lease_boot FROM sp_journal_delivery WHERE transaction_id = 4701", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(boot, std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap().trim());
+    db.execute_batch(
+        "UPDATE sp_journal_delivery SET lease_boot = '00000000-0000-4000-8000-000000000000' WHERE transaction_id = 4701;
+         UPDATE sp_journal_delivery SET lease_boot = NULL WHERE transaction_id = 4702;
+         UPDATE sp_journal_locks SET lease_boot = '00000000-0000-4000-8000-000000000000';",
+    )
+    .unwrap();
+    assert_eq!(journal.unfinished(10).unwrap(), vec![1, 2]);
+    assert_eq!(journal.status().unwrap().unfinished, 2);
+    let shown = journal.lookup(4701).unwrap().remove(0).lease_until_ms.unwrap();
+    assert!(shown <= cluster::now_ms(), "a lease of another boot is shown as over");
+    assert_eq!(new_claim(&journal, &rebooted).attempt(), 2);
+    assert_eq!(new_claim(&journal, &unbooted).attempt(), 2);
+    journal.take_lock("recover", "run B", Duration::from_secs(60)).unwrap();
+}
+
+/// A claim written by schema version 1 (a wall-clock lease, no boot) counts as expired once the
+/// journal is migrated, however far in the future its lease was set.
+#[test]
+fn sqlite_claims_of_version_1_count_as_expired() {
+    let dir = TempDir::new("slotpartner-journal-v1-claim");
+    let path = dir.0.join("v1.sqlite");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journal/v1.sqlite"), &path).unwrap();
+    let event = refund(4801, Some(9), 7);
+    let now = cluster::now_ms();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', zeroblob(16), 1, ?6, ?6, ?7)",
+            rusqlite::params![event.key(), event.name(), 4801, 9, event.fingerprint(), now, now + 3_600_000],
+        )
+        .unwrap();
+    let journal = open_with(
+        &format!("sqlite:{}", path.display()),
+        JournalOptions { busy_wait: Duration::ZERO, ..JournalOptions::default() },
+    );
+    assert!(journal.unfinished(10).unwrap().contains(&9));
+    let claim = new_claim(&journal, &event);
+    assert_eq!((claim.attempt(), claim.differing().len()), (2, 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL restarted under the journal
+
+/// After `pg_ctl restart`, every connection the journal keeps is dead: the next call on each
+/// must be retried on a fresh connection, not fail. Four threads first leave several
+/// connections in the pool; after the restart, deliveries, a replay, `status` and `lookup` all
+/// succeed.
+#[test]
+fn postgres_restart_between_two_deliveries() {
+    let Some(cluster) = Cluster::start("PostgreSQL restart between deliveries") else { return };
+    let url = cluster.schema_url("restart_between");
+    let journal = open(&url);
+    let barrier = Barrier::new(4);
+    thread::scope(|s| {
+        for t in 0..4 {
+            let (barrier, url) = (&barrier, &url);
+            s.spawn(move || {
+                let journal = open(url);
+                barrier.wait();
+                let claim = new_claim(&journal, &refund(t, Some(t), 7));
+                barrier.wait(); // four claims at once: four connections, all pooled after
+                journal.finish(&claim, format!("first {t}").as_bytes()).unwrap();
+            });
+        }
+    });
+    cluster.restart();
+    let second = refund(10, Some(10), 7);
+    let claim = new_claim(&journal, &second);
+    assert_eq!(claim.attempt(), 1);
+    journal.finish(&claim, b"second").expect("finish after the restart");
+    for t in 0..4 {
+        assert_eq!(done_reply(&journal, &refund(t, Some(t), 7)), format!("first {t}").as_bytes());
+    }
+    for n in 11..15 {
+        handle(&journal, &refund(n, Some(n), 7), b"later");
+    }
+    assert_eq!(done_reply(&journal, &second), b"second");
+    let status = journal.status().expect("status after the restart");
+    assert_eq!((status.handled, status.replayed, status.in_progress), (9, 5, 0));
+    assert_eq!(journal.lookup(10).unwrap()[0].attempts, 1);
+}
+
+/// One journal call of the burst: who made it, when, and what came of it.
+#[derive(Debug)]
+struct Call {
+    n: i64,
+    step: &'static str,
+    started_ms: u128,
+    ended_ms: u128,
+    /// `Ok(attempt)` for a `begin` (0 unless New), `Ok(0)` for a `finish`; the error's kind
+    /// and message otherwise.
+    outcome: std::result::Result<i64, (ErrorKind, String)>,
+}
+
+/// A burst of 200 deliveries over 6 s through four workers: four threads of this process, each
+/// with a journal handle of its own, opened on a URL of its own (its own `application_name`),
+/// so that each keeps connections of its own, as four worker processes would. Each worker
+/// gets its deliveries in waves (10 deliveries 30 ms apart, then 900 ms of nothing; the
+/// workers' waves 300 ms apart), the partner's logic taking 0 to 40 ms each; the server is
+/// restarted (`pg_ctl restart -m fast`) once 80 are handled, so that some workers are busy
+/// while it restarts and others idle with connections the restart killed. A call may fail only
+/// if it was made while the server restarted, and only with a `Journal` error; every delivery
+/// reported finished has its reply stored; attempt 1 of a key is given out once. Then the
+/// service delivers the failed ones again: they are taken over once their lease ends and
+/// finished, and the counters agree with the rows.
+#[test]
+fn postgres_restart_in_the_middle_of_a_burst() {
+    let Some(cluster) = Cluster::start("PostgreSQL restart in a burst") else { return };
+    let url = cluster.schema_url("restart_burst");
+    let lease = Duration::from_secs(3);
+    let options = || JournalOptions { lease, busy_wait: Duration::ZERO, ..JournalOptions::default() };
+    open_with(&url, options());
+    let epoch = Instant::now();
+    let handled = std::sync::atomic::AtomicUsize::new(0);
+    let reply_of = |n: i64| format!("{{\"reply\":{n}}}").into_bytes();
+    let (calls, window) = thread::scope(|s| {
+        let workers: Vec<_> = (0..4i64)
+            .map(|t| {
+                let (url, handled, options) = (&url, &handled, &options);
+                s.spawn(move || {
+                    let journal = open_with(&format!("{url}&application_name=burst-{t}"), options());
+                    let mut calls = Vec::new();
+                    for (i, n) in (1..=200).filter(|n| n % 4 == t).enumerate() {
+                        // Deliveries come when the service sends them, whatever came of the last:
+                        // worker t's i-th at wave (i / 10) × 1200 + t × 300 + (i % 10) × 30 ms.
+                        let (wave, within) = (i as u64 / 10, i as u64 % 10);
+                        let due = Duration::from_millis(wave * 1200 + t as u64 * 300 + within * 30);
+                        thread::sleep(due.saturating_sub(epoch.elapsed()));
+                        let delivery = refund(n, Some(n), 7);
+                        let started_ms = epoch.elapsed().as_millis();
+                        let begun = journal.begin(&delivery);
+                        let ended_ms = epoch.elapsed().as_millis();
+                        let outcome = match &begun {
+                            Ok(Begin::New(claim)) => Ok(claim.attempt()),
+                            Ok(_) => Ok(0),
+                            Err(e) => Err((e.kind, e.message.clone())),
+                        };
+                        let claim = match begun {
+                            Ok(Begin::New(claim)) => Some(claim),
+                            _ => None,
+                        };
+                        calls.push(Call { n, step: "begin", started_ms, ended_ms, outcome });
+                        let Some(claim) = claim else { continue };
+                        thread::sleep(Duration::from_millis((n as u64 * 37) % 40)); // the partner's logic
+                        let started_ms = epoch.elapsed().as_millis();
+                        let finished = journal.finish(&claim, &reply_of(n));
+                        let ended_ms = epoch.elapsed().as_millis();
+                        let outcome = finished.map(|()| 0).map_err(|e| (e.kind, e.message));
+                        calls.push(Call { n, step: "finish", started_ms, ended_ms, outcome });
+                        handled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    calls
+                })
+            })
+            .collect();
+        while handled.load(std::sync::atomic::Ordering::Relaxed) < 80 {
+            thread::sleep(Duration::from_millis(5));
+        }
+        let from = epoch.elapsed().as_millis();
+        cluster.restart();
+        let window = (from, epoch.elapsed().as_millis());
+        let calls: Vec<Call> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+        (calls, window)
+    });
+    let in_window = |c: &Call| c.started_ms <= window.1 && c.ended_ms >= window.0;
+    let failed: Vec<&Call> = calls.iter().filter(|c| c.outcome.is_err()).collect();
+    let made_in_window = calls.iter().filter(|c| in_window(c)).count();
+    println!(
+        "restart took {} ms; {} calls, {made_in_window} made while it restarted; {} failed ({} begin, {} finish)",
+        window.1 - window.0,
+        calls.len(),
+        failed.len(),
+        failed.iter().filter(|c| c.step == "begin").count(),
+        failed.iter().filter(|c| c.step == "finish").count(),
+    );
+    for c in &failed {
+        println!("  failed: {} {} at {}..{} ms: {:?}", c.step, c.n, c.started_ms, c.ended_ms, c.outcome);
+    }
+    let outside: Vec<&&Call> = failed.iter().filter(|c| !in_window(c)).collect();
+    assert!(outside.is_empty(), "calls failed that the restart did not have to fail (window {window:?}): {outside:#?}");
+    for c in &failed {
+        let (kind, message) = c.outcome.as_ref().unwrap_err();
+        assert_eq!(*kind, ErrorKind::Journal, "{c:?}");
+        assert!(message.contains("restart_burst") || message.contains("127.0.0.1"), "{message}");
+    }
+    let news = |n: i64| calls.iter().filter(|c| c.n == n && c.step == "begin" && c.outcome == Ok(1)).count();
+    for n in 1..=200 {
+        assert!(news(n) <= 1, "attempt 1 of {n} given out {} times", news(n));
+        let begin_failed = calls.iter().any(|c| c.n == n && c.step == "begin" && c.outcome.is_err());
+        assert_eq!(news(n) == 1, !begin_failed, "{n}: a begin answers New attempt 1 or fails");
+    }
+    // The rows: every finish reported is stored; no key was claimed twice.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let rows = client.query("SELECT transaction_id, state, attempts, reply FROM sp_journal_delivery", &[]).unwrap();
+    let row = |n: i64| rows.iter().find(|r| r.get::<_, Option<i64>>(0) == Some(n));
+    for c in calls.iter().filter(|c| c.step == "finish") {
+        let stored = row(c.n).map(|r| (r.get::<_, String>(1), r.get::<_, i64>(2), r.get::<_, Option<Vec<u8>>>(3)));
+        if c.outcome.is_ok() {
+            assert_eq!(stored, Some(("done".to_owned(), 1, Some(reply_of(c.n)))), "{c:?}");
+        }
+    }
+    for r in &rows {
+        assert_eq!(r.get::<_, i64>(2), 1, "{:?} was claimed more than once", r.get::<_, Option<i64>>(0));
+    }
+    // The service delivers again what was not answered: each is handled once more and only once.
+    let journal = open_with(&url, JournalOptions { busy_wait: lease * 2, ..options() });
+    let unanswered: Vec<i64> = (1..=200).filter(|n| row(*n).is_none_or(|r| r.get::<_, String>(1) != "done")).collect();
+    for &n in &unanswered {
+        let claim = new_claim(&journal, &refund(n, Some(n), 7));
+        let expected = if row(n).is_some() { 2 } else { 1 };
+        assert_eq!(claim.attempt(), expected, "{n}");
+        journal.finish(&claim, &reply_of(n)).unwrap();
+    }
+    for n in 1..=200 {
+        assert_eq!(done_reply(&journal, &refund(n, Some(n), 7)), reply_of(n), "{n}");
+    }
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.in_progress, status.missing), (200, 0, 0));
+    println!("{} delivered again after the burst", unanswered.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// What an outside review of the above reproduced
+
+fn traffic_that_reaches_a_jump_shows_the_gap_below(b: &dyn Backend) {
+    let options = JournalOptions { max_index_jump: 10, ..JournalOptions::default() };
+    let journal = open_with(&b.url("traffic_that_reaches_a_jump"), options);
+    for i in 1..=5 {
+        handle(&journal, &indexed(i), b"ok");
+    }
+    handle(&journal, &indexed(100), b"stray");
+    let id = journal.index_jumps(false, 1).unwrap()[0].id;
+    journal.accept_jump(id, "looked real").unwrap();
+    for i in (6..=99).filter(|&i| i != 50) {
+        handle(&journal, &indexed(i), b"ok");
+    }
+    assert_eq!(journal.missing(10).unwrap(), vec![(50, 50)]);
+    let status = journal.status().unwrap();
+    assert_eq!((status.missing, status.watermark), (1, Some(49)));
+    assert!(Journal::needs_attention(&status));
+    assert_eq!(journal.recovery_plan(10).unwrap(), vec![50]);
+}
+
+fn bonus(index: i64, who: &str, amount: i64) -> Delivery {
+    delivery(&format!(r#"{{"event":"bonusGranted","index":{index},"player":"{who}","amount":{amount}}}"#))
+}
+
+fn a_restarted_numbering_never_replays_another_events_reply(b: &dyn Backend) {
+    let journal = open(&b.url("a_restarted_numbering_never_replays"));
+    for i in 1..=3 {
+        finish_with(&journal, &bonus(i, "alice", 10), "credited alice 10");
+    }
+    // A repeat with other formatting is the same event.
+    let repeat = delivery(r#"{ "amount" : 10, "player":"alice", "event":"bonusGranted", "index":1 }"#);
+    assert_eq!(done_reply(&journal, &repeat), b"credited alice 10");
+    // The service restarted its numbering: bob's bonus at index 1 is not alice's.
+    match journal.begin(&bonus(1, "bob", 5000)).unwrap() {
+        Begin::Conflict(error) => assert!(error.message.contains(r#"player: first "alice", now "bob""#), "{error}"),
+        other => panic!("bob's bonus must not get alice's reply: {other:?}"),
+    }
+    let status = journal.status().unwrap();
+    assert!(status.index_jumps >= 1 && status.open_conflicts == 1, "{status:?}");
+    assert!(Journal::needs_attention(&status));
+    let reused = journal.index_jumps(false, 10).unwrap();
+    assert!(reused.iter().any(|j| j.kind.as_str() == "reused" && j.index == 1), "{reused:?}");
+}
+
+fn a_handed_out_conflict_keeps_the_first_and_answers_both(b: &dyn Backend) {
+    let journal = open(&b.url("a_handed_out_conflict_keeps_the_first"));
+    let body = |player: &str| {
+        delivery(&format!(
+            r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-1","playerIdentifier":"{player}","transactionId":700,"buyTransactionId":1700,"gameSessionId":5,"partnerGameRequestIdentifier":"req-700","gameId":7,"isMobile":false,"index":1}}"#
+        ))
+    };
+    let (alice, mallory, eve) = (body("alice"), body("mallory"), body("eve"));
+    let claim = new_claim(&journal, &alice); // the ledger credits alice, then the partner fails
+    journal.abandon(&claim).unwrap();
+    let claim = new_claim(&journal, &mallory);
+    assert_eq!((claim.attempt(), claim.differing().len()), (2, 1));
+    journal.finish(&claim, b"already credited").unwrap();
+    // Both contents get the one stored reply; the first content stays the journal's.
+    assert_eq!(done_reply(&journal, &alice), b"already credited");
+    assert_eq!(done_reply(&journal, &mallory), b"already credited");
+    let record = &journal.lookup(700).unwrap()[0];
+    assert_eq!(record.state, RecordState::Done);
+    // A third content is refused.
+    assert!(matches!(journal.begin(&eve).unwrap(), Begin::Conflict(_)));
+    let conflicts = journal.conflicts(false, 10).unwrap();
+    let outcomes: Vec<&str> = conflicts.iter().map(|c| c.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["refused", "handed_out"]);
+    assert!(conflicts[1].first_content.contains("alice") && conflicts[1].now_content.contains("mallory"));
+}
+
+fn tried_gaps_in_front_never_starve_the_plan(b: &dyn Backend) {
+    let journal = open(&b.url("tried_gaps_in_front_never_starve"));
+    for i in [1, 3, 5, 7, 9, 11, 20] {
+        handle(&journal, &indexed(i), b"ok");
+    }
+    for i in [2, 4, 6, 8, 10] {
+        for _ in 0..3 {
+            journal.note_fetch(i, FetchOutcome::NotFound).unwrap();
+        }
+    }
+    assert_eq!(journal.recovery_plan(5).unwrap(), vec![12, 13, 14, 15, 16]);
+    assert_eq!(journal.unrecoverable(10).unwrap(), vec![2, 4, 6, 8, 10]);
+    // Failing (not 404) ones stay in the rotation, behind the untried.
+    for i in 12..=19 {
+        journal.note_fetch(i, FetchOutcome::Failed).unwrap();
+    }
+    assert_eq!(journal.recovery_plan(3).unwrap().len(), 3);
+}
+
+fn an_unfinished_delivery_can_be_closed_by_hand(b: &dyn Backend) {
+    let journal = open(&b.url("an_unfinished_delivery_can_be_closed"));
+    handle(&journal, &indexed(4), b"ok");
+    let claim = new_claim(&journal, &indexed(5));
+    journal.abandon(&claim).unwrap();
+    handle(&journal, &indexed(6), b"ok");
+    assert_eq!(journal.recovery_plan(10).unwrap(), vec![5]);
+    for _ in 0..3 {
+        journal.note_fetch(5, FetchOutcome::NotFound).unwrap();
+    }
+    // 404 for not_found_limit runs: no longer fetched, reported, still unfinished.
+    assert_eq!(journal.recovery_plan(10).unwrap(), Vec::<i64>::new());
+    assert_eq!(journal.unrecoverable(10).unwrap(), vec![5]);
+    assert_eq!(journal.status().unwrap().unfinished, 1);
+    assert_eq!(journal.close_unfinished(6, "x").unwrap_err().field, "index");
+    assert_eq!(journal.close_unfinished(5, "").unwrap_err().field, "note");
+    assert_eq!(journal.close_unfinished(5, "the service lost it; paid by hand").unwrap(), 1);
+    let status = journal.status().unwrap();
+    assert_eq!((status.unfinished, status.unrecoverable), (0, 0));
+    assert!(!Journal::needs_attention(&status));
+    // Should it ever come again, it runs as the next attempt.
+    assert_eq!(new_claim(&journal, &indexed(5)).attempt(), 2);
+}
+
+fn an_unfinished_delivery_of_an_earlier_numbering_is_not_fetched(b: &dyn Backend) {
+    let journal = open(&b.url("unfinished_of_an_earlier_numbering"));
+    handle(&journal, &refund(1, Some(4), 7), b"ok");
+    let claim = new_claim(&journal, &refund(2, Some(5), 7));
+    journal.abandon(&claim).unwrap();
+    journal.renumber(1, "the service restarted").unwrap();
+    handle(&journal, &indexed(1), b"ok");
+    assert_eq!(journal.recovery_plan(10).unwrap(), Vec::<i64>::new());
+    assert_eq!(journal.status().unwrap().unfinished, 1, "still unfinished, for the operator");
+}
+
+fn the_whole_index_range_resolved(b: &dyn Backend) {
+    let options = JournalOptions { max_index_jump: i64::MAX, ..JournalOptions::default() };
+    let journal = open_with(&b.url("the_whole_index_range_resolved"), options);
+    handle(&journal, &indexed(0), b"ok");
+    handle(&journal, &indexed(i64::MAX), b"ok");
+    assert_eq!(journal.resolve(1, i64::MAX - 1, "everything between was never sent").unwrap(), (i64::MAX - 1) as u64);
+    let status = journal.status().unwrap();
+    assert_eq!((status.missing, status.watermark), (0, Some(i64::MAX)));
+    assert!(journal.missing(5).unwrap().is_empty());
+    assert!(!Journal::needs_attention(&status));
+}
+
+/// A TCP proxy in front of the cluster that can cut a connection the moment the server answers
+/// a message carrying a marker, without passing the answer on: the server did the work (and
+/// committed it) and the journal never hears so, as when the server dies at that moment.
+struct Cutter {
+    port: u16,
+    armed: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
+    cuts: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Cutter {
+    fn start(server_port: u16) -> Cutter {
+        use std::io::{Read, Write};
+        use std::net::{Shutdown, TcpListener, TcpStream};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cutter = Cutter { port, armed: Arc::default(), cuts: Arc::default() };
+        let (armed, cuts) = (Arc::clone(&cutter.armed), Arc::clone(&cutter.cuts));
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else { continue };
+                let cut = Arc::new(AtomicBool::new(false));
+                let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (armed, marked) = (Arc::clone(&armed), Arc::clone(&cut));
+                thread::spawn(move || {
+                    let mut buffer = vec![0; 1 << 16];
+                    while let Ok(n @ 1..) = from.read(&mut buffer) {
+                        let mut marker = armed.lock().unwrap();
+                        if marker.as_ref().is_some_and(|m| buffer[..n].windows(m.len()).any(|w| w == m)) {
+                            *marker = None;
+                            marked.store(true, Ordering::SeqCst);
+                        }
+                        drop(marker);
+                        if to.write_all(&buffer[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+                let (mut from, mut to, cuts) = (server, client, Arc::clone(&cuts));
+                thread::spawn(move || {
+                    let mut buffer = vec![0; 1 << 16];
+                    while let Ok(n @ 1..) = from.read(&mut buffer) {
+                        if cut.load(Ordering::SeqCst) {
+                            cuts.fetch_add(1, Ordering::SeqCst);
+                            let _ = from.shutdown(Shutdown::Both);
+                            break;
+                        }
+                        if to.write_all(&buffer[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        cutter
+    }
+
+    /// Cuts the connection that next sends `marker`, once the server answered it.
+    fn arm(&self, marker: &[u8]) {
+        *self.armed.lock().unwrap() = Some(marker.to_vec());
+    }
+
+    fn cuts(&self) -> usize {
+        self.cuts.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// When the connection dies after the server did a statement's work and before its answer
+/// came back, the journal runs the statement again on a fresh connection and recognises its
+/// own work: a claim by its token (a new one, and one taken over at COMMIT), a stored reply
+/// and a release by their attempt. An operator's change is not made twice: its lost COMMIT is
+/// reported, not run again.
+#[test]
+fn postgres_recognises_its_own_work_when_the_answer_is_lost() {
+    let Some(cluster) = Cluster::start("PostgreSQL lost answers") else { return };
+    cluster.schema_url("lost_answers");
+    let cutter = Cutter::start(cluster.port());
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres?options=-csearch_path%3Dlost_answers", cutter.port);
+    let options = JournalOptions { busy_wait: Duration::ZERO, ..JournalOptions::default() };
+    let journal = open_with(&url, options);
+    let rows = |n: i64| {
+        let mut client = cluster.client();
+        client.batch_execute("SET search_path TO lost_answers").unwrap();
+        let row = client
+            .query_one("SELECT state, attempts FROM sp_journal_delivery WHERE transaction_id = $1", &[&n])
+            .unwrap();
+        (row.get::<_, String>(0), row.get::<_, i64>(1))
+    };
+    // A new claim whose answer is lost: this worker's, attempt 1, counted in progress once.
+    let event = refund(7001, None, 7);
+    cutter.arm(b"gameSessionBuyRefund:7001");
+    let claim = match journal.begin(&event).expect("begin whose first answer was lost") {
+        Begin::New(claim) => claim,
+        other => panic!("the worker's own claim was not recognised: {other:?}"),
+    };
+    assert_eq!((cutter.cuts(), claim.attempt()), (1, 1));
+    assert_eq!(rows(7001), ("claimed".to_owned(), 1));
+    assert_eq!(journal.status().unwrap().in_progress, 1);
+    // Its finish whose answer is lost: stored by the first run, reported stored.
+    cutter.arm(b"the reply of 7001");
+    journal.finish(&claim, b"the reply of 7001").expect("finish whose first answer was lost");
+    assert_eq!(cutter.cuts(), 2);
+    assert_eq!(done_reply(&journal, &event), b"the reply of 7001");
+    // An abandon whose answer is lost, then a take-over whose COMMIT's answer is lost.
+    let event = refund(7002, None, 7);
+    let claim = new_claim(&journal, &event);
+    cutter.arm(b"gameSessionBuyRefund:7002");
+    journal.abandon(&claim).expect("abandon whose first answer was lost");
+    assert_eq!(cutter.cuts(), 3);
+    assert_eq!(rows(7002), ("abandoned".to_owned(), 1));
+    cutter.arm(b"COMMIT");
+    let claim = match journal.begin(&event).expect("a take-over whose COMMIT answer was lost") {
+        Begin::New(claim) => claim,
+        other => panic!("the worker's own take-over was not recognised: {other:?}"),
+    };
+    assert_eq!((cutter.cuts(), claim.attempt()), (4, 2));
+    assert_eq!(rows(7002), ("claimed".to_owned(), 2));
+    journal.finish(&claim, b"second").unwrap();
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.in_progress, status.unfinished), (2, 0, 0));
+    // An operator's renumbering whose COMMIT's answer is lost: reported, done once.
+    cutter.arm(b"COMMIT");
+    let error = journal.renumber(1, "after a restart of the service").unwrap_err();
+    assert_eq!(cutter.cuts(), 5);
+    assert_eq!(error.kind, ErrorKind::Journal);
+    assert!(error.message.contains("may or may not have been made"), "{error}");
+    assert_eq!(journal.status().unwrap().numbering, 2, "renumbered once");
 }

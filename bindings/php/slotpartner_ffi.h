@@ -401,6 +401,11 @@ enum sp_status sp_journal_resolve_conflict(const struct sp_journal *journal,
                                            int64_t id,
                                            const char *note);
 
+enum sp_status sp_journal_close_unfinished(const struct sp_journal *journal,
+                                           int64_t index,
+                                           const char *note,
+                                           uint64_t *closed);
+
 enum sp_status sp_journal_renumber(const struct sp_journal *journal,
                                    int64_t first,
                                    const char *note,
@@ -466,6 +471,11 @@ enum sp_status sp_receiver_handle(const struct sp_receiver *receiver,
                                   const uint8_t *body,
                                   size_t len,
                                   struct sp_event **out);
+
+enum sp_status sp_receiver_authenticate(const struct sp_receiver *receiver,
+                                        const char *token,
+                                        const char *remote_addr,
+                                        const char *forwarded_for);
 
 enum sp_status sp_receiver_parse(const struct sp_receiver *receiver,
                                  const uint8_t *body,

@@ -84,6 +84,8 @@ pub struct Event<'a> {
     /// `-1`, `1.5`, ...): `index` is `None` and the raw value is among `extra`. Only possible
     /// when `ParseOptions::strict_index` is false (the default).
     pub index_unreadable: bool,
+    /// Where the index field (`ParseOptions::index_field`) is among `extra`, if the body has it.
+    pub index_field: Option<usize>,
     /// The fields the spec does not define for this event (for `Other` events: every field but
     /// the name), in body order, values as raw JSON exactly as sent. The index is one of them.
     pub extra: Vec<Field<'a>>,
@@ -184,7 +186,8 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>>
     } else if cfg!(debug_assertions) {
         assert!(extra.iter().all(|f| checked(f).is_ok()), "check_value refused a value the quick pass kept: {text:?}");
     }
-    let (index, index_unreadable) = match extra.iter().find(|f| f.name == options.index_field.as_str()) {
+    let index_field = extra.iter().position(|f| f.name == options.index_field.as_str());
+    let (index, index_unreadable) = match index_field.map(|i| &extra[i]) {
         Some(field) => match index_value(field, &reader, options) {
             Ok(index) => (index, false),
             Err(error) if options.strict_index => return Err(error.for_event(known)),
@@ -192,7 +195,15 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>>
         },
         None => (None, false),
     };
-    Ok(Event { name: name.clone(), is_action: name_field == Name::Action, kind: typed, index, index_unreadable, extra })
+    Ok(Event {
+        name: name.clone(),
+        is_action: name_field == Name::Action,
+        kind: typed,
+        index,
+        index_unreadable,
+        index_field,
+        extra,
+    })
 }
 
 /// The serde scan of a body the quick pass declined (`scanned` is refilled from scratch): the

@@ -245,7 +245,9 @@ impl Receiver {
 
     fn record_refusal(&self, error: &Error) {
         let (Some(journal), Some(ids)) = (&self.config.journal, error.ids.as_deref()) else { return };
-        if let (Some(index), Some(name)) = (ids.index, ids.name.as_deref()) {
+        // A name with control characters (a NUL) is no name the journal can keep: not named.
+        let name = ids.name.as_deref().filter(|name| !name.is_empty() && !name.chars().any(char::is_control));
+        if let (Some(index), Some(name)) = (ids.index, name) {
             let _ = journal.record_refused(index, Some(name), ids.transaction_id);
         }
     }

@@ -218,16 +218,55 @@ enum Journaled {
     NotBegun,
     /// This worker holds the claim: finish or abandon it (freeing the event abandons it).
     Claimed(Claim),
-    /// Finished, abandoned, answered from the journal, or not journaled at all.
+    /// Finished, answered from the journal, or not journaled at all: finishing or abandoning
+    /// it again does nothing.
     Settled,
+    /// Abandoned by this event: finishing it fails with this error (`ClaimLost`), every time;
+    /// abandoning it again does nothing.
+    Abandoned(Error),
+    /// The claim was found lost (its lease ran out and another delivery took it over) by `verb`
+    /// (`finish`, `abandon`): finishing and abandoning fail with this error, every time.
+    Lost { error: Error, verb: &'static str },
+}
+
+impl Journaled {
+    /// The error of finishing (`verb` "finish") or abandoning (`verb` "abandon") an event in
+    /// this state: `None` when the call does nothing and succeeds.
+    fn refusal(&self, verb: &str) -> Option<Error> {
+        match self {
+            Journaled::NotBegun => {
+                Some(Error::field(ErrorKind::InvalidArgument, "event", "was not begun (sp_event_begin)"))
+            }
+            Journaled::Claimed(_) | Journaled::Settled => None,
+            Journaled::Abandoned(_) if verb == "abandon" => None,
+            Journaled::Abandoned(error) => Some(error.clone()),
+            // The journal's message says which step found the claim lost: name this one.
+            Journaled::Lost { error, verb: found_by } => Some(Error {
+                message: error.message.replacen(&format!("cannot {found_by} "), &format!("cannot {verb} "), 1),
+                ..error.clone()
+            }),
+        }
+    }
+}
+
+/// The error of finishing a claim this event abandoned.
+fn abandoned_error(claim: &Claim) -> Error {
+    Error::new(
+        ErrorKind::ClaimLost,
+        format!(
+            "journal: cannot finish {} (attempt {}): the claim was abandoned (sp_event_abandon); nothing was stored",
+            claim.key(),
+            claim.attempt()
+        ),
+    )
 }
 
 impl Drop for EventBox {
     /// An event freed while it still holds its claim (never finished or abandoned, or
-    /// `sp_event_finish` failed with `SP_ERR_JOURNAL`, which leaves the claim held) abandons it
-    /// at once, as `sp_event_abandon` would: the next delivery runs the partner's logic again
-    /// (its ledger's unique `transactionId` absorbs a second run). Best effort: if the abandon
-    /// fails too, the claim ends with its lease.
+    /// `sp_event_finish` or `sp_event_abandon` failed with `SP_ERR_JOURNAL`, which leaves the
+    /// claim held) abandons it at once, as `sp_event_abandon` would: the next delivery runs the
+    /// partner's logic again (its ledger's unique `transactionId` absorbs a second run). Best
+    /// effort: if the abandon fails too, the claim ends with its lease.
     fn drop(&mut self) {
         if let (Journaled::Claimed(claim), Some(journal)) = (&self.journaled, self.receiver.journal()) {
             let _ = journal.abandon(claim);
@@ -473,10 +512,10 @@ fn typed_structs(kind: &EventKind<'_>, s: [sp_str; 6]) -> (sp_buy_refund, sp_jac
 
 /// Frees an event and everything it points to, including a reply built for it. NULL is allowed
 /// and does nothing. An event that still holds its journal claim (begun or recovered, and
-/// neither finished nor abandoned, including after `sp_event_finish` failed with
-/// `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would: the next
-/// delivery runs the partner's logic again. Best effort: if that abandon fails too (the storage
-/// is still down), the claim ends with its lease instead.
+/// neither finished nor abandoned, including after `sp_event_finish` or `sp_event_abandon`
+/// failed with `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would:
+/// the next delivery runs the partner's logic again. Best effort: if that abandon fails too (the
+/// storage is still down), the claim ends with its lease instead.
 ///
 /// # Safety
 /// `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
@@ -690,14 +729,20 @@ pub unsafe extern "C" fn sp_event_differing(event: *const sp_event, out: *mut sp
 /// every later delivery of the same event gets it, byte for byte (a `success:false` reply too).
 /// `reply`/`len` is the reply to store, or NULL (with `len` 0) for the reply last built for the
 /// event (`sp_event_reply`, `sp_event_reply_balance`), which is what a host sends. Does nothing
-/// and succeeds for an event answered from the journal or not journaled.
+/// and succeeds for an event answered from the journal (`SP_BEGIN_DONE`), not journaled
+/// (`SP_BEGIN_NOT_JOURNALED`), or finished already.
 ///
-/// Fails with `SP_ERR_CLAIM_LOST` when the claim is no longer this worker's (its lease expired
-/// and another delivery took it over): nothing was stored; the partner's work was done, so send
-/// the reply all the same (the other delivery finds the credit in the ledger). Fails with
-/// `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or when no
-/// reply was built (the claim stays: finish it again or abandon it), or when the event was not
-/// begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays held: finish again, or
+/// Fails with `SP_ERR_CLAIM_LOST` when the claim is no longer this event's, and then every time
+/// it is called again; nothing was stored, and the message says why:
+/// - "the claim was abandoned": `sp_event_abandon` released it (the next delivery runs the
+///   partner's logic again);
+/// - "taken over by attempt N": its lease expired and another delivery claimed it as attempt N.
+///   The partner's work was done, so send the reply all the same (the other delivery finds the
+///   credit in the ledger).
+///
+/// Fails with `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or
+/// when no reply was built (the claim stays: finish it again or abandon it), or when the event
+/// was not begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays held: finish again, or
 /// abandon it; `sp_event_free` abandons it at once, and if that fails too, its lease ends it).
 ///
 /// # Safety
@@ -708,7 +753,7 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (b, given) = unsafe { (event_box_mut(event)?, args::bytes("reply", reply, len)?) };
         let Journaled::Claimed(claim) = &b.journaled else {
-            return settled_or_not_begun(b);
+            return b.journaled.refusal("finish").map_or(Ok(()), |error| Err(error.into()));
         };
         let reply = if reply.is_null() { b.last_reply() } else { given };
         if reply.is_empty() {
@@ -723,7 +768,7 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
             }
             Err(error) => {
                 if error.kind == ErrorKind::ClaimLost {
-                    b.journaled = Journaled::Settled;
+                    b.journaled = Journaled::Lost { error: error.clone(), verb: "finish" };
                 }
                 Err(error.into())
             }
@@ -733,10 +778,16 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
 
 /// Releases the claim of an event after a transient failure of the partner (its database is
 /// down), so that the next delivery runs the logic again; answer the service with HTTP 503 so
-/// that it delivers again. Does nothing and succeeds for an event answered from the journal or
-/// not journaled. Freeing a claimed event releases its claim the same way. Fails with
-/// `SP_ERR_CLAIM_LOST` or `SP_ERR_JOURNAL` as `sp_event_finish` does, and with
-/// `SP_ERR_INVALID_ARGUMENT` when the event was not begun.
+/// that it delivers again. Freeing a claimed event releases its claim the same way. Does nothing
+/// and succeeds for an event answered from the journal, not journaled, finished, or abandoned
+/// already. After it, `sp_event_finish` fails with `SP_ERR_CLAIM_LOST` ("the claim was
+/// abandoned").
+///
+/// Fails with `SP_ERR_CLAIM_LOST` ("taken over by attempt N") when the claim's lease expired and
+/// another delivery took it over, found by this call or an earlier `sp_event_finish` or
+/// `sp_event_abandon`, and then every time it is called again; `SP_ERR_JOURNAL` when the storage
+/// fails (the claim stays held: abandon it again, or free the event, which tries once more, and
+/// if that fails too, its lease ends it); `SP_ERR_INVALID_ARGUMENT` when the event was not begun.
 ///
 /// # Safety
 /// `event` is NULL or live and used by no other thread.
@@ -745,26 +796,21 @@ pub unsafe extern "C" fn sp_event_abandon(event: *mut sp_event) -> sp_status {
     status_boundary!({
         // SAFETY: the caller promises NULL or a live event it does not share.
         let b = unsafe { event_box_mut(event)? };
-        match std::mem::replace(&mut b.journaled, Journaled::Settled) {
-            Journaled::Claimed(claim) => {
-                let journal = b.receiver.journal().expect("a claimed event's receiver has a journal");
-                Ok(journal.abandon(&claim)?)
+        let Journaled::Claimed(claim) = &b.journaled else {
+            return b.journaled.refusal("abandon").map_or(Ok(()), |error| Err(error.into()));
+        };
+        let journal = b.receiver.journal().expect("a claimed event's receiver has a journal");
+        match journal.abandon(claim) {
+            Ok(()) => {
+                b.journaled = Journaled::Abandoned(abandoned_error(claim));
+                Ok(())
             }
-            other => {
-                b.journaled = other;
-                settled_or_not_begun(b)
+            Err(error) => {
+                if error.kind == ErrorKind::ClaimLost {
+                    b.journaled = Journaled::Lost { error: error.clone(), verb: "abandon" };
+                }
+                Err(error.into())
             }
         }
     })
-}
-
-/// `sp_event_finish` and `sp_event_abandon` on an event that holds no claim: fine once settled,
-/// an error before `sp_event_begin`.
-fn settled_or_not_begun(b: &EventBox) -> std::result::Result<(), crate::ffi::error::Failure> {
-    match b.journaled {
-        Journaled::NotBegun => {
-            Err(Error::field(ErrorKind::InvalidArgument, "event", "was not begun (sp_event_begin)").into())
-        }
-        _ => Ok(()),
-    }
 }

@@ -2,8 +2,9 @@
 //! to a receiver (`sp_receiver_config_set_journal`) and claim each event with `sp_event_begin`
 //! (in `ffi/event.rs`). `sp_journal_status` and `sp_journal_missing` answer what was seen;
 //! `sp_journal_report` lists what waits for an operator, and `sp_journal_resolve`,
-//! `sp_journal_accept_jump`, `sp_journal_jump_is_gap`, `sp_journal_resolve_conflict` and
-//! `sp_journal_renumber` settle it, each with a note kept for audit.
+//! `sp_journal_accept_jump`, `sp_journal_jump_is_gap`, `sp_journal_resolve_conflict`,
+//! `sp_journal_close_unfinished` and `sp_journal_renumber` settle it, each with a note kept for
+//! audit.
 
 use std::ffi::c_char;
 use std::sync::Arc;
@@ -72,8 +73,9 @@ pub struct sp_journal_stats {
     pub index_jumps: u64,
     /// Indexes of the current numbering closed by hand (`sp_journal_resolve`).
     pub resolved: u64,
-    /// Missing indexes the service answered 404 for `not_found_limit` runs of recovery
-    /// (`sp_journal_config_set_not_found_limit`): no longer fetched.
+    /// Indexes, missing or carrying an unfinished delivery, the service answered 404 for
+    /// `not_found_limit` runs of recovery (`sp_journal_config_set_not_found_limit`): no longer
+    /// fetched.
     pub unrecoverable: u64,
     /// The current numbering: 1 until `sp_journal_renumber`.
     pub numbering: i64,
@@ -275,8 +277,9 @@ pub unsafe extern "C" fn sp_journal_config_set_max_index_jump(
 }
 
 /// Sets how many runs of recovery may get HTTP 404 for an index before it is reported
-/// unrecoverable and no longer fetched (at least 1; default 3); it stays missing until resolved
-/// by hand (`sp_journal_resolve`). 0 fails with `SP_ERR_INVALID_ARGUMENT` (field
+/// unrecoverable and no longer fetched (at least 1; default 3); a missing one stays missing until
+/// resolved by hand (`sp_journal_resolve`), one carrying an unfinished delivery stays unfinished
+/// until closed by hand (`sp_journal_close_unfinished`). 0 fails with `SP_ERR_INVALID_ARGUMENT` (field
 /// `not_found_limit`) and changes nothing.
 ///
 /// # Safety
@@ -416,9 +419,12 @@ pub enum sp_journal_report_kind {
     /// `last_ms`, `resolved_ms` (null while open) and `note`.
     SP_JOURNAL_REPORT_CONFLICTS = 2,
     /// Ranges resolved by hand, newest first: objects with `id`, `first`, `last`, `closed` (how
-    /// many were missing), `numbering`, `note` and `at_ms`.
+    /// many were missing), `numbering`, `note` and `at_ms`; an unfinished delivery closed by hand
+    /// (`sp_journal_close_unfinished`) is one with `first` = `last` = its index, `closed` 0 and
+    /// the delivery's key named in `note`.
     SP_JOURNAL_REPORT_RESOLUTIONS = 3,
-    /// Missing indexes no longer fetched (404 for `not_found_limit` runs), lowest first: integers.
+    /// Indexes no longer fetched (404 for `not_found_limit` runs), missing or carrying an
+    /// unfinished delivery, lowest first: integers.
     SP_JOURNAL_REPORT_UNRECOVERABLE = 4,
 }
 
@@ -528,6 +534,34 @@ pub unsafe extern "C" fn sp_journal_resolve_conflict(
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
         Ok(journal.inner.resolve_conflict(id, note)?)
+    })
+}
+
+/// Closes by hand the unfinished deliveries (abandoned, or claimed with their lease run out)
+/// carrying index `index`: events the service answers 404 for, settled another way, or of an
+/// earlier numbering. They no longer count as unfinished (`sp_journal_stats.unfinished`) and
+/// recovery no longer fetches them; a later delivery of such an event still runs as its next
+/// attempt. `note` (required) is kept for audit (the `SP_JOURNAL_REPORT_RESOLUTIONS` report). On
+/// success `*closed` (when `closed` is not NULL) gets how many deliveries were closed. Fails with
+/// `SP_ERR_INVALID_ARGUMENT`, field `index` (no unfinished delivery carries it) or `note`;
+/// `SP_ERR_JOURNAL` when the storage fails.
+///
+/// # Safety
+/// `journal` is NULL or live; `note` is NULL or NUL-terminated; `closed` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_close_unfinished(
+    journal: *const sp_journal,
+    index: i64,
+    note: *const c_char,
+    closed: *mut u64,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
+        let count = journal.inner.close_unfinished(index, note)?;
+        // SAFETY: the caller promises NULL or a writable uint64_t.
+        unsafe { write_optional(closed, count) };
+        Ok(())
     })
 }
 

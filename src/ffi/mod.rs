@@ -6,8 +6,10 @@
 mod panic;
 pub mod args;
 pub mod client;
+pub(crate) mod clock;
 pub mod error;
 pub mod event;
+pub(crate) mod fork;
 pub mod games;
 pub mod journal;
 pub mod owned;

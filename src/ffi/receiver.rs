@@ -349,6 +349,36 @@ pub unsafe extern "C" fn sp_receiver_handle(
     })
 }
 
+/// Checks the source address, then the token, of a callback, as `sp_receiver_handle` does
+/// first, without its body: nothing is parsed and the receiver's journal is not touched. A host
+/// calls it before it opens a journal (a process per request, such as CGI or PHP-FPM), so that a
+/// caller without the token never makes it connect to the journal's storage: then it opens the
+/// journal and handles the callback with a receiver that has it. The arguments are those of
+/// `sp_receiver_handle`.
+///
+/// Fails as `sp_receiver_handle` fails for the same request: `SP_ERR_MISSING_TOKEN`,
+/// `SP_ERR_WRONG_TOKEN` (HTTP 401), `SP_ERR_FORBIDDEN_SOURCE` (403); `sp_last_error_response`
+/// gives the HTTP status and body to answer with.
+///
+/// # Safety
+/// `receiver` is NULL or live; the strings are NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_receiver_authenticate(
+    receiver: *const sp_receiver,
+    token: *const c_char,
+    remote_addr: *const c_char,
+    forwarded_for: *const c_char,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented; no body.
+        let (receiver, request) = unsafe {
+            let receiver = &args::object("receiver", receiver)?.inner;
+            (receiver, request(token, remote_addr, forwarded_for, std::ptr::null(), 0)?)
+        };
+        receiver.authenticate(&request).map_err(|error| refused(receiver, error))
+    })
+}
+
 /// The request of a callback from the C arguments of `sp_receiver_handle`.
 ///
 /// # Safety

@@ -63,8 +63,10 @@ pub enum sp_status {
     /// The delivery journal's storage failed: PostgreSQL unreachable, a read-only or corrupt
     /// SQLite file, an unknown schema version, a full disk (HTTP 503, so the service retries).
     SP_ERR_JOURNAL = 24,
-    /// The journal claim is no longer held (its lease expired and another delivery took it over);
-    /// nothing was stored (HTTP 503).
+    /// The journal claim is no longer this event's: the claim was abandoned, or its lease expired
+    /// and another attempt took it over; nothing was stored (HTTP 503). From then on
+    /// `sp_event_finish` fails with it every time, and so does `sp_event_abandon` after a
+    /// takeover.
     SP_ERR_CLAIM_LOST = 25,
     /// Another worker holds a live claim on this delivery and did not finish it within the
     /// journal's busy wait (HTTP 503, so the service delivers again later).

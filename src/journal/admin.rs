@@ -222,20 +222,15 @@ impl Runs for SqlRuns<'_> {
     }
 }
 
-/// Whether `index` is among the seen (or resolved) indexes.
-fn is_seen(sql: &mut dyn Sql, index: i64) -> Result<bool> {
-    Ok(SqlRuns(sql).at_or_before(index)?.is_some_and(|run| run.hi >= index))
-}
-
-/// The indexes of the current numbering's index jumps that leave their stretch out of the gaps
-/// (open or accepted, not those an operator declared a gap).
-pub(crate) fn jump_indexes(sql: &mut dyn Sql) -> Result<Vec<i64>> {
+/// The current numbering's index jumps that leave their stretch out of the gaps (open or
+/// accepted, not those an operator declared a gap).
+pub(crate) fn jumps(sql: &mut dyn Sql) -> Result<Vec<gaps::Jump>> {
     let numbering = numbering(sql)?;
     let rows = sql.rows(
-        "SELECT idx FROM sp_journal_jumps WHERE kind = 'jump' AND numbering = ?1 AND (decision IS NULL OR decision = 'accepted') ORDER BY idx",
+        "SELECT idx, previous_highest FROM sp_journal_jumps WHERE kind = 'jump' AND numbering = ?1 AND (decision IS NULL OR decision = 'accepted') ORDER BY idx",
         &[numbering.into()],
     )?;
-    Ok(rows.iter().filter_map(|r| num(r, 0)).collect())
+    Ok(rows.iter().filter_map(|r| Some(gaps::Jump { index: num(r, 0)?, previous_highest: num(r, 1)? })).collect())
 }
 
 /// The first index gap detection counts from: the configured one, else the lowest seen.
@@ -250,39 +245,84 @@ pub(crate) fn first_index(sql: &mut dyn Sql) -> Result<Option<i64>> {
 pub(crate) fn summary(sql: &mut dyn Sql) -> Result<gaps::Summary> {
     let configured_first = meta(sql, "first_index")?;
     let seen = meta(sql, "seen_count")?.unwrap_or(0);
-    let jumps = jump_indexes(sql)?;
+    let jumps = jumps(sql)?;
     Ok(gaps::facts(&mut SqlRuns(sql), configured_first, seen, &jumps)?.summary())
 }
 
 /// At most `limit` missing ranges, in order, index jumps left out.
 pub(crate) fn missing(sql: &mut dyn Sql, limit: usize) -> Result<Vec<(i64, i64)>> {
     let Some(first) = first_index(sql)? else { return Ok(Vec::new()) };
-    let jumps = jump_indexes(sql)?;
+    let jumps = jumps(sql)?;
     gaps::missing(&mut SqlRuns(sql), first, &jumps, limit)
 }
 
-/// The condition of an unfinished delivery (abandoned, or claimed with its lease run out).
-const UNFINISHED_WHERE: &str = "state IN ('claimed', 'abandoned') AND (state = 'abandoned' OR lease_until_ms <= ?1)";
+/// The condition of an unfinished delivery: abandoned, or claimed with its lease run out on the
+/// lease clock. Its parameters are `unfinished_params`: `?1` now on the lease clock, `?2` its
+/// boot (a lease of another boot or of none ran out too; on PostgreSQL `?2` and every
+/// `lease_boot` are NULL, so the server's clock alone judges); a query's own start at `?3`.
+const UNFINISHED_WHERE: &str = "state IN ('claimed', 'abandoned') AND (state = 'abandoned' OR lease_until_ms <= ?1 OR lease_boot IS DISTINCT FROM ?2)";
 
-/// The indexes of unfinished deliveries, in order, at most `limit`.
+/// `?1` and `?2` of `UNFINISHED_WHERE`: now on the lease clock, and its boot.
+fn unfinished_params(sql: &mut dyn Sql) -> Result<[Value; 2]> {
+    let clock = sql.lease_clock()?;
+    Ok([clock.now_ms.into(), clock.boot.as_deref().into()])
+}
+
+/// The indexes of unfinished deliveries of the current numbering (an index of an earlier one
+/// names no event now), in order, at most `limit`.
 pub(crate) fn unfinished(sql: &mut dyn Sql, limit: usize) -> Result<Vec<i64>> {
-    let now = sql.now_ms()?;
+    let [now, boot] = unfinished_params(sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let since = meta(sql, "numbering_from_id")?.unwrap_or(0);
     let text = format!(
-        "SELECT first_index FROM sp_journal_delivery WHERE {UNFINISHED_WHERE} AND first_index IS NOT NULL ORDER BY first_index LIMIT ?2"
+        "SELECT first_index FROM sp_journal_delivery WHERE {UNFINISHED_WHERE} AND first_index IS NOT NULL AND id > ?4 ORDER BY first_index LIMIT ?3"
     );
-    Ok(sql.rows(&text, &[now.into(), limit.into()])?.iter().filter_map(|r| num(r, 0)).collect())
+    Ok(sql.rows(&text, &[now, boot, limit.into(), since.into()])?.iter().filter_map(|r| num(r, 0)).collect())
+}
+
+/// Closes the unfinished deliveries at `index` by hand (settled another way, or of an earlier
+/// numbering): they are no longer counted unfinished nor fetched, and `note` is kept with them;
+/// a later delivery of such a key still runs as its next attempt. The number closed.
+pub(crate) fn close_unfinished(sql: &mut dyn Sql, index: i64, note: &str) -> Result<u64> {
+    let note = note_checked(note)?;
+    let [now, boot] = unfinished_params(sql)?;
+    let keys: Vec<String> = sql
+        .rows(
+            &format!("SELECT key FROM sp_journal_delivery WHERE first_index = ?3 AND {UNFINISHED_WHERE}"),
+            &[now, boot, index.into()],
+        )?
+        .iter()
+        .filter_map(|r| opt_text(r, 0))
+        .collect();
+    if keys.is_empty() {
+        return Err(invalid("index", format!("no unfinished delivery carries index {index}")));
+    }
+    let numbering = numbering(sql)?;
+    let at = sql.now_ms()?;
+    for key in &keys {
+        sql.exec(
+            "UPDATE sp_journal_delivery SET state = 'closed', token = NULL, updated_ms = ?2 WHERE key = ?1 AND state IN ('claimed', 'abandoned')",
+            &[key.as_str().into(), at.into()],
+        )?;
+        let note = format!("closed unfinished {key}: {note}");
+        sql.exec(
+            "INSERT INTO sp_journal_resolved (lo, hi, closed, numbering, note, at_ms) VALUES (?1, ?1, 0, ?2, ?3, ?4)",
+            &[index.into(), numbering.into(), note.as_str().into(), at.into()],
+        )?;
+    }
+    sql.exec("DELETE FROM sp_journal_fetch WHERE idx = ?1", &[index.into()])?;
+    Ok(keys.len() as u64)
 }
 
 /// The figures beside the counters; `not_found_limit` decides what is unrecoverable.
 pub(crate) fn extras(sql: &mut dyn Sql, not_found_limit: u32) -> Result<Extras> {
-    let now = sql.now_ms()?;
+    let lease_now = unfinished_params(sql)?;
     let count = |sql: &mut dyn Sql, text: &str, params: &[Value]| -> Result<u64> {
         Ok(int(sql, text, params)?.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
     };
     let numbering = numbering(sql)?;
     let unfinished =
-        count(sql, &format!("SELECT count(*) FROM sp_journal_delivery WHERE {UNFINISHED_WHERE}"), &[now.into()])?;
+        count(sql, &format!("SELECT count(*) FROM sp_journal_delivery WHERE {UNFINISHED_WHERE}"), &lease_now)?;
     let open_conflicts = count(sql, "SELECT count(*) FROM sp_journal_conflicts WHERE resolved_ms IS NULL", &[])?;
     let open_jumps = count(sql, "SELECT count(*) FROM sp_journal_jumps WHERE decision IS NULL", &[])?;
     let resolved = count(
@@ -291,6 +331,7 @@ pub(crate) fn extras(sql: &mut dyn Sql, not_found_limit: u32) -> Result<Extras> 
         &[numbering.into()],
     )?;
     let unrecoverable = unrecoverable(sql, not_found_limit, usize::MAX)?.len() as u64;
+    // (One query for the missing ones, one for the unfinished: no query per index.)
     Ok(Extras { unfinished, open_conflicts, open_jumps, resolved, unrecoverable, numbering })
 }
 
@@ -417,7 +458,11 @@ pub(crate) fn resolve(sql: &mut dyn Sql, first: i64, last: i64, note: &str) -> R
     }
     let closed = gaps::add(&mut SqlRuns(sql), first, last)?;
     if closed > 0 {
-        sql.exec("UPDATE sp_journal_meta SET value = value + ?1 WHERE key = 'seen_count'", &[closed.into()])?;
+        // Saturating: every index of 0..=i64::MAX is one more than an i64 counts.
+        sql.exec(
+            "UPDATE sp_journal_meta SET value = CASE WHEN value > 9223372036854775807 - ?1 THEN 9223372036854775807 ELSE value + ?1 END WHERE key = 'seen_count'",
+            &[closed.into()],
+        )?;
     }
     let numbering = numbering(sql)?;
     let now = sql.now_ms()?;
@@ -481,6 +526,27 @@ impl<'a> ConflictSeen<'a> {
             handed_out,
         }
     }
+}
+
+/// What the journal answers a delivery whose decisive content differs from its finished key's:
+/// `true` when this content was handed out on the key before (the stored reply is its reply
+/// too); else the conflict is recorded (a repeat of an open one with the same content is counted
+/// into it), and for a key of an event without `transactionId` the reuse of its index is
+/// recorded too (the service may have restarted its numbering).
+pub(crate) fn answer_conflict(sql: &mut dyn Sql, seen: &ConflictSeen<'_>) -> Result<bool> {
+    let handed_out = int(
+        sql,
+        "SELECT id FROM sp_journal_conflicts WHERE key = ?1 AND now_content = ?2 AND outcome = 'handed_out' LIMIT 1",
+        &[seen.key.into(), seen.now_content.into()],
+    )?;
+    if handed_out.is_some() {
+        return Ok(true);
+    }
+    record_conflict(sql, seen)?;
+    if let (None, Some(index)) = (seen.transaction_id, seen.index) {
+        record_jump(sql, JumpKind::Reused, index, None, Some(seen.key), Some(seen.name), Some(seen.key))?;
+    }
+    Ok(false)
 }
 
 /// Records a conflict (a repeat of an open one with the same content is counted into it).
@@ -570,6 +636,9 @@ pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str) -> Result<i64>
     }
     let old = numbering(sql)?;
     let highest = SqlRuns(sql).highest()?.map(|run| run.hi);
+    // Deliveries claimed up to now carry indexes of the old numbering (see `unfinished`).
+    let last_id = int(sql, "SELECT MAX(id) FROM sp_journal_delivery", &[])?.unwrap_or(0);
+    set_meta(sql, "numbering_from_id", last_id)?;
     sql.exec(
         "INSERT INTO sp_journal_runs_archive (numbering, lo, hi) SELECT ?1, lo, hi FROM sp_journal_runs",
         &[old.into()],
@@ -616,21 +685,27 @@ pub(crate) fn note_fetch(sql: &mut dyn Sql, index: i64, outcome: FetchOutcome) -
     Ok(())
 }
 
-/// The missing indexes the service answered 404 for at least `not_found_limit` times, in order,
-/// at most `limit`: recovery no longer fetches them; they stay missing until resolved by hand.
+/// The indexes the service answered 404 for at least `not_found_limit` times that are still
+/// missing, or carry an unfinished delivery, in order, at most `limit`: recovery no longer
+/// fetches them; missing ones stay missing until resolved by hand, unfinished ones unfinished
+/// until closed by hand (`close_unfinished`).
 pub(crate) fn unrecoverable(sql: &mut dyn Sql, not_found_limit: u32, limit: usize) -> Result<Vec<i64>> {
-    let rows = sql.rows(
-        "SELECT idx FROM sp_journal_fetch WHERE not_found >= ?1 ORDER BY idx",
-        &[i64::from(not_found_limit.max(1)).into()],
+    let not_found_limit = i64::from(not_found_limit.max(1));
+    let missing = sql.rows(
+        "SELECT f.idx FROM sp_journal_fetch f WHERE f.not_found >= ?1 AND COALESCE((SELECT r.hi FROM sp_journal_runs r WHERE r.lo <= f.idx ORDER BY r.lo DESC LIMIT 1), -1) < f.idx ORDER BY f.idx LIMIT ?2",
+        &[not_found_limit.into(), i64::try_from(limit).unwrap_or(i64::MAX).into()],
     )?;
-    let mut out = Vec::new();
-    for index in rows.iter().filter_map(|r| num(r, 0)) {
-        if out.len() >= limit {
-            break;
-        }
-        if !is_seen(sql, index)? {
-            out.push(index);
-        }
+    let mut out: Vec<i64> = missing.iter().filter_map(|r| num(r, 0)).collect();
+    let given_up: std::collections::HashSet<i64> = sql
+        .rows("SELECT idx FROM sp_journal_fetch WHERE not_found >= ?1", &[not_found_limit.into()])?
+        .iter()
+        .filter_map(|r| num(r, 0))
+        .collect();
+    if !given_up.is_empty() {
+        out.extend(unfinished(sql, usize::MAX)?.into_iter().filter(|index| given_up.contains(index)));
+        out.sort_unstable();
+        out.dedup();
+        out.truncate(limit);
     }
     Ok(out)
 }
@@ -640,15 +715,22 @@ pub(crate) fn unrecoverable(sql: &mut dyn Sql, not_found_limit: u32, limit: usiz
 /// that are unrecoverable. A run therefore works through every gap in turn instead of the same
 /// first indexes each time.
 pub(crate) fn recovery_plan(sql: &mut dyn Sql, limit: usize, not_found_limit: u32) -> Result<Vec<i64>> {
-    let mut plan = unfinished(sql, limit)?;
+    // What was tried and is seen now (and carries no unfinished delivery) is settled.
+    sql.exec(
+        "DELETE FROM sp_journal_fetch WHERE COALESCE((SELECT r.hi FROM sp_journal_runs r WHERE r.lo <= sp_journal_fetch.idx ORDER BY r.lo DESC LIMIT 1), -1) >= idx AND NOT EXISTS (SELECT 1 FROM sp_journal_delivery d WHERE d.first_index = sp_journal_fetch.idx AND d.state IN ('claimed', 'abandoned'))",
+        &[],
+    )?;
     let tried: HashMap<i64, (i64, i64)> = sql
         .rows("SELECT idx, not_found, last_ms FROM sp_journal_fetch", &[])?
         .iter()
         .filter_map(|r| Some((num(r, 0)?, (num(r, 1)?, num(r, 2)?))))
         .collect();
-    // Never tried: walk the gaps in order until the plan is full (each range at most `limit`
-    // untried indexes past what was tried in it, so a huge gap costs no more than that).
-    'ranges: for (lo, hi) in missing(sql, limit.max(1))? {
+    let not_found_limit = i64::from(not_found_limit.max(1));
+    let given_up = |index: &i64| tried.get(index).is_some_and(|(not_found, _)| *not_found >= not_found_limit);
+    let mut plan: Vec<i64> = unfinished(sql, limit)?.into_iter().filter(|index| !given_up(index)).collect();
+    // Never tried: walk the gaps in order until the plan is full. Each range holds an untried
+    // index unless every index of it was tried, so `limit` ranges more than were tried suffice.
+    'ranges: for (lo, hi) in missing(sql, limit.saturating_add(tried.len()).max(1))? {
         let mut index = lo;
         while plan.len() < limit {
             if !tried.contains_key(&index) {
@@ -661,63 +743,71 @@ pub(crate) fn recovery_plan(sql: &mut dyn Sql, limit: usize, not_found_limit: u3
         }
         break;
     }
-    // Tried before and still missing: least recently tried first; never unrecoverable ones.
-    let not_found_limit = i64::from(not_found_limit.max(1));
-    let mut again: Vec<(i64, i64)> = tried
-        .iter()
-        .filter(|(_, (not_found, _))| *not_found < not_found_limit)
-        .map(|(&index, &(_, last_ms))| (last_ms, index))
-        .collect();
+    // Tried before and still missing or unfinished: least recently tried first; never those
+    // given up on.
+    let mut again: Vec<(i64, i64)> =
+        tried.iter().filter(|(index, _)| !given_up(index)).map(|(&index, &(_, last_ms))| (last_ms, index)).collect();
     again.sort_unstable();
     for (_, index) in again {
         if plan.len() >= limit {
             break;
         }
-        if !is_seen(sql, index)? {
-            plan.push(index);
-        }
+        plan.push(index);
     }
     let mut seen = std::collections::HashSet::new();
     plan.retain(|index| seen.insert(*index));
     Ok(plan)
 }
 
-/// Who holds a named lock, and since when.
+/// Who holds a named lock, since when and until when, on the wall clock (for people).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LockHolder {
     pub holder: String,
+    /// When the holder took the lock: a wall-clock time, as kept.
     pub since_ms: i64,
+    /// When its lease ends unless renewed: the lease is kept on the lease clock (see
+    /// `Journal::take_lock`); this is its end on the wall clock as read now.
     pub until_ms: i64,
 }
 
 /// Takes (or renews, for the same `holder`) the lock `name` for `lease_ms`; the current holder
-/// when another holds it and its lease has not run out.
+/// when another holds it and its lease has not run out. The lease (`until_ms`, `lease_boot`) is
+/// set and judged by the lease clock, as a claim's is, so that a process whose wall clock was
+/// stepped neither takes a live lock nor keeps a dead one; `since_ms` is a wall-clock time.
 pub(crate) fn take_lock(
     sql: &mut dyn Sql,
     name: &str,
     holder: &str,
     lease_ms: i64,
 ) -> Result<std::result::Result<(), LockHolder>> {
-    let now = sql.now_ms()?;
-    let current = row(sql, "SELECT holder, since_ms, until_ms FROM sp_journal_locks WHERE name = ?1", &[name.into()])?;
+    let clock = sql.lease_clock()?;
+    let until = clock.until(lease_ms);
+    let boot: Value = clock.boot.as_deref().into();
+    let current = row(
+        sql,
+        "SELECT holder, since_ms, until_ms, lease_boot FROM sp_journal_locks WHERE name = ?1",
+        &[name.into()],
+    )?;
     if let Some(r) = current {
+        let (held_until, held_boot) = (num(&r, 2).unwrap_or(0), opt_text(&r, 3));
+        let runs = clock.runs(held_until, held_boot.as_deref());
         let held = LockHolder {
             holder: opt_text(&r, 0).unwrap_or_default(),
             since_ms: num(&r, 1).unwrap_or(0),
-            until_ms: num(&r, 2).unwrap_or(0),
+            until_ms: clock.wall_of(held_until, held_boot.as_deref()),
         };
-        if held.holder != holder && held.until_ms > now {
+        if held.holder != holder && runs {
             return Ok(Err(held));
         }
-        let since = if held.holder == holder && held.until_ms > now { held.since_ms } else { now };
+        let since = if held.holder == holder && runs { held.since_ms } else { clock.wall_ms };
         sql.exec(
-            "UPDATE sp_journal_locks SET holder = ?2, since_ms = ?3, until_ms = ?4 WHERE name = ?1",
-            &[name.into(), holder.into(), since.into(), now.saturating_add(lease_ms).into()],
+            "UPDATE sp_journal_locks SET holder = ?2, since_ms = ?3, until_ms = ?4, lease_boot = ?5 WHERE name = ?1",
+            &[name.into(), holder.into(), since.into(), until.into(), boot],
         )?;
     } else {
         sql.exec(
-            "INSERT INTO sp_journal_locks (name, holder, since_ms, until_ms) VALUES (?1, ?2, ?3, ?4)",
-            &[name.into(), holder.into(), now.into(), now.saturating_add(lease_ms).into()],
+            "INSERT INTO sp_journal_locks (name, holder, since_ms, until_ms, lease_boot) VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[name.into(), holder.into(), clock.wall_ms.into(), until.into(), boot],
         )?;
     }
     Ok(Ok(()))

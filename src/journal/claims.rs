@@ -17,6 +17,9 @@ pub enum RecordState {
     Abandoned,
     /// Refused by validation (`Journal::record_refused`); its index counts as seen.
     Refused,
+    /// Abandoned, then closed by an operator (`Journal::close_unfinished`): no longer counted
+    /// unfinished nor fetched; a later delivery of it still runs as the next attempt.
+    Closed,
 }
 
 impl RecordState {
@@ -27,6 +30,7 @@ impl RecordState {
             RecordState::Done => "done",
             RecordState::Abandoned => "abandoned",
             RecordState::Refused => "refused",
+            RecordState::Closed => "closed",
         }
     }
 
@@ -36,6 +40,7 @@ impl RecordState {
             "done" => Ok(RecordState::Done),
             "abandoned" => Ok(RecordState::Abandoned),
             "refused" => Ok(RecordState::Refused),
+            "closed" => Ok(RecordState::Closed),
             other => {
                 Err(Error::new(ErrorKind::Journal, format!("journal: unknown delivery state {other:?} in the journal")))
             }
@@ -114,14 +119,16 @@ pub(crate) struct Existing {
 #[derive(Debug)]
 pub(crate) enum Decision {
     /// Other decisive content on a finished delivery: refuse, keep the first (count a conflict,
-    /// record it with the differing fields).
-    Conflict(Error, Vec<String>),
+    /// record it with the differing fields), unless this content was handed out before on the
+    /// key (see `TakeOver`): then answer the stored reply, which is the reply to it too.
+    Conflict { error: Error, differing: Vec<String>, stored: Vec<u8> },
     /// Done: answer with the stored reply (count a replay).
     Replay(Vec<u8>),
     /// Abandoned, or claimed past its lease: claim it again as attempt `attempt`.
     /// `reopened` when it was abandoned (it was not counted in progress any more). `differing`
-    /// when its decisive content differs from the stored one: the row takes the new content
-    /// and the conflict is recorded as handed out.
+    /// when its decisive content differs from the stored one: the row keeps the first content
+    /// (what the first attempt may have acted on) and the conflict is recorded as handed out,
+    /// so that a later delivery of either content is answered with the one stored reply.
     TakeOver { attempt: i64, reopened: bool, differing: Vec<String> },
     /// Another worker holds a live claim: wait, then look again.
     Held,
@@ -131,13 +138,42 @@ pub(crate) fn decide(existing: Existing, delivery: &Delivery) -> Decision {
     let differing = decisive_differences(&existing.content, delivery.fingerprint());
     match existing.state {
         RecordState::Done if differing.is_empty() => Decision::Replay(existing.reply.unwrap_or_default()),
-        RecordState::Done => Decision::Conflict(conflict_error(delivery, &differing), differing),
-        RecordState::Abandoned => Decision::TakeOver { attempt: existing.attempts + 1, reopened: true, differing },
+        RecordState::Done => Decision::Conflict {
+            error: conflict_error(delivery, &differing),
+            differing,
+            stored: existing.reply.unwrap_or_default(),
+        },
+        RecordState::Abandoned | RecordState::Closed => {
+            Decision::TakeOver { attempt: existing.attempts + 1, reopened: true, differing }
+        }
         RecordState::Claimed if existing.lease_until_ms <= existing.now_ms => {
             Decision::TakeOver { attempt: existing.attempts + 1, reopened: false, differing }
         }
         RecordState::Claimed | RecordState::Refused => Decision::Held,
     }
+}
+
+/// The claim `begin` hands out when the key's row is a claim carrying `token`, the token of the
+/// very call looking: this worker's own claim, made (or taken over) by a statement whose answer
+/// was lost with its connection and that was run again on a fresh one. It is this worker's, at
+/// the attempt stored (never another worker's claim to wait for, nor one to take over as the
+/// next attempt); `differing` as it was when claimed. `None` when the row is not such a claim.
+pub(crate) fn own_claim(
+    existing: &Existing,
+    holder: Option<&[u8]>,
+    token: &[u8; 16],
+    delivery: &Delivery,
+) -> Option<(i64, Vec<String>)> {
+    (existing.state == RecordState::Claimed && holder == Some(&token[..]))
+        .then(|| (existing.attempts, decisive_differences(&existing.content, delivery.fingerprint())))
+}
+
+/// Whether the row's state and attempt count (`now`) show `claim` settled as `state` (`Done` by
+/// its `finish`, `Abandoned` by its `abandon`) at its own attempt: a retried statement whose
+/// first run committed before its answer was lost. Another worker finishes or abandons the key
+/// only after taking it over, at a higher attempt.
+pub(crate) fn settled_at_own_attempt(claim: &Claim, now: Option<(RecordState, i64)>, state: RecordState) -> bool {
+    now == Some((state, claim.attempt))
 }
 
 /// The error for `finish` or `abandon` of a claim this worker no longer holds; `now` is the row's
@@ -146,7 +182,7 @@ pub(crate) fn lost_error(claim: &Claim, verb: &str, now: Option<(RecordState, i6
     let why = match now {
         None => "the journal has no such delivery".to_owned(),
         Some((state, attempts)) if attempts > claim.attempt => {
-            format!("its lease expired and attempt {attempts} took it over (now {})", state.as_str())
+            format!("its lease expired and it was taken over by attempt {attempts} (now {})", state.as_str())
         }
         Some((RecordState::Done, _)) => "it is finished already".to_owned(),
         Some((RecordState::Abandoned, _)) => "it was abandoned".to_owned(),

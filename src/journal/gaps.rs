@@ -36,12 +36,12 @@ pub(crate) trait Runs {
 }
 
 /// The facts of the gaps, given the configured first index, the count of distinct seen indexes
-/// and the indexes of the index jumps of the current numbering (see [`jump_holes`]).
+/// and the index jumps of the current numbering (see [`jump_holes`]).
 pub(crate) fn facts<R: Runs>(
     runs: &mut R,
     configured_first: Option<i64>,
     seen: i64,
-    jumps: &[i64],
+    jumps: &[Jump],
 ) -> Result<Facts, R::Error> {
     let lowest = runs.lowest()?.map(|run| run.lo);
     let highest = runs.highest()?.map(|run| run.hi);
@@ -60,22 +60,29 @@ pub(crate) fn facts<R: Runs>(
     Ok(Facts { configured_first, lowest, highest, seen, seen_below_first, run_at_first, jumped })
 }
 
-/// The holes an index jump leaves, which are not missing indexes: for each jump index `j`, the
-/// hole right below the run that holds `j` (between it and the run before, or the first index).
-/// Indexes that arrive below the jump later shrink that hole from below, and holes among them
-/// are missing as usual; only the stretch between the old numbering's top and the jump is left
-/// out. In order, without repeats.
-pub(crate) fn jump_holes<R: Runs>(runs: &mut R, first: i64, jumps: &[i64]) -> Result<Vec<(i64, i64)>, R::Error> {
+/// An index jump: the index that landed more than the window beyond `previous_highest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Jump {
+    pub index: i64,
+    pub previous_highest: i64,
+}
+
+/// The stretches index jumps leave out of the gaps: for each jump, the indexes above the highest
+/// seen inside its stretch `previous_highest + 1 ..= index - 1` (the whole stretch while none
+/// was), up to `index - 1`. Indexes that arrive inside the stretch later (traffic going on below
+/// a stray index) shrink it from below, and holes among them are missing as usual; once traffic
+/// reaches the jump's index, nothing is left out at all. In order, without repeats.
+pub(crate) fn jump_holes<R: Runs>(runs: &mut R, first: i64, jumps: &[Jump]) -> Result<Vec<(i64, i64)>, R::Error> {
     let mut holes = Vec::new();
-    for &jump in jumps {
-        let Some(run) = runs.at_or_before(jump)?.filter(|run| run.hi >= jump) else { continue };
-        if run.lo <= first {
-            continue;
-        }
-        let below = runs.at_or_before(run.lo - 1)?;
-        let lo = below.map_or(first, |below| below.hi.saturating_add(1).max(first));
-        if lo < run.lo {
-            holes.push((lo, run.lo - 1));
+    for jump in jumps {
+        let Some(top_of_stretch) = jump.index.checked_sub(1) else { continue };
+        let seen_in_stretch = runs
+            .at_or_before(top_of_stretch)?
+            .map(|run| run.hi.min(top_of_stretch))
+            .filter(|&hi| hi > jump.previous_highest);
+        let lo = seen_in_stretch.unwrap_or(jump.previous_highest).saturating_add(1).max(first);
+        if lo <= top_of_stretch {
+            holes.push((lo, top_of_stretch));
         }
     }
     holes.sort_unstable();
@@ -110,7 +117,7 @@ pub(crate) fn span(lo: i64, hi: i64) -> u64 {
 pub(crate) fn missing<R: Runs>(
     runs: &mut R,
     first: i64,
-    jumps: &[i64],
+    jumps: &[Jump],
     limit: usize,
 ) -> Result<Vec<(i64, i64)>, R::Error> {
     let holes = jump_holes(runs, first, jumps)?;
@@ -213,6 +220,8 @@ impl Facts {
             _ => None,
         };
         let missing = match (first, self.highest) {
+            // Every index up to the highest was seen (also when the count saturated).
+            _ if watermark.is_some() && watermark == self.highest => 0,
             (Some(first), Some(highest)) if highest >= first => {
                 let seen = i128::from(self.seen) - i128::from(self.seen_below_first);
                 i128::from(span(first, highest)) - seen - i128::from(self.jumped)
@@ -357,7 +366,7 @@ mod tests {
         seen += add(&mut m, far, far).unwrap();
         // A lost event right above the jump is missing; the stretch below the jump is not.
         seen += add(&mut m, far + 2, far + 2).unwrap();
-        let jumps = [far];
+        let jumps = [Jump { index: far, previous_highest: 5 }];
         let summary = facts(&mut m, None, seen, &jumps).unwrap().summary();
         assert_eq!(summary.missing, 1);
         assert_eq!(missing(&mut m, 1, &jumps, 10).unwrap(), vec![(far + 1, far + 1)]);
@@ -375,6 +384,18 @@ mod tests {
     }
 
     #[test]
+    fn traffic_that_reaches_a_jump_shows_every_hole_below_it() {
+        let mut m = Memory::default();
+        let mut seen = 0;
+        for i in (1..=5).chain([100]).chain(6..=99).filter(|&i| i != 50) {
+            seen += add(&mut m, i, i).unwrap();
+        }
+        let jumps = [Jump { index: 100, previous_highest: 5 }];
+        assert_eq!(facts(&mut m, None, seen, &jumps).unwrap().summary().missing, 1);
+        assert_eq!(missing(&mut m, 1, &jumps, 10).unwrap(), vec![(50, 50)]);
+    }
+
+    #[test]
     fn counts_do_not_overflow_at_the_ends_of_the_index_range() {
         let mut m = Memory::default();
         let mut seen = 0;
@@ -385,6 +406,8 @@ mod tests {
         assert_eq!(m.missing(0, 5), vec![(1, i64::MAX - 1)]);
         assert_eq!(add(&mut m, 1, i64::MAX - 1).unwrap(), i64::MAX - 1);
         assert_eq!(m.runs(), vec![(0, i64::MAX)]);
+        // The count of seen indexes saturates at i64::MAX, one short of the 2^63 indexes.
+        assert_eq!(m.facts(None, i64::MAX).summary().missing, 0);
         assert_eq!(span(0, i64::MAX), 1 << 63);
         assert_eq!(jump_of(&mut m, i64::MAX, Some(0), 10).unwrap(), None);
     }

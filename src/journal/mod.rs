@@ -22,6 +22,7 @@
 
 mod admin;
 mod claims;
+pub(crate) mod fork_guard;
 mod gaps;
 mod key;
 mod lock;
@@ -284,13 +285,17 @@ impl Journal {
     /// - `sqlite:PATH` (also `sqlite://PATH`): a SQLite file in WAL mode, created if absent;
     ///   every process and thread of the host may share it.
     /// - `postgres://...` or `postgresql://...`: a PostgreSQL database (libpq's URL form), for
-    ///   workers on several hosts.
+    ///   workers on several hosts. `sslmode` (`disable`, `prefer` (the default), `require`,
+    ///   `verify-ca`, `verify-full`) and `sslrootcert` (a PEM file, or `system`) as libpq reads
+    ///   them, over rustls; without `sslrootcert`, `verify-full` trusts the system's roots.
     ///
     /// Errors: `InvalidArgument` (field `journal_url`, or an option's name) for an unusable URL
     /// or option; `Journal` when the storage cannot be used (unreachable server, read-only or
     /// corrupt file, a journal of a newer schema version).
     pub fn open(url: &str, options: &JournalOptions) -> Result<Journal> {
         options.check()?;
+        fork_guard::install(options.lock_timeout)?;
+        let _inside = fork_guard::enter()?;
         let store: Arc<dyn Store> = if let Some(path) = url.strip_prefix("sqlite:") {
             sqlite::Sqlite::open(path, options)?
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -320,6 +325,7 @@ impl Journal {
     pub fn begin(&self, delivery: &Delivery) -> Result<Begin> {
         let Some(key) = delivery.key() else {
             if let Some(index) = delivery.index() {
+                let _inside = fork_guard::enter()?;
                 self.store.record_seen(index, &self.options)?;
             }
             return Ok(Begin::NotReplayable);
@@ -328,9 +334,12 @@ impl Journal {
         let mut pause = Duration::from_millis(2);
         let mut first_look = true;
         loop {
+            // Inside the journal for each look, not while sleeping: a fork waits for no sleeper.
+            let inside = fork_guard::enter()?;
             if let Step::Answer(answer) = self.store.claim(delivery, key, first_look, &self.options)? {
                 return Ok(answer);
             }
+            drop(inside);
             first_look = false;
             let now = Instant::now();
             if now >= deadline {
@@ -360,6 +369,7 @@ impl Journal {
                 ),
             ));
         }
+        let _inside = fork_guard::enter()?;
         self.store.finish(claim, reply, &self.options)
     }
 
@@ -367,6 +377,7 @@ impl Journal {
     /// that the next delivery runs the logic again (as attempt + 1). Answer the service with
     /// HTTP 503 so that it delivers again. Errors: `ClaimLost`, `Journal` as for `finish`.
     pub fn abandon(&self, claim: &Claim) -> Result<()> {
+        let _inside = fork_guard::enter()?;
         self.store.abandon(claim, &self.options)
     }
 
@@ -377,6 +388,7 @@ impl Journal {
         if index < 0 {
             return Err(Error::field(ErrorKind::InvalidArgument, "index", "must be a non-negative index"));
         }
+        let _inside = fork_guard::enter()?;
         self.store.record_refused(index, name, transaction_id, &self.options)
     }
 
@@ -403,6 +415,7 @@ impl Journal {
 
     /// Counts and gap figures.
     pub fn status(&self) -> Result<Status> {
+        let _inside = fork_guard::enter()?;
         let [handled, replayed, conflicts, refused, in_progress] = self.store.counters(&self.options)?;
         let not_found_limit = self.options.not_found_limit;
         let (summary, extras) = self.read(|sql| Ok((admin::summary(sql)?, admin::extras(sql, not_found_limit)?)))?;
@@ -484,7 +497,17 @@ impl Journal {
         self.write(|sql| admin::renumber(sql, first, note))
     }
 
-    /// Missing indexes recovery no longer fetches (404 for `not_found_limit` runs), at most `limit`.
+    /// Closes the unfinished deliveries at `index` by hand, with `note` kept for audit (an
+    /// event the service answers 404 for, settled another way, or an index of an earlier
+    /// numbering): no longer counted unfinished nor fetched; a later delivery of the key still
+    /// runs as its next attempt. The number closed. Errors: `InvalidArgument` (field `index`
+    /// when no unfinished delivery carries it, `note`).
+    pub fn close_unfinished(&self, index: i64, note: &str) -> Result<u64> {
+        self.write(|sql| admin::close_unfinished(sql, index, note))
+    }
+
+    /// Indexes recovery no longer fetches (404 for `not_found_limit` runs), still missing or
+    /// carrying an unfinished delivery, at most `limit`.
     pub fn unrecoverable(&self, limit: usize) -> Result<Vec<i64>> {
         let not_found_limit = self.options.not_found_limit;
         self.read(|sql| admin::unrecoverable(sql, not_found_limit, limit))
@@ -494,7 +517,7 @@ impl Journal {
     /// never tried, then those tried before, least recently tried first; never unrecoverable ones.
     pub fn recovery_plan(&self, limit: usize) -> Result<Vec<i64>> {
         let not_found_limit = self.options.not_found_limit;
-        self.read(|sql| admin::recovery_plan(sql, limit, not_found_limit))
+        self.write(|sql| admin::recovery_plan(sql, limit, not_found_limit))
     }
 
     /// Notes what a recovery got for `index` (it orders the next runs' work, and counts 404s).
@@ -546,6 +569,7 @@ impl Journal {
     }
 
     fn run<T>(&self, write: bool, work: &mut dyn FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
+        let _inside = fork_guard::enter()?;
         let mut out = None;
         self.store.admin(
             write,
@@ -561,14 +585,30 @@ impl Journal {
     /// Everything the journal holds for `transaction_id`: its deliveries (a refund and a payout
     /// may share an id) and refused deliveries that carried it.
     pub fn lookup(&self, transaction_id: i64) -> Result<Vec<Record>> {
+        let _inside = fork_guard::enter()?;
         self.store.lookup(transaction_id, &self.options)
     }
 }
 
-/// Milliseconds since the Unix epoch on this host's clock.
+/// Milliseconds since the Unix epoch on this host's wall clock (shifted on this thread by
+/// `shift_wall_clock_for_tests`): the times kept for people, never a lease.
 pub(crate) fn now_ms() -> i64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX).saturating_add(WALL_CLOCK_SHIFT_MS.with(std::cell::Cell::get))
+}
+
+thread_local! {
+    static WALL_CLOCK_SHIFT_MS: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+/// For tests only: from now on, the journal reads the wall clock on the calling thread
+/// `offset_ms` milliseconds off (0 puts it right again), as a process on a host whose clock was
+/// stepped (NTP, a resumed virtual machine) would. Leases never go by the wall clock, so no
+/// claim's or lock's fate may change with it; the times kept for people (`created_ms`,
+/// `updated_ms`, `finished_ms`, a lock's `since_ms`) move with it. Other threads are untouched.
+#[doc(hidden)]
+pub fn shift_wall_clock_for_tests(offset_ms: i64) {
+    WALL_CLOCK_SHIFT_MS.with(|shift| shift.set(offset_ms));
 }
 
 /// A non-negative count read from the journal.

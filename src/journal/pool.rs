@@ -52,6 +52,15 @@ impl<C> Pool<C> {
         Ok(Pooled { pool: self, conn: Some(conn), broken: false })
     }
 
+    /// Takes every idle connection of this process out of the pool (the caller closes them).
+    pub fn drain(&self) -> Vec<C> {
+        let mut idle = lock(&self.idle);
+        if idle.pid != std::process::id() {
+            return Vec::new();
+        }
+        std::mem::take(&mut idle.conns)
+    }
+
     fn put_back(&self, conn: C) {
         let mut idle = lock(&self.idle);
         if idle.pid != std::process::id() {
@@ -106,6 +115,14 @@ pub(crate) struct Registry<K, V>(OnceLock<Mutex<HashMap<K, Arc<V>>>>);
 impl<K: Eq + Hash, V> Registry<K, V> {
     pub const fn new() -> Self {
         Registry(OnceLock::new())
+    }
+
+    /// Every value made so far.
+    pub fn values(&self) -> Vec<Arc<V>> {
+        match self.0.get() {
+            Some(map) => lock(map).values().cloned().collect(),
+            None => Vec::new(),
+        }
     }
 
     /// The value for `key`, made by `make` the first time.

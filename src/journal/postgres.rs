@@ -12,6 +12,13 @@
 //! (every few hundred deliveries of a process, and before `status` and `missing` answer), so
 //! that concurrent deliveries never queue on the runs. Counters are spread over shard rows for
 //! the same reason.
+//!
+//! A kept connection the server dropped (a restart, `pg_terminate_backend`, a crash) is found
+//! dead at its next statement: it is replaced, with every connection kept from before, and the
+//! transaction run once more on a fresh one where that is safe (see `Mode`). Where the first
+//! run's outcome is unknown (the connection died after a statement was sent), the second
+//! recognises what the first did: its claim by the claim's token, its stored reply or release
+//! by the claim's attempt.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +27,7 @@ use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, Config, NoTls, Row, Statement};
+use postgres::{Client, Config, Row, Statement};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -30,8 +37,10 @@ use super::gaps::{self, Run, Runs};
 use super::key::Delivery;
 use super::pool::{Pool, Pooled, Registry};
 use super::schema::{self, Counter};
-use super::sql::{Sql, SqlRow, Value, dollar_params};
+use super::sql::{LeaseClock, Sql, SqlRow, Value, dollar_params};
 use super::{AdminWork, Begin, JournalOptions, Record, Step, Synchronous};
+
+mod tls;
 
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
@@ -72,18 +81,25 @@ pub(crate) struct Postgres {
     config: Config,
     /// `postgres://user@host:port/dbname`, without the password, for messages.
     label: String,
+    /// The URL's `sslmode` and `sslrootcert`, and the TLS connector they make.
+    tls: tls::Tls,
     pool: Pool<PgConn>,
     /// Indexed deliveries of this process, for `maybe_fold`.
     calls: AtomicU64,
     /// Spreads this process's counter updates over the shards.
     next_shard: AtomicU64,
+    /// Raised past a connection's `generation` when that connection is found dead (the server
+    /// restarted, crashed or dropped it): the kept connections opened before it are dead as
+    /// likely, and are dropped unused rather than each failing a call.
+    generation: AtomicU64,
 }
 
 struct PgConn {
     client: Client,
     statements: HashMap<&'static str, Statement>,
     lock_timeout: Duration,
-    used: bool,
+    /// `Postgres::generation` when it was opened.
+    generation: u64,
 }
 
 enum Fail {
@@ -105,13 +121,25 @@ impl From<Error> for Fail {
 
 type TxResult<T> = std::result::Result<T, Fail>;
 
-/// How `Postgres::transaction` runs its work.
+/// How `Postgres::transaction` runs its work, and whether it may run it again when the
+/// connection dies where the work's outcome is unknown: during a `Single` statement, or at
+/// `COMMIT` (the server may have committed and died before answering).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// One statement, committed on its own (`synchronous_commit=off`, the session's setting).
+    /// Run again on a fresh connection when the connection dies during it: every such
+    /// statement is harmless to run twice or recognises its own first run (a claim by its
+    /// token, a stored reply or release by its attempt); at worst a replay or refusal is
+    /// counted twice.
     Single,
-    /// Between `BEGIN` and `COMMIT`, `synchronous_commit=off`.
+    /// Between `BEGIN` and `COMMIT`, `synchronous_commit=off`; run again as `Single` is, so
+    /// only for work that is too: `begin`'s decision (a claim taken over is recognised by its
+    /// token; at worst a replay or conflict is counted twice), merging the seen indexes,
+    /// creating the tables, reading.
     Normal,
+    /// As `Normal`, for work that must not be done twice (an operator's resolution, a
+    /// renumbering): run again only when the connection died before `COMMIT` was sent.
+    Once,
 }
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
@@ -170,9 +198,13 @@ impl Tx<'_> {
 impl Postgres {
     pub fn open(url: &str, options: &JournalOptions) -> Result<Arc<Postgres>> {
         let store = REGISTRY.get_or_make(url.to_owned(), || {
-            let mut config: Config = url.parse().map_err(|e| {
+            // `sslmode` and `sslrootcert` first: the `postgres` parser refuses libpq's
+            // `verify-ca`, `verify-full` and `sslrootcert`.
+            let (rest, tls) = tls::from_url(url)?;
+            let mut config: Config = rest.parse().map_err(|e| {
                 Error::field(ErrorKind::InvalidArgument, "journal_url", format!("not a PostgreSQL URL: {e}"))
             })?;
+            tls.configure(&mut config);
             if config.get_application_name().is_none() {
                 config.application_name("slotpartner");
             }
@@ -181,9 +213,11 @@ impl Postgres {
             Ok(Postgres {
                 config,
                 label,
+                tls,
                 pool: Pool::new(8),
                 calls: AtomicU64::new(pid),
                 next_shard: AtomicU64::new(pid),
+                generation: AtomicU64::new(0),
             })
         })?;
         store.prepare(options)?;
@@ -232,13 +266,42 @@ impl Postgres {
     }
 
     fn connect(&self, options: &JournalOptions) -> Result<PgConn> {
+        let generation = self.generation.load(Ordering::Acquire);
         let mut config = self.config.clone();
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.lock_timeout.max(Duration::from_secs(1)));
         }
-        let mut client = config.connect(NoTls).map_err(|e| self.error(&e))?;
+        let mut client = config.connect(self.tls.connector()).map_err(|e| {
+            let mut error = self.error(&e);
+            if let Some(why) = self.tls.explain(&e) {
+                error.message = format!("{}: {why}", error.message);
+            }
+            error
+        })?;
         client.batch_execute(&session_settings(options)).map_err(|e| self.error(&e))?;
-        Ok(PgConn { client, statements: HashMap::new(), lock_timeout: options.lock_timeout, used: false })
+        Ok(PgConn { client, statements: HashMap::new(), lock_timeout: options.lock_timeout, generation })
+    }
+
+    /// A connection for one transaction: a kept one, unless it is closed or was opened before a
+    /// connection was last found dead (they died together: a restart), else a new one.
+    fn connection(&self, options: &JournalOptions) -> Result<Pooled<'_, PgConn>> {
+        let mut looks = 0;
+        loop {
+            looks += 1;
+            let mut conn = self.pool.get(|| self.connect(options))?;
+            let stale = conn.generation < self.generation.load(Ordering::Acquire);
+            // Bounded: the pool keeps a few, and a new connection is of the current generation.
+            if !(stale || conn.client.is_closed()) || looks > 32 {
+                return Ok(conn);
+            }
+            conn.mark_broken();
+        }
+    }
+
+    /// Drops `conn`, found dead, and every kept connection opened before it.
+    fn dead(&self, conn: &mut Pooled<'_, PgConn>) {
+        conn.mark_broken();
+        self.generation.fetch_max(conn.generation + 1, Ordering::AcqRel);
     }
 
     fn error(&self, e: &postgres::Error) -> Error {
@@ -261,29 +324,39 @@ impl Postgres {
 
     /// Runs `work` as one transaction: `Mode::Single` for one statement in autocommit (no
     /// `BEGIN`), else between `BEGIN` and `COMMIT`. Retried on a serialization failure or a
-    /// deadlock, and on a fresh connection when a kept one is found closed before use.
+    /// deadlock, and once on a fresh connection when the connection turns out dead (the server
+    /// restarted, crashed or dropped it: see `Mode` for when that is done).
     fn transaction<T>(
         &self,
         options: &JournalOptions,
         mode: Mode,
-        mut work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
+        work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
     ) -> Result<T> {
+        self.transaction_retried(options, mode, work).map(|(value, _)| value)
+    }
+
+    /// `transaction`, telling also whether the work was run again after its connection died
+    /// with its outcome unknown: then its first run may have changed what the second finds.
+    fn transaction_retried<T>(
+        &self,
+        options: &JournalOptions,
+        mode: Mode,
+        mut work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
+    ) -> Result<(T, bool)> {
         let begin = match mode {
             Mode::Single => None,
-            Mode::Normal => Some("BEGIN"),
+            Mode::Normal | Mode::Once => Some("BEGIN"),
         };
-        let mut tries = 0;
+        let (mut tries, mut reconnected, mut unknown) = (0, false, false);
         loop {
             tries += 1;
-            let mut conn = self.pool.get(|| self.connect(options))?;
-            let reused = std::mem::replace(&mut conn.used, true);
-            if conn.client.is_closed() && tries < 3 {
-                conn.mark_broken();
-                continue;
-            }
+            let mut conn = self.connection(options)?;
             if let Err(e) = self.begin(&mut conn, options, begin) {
                 conn.mark_broken();
-                if reused && tries < 3 {
+                if connection_lost(&e) && !reconnected {
+                    // Nothing of the work was sent: run it on a fresh connection.
+                    self.dead(&mut conn);
+                    reconnected = true;
                     continue;
                 }
                 return Err(self.error(&e));
@@ -293,22 +366,40 @@ impl Postgres {
                 let mut tx = Tx { client, statements };
                 work(&mut tx)
             };
-            let result = match (result, begin) {
-                (result, None) => result,
-                (Ok(value), Some(_)) => conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db),
+            // Whether a failure leaves the outcome unknown: it came at a single statement or at
+            // COMMIT. A failure inside BEGIN ... COMMIT committed nothing.
+            let (result, at_commit) = match (result, begin) {
+                (result, None) => (result, true),
+                (Ok(value), Some(_)) => (conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db), true),
                 (Err(fail), Some(_)) => {
                     if conn.client.batch_execute("ROLLBACK").is_err() {
                         conn.mark_broken();
                     }
-                    Err(fail)
+                    (Err(fail), false)
                 }
             };
             match result {
-                Ok(value) => return Ok(value),
+                Ok(value) => return Ok((value, unknown)),
                 Err(Fail::Journal(e)) => return Err(e),
                 Err(Fail::Db(e)) => {
                     if conn.client.is_closed() {
                         conn.mark_broken();
+                    }
+                    if connection_lost(&e) {
+                        self.dead(&mut conn);
+                        let repeatable = !(at_commit && mode == Mode::Once);
+                        if !reconnected && repeatable {
+                            reconnected = true;
+                            unknown |= at_commit;
+                            continue;
+                        }
+                        let mut error = self.error(&e);
+                        if at_commit {
+                            error.message.push_str(
+                                "; the connection was lost before the server confirmed the commit: the change may or may not have been made",
+                            );
+                        }
+                        return Err(error);
                     }
                     let code = e.code();
                     let transient = code == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
@@ -344,6 +435,21 @@ impl Postgres {
             let _ = self.transaction(options, Mode::Normal, |tx| fold(tx, &self.label, false, false, options));
         }
     }
+}
+
+/// Whether `e` says the connection is gone: the server shut down (SQLSTATE 57P01, a restart or
+/// `pg_terminate_backend`), crashed (57P02), is starting (57P03), ended an idle session
+/// (57P05), or the socket failed. A fresh connection may succeed where it failed.
+fn connection_lost(e: &postgres::Error) -> bool {
+    const GONE: [SqlState; 4] = [
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+        SqlState::IDLE_SESSION_TIMEOUT,
+    ];
+    e.is_closed()
+        || e.code().is_some_and(|code| GONE.contains(code))
+        || std::error::Error::source(e).is_some_and(|cause| cause.is::<std::io::Error>())
 }
 
 fn session_settings(options: &JournalOptions) -> String {
@@ -524,6 +630,12 @@ impl Sql for PgSql<'_, '_> {
         let row = self.tx.client.query_one(sql, &[]).map_err(|e| self.fail(&e))?;
         row.try_get(0).map_err(|e| self.fail(&e))
     }
+
+    /// The server's clock, for every host alike: no boot.
+    fn lease_clock(&mut self) -> Result<LeaseClock> {
+        let now = self.now_ms()?;
+        Ok(LeaseClock { now_ms: now, boot: None, wall_ms: now })
+    }
 }
 
 const SEEN_INSERT: &str = "INSERT INTO sp_journal_seen (idx) VALUES ($1) ON CONFLICT DO NOTHING";
@@ -552,10 +664,12 @@ const CLAIM_REPLAY: &str = concat!(
     "counted AS (UPDATE sp_journal_counters SET replayed = replayed + 1 WHERE shard = $3 AND EXISTS (SELECT 1 FROM replayed)) ",
     "SELECT (SELECT count(*) FROM replayed), (SELECT reply FROM replayed)"
 );
+/// The row `claims::decide` decides on, and (last column) the token of its claim, by which a
+/// call recognises its own claim (`claims::own_claim`).
 const CLAIM_SELECT: &str = concat!(
     "SELECT content, state, attempts, lease_until_ms, reply, ",
     now_ms!(),
-    " FROM sp_journal_delivery WHERE key = $1 FOR UPDATE"
+    ", token FROM sp_journal_delivery WHERE key = $1 FOR UPDATE"
 );
 const CLAIM_TAKE_OVER: &str = concat!(
     "UPDATE sp_journal_delivery SET state = 'claimed', token = $2, attempts = $3, updated_ms = ",
@@ -669,14 +783,20 @@ impl super::Store for Postgres {
                 reply: row.try_get(4)?,
                 now_ms: row.try_get(5)?,
             };
+            let holder: Option<Vec<u8>> = row.try_get("token")?;
+            if let Some((attempt, differing)) = claims::own_claim(&existing, holder.as_deref(), &token, delivery) {
+                return Ok(Step::Answer(Begin::New(claim(attempt, differing))));
+            }
             Ok(match claims::decide(existing, delivery) {
-                Decision::Conflict(error, differing) => {
-                    tx.bump(shard, Counter::Conflicts, 1)?;
-                    admin::record_conflict(
-                        &mut PgSql { tx, label: &self.label },
-                        &ConflictSeen::of(delivery, key, &first_content, &differing, false),
-                    )?;
-                    Step::Answer(Begin::Conflict(error))
+                Decision::Conflict { error, differing, stored } => {
+                    let seen = ConflictSeen::of(delivery, key, &first_content, &differing, false);
+                    if admin::answer_conflict(&mut PgSql { tx, label: &self.label }, &seen)? {
+                        tx.bump(shard, Counter::Replayed, 1)?;
+                        Step::Answer(Begin::Done(stored))
+                    } else {
+                        tx.bump(shard, Counter::Conflicts, 1)?;
+                        Step::Answer(Begin::Conflict(error))
+                    }
                 }
                 Decision::Replay(reply) => {
                     tx.bump(shard, Counter::Replayed, 1)?;
@@ -688,10 +808,6 @@ impl super::Store for Postgres {
                         tx.bump(shard, Counter::InProgress, 1)?;
                     }
                     if !differing.is_empty() {
-                        tx.execute(
-                            "UPDATE sp_journal_delivery SET content = $2 WHERE key = $1",
-                            &[&key, &delivery.fingerprint()],
-                        )?;
                         tx.bump(shard, Counter::Conflicts, 1)?;
                         admin::record_conflict(
                             &mut PgSql { tx, label: &self.label },
@@ -717,25 +833,31 @@ impl super::Store for Postgres {
             Synchronous::Full => "on",
             Synchronous::Normal => "off",
         };
-        let done = self.transaction(options, Mode::Single, |tx| {
+        let (done, retried) = self.transaction_retried(options, Mode::Single, |tx| {
             Ok(counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?)? == 1)
         })?;
         if done {
             return Ok(());
         }
         let now = self.transaction(options, Mode::Single, |tx| lost_state(tx, claim))?;
+        if retried && claims::settled_at_own_attempt(claim, now, RecordState::Done) {
+            return Ok(()); // stored by the first run, whose answer was lost with its connection
+        }
         Err(claims::lost_error(claim, "finish", now))
     }
 
     fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {
         let shard = self.shard();
-        let abandoned = self.transaction(options, Mode::Single, |tx| {
+        let (abandoned, retried) = self.transaction_retried(options, Mode::Single, |tx| {
             Ok(counted(tx.query_opt(ABANDON, &[&claim.key, &&claim.token[..], &shard])?)? == 1)
         })?;
         if abandoned {
             return Ok(());
         }
         let now = self.transaction(options, Mode::Single, |tx| lost_state(tx, claim))?;
+        if retried && claims::settled_at_own_attempt(claim, now, RecordState::Abandoned) {
+            return Ok(()); // released by the first run, whose answer was lost with its connection
+        }
         Err(claims::lost_error(claim, "abandon", now))
     }
 
@@ -754,8 +876,10 @@ impl super::Store for Postgres {
         Ok(())
     }
 
-    fn admin(&self, _write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
-        self.transaction(options, Mode::Normal, |tx| {
+    fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
+        // An operator's change is not made twice: not run again once its COMMIT was sent.
+        let mode = if write { Mode::Once } else { Mode::Normal };
+        self.transaction(options, mode, |tx| {
             fold(tx, &self.label, true, true, options)?;
             Ok(work(&mut PgSql { tx, label: &self.label })?)
         })

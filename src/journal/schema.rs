@@ -14,6 +14,16 @@
 //! - `sp_journal_counters`: handled, replayed, conflicts, refused, in progress; in several rows
 //!   (shards) on PostgreSQL so that concurrent transactions rarely update the same row.
 //!
+//! Two clocks. Every `*_ms` column but the two leases (`created_ms`, `updated_ms`, `finished_ms`,
+//! a lock's `since_ms`, the bookkeeping's times) is a wall-clock time for people (ms since the
+//! Unix epoch; on PostgreSQL the server's clock): a step of that clock moves them and nothing
+//! else; recovery's order of retries (`sp_journal_fetch.last_ms`) is the most it decides. A lease,
+//! `lease_until_ms` of a claim and `until_ms` of a lock, is on the lease clock
+//! (`sql::LeaseClock`): on PostgreSQL the server's clock again; on SQLite the host's
+//! `CLOCK_BOOTTIME` (ms since the boot), with the boot's identity in `lease_boot`, a lease of
+//! another boot or of none (NULL: written by version 1, by the wall clock) being over. On
+//! PostgreSQL `lease_boot` stays NULL.
+//!
 //! Version 2 adds (created on a new journal, and by the migration from version 1):
 //! - `sp_journal_jumps`: index jumps (an index far beyond the highest seen) and reused indexes (an
 //!   index seen before arriving with another event), until an operator accepts them;
@@ -23,7 +33,9 @@
 //! - `sp_journal_fetch`: what recovery got for a missing index (tries, 404s, the last outcome);
 //! - `sp_journal_locks`: who holds a named lock (the recovery lock), since when, until when;
 //! - `sp_journal_runs_archive`: the runs of an earlier numbering (see `Journal::renumber`);
-//! - meta `numbering`: the current numbering, 1 until the first renumbering.
+//! - meta `numbering`: the current numbering, 1 until the first renumbering;
+//! - `lease_boot` of `sp_journal_delivery` and `sp_journal_locks`: the boot a SQLite lease was
+//!   set in (see above); a claim of version 1 has none, so it counts as expired.
 //!
 //! Keys of events without a `transactionId` moved to their own key spaces in version 2
 //! (`event#<index>#<name>`, `action#<index>#<name>`); the migration moves version 1's
@@ -82,7 +94,14 @@ CREATE TABLE sp_journal_counters (
 INSERT INTO sp_journal_counters (shard) VALUES (0);
 ";
 
-/// The tables version 2 adds, on SQLite (run on a new journal and by the migration).
+/// The columns version 2 adds to tables of version 1 on SQLite, each added with `SQLITE_V2`
+/// unless the table has it (SQLite has no `ADD COLUMN IF NOT EXISTS`): table, column, type.
+/// `sp_journal_locks` is listed too, for a table created without it.
+pub(crate) const SQLITE_V2_COLUMNS: &[(&str, &str, &str)] =
+    &[("sp_journal_delivery", "lease_boot", "TEXT"), ("sp_journal_locks", "lease_boot", "TEXT")];
+
+/// The tables version 2 adds, on SQLite (run on a new journal and by the migration, with
+/// `SQLITE_V2_COLUMNS`).
 pub(crate) const SQLITE_V2: &str = "
 CREATE INDEX IF NOT EXISTS sp_journal_delivery_index ON sp_journal_delivery (first_index);
 CREATE INDEX IF NOT EXISTS sp_journal_delivery_open ON sp_journal_delivery (state) WHERE state IN ('claimed', 'abandoned');
@@ -140,7 +159,8 @@ CREATE TABLE IF NOT EXISTS sp_journal_locks (
     name TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
     since_ms INTEGER NOT NULL,
-    until_ms INTEGER NOT NULL
+    until_ms INTEGER NOT NULL,
+    lease_boot TEXT
 );
 CREATE TABLE IF NOT EXISTS sp_journal_runs_archive (
     numbering INTEGER NOT NULL,
@@ -191,8 +211,10 @@ CREATE TABLE sp_journal_counters (
 INSERT INTO sp_journal_counters (shard) SELECT generate_series(0, 15);
 ";
 
-/// The tables version 2 adds, on PostgreSQL.
+/// The tables version 2 adds, on PostgreSQL (`lease_boot` stays NULL there: the server's clock
+/// has no boot; the column is there for the SQL both backends share).
 pub(crate) const POSTGRES_V2: &str = "
+ALTER TABLE sp_journal_delivery ADD COLUMN IF NOT EXISTS lease_boot TEXT;
 CREATE INDEX IF NOT EXISTS sp_journal_delivery_index ON sp_journal_delivery (first_index);
 CREATE INDEX IF NOT EXISTS sp_journal_delivery_open ON sp_journal_delivery (state) WHERE state IN ('claimed', 'abandoned');
 CREATE TABLE IF NOT EXISTS sp_journal_jumps (
@@ -249,8 +271,10 @@ CREATE TABLE IF NOT EXISTS sp_journal_locks (
     name TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
     since_ms BIGINT NOT NULL,
-    until_ms BIGINT NOT NULL
+    until_ms BIGINT NOT NULL,
+    lease_boot TEXT
 );
+ALTER TABLE sp_journal_locks ADD COLUMN IF NOT EXISTS lease_boot TEXT;
 CREATE TABLE IF NOT EXISTS sp_journal_runs_archive (
     numbering BIGINT NOT NULL,
     lo BIGINT NOT NULL,

@@ -6,6 +6,13 @@
 //! writer the moment the lock is free instead of after SQLite's sleeps. Claims
 //! are written with `synchronous=NORMAL`, stored replies with the configured level (`FULL` by
 //! default), which in WAL mode also makes every earlier claim durable.
+//!
+//! Leases (a claim's `lease_until_ms`, a lock's `until_ms`) are set and judged by the host's
+//! `CLOCK_BOOTTIME` (see `lease_clock`), never by the wall clock: every process sharing the file
+//! runs on this host, so they all read the one boot clock, and a step of the wall clock (NTP, a
+//! resumed virtual machine) neither hands a live claim to another worker nor keeps a dead one
+//! beyond its lease. The times kept for people (`created_ms`, `updated_ms`, `finished_ms`, ...)
+//! stay wall-clock times.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +28,7 @@ use super::gaps::{self, Run, Runs};
 use super::key::Delivery;
 use super::pool::{Pool, Registry};
 use super::schema::{self, Counter};
-use super::sql::{Sql, SqlRow, Value};
+use super::sql::{LeaseClock, Sql, SqlRow, Value};
 use super::write_gate::WriteGate;
 use super::{AdminWork, Begin, JournalOptions, Record, Step, Synchronous, now_ms};
 
@@ -103,7 +110,7 @@ impl Sqlite {
                 let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 if !exists(&tx)? {
                     tx.execute_batch(schema::SQLITE)?;
-                    tx.execute_batch(schema::SQLITE_V2)?;
+                    add_v2(&tx)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
                 tx.commit()?;
@@ -112,7 +119,7 @@ impl Sqlite {
             if schema::check_version(&self.label, version)? {
                 let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 if schema::check_version(&self.label, meta(&tx, "schema_version")?)? {
-                    tx.execute_batch(schema::SQLITE_V2)?;
+                    add_v2(&tx)?;
                     admin::migrate_v1(&mut SqliteSql { tx: &tx, label: &self.label })?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
@@ -298,6 +305,34 @@ impl Sqlite {
     }
 }
 
+/// Creates what version 2 adds (`schema::SQLITE_V2`, then each of `schema::SQLITE_V2_COLUMNS`
+/// its table lacks), on a new journal and by the migration from version 1; a migration run again
+/// (a version put back to 1 by hand) adds nothing twice.
+fn add_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(schema::SQLITE_V2)?;
+    for (table, column, kind) in schema::SQLITE_V2_COLUMNS {
+        let has: i64 =
+            tx.query_row("SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", [table, column], |r| r.get(0))?;
+        if has == 0 {
+            tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Closes every idle connection of every SQLite journal of this process, without the checkpoint
+/// SQLite runs when the last connection to a file closes (the WAL stays for the next opener).
+/// Called before a fork while no thread is inside the journal (see `fork_guard`): with no
+/// connection open, SQLite keeps no per-file lock state for the child to inherit.
+pub(crate) fn close_idle_connections() {
+    for store in REGISTRY.values() {
+        for conn in store.pool.drain() {
+            let _ = conn.db.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+            drop(conn);
+        }
+    }
+}
+
 fn meta(db: &Connection, key: &str) -> rusqlite::Result<Option<i64>> {
     db.prepare_cached("SELECT value FROM sp_journal_meta WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()
 }
@@ -392,6 +427,38 @@ impl Sql for SqliteSql<'_, '_> {
     fn now_ms(&mut self) -> Result<i64> {
         Ok(now_ms())
     }
+
+    fn lease_clock(&mut self) -> Result<LeaseClock> {
+        lease_clock(self.label)
+    }
+}
+
+/// This boot's identity (`/proc/sys/kernel/random/boot_id`), read once per process.
+static BOOT_ID: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
+
+/// The lease clock on this host: `CLOCK_BOOTTIME` in ms (monotonic, counting a suspend, moved by
+/// no step of the wall clock) and the boot it counts from, which every lease is stored with: a
+/// lease of another boot is over (its worker did not outlive the boot), and so is one without a
+/// boot (written by schema version 1, by the wall clock).
+fn lease_clock(label: &str) -> Result<LeaseClock> {
+    const BOOT_ID_FILE: &str = "/proc/sys/kernel/random/boot_id";
+    let boot = BOOT_ID.get_or_init(|| {
+        let text = std::fs::read_to_string(BOOT_ID_FILE).map_err(|e| e.to_string())?;
+        let id = text.trim();
+        if id.is_empty() { Err("it is empty".to_owned()) } else { Ok(id.to_owned()) }
+    });
+    let boot = boot.as_ref().map_err(|e| {
+        Error::new(
+            ErrorKind::Journal,
+            format!(
+                "{label}: cannot read this boot's identity from {BOOT_ID_FILE} ({e}); a SQLite journal's leases need it (they go by the boot's clock)"
+            ),
+        )
+    })?;
+    let since_boot = crate::ffi::clock::boot_time_ms().ok_or_else(|| {
+        Error::new(ErrorKind::Journal, format!("{label}: the host has no CLOCK_BOOTTIME to judge leases by"))
+    })?;
+    Ok(LeaseClock { now_ms: since_boot, boot: Some(boot.clone()), wall_ms: now_ms() })
 }
 
 fn state(text: String) -> TxResult<RecordState> {
@@ -451,10 +518,11 @@ impl Runs for SqliteRuns<'_, '_> {
     }
 }
 
-const CLAIM_INSERT: &str = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', ?6, 1, ?7, ?7, ?8) ON CONFLICT (key) DO NOTHING";
+/// `?7` the wall clock (for people), `?8` the lease's end on the lease clock, `?9` its boot.
+const CLAIM_INSERT: &str = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, lease_boot) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', ?6, 1, ?7, ?7, ?8, ?9) ON CONFLICT (key) DO NOTHING";
 const CLAIM_SELECT: &str =
-    "SELECT content, state, attempts, lease_until_ms, reply FROM sp_journal_delivery WHERE key = ?1";
-const CLAIM_TAKE_OVER: &str = "UPDATE sp_journal_delivery SET state = 'claimed', token = ?2, attempts = ?3, updated_ms = ?4, lease_until_ms = ?5 WHERE key = ?1";
+    "SELECT content, state, attempts, lease_until_ms, reply, lease_boot FROM sp_journal_delivery WHERE key = ?1";
+const CLAIM_TAKE_OVER: &str = "UPDATE sp_journal_delivery SET state = 'claimed', token = ?2, attempts = ?3, updated_ms = ?4, lease_until_ms = ?5, lease_boot = ?6 WHERE key = ?1";
 const STATE_SELECT: &str = "SELECT state, attempts FROM sp_journal_delivery WHERE key = ?1";
 
 impl super::Store for Sqlite {
@@ -468,7 +536,9 @@ impl super::Store for Sqlite {
                 }
             }
             let now = now_ms();
-            let lease_until = now.saturating_add(options.lease_ms());
+            let clock = lease_clock(&self.label)?;
+            let lease_until = clock.until(options.lease_ms());
+            let boot = clock.boot.as_deref();
             let claim = |attempt, differing| Claim {
                 key: key.to_owned(),
                 token,
@@ -485,7 +555,8 @@ impl super::Store for Sqlite {
                 delivery.fingerprint(),
                 &token[..],
                 now,
-                lease_until
+                lease_until,
+                boot
             ])?;
             if inserted == 1 {
                 bump(tx, Counter::InProgress, 1)?;
@@ -511,39 +582,54 @@ impl super::Store for Sqlite {
                 }
                 return Ok(Step::Answer(Begin::New(claim(1, Vec::new()))));
             }
-            let (content, state_text, attempts, lease_until_ms, reply) = tx
-                .prepare_cached(CLAIM_SELECT)?
-                .query_row([key], |r| Ok((r.get(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+            type Found = (String, String, i64, i64, Option<Vec<u8>>, Option<String>);
+            let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Found> {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+            };
+            let (content, state_text, attempts, lease_until_ms, reply, lease_boot) =
+                tx.prepare_cached(CLAIM_SELECT)?.query_row([key], read)?;
             let first_content: String = content;
             let existing = Existing {
                 content: first_content.clone(),
                 state: state(state_text)?,
                 attempts,
-                lease_until_ms,
+                // On the lease clock; a lease of another boot or of none is over.
+                lease_until_ms: if clock.runs(lease_until_ms, lease_boot.as_deref()) {
+                    lease_until_ms
+                } else {
+                    i64::MIN
+                },
                 reply,
-                now_ms: now,
+                now_ms: clock.now_ms,
             };
             Ok(match claims::decide(existing, delivery) {
-                Decision::Conflict(error, differing) => {
-                    bump(tx, Counter::Conflicts, 1)?;
-                    admin::record_conflict(
-                        &mut SqliteSql { tx, label: &self.label },
-                        &ConflictSeen::of(delivery, key, &first_content, &differing, false),
-                    )?;
-                    Step::Answer(Begin::Conflict(error))
+                Decision::Conflict { error, differing, stored } => {
+                    let seen = ConflictSeen::of(delivery, key, &first_content, &differing, false);
+                    if admin::answer_conflict(&mut SqliteSql { tx, label: &self.label }, &seen)? {
+                        bump(tx, Counter::Replayed, 1)?;
+                        Step::Answer(Begin::Done(stored))
+                    } else {
+                        bump(tx, Counter::Conflicts, 1)?;
+                        Step::Answer(Begin::Conflict(error))
+                    }
                 }
                 Decision::Replay(reply) => {
                     bump(tx, Counter::Replayed, 1)?;
                     Step::Answer(Begin::Done(reply))
                 }
                 Decision::TakeOver { attempt, reopened, differing } => {
-                    tx.prepare_cached(CLAIM_TAKE_OVER)?.execute(params![key, &token[..], attempt, now, lease_until])?;
+                    tx.prepare_cached(CLAIM_TAKE_OVER)?.execute(params![
+                        key,
+                        &token[..],
+                        attempt,
+                        now,
+                        lease_until,
+                        boot
+                    ])?;
                     if reopened {
                         bump(tx, Counter::InProgress, 1)?;
                     }
                     if !differing.is_empty() {
-                        tx.prepare_cached("UPDATE sp_journal_delivery SET content = ?2 WHERE key = ?1")?
-                            .execute(params![key, delivery.fingerprint()])?;
                         bump(tx, Counter::Conflicts, 1)?;
                         admin::record_conflict(
                             &mut SqliteSql { tx, label: &self.label },
@@ -624,8 +710,9 @@ impl super::Store for Sqlite {
 
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
         self.transaction(options, false, false, |tx| {
-            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE transaction_id = ?1 ORDER BY id";
-            let rows: Vec<(Record, String)> = tx
+            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply, lease_boot FROM sp_journal_delivery WHERE transaction_id = ?1 ORDER BY id";
+            let clock = lease_clock(&self.label)?;
+            let rows: Vec<(Record, String, Option<String>)> = tx
                 .prepare_cached(sql)?
                 .query_map([transaction_id], |r| {
                     Ok((
@@ -643,15 +730,18 @@ impl super::Store for Sqlite {
                             reply: r.get(10)?,
                         },
                         r.get(4)?,
+                        r.get(11)?,
                     ))
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             let mut records = Vec::with_capacity(rows.len());
-            for (mut record, state_text) in rows {
+            for (mut record, state_text, lease_boot) in rows {
                 record.state = state(state_text)?;
-                if record.state != RecordState::Claimed {
-                    record.lease_until_ms = None;
-                }
+                // Kept on the lease clock, shown on the wall clock.
+                record.lease_until_ms = match record.state {
+                    RecordState::Claimed => record.lease_until_ms.map(|until| clock.wall_of(until, lease_boot.as_deref())),
+                    _ => None,
+                };
                 records.push(record);
             }
             let sql = "SELECT idx, name, transaction_id, at_ms FROM sp_journal_refused WHERE transaction_id = ?1 ORDER BY id";

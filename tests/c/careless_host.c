@@ -6,7 +6,8 @@
  * a thread that is exiting (a pthread_key destructor runs after the thread's other thread-locals
  * are gone), and the journal's operator functions given NULL, empty notes, the last error's
  * message as a note, report kinds that are none and SIZE_MAX limits (on a SQLite journal in a
- * temporary directory).
+ * temporary directory), and journal claims finished or abandoned after they were abandoned or
+ * taken over.
  *
  * Prints one line per failed check and "N passed, N failed"; exits non-zero on any failure. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir */
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "slotpartner.h"
@@ -517,6 +519,14 @@ static void journal_operators(void) {
           "renumber on NULL");
     check(sp_journal_renumber(journal, 1, NULL, &numbering) == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
           "renumber with a NULL note");
+    check(sp_journal_close_unfinished(NULL, 1, "n", &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "close_unfinished on NULL");
+    check(sp_journal_close_unfinished(journal, 1, NULL, &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
+          "close_unfinished with a NULL note");
+    check(sp_journal_close_unfinished(journal, 1, "", &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("note"),
+          "close_unfinished with an empty note");
+    check(sp_journal_close_unfinished(journal, 1, "n", &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("index"),
+          "close_unfinished of a finished delivery");
     check(closed == 99 && numbering == 99, "out-parameters untouched on failure");
 
     /* The last error's message as the note: read whole before it is replaced, and kept. */
@@ -553,6 +563,169 @@ static void journal_operators(void) {
     s = stats_of(journal);
     check(s.numbering == 3 && s.missing == 0 && !s.has_highest_index, "a new numbering starts afresh");
 
+    /* An unfinished delivery closed by hand, with the last error's message as the note; a later
+     * delivery of it runs as attempt 2. */
+    static const char five[] =
+        "{\"event\":\"gameSessionBuyRefund\",\"index\":5,\"gameSessionIdentifier\":\"gs-1\","
+        "\"playerIdentifier\":\"p-1\",\"transactionId\":700005,\"buyTransactionId\":1,\"gameSessionId\":5,"
+        "\"partnerGameRequestIdentifier\":\"r\",\"gameId\":1,\"isMobile\":false}";
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        struct sp_event *event = NULL;
+        struct sp_claim claim;
+        memset(&claim, 0, sizeof claim);
+        check(sp_receiver_handle(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)five, strlen(five), &event) ==
+                      SP_OK &&
+                  sp_event_begin(event, &claim) == SP_OK && claim.outcome == SP_BEGIN_NEW && claim.attempt == attempt,
+              attempt == 1 ? "the refund at index 5 begins" : "delivered again after closing, it runs as attempt 2");
+        check(sp_event_abandon(event) == SP_OK, "and is abandoned");
+        sp_event_free(event);
+        if (attempt == 2) break;
+        check(stats_of(journal).unfinished == 1, "one unfinished delivery");
+        check(sp_journal_close_unfinished(journal, 4, "n", NULL) == SP_ERR_INVALID_ARGUMENT && last_field_is("index"),
+              "close_unfinished of an index nothing carries");
+        message = sp_last_error_message();
+        check(sp_journal_close_unfinished(journal, 6, message.ptr, &closed) == SP_ERR_INVALID_ARGUMENT &&
+                  last_field_is("index"),
+              "close_unfinished reads its own last error");
+        message = sp_last_error_message();
+        snprintf(copy, sizeof copy, "%s", message.ptr);
+        closed = 99;
+        check(sp_journal_close_unfinished(journal, 5, message.ptr, &closed) == SP_OK && closed == 1,
+              "close_unfinished with the last error as note closes one delivery");
+        check(report(journal, SP_JOURNAL_REPORT_RESOLUTIONS, false, 1, text, sizeof text) == SP_OK &&
+                  strstr(text, copy) != NULL,
+              "the closing keeps the message in its note");
+        check(stats_of(journal).unfinished == 0, "no unfinished delivery once closed");
+        check(sp_journal_close_unfinished(journal, 5, "again", NULL) == SP_ERR_INVALID_ARGUMENT &&
+                  last_field_is("index"),
+              "closed once, not again");
+    }
+    check(stats_of(journal).unfinished == 1, "abandoned again: unfinished again");
+
+    sp_receiver_free(receiver);
+    sp_journal_free(journal);
+    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", path, suffixes[i]);
+        remove(text);
+    }
+    check(rmdir(dir) == 0, "the temporary directory is left empty");
+}
+
+/* 8. Finishing what is no longer the event's: after sp_event_abandon, and after the claim's lease
+ * ran out and another delivery took it over. Every such finish (and abandon of a lost claim)
+ * fails with SP_ERR_CLAIM_LOST saying why, each time it is tried, and stores nothing; events
+ * answered from the journal or not journaled still finish and abandon as no-ops. */
+static int lost_because(sp_status got, const char *why) {
+    struct sp_str message = sp_last_error_message();
+    return got == SP_ERR_CLAIM_LOST && message.ptr != NULL && strstr(message.ptr, why) != NULL &&
+           strstr(message.ptr, "nothing was stored") != NULL;
+}
+
+static struct sp_event *handled(const struct sp_receiver *receiver, const char *body) {
+    struct sp_event *event = NULL;
+    check(sp_receiver_handle(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)body, strlen(body), &event) == SP_OK,
+          "a journaled delivery is handled");
+    return event;
+}
+
+static int64_t begun(struct sp_event *event, enum sp_begin outcome) {
+    struct sp_claim claim;
+    memset(&claim, 0, sizeof claim);
+    if (event == NULL || sp_event_begin(event, &claim) != SP_OK || claim.outcome != outcome) return -1;
+    return claim.attempt;
+}
+
+static void no_longer_yours(void) {
+    char dir[] = "/tmp/sp-careless-XXXXXX", path[64], url[sizeof "sqlite:" + sizeof path], text[128];
+    if (mkdtemp(dir) == NULL) {
+        check(0, "a temporary directory");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/journal.db", dir);
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    struct sp_journal_config *config = NULL;
+    struct sp_journal *journal = NULL;
+    struct sp_receiver_config *receiver_config = NULL;
+    struct sp_receiver *receiver = NULL;
+    check(sp_journal_config_new(url, &config) == SP_OK && sp_journal_config_set_lease_ms(config, 100) == SP_OK &&
+              sp_journal_config_set_busy_wait_ms(config, 0) == SP_OK && sp_journal_open(config, &journal) == SP_OK,
+          "a journal with a 100 ms lease");
+    sp_journal_config_free(config);
+    check(sp_receiver_config_new(&receiver_config) == SP_OK &&
+              sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
+              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
+              (journal == NULL || sp_receiver_config_set_journal(receiver_config, journal) == SP_OK) &&
+              sp_receiver_new(receiver_config, &receiver) == SP_OK,
+          "a journaled receiver");
+    sp_receiver_config_free(receiver_config);
+    if (journal == NULL || receiver == NULL) {
+        sp_receiver_free(receiver);
+        sp_journal_free(journal);
+        return;
+    }
+    static const char abandoned[] =
+        "{\"event\":\"gameSessionBuyRefund\",\"index\":1,\"gameSessionIdentifier\":\"gs-1\","
+        "\"playerIdentifier\":\"p-1\",\"transactionId\":800001,\"buyTransactionId\":1,\"gameSessionId\":5,"
+        "\"partnerGameRequestIdentifier\":\"r\",\"gameId\":1,\"isMobile\":false}";
+    static const char taken[] =
+        "{\"event\":\"gameSessionBuyRefund\",\"index\":2,\"gameSessionIdentifier\":\"gs-1\","
+        "\"playerIdentifier\":\"p-1\",\"transactionId\":800002,\"buyTransactionId\":1,\"gameSessionId\":5,"
+        "\"partnerGameRequestIdentifier\":\"r\",\"gameId\":1,\"isMobile\":false}";
+    struct sp_str reply = {0};
+
+    /* Abandoned, then finished: refused every time, with the last error's message as the reply. */
+    struct sp_event *event = handled(receiver, abandoned);
+    check(begun(event, SP_BEGIN_NEW) == 1, "attempt 1");
+    check(sp_event_reply(event, true, NULL, &reply) == SP_OK, "a reply");
+    check(sp_event_abandon(event) == SP_OK, "abandoned");
+    for (int i = 0; i < 3; i++) {
+        check(lost_because(sp_event_finish(event, NULL, 0), "the claim was abandoned"), "finish after abandon");
+        struct sp_str message = sp_last_error_message();
+        check(lost_because(sp_event_finish(event, (const uint8_t *)message.ptr, message.len), "the claim was abandoned"),
+              "finish after abandon with the last error's message as the reply");
+    }
+    check(sp_event_abandon(event) == SP_OK, "abandoning again does nothing");
+    check(lost_because(sp_event_finish(event, NULL, 0), "the claim was abandoned"), "finish after abandoning twice");
+    sp_event_free(event);
+    struct sp_journal_stats s;
+    check(sp_journal_status(journal, &s) == SP_OK && s.handled == 0 && s.unfinished == 1, "nothing was stored");
+    event = handled(receiver, abandoned);
+    check(begun(event, SP_BEGIN_NEW) == 2, "the next delivery runs as attempt 2");
+    sp_event_free(event); /* freed while claimed: released */
+
+    /* Taken over after the lease ran out: finish and abandon refused, every time. */
+    struct sp_event *late = handled(receiver, taken);
+    check(begun(late, SP_BEGIN_NEW) == 1, "attempt 1 of the late worker");
+    check(sp_event_reply(late, true, NULL, &reply) == SP_OK, "the late worker's reply");
+    struct timespec pause = {0, 150 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    struct sp_event *taker = handled(receiver, taken);
+    check(begun(taker, SP_BEGIN_NEW) == 2, "attempt 2 takes the claim over");
+    for (int i = 0; i < 3; i++) {
+        check(lost_because(sp_event_finish(late, NULL, 0), "taken over by attempt 2"), "finish after a take-over");
+        check(lost_because(sp_event_abandon(late), "taken over by attempt 2"), "abandon after a take-over");
+    }
+    sp_event_free(late);
+    check(sp_event_finish(taker, (const uint8_t *)"{\"taker\":true}", 14) == SP_OK, "attempt 2 finishes");
+    sp_event_free(taker);
+    event = handled(receiver, taken);
+    struct sp_claim claim;
+    check(event != NULL && sp_event_begin(event, &claim) == SP_OK && claim.outcome == SP_BEGIN_DONE &&
+              claim.reply.len == 14 && memcmp(claim.reply.ptr, "{\"taker\":true}", 14) == 0,
+          "the stored reply is attempt 2's");
+    /* Answered from the journal: finish and abandon do nothing, twice. */
+    for (int i = 0; i < 2; i++) {
+        check(sp_event_finish(event, NULL, 0) == SP_OK && sp_event_abandon(event) == SP_OK,
+              "an event answered from the journal finishes and abandons as a no-op");
+    }
+    sp_event_free(event);
+    event = handled(receiver, BALANCE);
+    check(begun(event, SP_BEGIN_NOT_JOURNALED) == 0, "a balance query is not journaled");
+    check(sp_event_abandon(event) == SP_OK && sp_event_finish(event, (const uint8_t *)"{}", 2) == SP_OK,
+          "a not journaled event finishes and abandons as a no-op");
+    sp_event_free(event);
+
     sp_receiver_free(receiver);
     sp_journal_free(journal);
     const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
@@ -574,6 +747,7 @@ int main(void) {
     balance_replies(receiver);
     exiting_threads(receiver);
     journal_operators();
+    no_longer_yours();
     sp_receiver_free(receiver);
     printf("careless_host: %d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -43,8 +43,8 @@ if [ "$rc" = 2 ]; then passed=$((passed + 1)); else fail inspect_missing_file "e
 TOKEN=6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f
 OTHER=0b7e3c55-1a2b-4c3d-8e9f-000000000001
 head -c 70000 /dev/zero | tr '\0' ' ' > "$work/big.json"
-cgi() {
-  local name=cgi_$1 method=$2 token=$3 remote=$4 sources=$5 body=$6 length=${7:-}
+run_cgi() { # as cgi below, without the check: the output in $work/out.lf, stderr in $work/err
+  local method=$2 token=$3 remote=$4 sources=$5 body=$6 length=${7:-}
   [ -n "$length" ] || length=$(wc -c < "$body")
   env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" "${cgi_env[@]}" \
     SLOTPARTNER_TOKEN=$TOKEN SLOTPARTNER_SOURCES="$sources" GATEWAY_INTERFACE=CGI/1.1 \
@@ -53,6 +53,10 @@ cgi() {
     "$dir/callback_cgi" < "$body" > "$work/out" 2> "$work/err"; local rc=$?
   echo "exit: $rc" >> "$work/out"
   tr -d '\r' < "$work/out" > "$work/out.lf"
+}
+cgi() {
+  local name=cgi_$1
+  run_cgi "$@"
   check "$name" "$work/out.lf"
   cp "$work/err" "$work/$name.err"
 }
@@ -92,6 +96,52 @@ cgi_env=()
 cgi any_without_address POST "$TOKEN" "" any "$fixtures/refund.json"
 cgi mapped_range POST "$TOKEN" 34.254.138.20 "::ffff:34.254.138.0/120" "$fixtures/refund.json"
 cgi upper_case_token POST "${TOKEN^^}" 34.254.138.20 staging "$fixtures/refund.json"
+# SLOTPARTNER_JOURNAL naming a PostgreSQL server: a request refused by the source or token check
+# is answered as without a journal and never makes the journal connect (a listener on loopback
+# counts the connections made to it); one that passes gets 503 with a JSON body that names
+# nothing of the journal (a closed port on loopback: its URL is in the log only).
+names_no_journal() { # WHAT FILE: the file holds nothing of the journal's URL
+  local what=$1 file=$2 secret
+  for secret in postgres:// sp_owner sp_ledger 127.0.0.1; do
+    if grep -qF -- "$secret" "$file"; then fail "$what" "names $secret: $(cat "$file")"; return; fi
+  done
+  passed=$((passed + 1))
+}
+python3 -c 'import os, socket, sys
+s = socket.create_server(("127.0.0.1", 0))
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+n = 0
+while True:
+    c, _ = s.accept(); c.close(); n += 1
+    open(sys.argv[2] + ".tmp", "w").write(str(n)); os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+' "$work/counter.port" "$work/counter.count" < /dev/null > /dev/null 2>&1 &
+counter_pid=$!
+for _ in $(seq 200); do [ -s "$work/counter.port" ] && break; sleep 0.05; done
+cgi_env=("SLOTPARTNER_JOURNAL=postgres://sp_owner@127.0.0.1:$(cat "$work/counter.port")/sp_ledger")
+cgi no_token POST "" 34.254.138.20 staging "$fixtures/refund.json"
+names_no_journal cgi_journal_no_token_log "$work/err"
+cgi wrong_token POST "$OTHER" 34.254.138.20 staging "$fixtures/refund.json"
+cgi forbidden_source POST "$TOKEN" 18.203.30.17 staging "$fixtures/refund.json"
+names_no_journal cgi_journal_refused_log "$work/err"
+if [ ! -e "$work/counter.count" ]; then passed=$((passed + 1)); else fail cgi_journal_refused_unreached "$(cat "$work/counter.count") connection(s) to the journal"; fi
+run_cgi journal_counted POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json"
+# (the listener sees a connection when one is made: the check above can fail)
+if [ -s "$work/counter.count" ] && head -1 "$work/out.lf" | grep -qx 'Status: 503 Service Unavailable'; then passed=$((passed + 1)); else fail cgi_journal_counted "$(cat "$work/out.lf" "$work/err")"; fi
+kill "$counter_pid" 2> /dev/null; wait "$counter_pid" 2> /dev/null
+cgi_env=("SLOTPARTNER_JOURNAL=postgres://sp_owner@127.0.0.1:1/sp_ledger")
+cgi no_token POST "" 34.254.138.20 staging "$fixtures/refund.json"
+names_no_journal cgi_journal_unreachable_no_token "$work/out.lf"
+run_cgi journal_unreachable POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json"
+sed '1,/^$/d; s/exit: [0-9]*$//' "$work/out.lf" > "$work/body"
+if head -1 "$work/out.lf" | grep -qx 'Status: 503 Service Unavailable' && grep -qx 'Content-Type: application/json; charset=utf-8' "$work/out.lf" \
+  && python3 -c 'import json, sys; assert "error" in json.load(open(sys.argv[1]))' "$work/body" 2> /dev/null; then
+  passed=$((passed + 1))
+else
+  fail cgi_journal_unreachable "expected 503 with a JSON body: $(cat "$work/out.lf")"
+fi
+names_no_journal cgi_journal_unreachable_body "$work/body"
+if grep -q 'journal: postgres://sp_owner@127.0.0.1:1/sp_ledger' "$work/err"; then passed=$((passed + 1)); else fail cgi_journal_unreachable_log "the log does not name the journal: $(cat "$work/err")"; fi
+cgi_env=()
 # One log line per valid event on stderr (and one for its index), none on stdout.
 for name in refund payout balance; do
   if [ "$(grep -vc 'callback_cgi: index' "$work/cgi_$name.err")" = 1 ]; then passed=$((passed + 1)); else fail "cgi_${name}_log" "expected one log line, got: $(cat "$work/cgi_$name.err")"; fi

@@ -149,6 +149,58 @@ impl Cluster {
         }
     }
 
+    /// Restarts the server as an operator would (`pg_ctl restart -m fast`, with the options it
+    /// was started with): every open connection is terminated (SQLSTATE 57P01), and connections
+    /// are refused until the server is up again, which this waits for.
+    pub fn restart(&self) {
+        let data = self.dir.0.join("data");
+        let log = self.dir.0.join("log");
+        self.run(
+            "pg_ctl",
+            &["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap(), "-m", "fast", "-w", "-t", "60", "restart"],
+        );
+    }
+
+    /// The port the server listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Turns TLS on and restarts the server: `ssl = on`, with `cert_pem` (the server's certificate,
+    /// then the chain up to its CA) and `key_pem` as `ssl_cert_file` and `ssl_key_file`, written
+    /// into the cluster's folder as the server's user's files, the key 0600 (PostgreSQL refuses a
+    /// key that others may read). Clients may still connect without TLS (`host` lines of the
+    /// default `pg_hba.conf`), `Cluster::client` among them.
+    pub fn enable_tls(&self, cert_pem: &str, key_pem: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let cert = self.dir.0.join("server.crt");
+        let key = self.dir.0.join("server.key");
+        std::fs::write(&cert, cert_pem).expect("write the server certificate");
+        std::fs::write(&key, key_pem).expect("write the server key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod the server key");
+        if !self.runner.is_empty() {
+            let id = |flag: &str| -> u32 {
+                let out = Command::new("id").args([flag, "nobody"]).output().expect("id");
+                String::from_utf8_lossy(&out.stdout).trim().parse().expect("nobody's id")
+            };
+            for file in [&cert, &key] {
+                std::os::unix::fs::chown(file, Some(id("-u")), Some(id("-g"))).expect("chown a TLS file");
+            }
+        }
+        let mut client = self.client();
+        // One statement per query: ALTER SYSTEM refuses to run inside a transaction block, and a
+        // query of several statements is one.
+        for statement in [
+            format!("ALTER SYSTEM SET ssl_cert_file = '{}'", cert.display()),
+            format!("ALTER SYSTEM SET ssl_key_file = '{}'", key.display()),
+            "ALTER SYSTEM SET ssl = on".to_owned(),
+        ] {
+            client.batch_execute(&statement).unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+        drop(client);
+        self.restart();
+    }
+
     /// The superuser's URL of the `postgres` database.
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
