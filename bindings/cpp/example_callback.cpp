@@ -6,7 +6,8 @@
 // With SLOTPARTNER_JOURNAL (sqlite:PATH or postgres://...) each delivery is claimed first: a
 // repeat is answered 200 with the first reply, byte for byte, and runs nothing; a new one runs
 // the logic, then Event::finish() stores its reply; a conflict is answered 409, a busy claim or a
-// failing journal 503, with the library's answer.
+// failing journal 503, with the library's answer. The journal is opened only once the source and
+// token passed (Receiver::authenticate()): a caller without the token never makes it connect.
 //
 //   SLOTPARTNER_TOKEN=<uuid> [SLOTPARTNER_JOURNAL=sqlite:PATH] example_callback TOKEN_HEADER REMOTE_ADDR < body.json
 #include <cstdlib>
@@ -28,20 +29,22 @@ int main(int argc, char **argv) {
         config.add_token(std::getenv("SLOTPARTNER_TOKEN")).sources("any").reject_unknown_events(true);
         const char *journal_url = std::getenv("SLOTPARTNER_JOURNAL");
         const bool journaled = journal_url != nullptr && *journal_url != '\0';
-        std::optional<slotpartner::Journal> journal;
-        if (journaled) {
-            try {
-                journal.emplace(journal_url);
-            } catch (const slotpartner::Error &down) { // 503: the service delivers again later
-                std::cerr << "journal: " << down.what() << "\n";
-                std::cout << down.http_status() << " " << down.response_body() << "\n";
-                return 0;
-            }
-            config.journal(*journal); // the receiver keeps it open
-        }
-        const slotpartner::Receiver receiver(config);
+        std::optional<slotpartner::Receiver> receiver(std::in_place, config); // no journal yet
         try {
-            slotpartner::Event event = receiver.handle(argv[1], argv[2], body);
+            // The source and token first: a request refused here (401, 403) never reaches the
+            // journal, which is opened only now, for a request that passed.
+            receiver->authenticate(argv[1], argv[2]);
+            if (journaled) {
+                try {
+                    slotpartner::Journal journal(journal_url);
+                    receiver.emplace(config.journal(journal)); // the receiver keeps it open
+                } catch (const slotpartner::Error &down) { // 503, naming nothing of the journal
+                    std::cerr << "journal: " << down.what() << "\n"; // its URL: for the log only
+                    std::cout << down.http_status() << " " << down.response_body() << "\n";
+                    return 0;
+                }
+            }
+            slotpartner::Event event = receiver->handle(argv[1], argv[2], body);
             if (journaled) {
                 // Throws Error for a conflict (409), a busy claim or a failing journal (503).
                 slotpartner::Claim claim = event.begin();

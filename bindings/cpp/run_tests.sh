@@ -70,5 +70,17 @@ check "a balance query is not journaled: $balance" [ "$balance" = '200 {"playerB
 journal=sqlite:$work
 unusable=$(journaled "$root/tests/fixtures/payout.json")
 check "an unusable journal: $unusable" bash -c '[[ "$1" == "503 "* ]]' _ "$unusable"
+# A journal whose PostgreSQL server cannot be reached (a closed port on loopback): a wrong token is
+# answered 401 as without a journal, which is never opened; the token gets 503 with a JSON body
+# that names nothing of the journal (its URL is in the log only).
+journal=postgres://sp_owner@127.0.0.1:1/sp_ledger
+wrong=$(SLOTPARTNER_TOKEN=$token SLOTPARTNER_JOURNAL=$journal "$out/example_callback" 0b7e3c55-1a2b-4c3d-8e9f-000000000001 127.0.0.1 \
+  < "$root/tests/fixtures/refund.json" 2> "$work/log")
+check "an unreachable journal, a wrong token: $wrong" [ "$wrong" = '401 {"error":{"code":"wrong_token","field":"X-Service-Token","message":"X-Service-Token: does not match the partner token"}}' ]
+check "the journal untouched: $(cat "$work/log")" bash -c '! grep -qE "journal|sp_owner" "$1"' _ "$work/log"
+down=$(journaled "$root/tests/fixtures/payout.json")
+check "an unreachable journal: $down" bash -c '[[ "$1" == "503 {\"error\":"* ]]' _ "$down"
+check "the 503 body names nothing of the journal: $down" bash -c '! grep -qE "postgres|127\.0\.0\.1|sp_owner|sp_ledger" <<< "$1"' _ "$down"
+check "the log names the journal" grep -q 'journal: postgres://sp_owner@127.0.0.1:1/sp_ledger' "$work/log"
 echo "cpp binding: $passed passed, $failed failed"
 [ "$rc" = 0 ] && [ "$failed" = 0 ]

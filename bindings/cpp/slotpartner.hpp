@@ -28,8 +28,8 @@
 //   gave SP_BEGIN_NEW: run the logic, reply, finish(). Recovery::report() says what it did.
 // - The operator's side: Journal::status() counts what waits (unfinished deliveries, open
 //   conflicts and index jumps, unrecoverable indexes); Journal::report() lists it as JSON;
-//   resolve(), accept_jump(), jump_is_gap(), resolve_conflict() and renumber() settle it, each
-//   with a note kept for audit.
+//   resolve(), accept_jump(), jump_is_gap(), resolve_conflict(), close_unfinished() and
+//   renumber() settle it, each with a note kept for audit.
 #ifndef SLOTPARTNER_HPP
 #define SLOTPARTNER_HPP
 
@@ -50,8 +50,8 @@ namespace slotpartner {
 /// when the failure has one, the HTTP answer an endpoint should give. status_name() gives the
 /// library's name of the status; the journal's are SP_ERR_CONFLICT (the transactionId came
 /// before with other content; the message names it; 409), SP_ERR_JOURNAL (the storage failed;
-/// 503), SP_ERR_CLAIM_LOST (the claim's lease expired, nothing stored; send the reply all the
-/// same) and SP_ERR_BUSY (another worker holds the claim; 503).
+/// 503), SP_ERR_CLAIM_LOST (the claim was abandoned, or its lease expired and another attempt
+/// took it over; nothing stored) and SP_ERR_BUSY (another worker holds the claim; 503).
 class Error : public std::runtime_error {
 public:
     Error(sp_status status, std::string field, const std::string &message, uint16_t http_status,
@@ -224,7 +224,7 @@ struct JournalStatus {
     uint64_t open_conflicts; ///< conflicts no operator resolved yet (Journal::resolve_conflict())
     uint64_t index_jumps;    ///< index jumps and reused indexes no operator decided yet
     uint64_t resolved;       ///< indexes of the current numbering closed by hand (Journal::resolve())
-    uint64_t unrecoverable;  ///< missing indexes answered 404 for not_found_limit runs: no longer fetched
+    uint64_t unrecoverable;  ///< missing or unfinished indexes answered 404 for not_found_limit runs: not fetched
     int64_t numbering;       ///< the current numbering: 1 until Journal::renumber()
 
     /// Whether an operator must look: indexes missing, deliveries unfinished, conflicts or index
@@ -331,6 +331,18 @@ public:
     /// SP_ERR_INVALID_ARGUMENT (field "id": no open conflict has it; field "note"), SP_ERR_JOURNAL.
     void resolve_conflict(int64_t id, std::string_view note) const {
         detail::check(sp_journal_resolve_conflict(journal_.get(), id, detail::header(note).c_str()));
+    }
+
+    /// Closes by hand the unfinished deliveries (abandoned, or their lease ran out) carrying
+    /// `index` (an event the service answers 404 for, settled another way, or of an earlier
+    /// numbering), with `note` (required) kept for audit: no longer counted unfinished nor
+    /// fetched; a later delivery of such an event still runs as its next attempt. Returns how
+    /// many were closed. Throws Error: SP_ERR_INVALID_ARGUMENT (field "index": no unfinished
+    /// delivery carries it; field "note"), SP_ERR_JOURNAL.
+    uint64_t close_unfinished(int64_t index, std::string_view note) const {
+        uint64_t closed = 0;
+        detail::check(sp_journal_close_unfinished(journal_.get(), index, detail::header(note).c_str(), &closed));
+        return closed;
     }
 
     /// Starts a new numbering from index `first` after the service restarted its indexes;
@@ -551,20 +563,26 @@ public:
     /// Stores the reply of a claimed event once the partner committed its own work: every later
     /// delivery of it gets this reply, byte for byte. `reply` nullopt stores the reply last built
     /// (reply(), reply_balance()), which is what the host sends. Does nothing for an event
-    /// answered from the journal, not journaled or finished. Throws Error: SP_ERR_CLAIM_LOST (the
-    /// lease expired and another delivery took the claim: nothing stored; the work was done, so
-    /// send the reply all the same), SP_ERR_INVALID_ARGUMENT (field "reply": over the journal's
-    /// limit or none built, the claim stays; or not begun), SP_ERR_JOURNAL.
+    /// answered from the journal, not journaled or finished. Throws Error: SP_ERR_CLAIM_LOST
+    /// (nothing stored: the lease expired and another delivery took the claim, "taken over by
+    /// attempt N", and the work was done, so send the reply all the same; or abandon() released
+    /// it, "the claim was abandoned"; thrown again by every later finish()),
+    /// SP_ERR_INVALID_ARGUMENT (field "reply": over the journal's limit or none built, the claim
+    /// stays; or not begun), SP_ERR_JOURNAL (the claim stays held: finish again or abandon).
     void finish(std::optional<std::string_view> reply = std::nullopt) {
         detail::check(sp_event_finish(event_.get(), reply ? reinterpret_cast<const uint8_t *>(reply->data()) : nullptr,
                                       reply ? reply->size() : 0));
     }
 
     /// Releases the claim after a transient failure of the partner (its database is down), so
-    /// that the next delivery runs the logic again as attempt 2; answer HTTP 503. Does nothing
-    /// for an event that is not claimed. Destroying a claimed Event releases its claim the same
-    /// way. Throws Error: SP_ERR_CLAIM_LOST or SP_ERR_JOURNAL (the claim ends with its lease),
-    /// SP_ERR_INVALID_ARGUMENT (not begun).
+    /// that the next delivery runs the logic again as attempt 2; answer HTTP 503. After it,
+    /// finish() throws Error SP_ERR_CLAIM_LOST ("the claim was abandoned"), every time. Does
+    /// nothing for an event answered from the journal, not journaled, finished or abandoned
+    /// already. Destroying a claimed Event releases its claim the same way. Throws Error:
+    /// SP_ERR_CLAIM_LOST when another delivery took the claim over ("taken over by attempt N";
+    /// finish() and abandon() throw it from then on, every time), SP_ERR_JOURNAL (the claim stays
+    /// held: abandon again, or destroy the Event, which tries once more; if that fails too, its
+    /// lease ends it), SP_ERR_INVALID_ARGUMENT (not begun).
     void abandon() { detail::check(sp_event_abandon(event_.get())); }
 
     /// The C event, owned by this object.
@@ -690,6 +708,22 @@ public:
                                          forwarded_for ? forwarded.c_str() : nullptr,
                                          reinterpret_cast<const uint8_t *>(body.data()), body.size(), &event));
         return Event(event);
+    }
+
+    /// Checks the source address, then the token, as handle() does first, without a body:
+    /// nothing is parsed and no journal is touched (sp_receiver_authenticate). Call it before
+    /// opening a Journal, so that a caller without the token never makes the journal connect;
+    /// then handle the callback with a Receiver that has the journal. The arguments are those of
+    /// handle(). Throws Error as handle() throws it for the same request (SP_ERR_MISSING_TOKEN,
+    /// SP_ERR_WRONG_TOKEN: 401; SP_ERR_FORBIDDEN_SOURCE: 403).
+    void authenticate(std::optional<std::string_view> token, std::optional<std::string_view> remote_addr,
+                      std::optional<std::string_view> forwarded_for = std::nullopt) const {
+        std::string token_text = token ? detail::header(*token) : std::string();
+        std::string remote = remote_addr ? detail::header(*remote_addr) : std::string();
+        std::string forwarded = forwarded_for ? detail::header(*forwarded_for) : std::string();
+        detail::check(sp_receiver_authenticate(receiver_.get(), token ? token_text.c_str() : nullptr,
+                                               remote_addr ? remote.c_str() : nullptr,
+                                               forwarded_for ? forwarded.c_str() : nullptr));
     }
 
     /// Parses a body without authenticating it.

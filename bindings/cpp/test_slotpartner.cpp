@@ -250,6 +250,31 @@ void token_and_source_are_checked() {
     CHECK(bad_config.status() == SP_ERR_INVALID_ARGUMENT && bad_config.field() == "token");
 }
 
+void authenticate_alone_answers_as_handle_would() {
+    const auto r = receiver();
+    r.authenticate(TOKEN, STAGING); // passes: nothing thrown
+    const std::string body = fixture("refund.json");
+    struct Case {
+        std::optional<std::string_view> token, remote, forwarded;
+    };
+    const std::string nul_token = std::string(TOKEN) + std::string(1, '\0') + "junk";
+    const Case cases[] = {
+        {std::nullopt, STAGING, std::nullopt},
+        {"0b7e3c55-1a2b-4c3d-8e9f-000000000001", STAGING, std::nullopt},
+        {nul_token, STAGING, std::nullopt},
+        {TOKEN, "18.203.30.17", std::nullopt},
+        {TOKEN, std::nullopt, std::nullopt},
+        {TOKEN, "18.203.30.17", std::string_view(STAGING)}, // X-Forwarded-For from an untrusted peer
+    };
+    for (const Case &c : cases) {
+        auto handled = failure([&] { r.handle(c.token, c.remote, body, c.forwarded); });
+        auto alone = failure([&] { r.authenticate(c.token, c.remote, c.forwarded); });
+        CHECK(alone.status() != SP_OK && alone.status() == handled.status() && alone.field() == handled.field());
+        CHECK(std::string(alone.what()) == handled.what() && alone.http_status() == handled.http_status());
+        CHECK(alone.response_body() == handled.response_body() && !alone.response_body().empty());
+    }
+}
+
 void standalone_replies() {
     CHECK(slotpartner::reply_result("bonusGrant", true) == R"({"bonusGrant":{"success":true,"errorMessage":""}})");
     CHECK(failure([] { slotpartner::reply_result("refund", false); }).field() == "message");
@@ -405,6 +430,12 @@ void journal_abandoned_and_dropped_claims_run_again() {
         event.reply(true);
         event.abandon(); // the partner's database was down
         event.abandon(); // twice does nothing
+        for (int call = 0; call < 2; call++) { // finishing it fails, every time: nothing stored
+            auto finish = failure([&] { event.finish(); });
+            CHECK(finish.status() == SP_ERR_CLAIM_LOST && finish.http_status() == 503);
+            CHECK(std::string(finish.what()).find("the claim was abandoned") != std::string::npos);
+            event.abandon(); // still nothing to do
+        }
     }
     {
         auto event = r.parse(body);
@@ -472,6 +503,15 @@ void journal_busy_and_lost_claims() {
     CHECK(other.begin().attempt == 2);
     auto lost = failure([&] { holder.finish(); });
     CHECK(lost.status() == SP_ERR_CLAIM_LOST && lost.http_status() == 503);
+    CHECK(std::string(lost.what()).find("taken over by attempt 2") != std::string::npos);
+    // From now on finishing and abandoning it fail alike, every time.
+    for (int call = 0; call < 2; call++) {
+        auto finish_again = failure([&] { holder.finish(); });
+        auto abandon = failure([&] { holder.abandon(); });
+        CHECK(finish_again.status() == SP_ERR_CLAIM_LOST && finish_again.http_status() == 503);
+        CHECK(abandon.status() == SP_ERR_CLAIM_LOST && abandon.http_status() == 503);
+        CHECK(std::string(abandon.what()).find("taken over by attempt 2") != std::string::npos);
+    }
     other.reply(true);
     other.finish();
     CHECK(r.parse(refund_body(900006, 1)).begin().outcome == SP_BEGIN_DONE);
@@ -859,6 +899,40 @@ void journal_operator_functions() {
     CHECK(status.numbering == 2 && status.missing == 0 && !status.highest_index);
 }
 
+void journal_unfinished_delivery_closed_by_hand() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    const std::string body = refund_body(900705, 5);
+    {
+        auto event = r.parse(body);
+        CHECK(event.begin().attempt == 1);
+        event.abandon();
+    }
+    CHECK(journal.status().unfinished == 1 && journal.status().needs_attention());
+    CHECK(failure([&] { journal.close_unfinished(5, ""); }).field() == "note");
+    CHECK(failure([&] { journal.close_unfinished(5, std::string_view("ok\0hidden", 9)); }).field() == "note");
+    for (int64_t index : {int64_t{4}, int64_t{6}, int64_t{-1}, INT64_MAX, INT64_MIN}) {
+        auto none = failure([&] { journal.close_unfinished(index, "nothing there"); });
+        CHECK(none.status() == SP_ERR_INVALID_ARGUMENT && none.field() == "index");
+    }
+    CHECK(journal.status().unfinished == 1); // nothing refused changed anything
+    CHECK(journal.close_unfinished(5, "refunded by hand, ticket 4411") == 1);
+    auto status = journal.status();
+    CHECK(status.unfinished == 0 && !status.needs_attention());
+    std::string resolutions = journal.report(SP_JOURNAL_REPORT_RESOLUTIONS);
+    CHECK(resolutions.find(R"("first":5,"last":5,"closed":0,)") != std::string::npos);
+    CHECK(resolutions.find("refunded by hand, ticket 4411") != std::string::npos);
+    CHECK(failure([&] { journal.close_unfinished(5, "again"); }).field() == "index");
+    auto event = r.parse(body);
+    auto claim = event.begin();
+    CHECK(claim.outcome == SP_BEGIN_NEW && claim.attempt == 2);
+    event.reply(true);
+    event.finish();
+    status = journal.status();
+    CHECK(status.unfinished == 0 && status.handled == 1);
+}
+
 void recovery_reports_unrecoverable_indexes() {
     slotpartner::Client client(sandbox_config());
     TempDir dir;
@@ -896,6 +970,7 @@ int main() {
     payout_and_balance_are_read_and_answered();
     validation_errors_name_the_field_and_the_answer();
     token_and_source_are_checked();
+    authenticate_alone_answers_as_handle_would();
     unreadable_index_is_handled_without_one();
     refused_balance_states_no_balance();
     forwarded_for_sources_and_tokens();
@@ -911,6 +986,7 @@ int main() {
     journal_threads_one_new();
     journal_misuse_and_unusable_journals();
     journal_operator_functions();
+    journal_unfinished_delivery_closed_by_hand();
     get_games_against_the_sandbox();
     recovery_recovers_claimed_events_and_a_late_delivery_once();
     recovery_events_are_claimed();

@@ -110,7 +110,23 @@ pub enum JournalCommand {
     /// Start a new numbering after the service restarted its indexes
     #[command(after_help = RENUMBER_HELP)]
     Renumber(RenumberArgs),
+    /// Close the unfinished deliveries at an index by hand, with a note kept for audit
+    #[command(after_help = CLOSE_UNFINISHED_HELP)]
+    CloseUnfinished(DecideArgs),
 }
+
+const CLOSE_UNFINISHED_HELP: &str = "\
+An unfinished delivery (abandoned, or whose worker died) stored no reply: recovery fetches its
+index again, and `journal status`, `journal gaps` and `recover` exit 1 while it stays. When the
+service answers 404 for it run after run (it is then listed as unrecoverable), or it was settled
+another way, or it belongs to an earlier numbering, close it here: it is no longer counted nor
+fetched; should the service deliver it again, it runs as its next attempt. ID is the index.
+
+Examples:
+  slotpartner journal close-unfinished 5 --note 'refund 900005 paid by hand, ticket 4711'
+
+Exit status: 0 when deliveries were closed, 2 when none could be (no note, no unfinished
+delivery at this index, the journal unreachable).";
 
 /// The journal to read.
 #[derive(Debug, Args)]
@@ -281,9 +297,10 @@ pub struct ResolutionsArgs {
 const CONFLICTS_HELP: &str = "\
 A conflict is a delivery whose key (event and transactionId) came before with other decisive
 content. `refused`: the first was finished, this one was answered 409 and the first stays;
-`handed_out`: the first was never finished, so this one was handed out as new and its content
-kept. Each entry shows both contents and every field that differs; decide it with the service,
-then `journal resolve-conflict ID --note TEXT`.
+`handed_out`: the first was never finished, so this one was handed out as new; the journal keeps
+the first content and answers either with the one stored reply. Each entry shows both contents
+and every field that differs; decide it with the service, then `journal resolve-conflict ID
+--note TEXT`.
 
 Examples:
   slotpartner journal conflicts

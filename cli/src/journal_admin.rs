@@ -232,6 +232,15 @@ pub fn resolve_conflict(args: &DecideArgs) -> Outcome {
     Ok(Verdict::Good)
 }
 
+/// `journal close-unfinished INDEX --note TEXT`.
+pub fn close_unfinished(args: &DecideArgs) -> Outcome {
+    let journal = open_journal(&args.journal)?;
+    let closed = journal.close_unfinished(args.id, &args.note)?;
+    let left = journal.status()?.unfinished;
+    println!("closed {closed} unfinished deliveries at index {} ({left} unfinished now)", args.id);
+    Ok(Verdict::Good)
+}
+
 /// `journal jumps [--all]`: exit 1 when any is open.
 pub fn jumps(args: &JumpsArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;

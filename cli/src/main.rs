@@ -65,6 +65,7 @@ fn main() -> ExitCode {
             JournalCommand::Resolutions(a) => journal_admin::resolutions(&a),
             JournalCommand::Conflicts(a) => journal_admin::conflicts(&a),
             JournalCommand::ResolveConflict(a) => journal_admin::resolve_conflict(&a),
+            JournalCommand::CloseUnfinished(a) => journal_admin::close_unfinished(&a),
             JournalCommand::Jumps(a) => journal_admin::jumps(&a),
             JournalCommand::AcceptJump(a) => journal_admin::accept_jump(&a),
             JournalCommand::JumpIsGap(a) => journal_admin::jump_is_gap(&a),

@@ -349,8 +349,10 @@ impl Run<'_> {
         };
         item.event = Some(event.name.to_string());
         item.transaction_id = transaction_id;
-        if event.index != Some(index) {
-            let got = event.index.map_or("none".to_owned(), |i| i.to_string());
+        // An index the event does not carry readably (the lenient default) is taken as the one
+        // asked for: delivered, the endpoint's journal cannot record it, so it is closed here.
+        let index_unreadable = event.index.is_none();
+        if let Some(got) = event.index.filter(|&got| got != index) {
             let message = format!("the fetched event carries index {got}, not the {index} asked for");
             return item.not_fetched("invalid_event", message);
         }
@@ -413,6 +415,14 @@ impl Run<'_> {
                         return item.endpoint_failed(Some(status), message);
                     }
                 }
+            }
+        }
+        if index_unreadable {
+            let note = "recover: the service's event for this index carries no readable index; delivered to the callback endpoint";
+            if let Err(error) = self.journal.resolve(index, index, note) {
+                item.result = "unsettled";
+                item.message = Some(format!("delivered, but its index could not be closed: {}", error.message));
+                return item;
             }
         }
         // Answered: the journal must hold no unfinished delivery at this index any more.

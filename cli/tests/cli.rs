@@ -351,6 +351,14 @@ fn an_abandoned_delivery_needs_attention() {
     assert_eq!(out.stdout, "unfinished: 4\n");
     let json = run(&["journal", "gaps", "--journal", &url, "--json"]).expect(1).json();
     assert_eq!((json["unfinished"].clone(), json["missing"].as_u64()), (serde_json::json!([4]), Some(0)));
+
+    // Closed by hand with a note: nothing needs attention any more.
+    run(&["journal", "close-unfinished", "4", "--journal", &url]).expect(2);
+    run(&["journal", "close-unfinished", "3", "--note", "x", "--journal", &url]).expect(2);
+    let out = run(&["journal", "close-unfinished", "4", "--note", "paid by hand", "--journal", &url]).expect(0);
+    assert_eq!(out.stdout, "closed 1 unfinished deliveries at index 4 (0 unfinished now)\n");
+    run(&["journal", "status", "--journal", &url]).expect(0);
+    run(&["journal", "gaps", "--journal", &url]).expect(0);
 }
 
 #[test]

@@ -10,7 +10,11 @@
  *                                (default: handle it with no index)
  *   SLOTPARTNER_JOURNAL  a delivery journal (sqlite:PATH, or postgres://... across hosts): each
  *                        refund and payout is handled once, a repeated delivery is answered with
- *                        the first reply byte for byte, and a refused one is recorded as seen
+ *                        the first reply byte for byte, and a refused one is recorded as seen.
+ *                        It is opened only for a request that passed the source and token
+ *                        checks (sp_receiver_authenticate), so that a caller without the token
+ *                        never makes it connect; a journal that cannot be opened is answered 503
+ *                        with a body naming nothing of it (its URL is in the log line only)
  *   SLOTPARTNER_WALLET   a directory standing in for the partner's ledger: one file per credited
  *                        transaction, created only if absent, so a transactionId is never
  *                        credited twice (the unique key exactly-once needs across a crash)
@@ -270,6 +274,9 @@ int main(void) {
     static unsigned char body[MAX_BODY_BYTES + 1];
     const char *method = getenv("REQUEST_METHOD");
     const char *journal_url = getenv("SLOTPARTNER_JOURNAL");
+    const char *token = getenv("HTTP_X_SERVICE_TOKEN");
+    const char *remote_addr = getenv("REMOTE_ADDR");
+    const char *forwarded_for = getenv("HTTP_X_FORWARDED_FOR");
     sp_journal *journal = NULL;
     sp_receiver *receiver = NULL;
     sp_event *event = NULL;
@@ -280,15 +287,7 @@ int main(void) {
         return respond_text(405, "Allow: POST",
                             "{\"error\":{\"code\":\"method_not_allowed\",\"field\":\"\",\"message\":\"only POST is accepted\"}}");
     }
-    if (journal_url != NULL && *journal_url != '\0') {
-        journal = open_journal(journal_url);
-        if (journal == NULL) {
-            log_failure("journal");
-            return respond_last_error(); /* 503: the service delivers again later */
-        }
-    }
-    receiver = make_receiver(journal);
-    sp_journal_free(journal); /* the receiver keeps it open */
+    receiver = make_receiver(NULL); /* no journal yet: it checks the source and token first */
     if (receiver == NULL) {
         return respond_last_error();
     }
@@ -298,8 +297,28 @@ int main(void) {
         return respond_text(400, NULL,
                             "{\"error\":{\"code\":\"bad_request\",\"field\":\"CONTENT_LENGTH\",\"message\":\"CONTENT_LENGTH is invalid or the body is shorter\"}}");
     }
-    if (sp_receiver_handle(receiver, getenv("HTTP_X_SERVICE_TOKEN"), getenv("REMOTE_ADDR"),
-                           getenv("HTTP_X_FORWARDED_FOR"), body, (size_t)len, &event) != SP_OK) {
+    /* The source and token first: a request refused here (401, 403) never reaches the journal. */
+    if (sp_receiver_authenticate(receiver, token, remote_addr, forwarded_for) != SP_OK) {
+        log_failure("refused");
+        sp_receiver_free(receiver);
+        return respond_last_error();
+    }
+    if (journal_url != NULL && *journal_url != '\0') {
+        /* Opened only now, for a request that passed: its URL goes to the log, never to the
+         * caller (the library's answer says only that the partner is temporarily unavailable). */
+        sp_receiver_free(receiver);
+        journal = open_journal(journal_url);
+        if (journal == NULL) {
+            log_failure("journal");
+            return respond_last_error(); /* 503: the service delivers again later */
+        }
+        receiver = make_receiver(journal);
+        sp_journal_free(journal); /* the receiver keeps it open */
+        if (receiver == NULL) {
+            return respond_last_error();
+        }
+    }
+    if (sp_receiver_handle(receiver, token, remote_addr, forwarded_for, body, (size_t)len, &event) != SP_OK) {
         log_failure("refused");
         rc = respond_last_error();
     } else {

@@ -43,7 +43,11 @@ declare(strict_types=1);
  * conflict (same transactionId, other content) is answered 409, a busy claim or a journal that
  * fails 503, each with the library's answer. When the ledger (SLOTPARTNER_WALLET) fails, the claim
  * is abandoned and the answer is 503 with Retry-After: 5, so that the service delivers again.
- * Without it, the answers are the ones above, unchanged.
+ * Without it, the answers are the ones above, unchanged. The source and token are checked
+ * ($receiver->authenticate()) before the journal is opened: a request refused there is answered
+ * 401 or 403 as without a journal and never makes it connect. A journal that cannot be opened
+ * (its server down) is answered 503 with a body that names nothing of it (its URL is in the log
+ * line only); the next request tries again.
  */
 
 use SlotPartner\BalanceQuery;
@@ -194,23 +198,13 @@ if (($_SERVER['REQUEST_METHOD'] ?? '') !== 'POST') {
     return;
 }
 
-$token = getenv('SLOTPARTNER_TOKEN');
-$sources = getenv('SLOTPARTNER_SOURCES');
-$proxies = getenv('SLOTPARTNER_TRUSTED_PROXIES');
-$journalUrl = (string) getenv('SLOTPARTNER_JOURNAL');
-$wallet = (string) getenv('SLOTPARTNER_WALLET');
-$journal = null;
-if ($journalUrl !== '') {
-    try {
-        $journal = new Journal($journalUrl);
-    } catch (SlotPartnerException $e) {
-        logLine('journal: ' . $e->getMessage());
-        respondError($e);   // 503: the service delivers again later
-        return;
-    }
-}
-try {
-    $receiver = new Receiver(
+/** The receiver the environment configures, with $journal when given (throws ConfigurationException). */
+function makeReceiver(?Journal $journal = null): Receiver
+{
+    $token = getenv('SLOTPARTNER_TOKEN');
+    $sources = getenv('SLOTPARTNER_SOURCES');
+    $proxies = getenv('SLOTPARTNER_TRUSTED_PROXIES');
+    return new Receiver(
         tokens: $token === false ? null : $token,
         sources: $sources === false ? 'production' : $sources,
         trustedProxies: $proxies === false ? null : $proxies,
@@ -219,6 +213,13 @@ try {
         strictIndex: getenv('SLOTPARTNER_STRICT_INDEX') === '1',
         journal: $journal,
     );
+}
+
+$journalUrl = (string) getenv('SLOTPARTNER_JOURNAL');
+$wallet = (string) getenv('SLOTPARTNER_WALLET');
+$journal = null;
+try {
+    $receiver = makeReceiver();   // no journal yet: it checks the source and token first
 } catch (SlotPartnerException $e) {
     logLine('configuration: ' . $e->getMessage());
     respondError($e);
@@ -231,13 +232,30 @@ if ($body === null) {
     return;
 }
 
+$token = $_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null;
+$remoteAddr = $_SERVER['REMOTE_ADDR'] ?? null;
+$forwardedFor = $_SERVER['HTTP_X_FORWARDED_FOR'] ?? null;   // the bytes received; read only from a trusted proxy
 try {
-    $event = $receiver->handle(
-        $_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null,
-        $_SERVER['REMOTE_ADDR'] ?? null,
-        $body,
-        $_SERVER['HTTP_X_FORWARDED_FOR'] ?? null,   // the bytes received; read only from a trusted proxy
-    );
+    // Source and token first: a request refused here (401, 403) never reaches the journal.
+    $receiver->authenticate($token, $remoteAddr, $forwardedFor);
+} catch (SlotPartnerException $e) {
+    logLine('refused: ' . $e->getMessage());
+    respondError($e);
+    return;
+}
+if ($journalUrl !== '') {
+    // Opened only now, for a request that passed: its URL goes to the log, never to the caller.
+    try {
+        $journal = new Journal($journalUrl);
+        $receiver = makeReceiver($journal);
+    } catch (SlotPartnerException $e) {
+        logLine('journal: ' . $e->getMessage());
+        respondError($e);   // 503: the service delivers again later
+        return;
+    }
+}
+try {
+    $event = $receiver->handle($token, $remoteAddr, $body, $forwardedFor);
 } catch (SlotPartnerException $e) {
     logLine('refused: ' . $e->getMessage());
     respondError($e);

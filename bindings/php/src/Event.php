@@ -285,12 +285,16 @@ abstract class Event
      * reply() or replyBalance(), which is what the host sends. Does nothing for an event answered
      * from the journal, not journaled, or finished already. One FFI call.
      *
-     * @throws ClaimLostException the claim is no longer this worker's (its lease expired and
-     *     another delivery took it over): nothing was stored. The partner's work was done: send
-     *     the reply all the same (the other delivery finds the credit in the ledger)
+     * @throws ClaimLostException the claim is no longer this worker's, and nothing was stored:
+     *     its lease expired and another delivery took it over ("taken over by attempt N"; the
+     *     partner's work was done: send the reply all the same, the other delivery finds the
+     *     credit in the ledger), or abandon() released it ("the claim was abandoned"). Thrown
+     *     again by every later finish(), and after a takeover by every abandon() too
      * @throws ConfigurationException a reply over the journal's limit or none built (field
      *     reply; the claim stays: finish again or abandon), or the event was not begun
-     * @throws JournalException the storage failed (the claim stays until its lease ends)
+     * @throws JournalException the storage failed (the claim stays held: finish again or
+     *     abandon; free() or destroying the event abandons it, and if that fails too its lease
+     *     ends it)
      */
     public function finish(?string $reply = null): void
     {
@@ -304,12 +308,15 @@ abstract class Event
     /**
      * Releases the claim after a transient failure of the partner (its database is down), so
      * that the next delivery runs the logic again (as attempt 2); answer the service with HTTP 503
-     * so that it delivers again (sp_event_abandon). Does nothing for an event answered from the
-     * journal, not journaled, finished or abandoned already. Destroying or free()ing a claimed
-     * event releases its claim the same way, without reporting failures.
+     * so that it delivers again (sp_event_abandon). After it, finish() throws
+     * ClaimLostException ("the claim was abandoned"), every time. Does nothing for an event
+     * answered from the journal, not journaled, finished or abandoned already. Destroying or
+     * free()ing a claimed event releases its claim the same way, without reporting failures.
      *
-     * @throws ClaimLostException|JournalException as finish() does (the claim then ends with its
-     *     lease)
+     * @throws ClaimLostException its lease expired and another delivery took the claim over
+     *     ("taken over by attempt N"): finish() and abandon() throw it from now on, every time
+     * @throws JournalException the storage failed (the claim stays held: abandon again, or
+     *     free() the event, which tries once more; if that fails too, its lease ends it)
      * @throws ConfigurationException the event was not begun
      */
     public function abandon(): void

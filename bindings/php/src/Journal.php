@@ -20,8 +20,8 @@ use FFI\CData;
  * then claim each event with Event::begin() before running the partner's logic (README.md,
  * "Exactly once"). status() and missing() answer what the journal has seen; indexJumps(),
  * conflicts(), resolutions() and unrecoverable() list what an operator decides on (or did), and
- * acceptJump(), jumpIsGap(), resolveConflict(), resolve() and renumber() record a decision, each
- * with a note kept for audit. Any number of threads and processes may share one journal. The native journal
+ * acceptJump(), jumpIsGap(), resolveConflict(), closeUnfinished(), resolve() and renumber() record a
+ * decision, each with a note kept for audit. Any number of threads and processes may share one journal. The native journal
  * is freed when this object is destroyed; receivers it was given to keep it open. Not cloneable.
  */
 final class Journal
@@ -64,9 +64,10 @@ final class Journal
      *     still open a gap of that size, at least 1 [100000]; beyond it the index is recorded as
      *     an index jump (indexJumps()): the stretch between is not counted missing until an
      *     operator decides it (acceptJump() or jumpIsGap())
-     * @param int|null $notFoundLimit how many recovery runs may get HTTP 404 for a missing index
-     *     before it is reported unrecoverable and no longer fetched, at least 1 [3]; it stays
-     *     missing until resolved by hand (resolve())
+     * @param int|null $notFoundLimit how many recovery runs may get HTTP 404 for an index before
+     *     it is reported unrecoverable and no longer fetched, at least 1 [3]; a missing one stays
+     *     missing until resolved by hand (resolve()), an unfinished one unfinished until closed
+     *     by hand (closeUnfinished())
      *
      * @throws ConfigurationException an unusable URL (field journal_url) or setting (its name)
      * @throws JournalException the storage cannot be used (unreachable server, read-only or
@@ -247,6 +248,28 @@ final class Journal
     }
 
     /**
+     * Closes by hand the unfinished deliveries (abandoned, or their lease ran out) carrying
+     * $index: an event the service answers 404 for, settled another way, or of an earlier
+     * numbering. They no longer count as unfinished (JournalStatus::$unfinished) and recovery no
+     * longer fetches them; a later delivery of such an event still runs as its next attempt. The
+     * closing is listed by resolutions() with $note.
+     *
+     * @return int how many deliveries were closed
+     *
+     * @throws ConfigurationException no unfinished delivery carries $index (field index), a
+     *     blank note (note)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function closeUnfinished(int $index, string $note): int
+    {
+        $native = $this->native;
+        $ffi = $native->ffi;
+        $closed = $ffi->new('uint64_t[1]');
+        $native->check($ffi->sp_journal_close_unfinished($this->handle, $index, Native::cString($note, 'note'), $closed));
+        return $closed[0];
+    }
+
+    /**
      * Starts a new numbering from index $first after the service restarted its indexes: the seen
      * indexes of the old numbering are archived, gap detection counts from $first afresh, open
      * index jumps of the old numbering are settled, and every record and stored reply stays
@@ -305,7 +328,9 @@ final class Journal
      * The ranges closed by hand (resolve()), newest first, at most $limit.
      *
      * @return list<array{id: int, first: int, last: int, closed: int, numbering: int, note: string,
-     *     at_ms: int}> closed: how many of the range's indexes were missing
+     *     at_ms: int}> closed: how many of the range's indexes were missing; an unfinished
+     *     delivery closed by hand (closeUnfinished()) is one with first and last its index,
+     *     closed 0 and its key named in note
      *
      * @throws ConfigurationException a negative $limit (field limit)
      * @throws JournalException when the storage fails (HTTP 503)
@@ -316,8 +341,10 @@ final class Journal
     }
 
     /**
-     * The missing indexes recovery no longer fetches (HTTP 404 for $notFoundLimit runs), in
-     * order, at most $limit. They stay missing until resolved by hand (resolve()).
+     * The indexes recovery no longer fetches (HTTP 404 for $notFoundLimit runs), missing or
+     * carrying an unfinished delivery, in order, at most $limit. Missing ones stay missing until
+     * resolved by hand (resolve()), unfinished ones unfinished until closed by hand
+     * (closeUnfinished()).
      *
      * @return list<int>
      *

@@ -21,12 +21,14 @@ final class JournalStatus
      * @param int|null $highestIndex the highest index seen
      * @param int|null $watermark every index from $firstIndex up to this one was seen
      * @param int $unfinished deliveries claimed and never finished (abandoned, or their lease ran
-     *     out): nothing was stored; the service or a recovery must deliver them again
+     *     out): nothing was stored; the service or a recovery must deliver them again, or an
+     *     operator closes them (Journal::closeUnfinished())
      * @param int $openConflicts entries of Journal::conflicts() no operator resolved yet
      * @param int $indexJumps entries of Journal::indexJumps() no operator decided yet
      * @param int $resolved indexes of the current numbering closed by hand (Journal::resolve())
-     * @param int $unrecoverable missing indexes the service answered 404 for notFoundLimit
-     *     recovery runs: no longer fetched (Journal::unrecoverable())
+     * @param int $unrecoverable indexes, missing or carrying an unfinished delivery, the service
+     *     answered 404 for notFoundLimit recovery runs: no longer fetched
+     *     (Journal::unrecoverable())
      * @param int $numbering the current numbering, 1 until Journal::renumber()
      *
      * $conflicts counts every delivery whose key came before with other decisive content:

@@ -18,6 +18,9 @@ use FFI\CData;
  * $receiver = new Receiver(tokens: '6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f');
  * $event = $receiver->handle($_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null, $_SERVER['REMOTE_ADDR'], $body);
  * ```
+ *
+ * authenticate() checks the source and token alone (before a Journal is opened: a request
+ * refused there never reaches it).
  */
 final class Receiver
 {
@@ -235,6 +238,39 @@ final class Receiver
             return $this->handle($token, $remoteAddr, $body, $forwardedFor);
         }
         return Event::fromRecord($native, $this, $body, $this->successes);
+    }
+
+    /**
+     * Checks the source address, then the token, as handle() does first, without a body: nothing
+     * is parsed and no journal is touched (one FFI call, sp_receiver_authenticate). Call it before
+     * opening a Journal, so that a caller without the token never makes the journal connect to
+     * its storage; then handle the callback with a Receiver that has the journal. The arguments
+     * are those of handle().
+     *
+     * ```php
+     * $receiver->authenticate($_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null, $_SERVER['REMOTE_ADDR'] ?? null);
+     * $journaled = new Receiver(tokens: $token, journal: new Journal($url));   // only now
+     * ```
+     *
+     * @throws AuthenticationException as handle() throws it for the same request: token missing
+     *     or wrong (HTTP 401), source not allowed (403), with the same httpStatus and responseBody
+     */
+    public function authenticate(?string $token, ?string $remoteAddr, ?string $forwardedFor = null): void
+    {
+        $native = $this->native;
+        if ($token !== null && str_contains($token, "\0")) {
+            $token = Native::withoutNul($token);
+        }
+        if ($remoteAddr !== null && str_contains($remoteAddr, "\0")) {
+            $remoteAddr = Native::withoutNul($remoteAddr);
+        }
+        if ($forwardedFor !== null && str_contains($forwardedFor, "\0")) {
+            $forwardedFor = Native::withoutNul($forwardedFor);
+        }
+        $status = $native->ffi->sp_receiver_authenticate($this->handle, $token, $remoteAddr, $forwardedFor);
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
     }
 
     /**

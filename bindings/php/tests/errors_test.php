@@ -117,6 +117,34 @@ T::test('authentication and source refusals', function (): void {
     T::eq(Status::MISSING_TOKEN, T::throws(AuthenticationException::class, fn () => $receiver->handle(null, '10.1.2.3', 'not json'), 'token before body')?->status, 'token before body');
 });
 
+T::test('authenticate() alone refuses and accepts as handle() does, answering alike', function (): void {
+    $receiver = new Receiver([TOKEN, OTHER_TOKEN], sources: 'staging,10.1.2.0/24', trustedProxies: '127.0.0.1');
+    $body = fixture('refund.json');
+    $refusals = [
+        'no token' => [null, '10.1.2.3', null],
+        'wrong token' => ['0b7e3c55-1a2b-4c3d-8e9f-000000000002', '10.1.2.3', null],
+        'a valid token followed by a NUL byte' => [TOKEN . "\0junk", '10.1.2.3', null],
+        'a forbidden source' => [TOKEN, '18.203.30.17', null],
+        'no address' => [TOKEN, null, null],
+        'an address with a NUL byte' => [TOKEN, "10.1.2.3\0", null],
+        'X-Forwarded-For from an untrusted peer' => [OTHER_TOKEN, '10.9.9.9', '10.1.2.3'],
+        'X-Forwarded-For not UTF-8 from the trusted proxy' => [TOKEN, '127.0.0.1', "\xFF\xFE"],
+    ];
+    foreach ($refusals as $what => [$token, $remote, $forwarded]) {
+        $handled = T::throws(AuthenticationException::class, fn () => $receiver->handle($token, $remote, $body, $forwarded), 'handle(): ' . $what);
+        $alone = T::throws(AuthenticationException::class, fn () => $receiver->authenticate($token, $remote, $forwarded), 'authenticate(): ' . $what);
+        $answer = static fn (?AuthenticationException $e): array => [$e?->status, $e?->field, $e?->getMessage(), $e?->httpStatus, $e?->responseBody];
+        T::eq($answer($handled), $answer($alone), $what . ': the same answer');
+    }
+    $receiver->authenticate(OTHER_TOKEN, '127.0.0.1', '10.1.2.3');  // believed from the trusted proxy
+    $receiver->authenticate(strtoupper(TOKEN), '34.254.138.20');
+    $receiver->authenticate(TOKEN, '34.254.138.20', "\xFF\xFE");  // an untrusted peer's header is ignored
+    $anyone = new Receiver(TOKEN, sources: 'any');
+    $anyone->authenticate(TOKEN, null);
+    $anyone->authenticate(TOKEN, 'not-an-address');
+    T::eq(Status::MISSING_TOKEN, T::throws(AuthenticationException::class, fn () => $anyone->authenticate(null, null), 'sources any: the token still')?->status, 'token checked under sources any');
+});
+
 T::test('configuration refusals', function (): void {
     $e = T::throws(ConfigurationException::class, fn () => new Receiver(null), 'no token (null)');
     T::eq('token', $e?->field, 'field');

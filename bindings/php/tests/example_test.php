@@ -181,4 +181,68 @@ T::test('no token configured: the same answer as the CGI program', function (): 
     T::eq("Status: 500 Internal Server Error\r\nContent-Type: application/json; charset=utf-8\r\n\r\n" . ($answer[2] ?? ''), $out, 'the CGI program answers the same');
 });
 
+// A journal whose PostgreSQL server cannot be reached (a closed port on loopback); its user and
+// database are names no answer may show.
+const UNREACHABLE_JOURNAL = 'postgres://sp_owner@127.0.0.1:1/sp_ledger';
+const JOURNAL_SECRETS = ['postgres://', '127.0.0.1', 'sp_owner', 'sp_ledger'];
+
+/**
+ * Fails naming $what when $text holds anything of the journal's URL ($withHost false: a log,
+ * which names the peer, 127.0.0.1 too, when it refuses its source).
+ */
+function namesNoJournal(string $text, string $what, bool $withHost = true): void
+{
+    foreach (JOURNAL_SECRETS as $secret) {
+        if (!$withHost && $secret === '127.0.0.1') {
+            continue;
+        }
+        T::true(!str_contains($text, $secret), $what . ': names ' . $secret . ': ' . $text);
+    }
+}
+
+T::test('a request refused by the token or source check never makes the journal connect', function (): void {
+    // A listener on loopback that nobody answers: a connection made to it waits in its backlog.
+    $listener = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
+    if ($listener === false) {
+        T::fail('cannot listen: ' . $error);
+        return;
+    }
+    $port = (int) substr((string) strrchr((string) stream_socket_get_name($listener, false), ':'), 1);
+    $journal = 'postgres://sp_owner@127.0.0.1:' . $port . '/sp_ledger';
+    $server = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1', 'SLOTPARTNER_JOURNAL' => $journal], FFI_ON);
+    $staging = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => 'staging', 'SLOTPARTNER_JOURNAL' => $journal], FFI_ON);
+    try {
+        compareWithCgi($server, 'no_token', 'POST', null, fixture('refund.json'));
+        compareWithCgi($server, 'wrong_token', 'POST', OTHER_TOKEN, fixture('refund.json'));
+        compareWithCgi($staging, 'forbidden_source', 'POST', TOKEN, fixture('refund.json'), ['18.203.30.17' => '127.0.0.1']);
+        namesNoJournal(implode("\n", array_merge($server->scriptLog(), $staging->scriptLog())), 'the log of the refusals', false);
+    } finally {
+        $server->stop();
+        $staging->stop();
+    }
+    stream_set_blocking($listener, false);
+    $connection = @stream_socket_accept($listener, 0);
+    T::true($connection === false, 'no connection was made to the journal');
+    fclose($listener);
+});
+
+T::test('an unreachable journal: 401 without the token, 503 with it, naming nothing of the journal', function (): void {
+    $server = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1', 'SLOTPARTNER_JOURNAL' => UNREACHABLE_JOURNAL], FFI_ON);
+    try {
+        compareWithCgi($server, 'no_token', 'POST', null, fixture('refund.json'));
+        namesNoJournal(implode("\n", $server->scriptLog()), 'the log of the refusal');
+        foreach ([1, 2] as $n) {  // the journal is opened per request: each tries again
+            $answer = httpRequest($server->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
+            T::eq(503, $answer[0] ?? null, 'with the token: 503, request ' . $n);
+            T::eq('application/json; charset=utf-8', $answer[1]['content-type'] ?? null, 'a JSON answer');
+            T::true(is_array(json_decode($answer[2] ?? '', true)['error'] ?? null), 'a JSON error body: ' . ($answer[2] ?? ''));
+            namesNoJournal($answer[2] ?? '', 'the 503 body');
+        }
+        $log = $server->scriptLog();
+        T::true(str_starts_with($log[1] ?? '', 'callback.php: journal: ') && str_contains($log[1] ?? '', '127.0.0.1:1'), 'the URL is in the log: ' . json_encode($log));
+    } finally {
+        $server->stop();
+    }
+});
+
 T::finish();

@@ -6,7 +6,7 @@ declare(strict_types=1);
 // from the journal byte for byte without running the logic, conflicts, abandoned and dropped
 // claims, busy claims, balance queries, refused deliveries, gaps, the operator's side (index
 // jumps accepted or declared gaps, gaps resolved by hand, conflicts handed out and resolved,
-// renumbering), the FFI calls per journaled callback, and examples/callback.php with
+// unfinished deliveries closed by hand, renumbering), the FFI calls per journaled callback, and examples/callback.php with
 // SLOTPARTNER_JOURNAL under four php -S workers.
 
 require __DIR__ . '/helper.php';
@@ -200,9 +200,50 @@ T::test('a lost claim stores nothing', function (): void {
     T::eq(2, $other->begin()->attempt, 'taken over as attempt 2');
     $e = T::throws(ClaimLostException::class, fn () => $slow->finish(), 'finishing a lost claim');
     T::eq([25, 503], [$e?->status, $e?->httpStatus], 'status and HTTP answer');
+    T::true(str_contains($e?->getMessage() ?? '', 'taken over by attempt 2'), 'why: ' . $e?->getMessage());
+    // From now on finishing and abandoning it fail alike, every time.
+    foreach (['finish', 'abandon', 'finish', 'abandon'] as $n => $step) {
+        $again = T::throws(ClaimLostException::class, fn () => $slow->$step(), $step . '() of a lost claim, call ' . ($n + 1));
+        T::eq([25, 503], [$again?->status, $again?->httpStatus], $step . '(): status and HTTP answer');
+        T::true(str_contains($again?->getMessage() ?? '', 'taken over by attempt 2'), $step . '(): why: ' . $again?->getMessage());
+    }
     $other->reply(false, 'second');
     $other->finish();
     T::eq('{"refund":{"success":false,"errorMessage":"second"}}', callback($receiver, refund(900007, 1))[1], 'the second worker\'s reply stored');
+});
+
+T::test('a claim found lost by abandon(): finish() and abandon() throw ClaimLostException every time', function (): void {
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: new Journal(journalUrl(), leaseMs: 30));
+    $slow = $receiver->parse(refund(900010, 1));
+    $slow->begin();
+    $slow->reply(true);
+    usleep(100_000);  // the lease ends: the next delivery takes the claim over
+    $other = $receiver->parse(refund(900010, 1));
+    T::eq(2, $other->begin()->attempt, 'taken over as attempt 2');
+    foreach (['abandon', 'finish', 'abandon', 'finish'] as $n => $step) {
+        $e = T::throws(ClaimLostException::class, fn () => $slow->$step(), $step . '() of a lost claim, call ' . ($n + 1));
+        T::eq([25, 503], [$e?->status, $e?->httpStatus], $step . '(): status and HTTP answer');
+        T::true(str_contains($e?->getMessage() ?? '', 'taken over by attempt 2'), $step . '(): why: ' . $e?->getMessage());
+    }
+    $other->reply(true);
+    $other->finish();
+    T::eq(Outcome::Done, $receiver->parse(refund(900010, 1))->begin()->outcome, 'the other delivery\'s claim untouched');
+});
+
+T::test('after abandon(), finish() throws ClaimLostException every time and abandon() does nothing', function (): void {
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: new Journal(journalUrl()));
+    $event = $receiver->parse(refund(900011, 1));
+    $event->begin();
+    $event->reply(true);
+    $event->abandon();  // the partner's database was down
+    foreach ([1, 2] as $n) {
+        $e = T::throws(ClaimLostException::class, fn () => $event->finish(), 'finish() after abandon(), call ' . $n);
+        T::eq([25, 503], [$e?->status, $e?->httpStatus], 'status and HTTP answer, call ' . $n);
+        T::true(str_contains($e?->getMessage() ?? '', 'the claim was abandoned'), 'why: ' . $e?->getMessage());
+        $event->abandon();  // abandoning again does nothing
+    }
+    $claim = $receiver->parse(refund(900011, 1))->begin();
+    T::eq([Outcome::New, 2], [$claim->outcome, $claim->attempt], 'nothing stored: the next delivery runs again');
 });
 
 T::test('balance queries are not journaled, their index is recorded', function (): void {
@@ -497,6 +538,35 @@ T::test('unfinished deliveries are counted', function (): void {
     T::eq(0, $journal->status()->unfinished, 'delivered again and finished');
 });
 
+T::test('an unfinished delivery closed by hand runs again as attempt 2', function (): void {
+    $journal = new Journal(journalUrl());
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    $event = $receiver->parse(refund(900705, 5));
+    T::eq(1, $event->begin()->attempt, 'attempt 1');
+    $event->abandon();
+    T::eq(1, $journal->status()->unfinished, 'abandoned: unfinished');
+    foreach (['', " \t "] as $blank) {
+        T::eq('note', T::throws(ConfigurationException::class, fn () => $journal->closeUnfinished(5, $blank), 'a blank note')?->field, 'the note named');
+    }
+    foreach ([4, 6, -1, PHP_INT_MAX, PHP_INT_MIN] as $index) {
+        T::eq('index', T::throws(ConfigurationException::class, fn () => $journal->closeUnfinished($index, 'nothing there'), "index $index")?->field, 'the index named');
+    }
+    T::eq(1, $journal->status()->unfinished, 'nothing refused changed anything');
+    T::eq(1, $journal->closeUnfinished(5, 'refunded by hand, ticket 4411'), 'one closed');
+    T::eq(0, $journal->status()->unfinished, 'no longer unfinished');
+    $closing = $journal->resolutions()[0] ?? [];
+    T::eq([5, 5, 0], [$closing['first'] ?? null, $closing['last'] ?? null, $closing['closed'] ?? null], 'listed with the resolutions');
+    T::true(str_contains($closing['note'] ?? '', 'refunded by hand, ticket 4411'), 'with its note');
+    T::eq('index', T::throws(ConfigurationException::class, fn () => $journal->closeUnfinished(5, 'again'), 'closed twice')?->field, 'the index named');
+    $event = $receiver->parse(refund(900705, 5));
+    $claim = $event->begin();
+    T::eq([Outcome::New, 2], [$claim->outcome, $claim->attempt], 'delivered again: attempt 2');
+    $event->reply(true);
+    $event->finish();
+    $status = $journal->status();
+    T::eq([0, 1], [$status->unfinished, $status->handled], 'finished as usual');
+});
+
 T::test('FFI calls per journaled callback: the journal calls on top of the usual three', function (): void {
     $counter = new CountingFfi(Library::ffi());
     Native::useFfi($counter);
@@ -616,6 +686,121 @@ T::test('the example under four php -S workers: each event credited once, repeat
     $lost = array_values(array_filter($facts['lost_indexes'], static fn (int $i): bool => $i < $status->highestIndex));
     T::eq($lost, $missing, 'the journal reports exactly the lost indexes as missing');
     T::eq([$facts['delivered'], $replayed, 0], [$status->handled, $status->replayed, $status->inProgress], 'handled, replayed, in progress');
+});
+
+// The README's "Exactly once" snippet as it stands, run with the functions it leaves to the
+// partner: respond() records the answer, runPartnerLogic() runs $snippetLogic.
+
+/** The ledger failed (the snippet's transient failure). */
+final class LedgerUnavailable extends RuntimeException
+{
+}
+
+/** @var array{0: int, 1: string}|null what the snippet answered */
+$snippetAnswer = null;
+/** @var callable(\SlotPartner\Event): string */
+$snippetLogic = static fn (SlotPartner\Event $event): string => $event->reply(true);
+
+function respond(int $status, string $json): void
+{
+    $GLOBALS['snippetAnswer'] = [$status, $json];
+}
+
+function runPartnerLogic(SlotPartner\Event $event): string
+{
+    return ($GLOBALS['snippetLogic'])($event);
+}
+
+/**
+ * Runs the README's snippet for one refund delivery with the journal at $url (lock time-out
+ * 50 ms), the X-Service-Token $token; returns its answer (an uncaught exception fails the test).
+ *
+ * @return array{0: int, 1: string}|null
+ */
+function runSnippet(string $url, ?string $token, string $body): ?array
+{
+    $readme = (string) file_get_contents(PACKAGE . '/README.md');
+    if (preg_match('/\n## Exactly once\n.*?```php\n(.*?)```/s', $readme, $m) !== 1) {
+        throw new RuntimeException('no PHP snippet under "Exactly once" in README.md');
+    }
+    $literal = "new Journal('sqlite:/var/lib/partner/journal.db')";
+    if (!str_contains($m[1], $literal)) {
+        throw new RuntimeException('the snippet opens no journal at ' . $literal);
+    }
+    $code = str_replace($literal, 'new Journal(' . var_export($url, true) . ', lockTimeoutMs: 50)', $m[1]);
+    $_SERVER['HTTP_X_SERVICE_TOKEN'] = $token;
+    $_SERVER['REMOTE_ADDR'] = '18.203.30.17';   // a production address
+    $partnerToken = TOKEN;
+    $GLOBALS['snippetAnswer'] = null;
+    $log = ini_set('error_log', '/dev/null');
+    try {
+        eval($code);
+    } finally {
+        ini_set('error_log', (string) $log);
+        unset($_SERVER['HTTP_X_SERVICE_TOKEN'], $_SERVER['REMOTE_ADDR']);
+    }
+    return $GLOBALS['snippetAnswer'];
+}
+
+/** Holds the write lock of the SQLite file at $url from another process until released. */
+function holdWriteLock(string $url): Closure
+{
+    $script = 'import sqlite3, sys' . "\n" . 'db = sqlite3.connect(sys.argv[1], isolation_level=None)' . "\n"
+        . 'db.execute("BEGIN EXCLUSIVE")' . "\n" . 'print("locked", flush=True)' . "\n" . 'sys.stdin.read()' . "\n";
+    $process = proc_open(['python3', '-c', $script, substr($url, strlen('sqlite:'))], [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
+    if ($process === false || trim((string) fgets($pipes[1])) !== 'locked') {
+        throw new RuntimeException('cannot hold the journal\'s lock (python3 with sqlite3 is needed)');
+    }
+    return static function () use ($process, $pipes): void {
+        fclose($pipes[0]);
+        fclose($pipes[1]);
+        proc_close($process);
+    };
+}
+
+T::test('the README snippet: 401 and 503 naming nothing of an unreachable journal', function (): void {
+    $url = 'postgres://sp_owner@127.0.0.1:1/sp_ledger';
+    $refused = runSnippet($url, null, fixture('refund.json'));
+    T::eq(401, $refused[0] ?? null, 'no token: 401, the journal untouched');
+    $down = runSnippet($url, TOKEN, fixture('refund.json'));
+    T::eq(503, $down[0] ?? null, 'the journal unreachable: 503');
+    T::true(is_array(json_decode($down[1] ?? '', true)['error'] ?? null), 'a JSON body: ' . ($down[1] ?? ''));
+    foreach (['postgres://', '127.0.0.1', 'sp_owner', 'sp_ledger'] as $secret) {
+        T::true(!str_contains($down[1] ?? '', $secret), 'the body names ' . $secret);
+    }
+});
+
+T::test('the README snippet answers with a JSON body when the journal fails at finish() or abandon()', function () use (&$snippetLogic): void {
+    $url = journalUrl();
+    $snippetLogic = static fn (SlotPartner\Event $event): string => $event->reply(true);
+    $first = runSnippet($url, TOKEN, refund(900020, 1));
+    T::eq([200, '{"refund":{"success":true,"errorMessage":""}}'], $first, 'handled');
+    T::eq($first, runSnippet($url, TOKEN, refund(900020, 1)), 'a repeat: the first reply');
+    // The journal fails once the logic ran: the work is done, the reply is sent all the same.
+    $release = null;
+    $snippetLogic = static function (SlotPartner\Event $event) use ($url, &$release): string {
+        $release = holdWriteLock($url);
+        return $event->reply(true);
+    };
+    try {
+        T::eq([200, '{"refund":{"success":true,"errorMessage":""}}'], runSnippet($url, TOKEN, refund(900021, 2)), 'finish() failed: the reply sent');
+    } finally {
+        $release !== null && $release();
+    }
+    // The ledger and then the journal fail: 503 with the snippet's JSON body.
+    $release = null;
+    $snippetLogic = static function (SlotPartner\Event $event) use ($url, &$release): string {
+        $release = holdWriteLock($url);
+        throw new LedgerUnavailable('the ledger is down');
+    };
+    try {
+        $down = runSnippet($url, TOKEN, refund(900022, 3));
+    } finally {
+        $release !== null && $release();
+    }
+    T::eq(503, $down[0] ?? null, 'abandon() failed: 503');
+    T::true(is_array(json_decode($down[1] ?? '', true)['error'] ?? null), 'a JSON body: ' . ($down[1] ?? ''));
+    $snippetLogic = static fn (SlotPartner\Event $event): string => $event->reply(true);
 });
 
 T::finish();

@@ -37,7 +37,12 @@ answered from the journal"); a new one runs the logic, then ``event.finish()`` s
 a conflict (same transactionId, other content) is answered 409, a busy claim or a journal that
 fails 503, each with the library's answer. When the ledger (SLOTPARTNER_WALLET) fails, the claim
 is abandoned and the answer is 503 with ``Retry-After: 5``, so that the service delivers again.
-Without it, the answers are the ones above, unchanged.
+Without it, the answers are the ones above, unchanged. The source and token are checked
+(``Receiver.authenticate``) before anything touches the journal: a request refused there is
+answered 401 or 403 as without a journal and never makes it connect. The journal is opened when
+the first request that passed needs it; while it cannot be opened (its server down), each such
+request is answered 503 with a body that names nothing of it (its URL is in the log line only),
+and the next one tries again.
 
 Prints ``listening http://HOST:PORT`` once it accepts requests (port 0 picks a free port). The
 server handles each request on its own thread; they share one Receiver. X-Forwarded-For is
@@ -51,6 +56,7 @@ import os
 import re
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -217,35 +223,45 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
     """The WSGI application, configured from ``config`` (SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES,
     SLOTPARTNER_TRUSTED_PROXIES, SLOTPARTNER_STRICT_INDEX, SLOTPARTNER_JOURNAL,
     SLOTPARTNER_WALLET)."""
-    receiver: slotpartner.Receiver | None = None
     configuration_error: slotpartner.SlotPartnerError | None = None
     journal_url = config.get("SLOTPARTNER_JOURNAL") or None
     wallet = config.get("SLOTPARTNER_WALLET") or None
-    journal: slotpartner.Journal | None = None
-    failing_part = "configuration"
-    if journal_url is not None:
-        try:
-            # Opened once per process; the receiver keeps it open, so it is closed right away.
-            journal = slotpartner.Journal(journal_url)
-        except slotpartner.SlotPartnerError as error:
-            configuration_error, failing_part = error, "journal"  # 503: the service delivers again
-            log(f"journal: {error.message}")
-    if configuration_error is None:
-        try:
-            receiver = slotpartner.Receiver(
-                config.get("SLOTPARTNER_TOKEN"),
-                sources=config.get("SLOTPARTNER_SOURCES", "production"),
-                trusted_proxies=config.get("SLOTPARTNER_TRUSTED_PROXIES", ""),
-                strict_index=config.get("SLOTPARTNER_STRICT_INDEX") == "1",
-                max_body_bytes=MAX_BODY_BYTES,
-                reject_unknown_events=True,
-                journal=journal,
-            )
-        except slotpartner.SlotPartnerError as error:
-            configuration_error = error
-            log(f"configuration: {error.message}")
-    if journal is not None:
-        journal.close()  # the receiver keeps it open
+
+    def make_receiver(journal: slotpartner.Journal | None = None) -> slotpartner.Receiver:
+        return slotpartner.Receiver(
+            config.get("SLOTPARTNER_TOKEN"),
+            sources=config.get("SLOTPARTNER_SOURCES", "production"),
+            trusted_proxies=config.get("SLOTPARTNER_TRUSTED_PROXIES", ""),
+            strict_index=config.get("SLOTPARTNER_STRICT_INDEX") == "1",
+            max_body_bytes=MAX_BODY_BYTES,
+            reject_unknown_events=True,
+            journal=journal,
+        )
+
+    # The receiver without a journal checks every request's source and token first (and, without
+    # SLOTPARTNER_JOURNAL, handles it): a request refused there never reaches the journal.
+    receiver: slotpartner.Receiver | None = None
+    try:
+        receiver = make_receiver()
+    except slotpartner.SlotPartnerError as error:
+        configuration_error = error
+        log(f"configuration: {error.message}")
+    # With SLOTPARTNER_JOURNAL, the receiver with the journal, made when the first request that
+    # passed those checks needs it; while the journal cannot be opened, each such request is
+    # answered 503 and the next one tries again.
+    journaled: list[slotpartner.Receiver] = []
+    journaled_lock = threading.Lock()
+
+    def journaled_receiver() -> slotpartner.Receiver:
+        """The receiver with the journal, opened on first use (raises JournalError, 503, when the
+        journal cannot be opened)."""
+        with journaled_lock:
+            if not journaled:
+                assert journal_url is not None
+                # Opened once per process; the receiver keeps it open, so it is closed right away.
+                with slotpartner.Journal(journal_url) as journal:
+                    journaled.append(make_receiver(journal))
+            return journaled[0]
 
     def respond(
         start_response: StartResponse, status: int, body: bytes, allow: bool = False, retry_after: bool = False
@@ -267,18 +283,25 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
             return respond(start_response, 405, METHOD_NOT_ALLOWED, allow=True)
         if receiver is None:
             assert configuration_error is not None
-            log(f"{failing_part}: {configuration_error.message}")
+            log(f"configuration: {configuration_error.message}")
             return respond_error(start_response, configuration_error)
         body = read_body(environ)
         if body is None:
             return respond(start_response, 400, BAD_LENGTH)
+        token = header_bytes(environ, "HTTP_X_SERVICE_TOKEN")
+        remote_addr = environ.get("REMOTE_ADDR")
+        forwarded_for = header_bytes(environ, "HTTP_X_FORWARDED_FOR")
+        handler = receiver
         try:
-            event = receiver.handle(
-                header_bytes(environ, "HTTP_X_SERVICE_TOKEN"),
-                environ.get("REMOTE_ADDR"),
-                body,
-                header_bytes(environ, "HTTP_X_FORWARDED_FOR"),
-            )
+            # Source and token first: a request refused here (401, 403) never reaches the journal.
+            receiver.authenticate(token, remote_addr, forwarded_for)
+            if journal_url is not None:
+                try:
+                    handler = journaled_receiver()
+                except slotpartner.SlotPartnerError as error:
+                    log(f"journal: {error.message}")  # the URL is for the log only
+                    return respond_error(start_response, error)  # 503: the service delivers again
+            event = handler.handle(token, remote_addr, body, forwarded_for)
         except slotpartner.SlotPartnerError as error:
             log(f"refused: {error.message}")
             return respond_error(start_response, error)

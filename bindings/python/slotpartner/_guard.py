@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from typing import Any, ClassVar, TypeVar
 
 from ._lib import SharedHandle
@@ -24,6 +26,13 @@ class GuardedHandle(SharedHandle):
 
     def _init_guard(self) -> None:
         self._ptr = None
+        self._lock = threading.Condition()
+        self._active = 0
+        _LIVE.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        # Only the forking thread exists in the child: the calls other threads had in progress
+        # are gone, and so is whoever held the lock.
         self._lock = threading.Condition()
         self._active = 0
 
@@ -73,3 +82,19 @@ class GuardedHandle(SharedHandle):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+# Every guarded handle alive in this process, for the fork handler below.
+_LIVE: weakref.WeakSet[GuardedHandle] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    """In a child of ``os.fork`` (or a ``multiprocessing`` fork worker): a lock another thread of
+    the parent held at the fork, or a call it had in progress, would otherwise stay held and
+    counted for ever, and the child's first call or ``close()`` would hang."""
+    for handle in list(_LIVE):
+        handle._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

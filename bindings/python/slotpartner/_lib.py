@@ -545,6 +545,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_receiver_new": (c_int, [c_void_p, _OUT]),
     "sp_receiver_free": (None, [c_void_p]),
     "sp_receiver_handle": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t, c_void_p]),
+    "sp_receiver_authenticate": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p]),
     "sp_receiver_parse": (c_int, [c_void_p, c_char_p, c_size_t, c_void_p]),
     "sp_receiver_handle_record": (
         c_int,
@@ -581,6 +582,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_journal_accept_jump": (c_int, [c_void_p, c_int64, c_char_p]),
     "sp_journal_jump_is_gap": (c_int, [c_void_p, c_int64, c_char_p]),
     "sp_journal_resolve_conflict": (c_int, [c_void_p, c_int64, c_char_p]),
+    "sp_journal_close_unfinished": (c_int, [c_void_p, c_int64, c_char_p, POINTER(c_uint64)]),
     "sp_journal_renumber": (c_int, [c_void_p, c_int64, c_char_p, POINTER(c_int64)]),
     "sp_journal_report": (c_int, [c_void_p, c_int32, c_bool, c_size_t, _OUT]),
     # Standalone replies.

@@ -11,7 +11,7 @@ Exception                 ``status`` (``sp_status``)                  Raised by
 ``ConflictError``         23 (same transactionId, other content)      ``Event.begin``
 ``JournalError``          24 (the journal's storage failed)           ``Journal``, ``Event.begin``
                                                                       ``/finish/abandon``
-``ClaimLostError``        25 (the claim's lease expired)              ``Event.finish/abandon``
+``ClaimLostError``        25 (the claim abandoned or taken over)      ``Event.finish/abandon``
 ``BusyError``             26 (another worker holds the claim)         ``Event.begin``
 ``SlotPartnerError``      2 (the library panicked), unknown codes     anything
 ========================  ==========================================  ===========================
@@ -152,10 +152,12 @@ class JournalError(SlotPartnerError):
 
 
 class ClaimLostError(SlotPartnerError):
-    """Status 25 (``SP_ERR_CLAIM_LOST``): the claim is no longer this worker's (its lease
-    expired and another delivery took it over); nothing was stored. Raised by ``finish`` after
-    the partner's work was done: send the reply all the same (the other delivery finds the
-    credit in the ledger)."""
+    """Status 25 (``SP_ERR_CLAIM_LOST``): the claim is no longer this worker's: it was abandoned
+    (``finish`` after ``abandon``: "the claim was abandoned"), or its lease expired and another
+    attempt took it over ("taken over by attempt N"); nothing was stored. Raised again by every
+    later ``finish`` of that event, and after a takeover by every ``abandon`` too. Raised by
+    ``finish`` after a takeover, the partner's work was done: send the reply all the same (the
+    other delivery finds the credit in the ledger)."""
 
 
 class BusyError(SlotPartnerError):

@@ -13,7 +13,12 @@ reply carries the library's answer (HTTP 400).
 With a journal (``Receiver(..., journal=...)``), ``begin()`` claims the event first. A claimed
 event (outcome NEW) keeps its ``sp_event`` after ``reply()``, since the journal stores the reply
 built inside it: ``finish()`` stores it (``sp_event_finish``) and then frees the ``sp_event``,
-``abandon()`` releases the claim (``sp_event_abandon``) and frees it. A journaled callback thus
+``abandon()`` releases the claim (``sp_event_abandon``), keeps the library's refusal to finish
+it (``sp_event_finish``: ClaimLostError, "the claim was abandoned") and frees it. A claim found
+taken over by another delivery (ClaimLostError from ``finish()`` or ``abandon()``) frees it too.
+Either way the event remembers: a later ``finish()`` raises that ClaimLostError again, every
+time, and so does a later ``abandon()`` of a claim taken over (of an abandoned one it does
+nothing), as the library answers. A journaled callback thus
 costs five foreign calls: handle, begin, reply, finish, free; a repeat answered from the journal
 three (handle, begin, free: ``begin()`` copies the stored reply and frees at once); a balance
 query (NOT_JOURNALED) four (handle, begin, reply, free). A delivery claimed again (attempt 2
@@ -40,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from . import _lib
-from .errors import ValidationError, argument_error, last_error
+from .errors import ClaimLostError, SlotPartnerError, ValidationError, argument_error, last_error
 from .replies import c_text, check_amount, reply_balance, reply_result
 
 _LIB = _lib.lib
@@ -131,8 +136,10 @@ _CLAIM_LOST = _lib.SP_ERR_CLAIM_LOST
 # Event._journal: where the event stands with the journal.
 _NOT_BEGUN = 0  # begin() not called (or no journal): reply() frees the sp_event
 _CLAIMED = 1  # begin() said NEW: the sp_event lives until finish()/abandon()/close()
-_SETTLED = 2  # DONE, NOT_JOURNALED, finished or abandoned
+_SETTLED = 2  # DONE, NOT_JOURNALED or finished: finish() and abandon() do nothing
 _NO_JOURNAL = 3  # the receiver has no journal: the sp_event was freed once the fields were read
+_ABANDONED = 4  # abandoned: finish() raises Event._refusal (ClaimLostError), abandon() does nothing
+_LOST = 5  # the claim was found taken over: finish() and abandon() raise Event._refusal
 
 _E = TypeVar("_E", bound="Event")
 
@@ -156,7 +163,17 @@ class Event:
             (500 by default). 0 until a reply is built. Not part of equality or copies.
     """
 
-    __slots__ = ("name", "index", "index_unreadable", "extra", "reply_http_status", "_ptr", "_replies", "_journal")
+    __slots__ = (
+        "name",
+        "index",
+        "index_unreadable",
+        "extra",
+        "reply_http_status",
+        "_ptr",
+        "_replies",
+        "_journal",
+        "_refusal",
+    )
     _fields: ClassVar[tuple[str, ...]] = ()
 
     name: str
@@ -167,6 +184,9 @@ class Event:
     _ptr: int | None
     _replies: ReplySettings
     _journal: int
+    #: For an abandoned or lost claim (``_ABANDONED``, ``_LOST``): the ClaimLostError that
+    #: ``finish()`` (and for a lost one ``abandon()``) raises from then on; unset otherwise.
+    _refusal: SlotPartnerError
 
     def reply(self, success: bool = True, message: str = "") -> bytes:
         """The reply body for this event: ``{"refund"|"payout":{"success":..,"errorMessage":..}}``.
@@ -259,14 +279,19 @@ class Event:
         claimed (DONE, NOT_JOURNALED, finished already).
 
         Raises:
-            ClaimLostError: the claim is no longer this worker's (its lease expired and another
-                delivery took it over); nothing was stored, the event is settled and freed. The
-                partner's work was done: send the reply all the same (the other delivery finds
-                the credit in the ledger).
+            ClaimLostError: the claim is no longer this worker's, and nothing was stored: its
+                lease expired and another delivery took it over ("taken over by attempt N"; the
+                library's event is freed, and ``finish()`` and ``abandon()`` raise this same
+                error again every time), or ``abandon()`` released it before ("the claim was
+                abandoned"; raised again by every ``finish()``). After a takeover the partner's
+                work was done: send the reply all the same (the other delivery finds the credit
+                in the ledger).
             ConfigurationError: the reply is over the journal's limit or none was built (the
                 claim stays: finish again or abandon), the event was not begun, or it was closed
                 (its claim released) before.
-            JournalError: the storage failed (the claim stays until its lease ends).
+            JournalError: the storage failed (the claim stays this event's: finish again, or
+                abandon; ``close()``, leaving a ``with`` block or dropping the event releases it,
+                and if that fails too its lease ends it).
         """
         if self._journal != _CLAIMED:
             self._settled("finish")
@@ -279,49 +304,71 @@ class Event:
         else:
             data = reply if reply.__class__ is bytes else bytes(reply)
             status = _event_finish(ptr, data, len(data))
-        error = last_error(status) if status else None
-        if error is not None and status != _CLAIM_LOST:
-            raise error  # the claim stays: finish again, or abandon
-        # Stored, or the claim is gone: the event is settled, as in the library.
-        self._journal = _SETTLED
-        self._ptr = None
-        _event_free(ptr)
-        if error is not None:
-            raise error
+        if not status:
+            self._journal = _SETTLED
+            self._ptr = None
+            _event_free(ptr)
+            return
+        error = last_error(status)
+        if status == _CLAIM_LOST:  # taken over: refused from now on, as in the library
+            self._lose(ptr, error)
+        raise error  # otherwise the claim stays: finish again, or abandon
 
     def abandon(self) -> None:
         """Releases the claim after a transient failure of the partner (its database is down), so
         that the next delivery runs the logic again (as attempt 2); answer the service with HTTP
-        503 so that it delivers again. Then frees the library's event. Does nothing for an event
-        that is not claimed (DONE, NOT_JOURNALED, finished or abandoned already). Dropping or
-        closing a claimed event releases the claim the same way, without reporting failures.
+        503 so that it delivers again. Then frees the library's event. Three foreign calls
+        (``sp_event_abandon``; ``sp_event_finish``, which keeps the library's refusal for a later
+        ``finish()``; ``sp_event_free``). From then on ``finish()`` raises ClaimLostError ("the
+        claim was abandoned"), every time, and ``abandon()`` does nothing. Does nothing for an
+        event answered from the journal or not journaled (DONE, NOT_JOURNALED), or finished.
+        Dropping or closing a claimed event releases the claim the same way, without reporting
+        failures.
 
-        Raises ClaimLostError or JournalError as ``finish`` does (the claim then ends with its
-        lease; the event is settled and freed all the same), ConfigurationError when the event
-        was not begun.
+        Raises:
+            ClaimLostError: its lease expired and another delivery took the claim over ("taken
+                over by attempt N"): the library's event is freed, and ``finish()`` and
+                ``abandon()`` raise this same error again every time.
+            JournalError: the storage failed; the claim stays this event's (abandon again, or
+                ``close()``, which tries once more; if that fails too, its lease ends it).
+            ConfigurationError: the event was not begun.
         """
         if self._journal != _CLAIMED:
             self._settled("abandon")
             return
         ptr = self._ptr
-        if ptr is None:  # closed: freeing it released the claim already
-            self._journal = _SETTLED
+        if ptr is None:  # closed: freeing it released the claim already (finish() stays refused)
             return
         status = _event_abandon(ptr)
-        error = last_error(status) if status else None
-        # Settled either way, as in the library: a claim that could not be released ends with
-        # its lease.
-        self._journal = _SETTLED
+        if status:
+            error = last_error(status)
+            if status == _CLAIM_LOST:  # taken over: refused from now on, as in the library
+                self._lose(ptr, error)
+            raise error  # otherwise the claim stays: abandon again, or close
+        # Released: the library refuses to finish it from now on; its refusal is kept.
+        status = _event_finish(ptr, None, 0)
+        self._refusal = last_error(status) if status else ClaimLostError(_CLAIM_LOST, "", "the claim was abandoned")
+        self._journal = _ABANDONED
         self._ptr = None
         _event_free(ptr)
-        if error is not None:
-            raise error
+
+    def _lose(self, ptr: int, error: SlotPartnerError) -> None:
+        """The claim was found taken over: ``error`` is what ``finish``/``abandon`` raise from
+        now on, as the library would; the library's event is freed."""
+        self._refusal = error
+        self._journal = _LOST
+        self._ptr = None
+        _event_free(ptr)
 
     def _settled(self, step: str) -> None:
-        """``finish``/``abandon`` of an event that is not claimed: nothing to do once begun;
-        before ``begin()`` the library's refusal (or the binding's, its event being gone)."""
-        if self._journal == _SETTLED:
+        """``finish``/``abandon`` of an event that is not claimed: nothing to do once settled; the
+        kept ClaimLostError for an abandoned (``finish`` only) or lost claim; before ``begin()``
+        the library's refusal (or the binding's, its event being gone)."""
+        state = self._journal
+        if state == _SETTLED or (state == _ABANDONED and step == "abandon"):
             return
+        if state == _ABANDONED or state == _LOST:
+            raise self._refusal.with_traceback(None)
         ptr = self._ptr
         if ptr is None:
             raise argument_error("event", f"{step}() needs begin() first: the event was not begun")

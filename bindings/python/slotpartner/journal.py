@@ -7,7 +7,7 @@ the journal has seen: counts, and the indexes that never arrived.
 
 The operator's side: ``index_jumps()``, ``conflicts()``, ``resolutions()`` and ``unrecoverable()``
 list what needs (or got) a decision; ``accept_jump``, ``jump_is_gap``, ``resolve_conflict``,
-``resolve`` and ``renumber`` record one, each with a note kept for audit.
+``close_unfinished``, ``resolve`` and ``renumber`` record one, each with a note kept for audit.
 """
 
 from __future__ import annotations
@@ -49,12 +49,14 @@ class JournalStatus:
         highest_index: the highest index seen, or None.
         watermark: every index from ``first_index`` up to this one was seen, or None.
         unfinished: deliveries claimed and never finished (abandoned, or their lease ran out):
-            nothing was stored; the service or a recovery must deliver them again.
+            nothing was stored; the service or a recovery must deliver them again, or an
+            operator closes them (``close_unfinished``).
         open_conflicts: entries of ``conflicts()`` no operator resolved yet.
         index_jumps: entries of ``index_jumps()`` no operator decided yet.
         resolved: indexes of the current numbering closed by hand (``resolve``).
-        unrecoverable: missing indexes the service answered 404 for ``not_found_limit``
-            recovery runs: no longer fetched (see ``unrecoverable()``).
+        unrecoverable: indexes, missing or carrying an unfinished delivery, the service answered
+            404 for ``not_found_limit`` recovery runs: no longer fetched (see
+            ``unrecoverable()``).
         numbering: the current numbering, 1 until ``renumber``.
 
     ``conflicts`` counts every delivery whose key came before with other decisive content:
@@ -115,9 +117,10 @@ class Journal(GuardedHandle):
             a gap of that size, at least 1 [100000]. Beyond it the index is recorded as an index
             jump (``index_jumps()``): the stretch between is not counted missing until an
             operator decides it (``accept_jump`` or ``jump_is_gap``).
-        not_found_limit: how many recovery runs may get HTTP 404 for a missing index before it
-            is reported unrecoverable and no longer fetched, at least 1 [3]. It stays missing
-            until resolved by hand (``resolve``).
+        not_found_limit: how many recovery runs may get HTTP 404 for an index before it is
+            reported unrecoverable and no longer fetched, at least 1 [3]. A missing one stays
+            missing until resolved by hand (``resolve``), an unfinished one unfinished until
+            closed by hand (``close_unfinished``).
 
     Raises:
         ConfigurationError: an unusable URL (field ``journal_url``) or setting (its name).
@@ -290,6 +293,22 @@ class Journal(GuardedHandle):
         note (``note``)."""
         self._invoke(_LIB.sp_journal_resolve_conflict, _check_range(id, "id", *_INT64, "an id"), _note(note))
 
+    def close_unfinished(self, index: int, note: str) -> int:
+        """Closes by hand the unfinished deliveries (abandoned, or their lease ran out) carrying
+        ``index``: an event the service answers 404 for, settled another way, or of an earlier
+        numbering. They no longer count as unfinished (``status().unfinished``) and recovery no
+        longer fetches them; a later delivery of such an event still runs as its next attempt.
+        The closing is listed by ``resolutions()`` with ``note``. Returns how many deliveries were
+        closed.
+
+        Raises ConfigurationError when no unfinished delivery carries ``index`` (field
+        ``index``) or for a blank note (``note``); JournalError when the storage fails.
+        """
+        index = _check_range(index, "index", *_INT64, "an index")
+        closed = ctypes.c_uint64()
+        self._invoke(_LIB.sp_journal_close_unfinished, index, _note(note), ctypes.byref(closed))
+        return closed.value
+
     def renumber(self, first: int, note: str) -> int:
         """Starts a new numbering from index ``first`` after the service restarted its indexes:
         the seen indexes of the old numbering are archived, gap detection counts from ``first``
@@ -323,12 +342,15 @@ class Journal(GuardedHandle):
     def resolutions(self, limit: int = 100) -> list[dict[str, Any]]:
         """The ranges closed by hand (``resolve``), newest first, at most ``limit``. Each a dict:
         ``id``, ``first``, ``last``, ``closed`` (how many were missing), ``numbering``, ``note``,
-        ``at_ms``."""
+        ``at_ms``. An unfinished delivery closed by hand (``close_unfinished``) is one with
+        ``first`` and ``last`` its index, ``closed`` 0 and its key named in ``note``."""
         return self._report(_lib.SP_JOURNAL_REPORT_RESOLUTIONS, False, limit)
 
     def unrecoverable(self, limit: int = 100) -> list[int]:
-        """The missing indexes recovery no longer fetches (HTTP 404 for ``not_found_limit``
-        runs), in order, at most ``limit``. They stay missing until resolved by hand."""
+        """The indexes recovery no longer fetches (HTTP 404 for ``not_found_limit`` runs),
+        missing or carrying an unfinished delivery, in order, at most ``limit``. Missing ones stay
+        missing until resolved by hand (``resolve``), unfinished ones unfinished until closed by
+        hand (``close_unfinished``)."""
         return self._report(_lib.SP_JOURNAL_REPORT_UNRECOVERABLE, False, limit)
 
     def _report(self, kind: int, all: bool, limit: int) -> Any:  # noqa: A002

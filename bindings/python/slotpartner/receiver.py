@@ -15,6 +15,7 @@ from .replies import c_text
 
 _LIB = _lib.lib
 _handle = _LIB.sp_receiver_handle
+_authenticate = _LIB.sp_receiver_authenticate
 _handle_record = _lib.handle_record_unchecked
 _parse = _LIB.sp_receiver_parse
 _OUT = _lib.OUT
@@ -92,6 +93,9 @@ class Receiver(_lib.SharedHandle):
 
         receiver = Receiver("6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f", sources="production")
         event = receiver.handle(token_header, remote_addr, body)
+
+    ``authenticate(token_header, remote_addr)`` checks the source and token alone (before a
+    journal is opened: a request refused there never reaches it).
 
     Every setting but ``tokens`` is optional: None (the default) keeps the library's default,
     shown in brackets. The list-valued settings (``tokens``, ``sources``, ``trusted_proxies``)
@@ -319,6 +323,36 @@ class Receiver(_lib.SharedHandle):
             # with the library's answer (HTTP 400), so it is read again into one.
             return self.parse(body)
         return event
+
+    def authenticate(
+        self,
+        token: str | bytes | None,
+        remote_addr: str | bytes | None,
+        forwarded_for: str | bytes | bytearray | memoryview | None = None,
+    ) -> None:
+        """Checks the source address, then the token, as ``handle`` does first, without a body:
+        nothing is parsed and the receiver's journal is not touched (one foreign call,
+        ``sp_receiver_authenticate``). Call it before opening a journal, so that a caller without
+        the token never makes the journal connect to its storage; then handle the callback with
+        a receiver that has the journal. The arguments are those of ``handle``.
+
+        Raises:
+            AuthenticationError: as ``handle`` raises it for the same request: missing or wrong
+                token (HTTP 401), source not allowed (403), with the same ``http_status`` and
+                ``response_body``.
+        """
+        if token.__class__ is str:
+            token = _HEADERS.get(token) or _encoded(token)
+        elif token.__class__ is not bytes or b"\0" in token:
+            token = _header(token)
+        if remote_addr.__class__ is str:
+            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr)
+        elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
+            remote_addr = _header(remote_addr)
+        forwarded = _header(forwarded_for) if forwarded_for is not None else None
+        status = _authenticate(self._ptr, token, remote_addr, forwarded)
+        if status:
+            raise last_error(status)
 
     def parse(self, body: bytes) -> Event:
         """Parses and validates ``body`` without checking source or token (for tools and tests).

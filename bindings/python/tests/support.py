@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -90,6 +91,44 @@ class Sandbox:
             self.process.kill()
             self.process.wait()
         self.dir.cleanup()
+
+
+#: A journal whose PostgreSQL server cannot be reached: a closed port on loopback. Its user and
+#: database are names no answer may show.
+UNREACHABLE_JOURNAL = "postgres://sp_owner@127.0.0.1:1/sp_ledger"
+#: What an answer must never hold of a journal's URL (URL, address, user, database).
+JOURNAL_SECRETS = ("postgres://", "127.0.0.1", "sp_owner", "sp_ledger")
+
+
+class ConnectionCounter:
+    """A TCP listener on a free loopback port that counts the connections made to it and closes
+    each at once: a journal URL naming it shows whether anything tried to reach the journal."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.socket.settimeout(0.05)
+        self.port = self.socket.getsockname()[1]
+        self.count = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def url(self) -> str:
+        return f"postgres://sp_owner@127.0.0.1:{self.port}/sp_ledger"
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.socket.accept()
+            except TimeoutError:
+                continue
+            self.count += 1
+            conn.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=5)
+        self.socket.close()
 
 
 class WsgiExample:

@@ -2,7 +2,7 @@
 from the journal byte for byte without running the logic, conflicts, abandoned and dropped
 claims, busy claims, balance queries, refused deliveries, gaps, the operator's side (index jumps
 accepted or declared gaps, gaps resolved by hand, conflicts handed out and resolved,
-renumbering), threads, the number of foreign calls per journaled callback, and the example
+unfinished deliveries closed by hand, renumbering), threads, the number of foreign calls per journaled callback, and the example
 serving with SLOTPARTNER_JOURNAL."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -46,6 +47,20 @@ def refund(transaction_id: int, index: int, game_id: int = 12, game_session_id: 
         f'"gameSessionId":{game_session_id},"partnerGameRequestIdentifier":"req-1","gameId":{game_id},'
         f'"isMobile":false}}'
     ).encode()
+
+
+#: A journal whose PostgreSQL server cannot be reached: a closed port on loopback.
+UNREACHABLE = "postgres://sp_owner@127.0.0.1:1/sp_ledger"
+
+#: Run by another Python process: holds the write lock of the SQLite file argv[1] until its stdin ends.
+HOLD_WRITE_LOCK = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.read()
+db.execute("ROLLBACK")
+"""
 
 
 class JournalCase(unittest.TestCase):
@@ -148,6 +163,12 @@ class ExactlyOnceTest(JournalCase):
         event.abandon()  # the partner's database was down
         self.assertIsNone(event._ptr)
         event.abandon()  # abandoning twice does nothing
+        for _ in range(2):  # finishing it now fails, every time: nothing is stored
+            with self.assertRaises(ClaimLostError) as caught:
+                event.finish()
+            self.assertIn("the claim was abandoned", caught.exception.message)
+            self.assertEqual((caught.exception.status, caught.exception.http_status), (25, 503))
+        event.abandon()  # still nothing to do
         event = self.receiver.parse(refund(900_005, 1))
         claim = event.begin()
         self.assertEqual((claim.outcome, claim.attempt, claim.differing), (Outcome.NEW, 2, ()), "the same content")
@@ -187,6 +208,9 @@ class ExactlyOnceTest(JournalCase):
         with self.assertRaises(ConfigurationError) as caught:
             event.finish()
         self.assertIn("claim was released", caught.exception.message)
+        event.abandon()  # released already: nothing to do
+        with self.assertRaises(ConfigurationError):
+            event.finish()  # still refused
         with self.receiver.parse(body) as event:
             self.assertEqual(event.begin().attempt, 3)
         self.assertEqual(self.receiver.parse(body).begin().attempt, 4)  # a temporary, dropped at once
@@ -220,14 +244,67 @@ class ExactlyOnceTest(JournalCase):
         self.assertEqual(other.begin().attempt, 2)
         with self.assertRaises(ClaimLostError) as caught:
             slow.finish()
-        self.assertEqual((caught.exception.status, caught.exception.http_status), (25, 503))
-        self.assertIsNone(slow._ptr, "settled and freed, as the library settles it")
-        slow.finish()  # nothing more to do
-        slow.abandon()
+        lost = caught.exception
+        self.assertEqual((lost.status, lost.http_status), (25, 503))
+        self.assertIn("taken over by attempt 2", lost.message)
+        self.assertIsNone(slow._ptr, "freed: the claim is no longer this event's")
+        # Finishing and abandoning it fail the same way from now on, every time.
+        for step in (slow.finish, slow.abandon, slow.finish, slow.abandon):
+            with self.assertRaises(ClaimLostError) as again:
+                step()
+            self.assertIs(again.exception, lost)
         other.reply(False, "second")
         other.finish()
         self.assertEqual(self.callback(refund(900_008, 1))[1], b'{"refund":{"success":false,"errorMessage":"second"}}')
         journal.close()
+
+    def test_a_claim_found_lost_by_abandon_refuses_finish_and_abandon_every_time(self) -> None:
+        journal = Journal(self.url, lease_ms=30)
+        receiver = Receiver(TOKEN, sources="any", journal=journal)
+        journal.close()  # the receiver keeps it open
+        slow = receiver.parse(refund(900_010, 1))
+        slow.begin()
+        slow.reply()
+        time.sleep(0.1)  # the lease ends: the next delivery takes the claim over
+        other = receiver.parse(refund(900_010, 1))
+        self.assertEqual(other.begin().attempt, 2)
+        with self.assertRaises(ClaimLostError) as caught:
+            slow.abandon()
+        lost = caught.exception
+        self.assertEqual((lost.status, lost.http_status), (25, 503))
+        self.assertIn("taken over by attempt 2", lost.message)
+        for step in (slow.finish, slow.abandon, slow.finish):
+            with self.assertRaises(ClaimLostError) as again:
+                step()
+            self.assertIs(again.exception, lost)
+        other.reply()
+        other.finish()  # the other delivery's claim is untouched
+        self.assertEqual(receiver.parse(refund(900_010, 1)).begin().outcome, Outcome.DONE)
+
+    def test_a_refused_abandon_keeps_the_claim(self) -> None:
+        journal = Journal(self.url, busy_wait_ms=0, lock_timeout_ms=50)
+        receiver = Receiver(TOKEN, sources="any", journal=journal)
+        journal.close()
+        event = receiver.parse(refund(900_011, 1))
+        self.assertEqual(event.begin().attempt, 1)
+        stored = event.reply()
+        # Another program holds the journal's write lock: the abandon cannot be written. (Another
+        # process: SQLite's locks are POSIX locks, which never conflict within one process.)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_WRITE_LOCK, self.url.removeprefix("sqlite:")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert holder.stdout is not None and holder.stdin is not None
+            self.assertEqual(holder.stdout.readline(), b"locked\n")
+            with self.assertRaises(JournalError):
+                event.abandon()
+        finally:
+            holder.communicate(b"")  # the holder rolls back and ends
+        self.assertIsNotNone(event._ptr, "the claim is still this event's")
+        event.finish()  # so finishing stores the reply
+        claim = receiver.parse(refund(900_011, 1)).begin()
+        self.assertEqual((claim.outcome, claim.reply), (Outcome.DONE, stored))
 
     def test_balance_queries_are_not_journaled(self) -> None:
         body = b'{"action":"getPlayerBalance","playerIdentifier":"p-1","index":2}'
@@ -506,6 +583,105 @@ class OperatorTest(JournalCase):
         self.assertEqual((self.journal.status().in_progress, self.journal.status().unfinished), (0, 1))
         self.callback(refund(900_700, 1))
         self.assertEqual(self.journal.status().unfinished, 0)
+
+    def test_an_unfinished_delivery_closed_by_hand_runs_again_as_attempt_2(self) -> None:
+        event = self.receiver.parse(refund(900_705, 5))
+        self.assertEqual(event.begin().attempt, 1)
+        event.abandon()
+        self.assertEqual(self.journal.status().unfinished, 1)
+        for bad_note in ("", " \t "):
+            with self.assertRaises(ConfigurationError) as blank:
+                self.journal.close_unfinished(5, bad_note)
+            self.assertEqual(blank.exception.field, "note")
+        for index in (4, 6, -1, 2**63 - 1):
+            with self.assertRaises(ConfigurationError) as none:
+                self.journal.close_unfinished(index, "nothing there")
+            self.assertEqual(none.exception.field, "index", index)
+        with self.assertRaises(ConfigurationError) as too_big:
+            self.journal.close_unfinished(2**63, "beyond int64")
+        self.assertEqual(too_big.exception.field, "index")
+        self.assertEqual(self.journal.status().unfinished, 1, "nothing refused changed anything")
+        self.assertEqual(self.journal.close_unfinished(5, "refunded by hand, ticket 4411"), 1)
+        self.assertEqual(self.journal.status().unfinished, 0)
+        [closing] = self.journal.resolutions()
+        self.assertEqual((closing["first"], closing["last"], closing["closed"]), (5, 5, 0))
+        self.assertIn("refunded by hand, ticket 4411", closing["note"])
+        with self.assertRaises(ConfigurationError) as twice:
+            self.journal.close_unfinished(5, "again")
+        self.assertEqual(twice.exception.field, "index")
+        event = self.receiver.parse(refund(900_705, 5))
+        claim = event.begin()
+        self.assertEqual((claim.outcome, claim.attempt), (Outcome.NEW, 2))
+        event.reply()
+        event.finish()
+        self.assertEqual((self.journal.status().unfinished, self.journal.status().handled), (0, 1))
+
+
+class LedgerUnavailable(Exception):
+    """The README snippet's transient failure of the partner's ledger."""
+
+
+class ReadmeSnippetTest(unittest.TestCase):
+    """The README's "Exactly once" snippet as it stands, its journal's URL replaced (and its lock
+    time-out shortened), run with the names it leaves to the partner."""
+
+    def snippet(self, url: str, logic: Callable[[slotpartner.Event], bytes]) -> Callable[..., tuple[int, bytes]]:
+        readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+        match = re.search(r"\n## Exactly once\n.*?```python\n(.*?)```", readme, re.S)
+        assert match is not None, "no Python snippet under Exactly once"
+        literal = 'slotpartner.Journal("sqlite:/var/lib/partner/journal.db")'
+        self.assertIn(literal, match.group(1))
+        code = match.group(1).replace(literal, f"slotpartner.Journal({url!r}, lock_timeout_ms=50)")
+        namespace: dict[str, Any] = {"partner_token": TOKEN, "run_partner_logic": logic,
+                                     "LedgerUnavailable": LedgerUnavailable}  # fmt: skip
+        exec(compile(code, "README.md", "exec"), namespace)
+        namespace["log"].disabled = True
+        return namespace["callback"]  # type: ignore[no-any-return]
+
+    def test_an_unreachable_journal_gets_401_and_503_naming_nothing_of_it(self) -> None:
+        callback = self.snippet(UNREACHABLE, lambda event: event.reply())
+        self.assertEqual(callback(None, "18.203.30.17", refund(900_900, 1))[0], 401)
+        status, body = callback(TOKEN, "18.203.30.17", refund(900_900, 1))
+        self.assertEqual(status, 503)
+        self.assertIn("error", json.loads(body))
+        for secret in ("postgres://", "127.0.0.1", "sp_owner", "sp_ledger"):
+            self.assertNotIn(secret.encode(), body)
+
+    def test_a_journal_failing_at_finish_or_abandon_is_answered(self) -> None:
+        with tempfile.TemporaryDirectory(prefix="sp-journal-snippet-") as directory:
+            path = f"{directory}/journal.db"
+            holders: list[subprocess.Popen[bytes]] = []
+
+            def hold_lock() -> None:
+                holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, path],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+                holders.append(holder)
+                assert holder.stdout is not None
+                self.assertEqual(holder.stdout.readline(), b"locked\n")
+
+            def credit_then_journal_down(event: slotpartner.Event) -> bytes:
+                hold_lock()
+                return event.reply()
+
+            def ledger_and_journal_down(event: slotpartner.Event) -> bytes:
+                hold_lock()
+                raise LedgerUnavailable()
+
+            ok = b'{"refund":{"success":true,"errorMessage":""}}'
+            try:
+                callback = self.snippet(f"sqlite:{path}", lambda event: event.reply())
+                self.assertEqual(callback(TOKEN, "18.203.30.17", refund(900_901, 1)), (200, ok))
+                self.assertEqual(callback(TOKEN, "18.203.30.17", refund(900_901, 1)), (200, ok), "a repeat")
+                failing = self.snippet(f"sqlite:{path}", credit_then_journal_down)
+                self.assertEqual(failing(TOKEN, "18.203.30.17", refund(900_902, 2)), (200, ok), "finish failed")
+                holders.pop().communicate(b"")
+                failing = self.snippet(f"sqlite:{path}", ledger_and_journal_down)
+                status, body = failing(TOKEN, "18.203.30.17", refund(900_903, 3))
+                self.assertEqual(status, 503, "abandon failed")
+                self.assertIn("error", json.loads(body))
+            finally:
+                for holder in holders:
+                    holder.communicate(b"")
 
 
 class ThreadsTest(JournalCase):

@@ -305,9 +305,20 @@ class AuthenticationTest(unittest.TestCase):
     receiver = Receiver([TOKEN, OTHER_TOKEN], sources="production", trusted_proxies="10.0.0.0/8")
 
     def refused(self, token: str | bytes | None, remote: str | None, forwarded: str | None = None) -> SlotPartnerError:
+        """The refusal of ``handle``, which ``authenticate`` alone gives alike."""
         with self.assertRaises(SlotPartnerError) as caught:
             self.receiver.handle(token, remote, fixture("refund"), forwarded)
-        return caught.exception
+        with self.assertRaises(SlotPartnerError) as alone:
+            self.receiver.authenticate(token, remote, forwarded)
+        handled, checked = caught.exception, alone.exception
+        answer = lambda e: (type(e), e.status, e.field, e.message, e.http_status, e.response_body)  # noqa: E731
+        self.assertEqual(answer(checked), answer(handled))
+        return handled
+
+    def accepted(self, token: str | bytes | None, remote: str | None, forwarded: str | None = None) -> None:
+        """``authenticate`` passes what ``handle`` accepts."""
+        self.assertIsNone(self.receiver.authenticate(token, remote, forwarded))
+        self.assertIsInstance(self.receiver.handle(token, remote, fixture("refund"), forwarded), BuyRefund)
 
     def test_missing_token(self) -> None:
         for token in (None, "", b""):
@@ -328,11 +339,11 @@ class AuthenticationTest(unittest.TestCase):
 
     def test_upper_case_token_accepted(self) -> None:
         for token in (TOKEN.upper(), OTHER_TOKEN.upper(), TOKEN.upper().encode()):
-            self.assertIsInstance(self.receiver.handle(token, PRODUCTION, fixture("refund")), BuyRefund, repr(token))
+            self.accepted(token, PRODUCTION)
 
     def test_rotation_accepts_both_tokens(self) -> None:
         for token in (TOKEN, OTHER_TOKEN):
-            self.assertIsInstance(self.receiver.handle(token, PRODUCTION, fixture("refund")), BuyRefund)
+            self.accepted(token, PRODUCTION)
 
     def test_forbidden_source(self) -> None:
         for remote in (STAGING, "127.0.0.1", None, "not-an-address", "18.203.30.17\0"):
@@ -342,9 +353,17 @@ class AuthenticationTest(unittest.TestCase):
         # The source is checked before the token.
         self.assertEqual(self.refused(None, STAGING).status, 16)
 
+    def test_authenticate_under_sources_any_looks_at_the_token_only(self) -> None:
+        anyone = Receiver(TOKEN, sources="any")
+        for remote in (None, "not-an-address", b"\xff"):
+            self.assertIsNone(anyone.authenticate(TOKEN, remote))
+        with self.assertRaises(AuthenticationError) as caught:
+            anyone.authenticate(None, None)
+        self.assertEqual((caught.exception.status, caught.exception.http_status), (14, 401))
+
     def test_forwarded_for_only_from_trusted_proxies(self) -> None:
-        event = self.receiver.handle(TOKEN, "10.1.2.3", fixture("refund"), forwarded_for=f"192.0.2.1, {PRODUCTION}")
-        self.assertIsInstance(event, BuyRefund)
+        self.accepted(TOKEN, "10.1.2.3", forwarded=f"192.0.2.1, {PRODUCTION}")
+        self.accepted(TOKEN, PRODUCTION, forwarded="\udcff")  # an untrusted peer's header is ignored
         self.assertEqual(self.refused(TOKEN, "192.0.2.7", forwarded=PRODUCTION).status, 16)
         self.assertEqual(self.refused(TOKEN, "10.1.2.3", forwarded=STAGING).status, 16)
 

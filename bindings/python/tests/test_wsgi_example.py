@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import socket
@@ -21,7 +22,19 @@ import unittest
 from pathlib import Path
 from typing import Any
 
-from support import EXAMPLE, EXPECTED, FIXTURES, OTHER_TOKEN, ROOT, TOKEN, Sandbox, WsgiExample
+from support import (
+    EXAMPLE,
+    EXPECTED,
+    FIXTURES,
+    JOURNAL_SECRETS,
+    OTHER_TOKEN,
+    ROOT,
+    TOKEN,
+    UNREACHABLE_JOURNAL,
+    ConnectionCounter,
+    Sandbox,
+    WsgiExample,
+)
 
 CGI = ROOT / "target" / "examples" / "callback_cgi"
 BIG = b" " * 70000
@@ -208,6 +221,65 @@ class InProcessTest(unittest.TestCase):
                 # Logged once at start-up and once per request; the C program per request.
                 lines = log.getvalue().replace("callback_wsgi:", "callback_cgi:").splitlines()
                 self.assertEqual(lines, 2 * cgi.stderr.decode().splitlines())
+
+
+class UnreachableJournalTest(unittest.TestCase):
+    """SLOTPARTNER_JOURNAL naming a PostgreSQL server that cannot be reached: a request failing
+    the token or source check is answered as without a journal (401, 403) and never makes the
+    journal connect; one that passes them gets 503 with a JSON body naming nothing of the
+    journal (its URL, address, user and database stay in the log)."""
+
+    def call(self, config: dict[str, str], token: str | None, remote: str = "127.0.0.1") -> tuple[str, bytes, str]:
+        """(status line, body, log) of one refund delivered to a fresh app."""
+        body = fixture_body = (FIXTURES / "refund.json").read_bytes()
+        environ: dict[str, Any] = {"REQUEST_METHOD": "POST", "CONTENT_LENGTH": str(len(fixture_body)),
+                                   "REMOTE_ADDR": remote, "wsgi.input": io.BytesIO(body)}  # fmt: skip
+        if token is not None:
+            environ["HTTP_X_SERVICE_TOKEN"] = token
+        seen: dict[str, Any] = {}
+        log = io.StringIO()
+        with contextlib.redirect_stderr(log):
+            app = example.make_app({"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": "127.0.0.1", **config})
+            answer = b"".join(app(environ, lambda status, headers: seen.update(status=status)))
+        return seen["status"], answer, log.getvalue()
+
+    def assert_names_no_journal(self, text: str | bytes, what: str) -> None:
+        data = text.decode() if isinstance(text, bytes) else text
+        for secret in JOURNAL_SECRETS:
+            self.assertNotIn(secret, data, what)
+
+    def test_refused_requests_never_reach_the_journal(self) -> None:
+        counter = ConnectionCounter()
+        try:
+            config = {"SLOTPARTNER_JOURNAL": counter.url()}
+            for name, token, remote in (("no_token", None, "127.0.0.1"), ("wrong_token", OTHER_TOKEN, "127.0.0.1"),
+                                        ("forbidden_source", TOKEN, "18.203.30.17")):  # fmt: skip
+                with self.subTest(name):
+                    status, body, log = self.call(config, token, remote)
+                    want_status, want_reason, _, want_body = split_expected(expected(name))
+                    self.assertEqual((status, body), (f"{want_status} {want_reason}", want_body))
+                    self.assert_names_no_journal(body + log.encode(), name)
+            self.assertEqual(counter.count, 0, "a refused request made the journal connect")
+            # The counter sees a connection when one is made: a request with the token makes one.
+            status, body, _ = self.call(config, TOKEN)
+            self.assertEqual(status, "503 Service Unavailable")
+            self.assertGreater(counter.count, 0)
+        finally:
+            counter.stop()
+
+    def test_an_unreachable_journal_is_answered_503_naming_nothing_of_it(self) -> None:
+        config = {"SLOTPARTNER_JOURNAL": UNREACHABLE_JOURNAL}
+        status, body, log = self.call(config, None)
+        self.assertEqual(status, "401 Unauthorized")
+        self.assert_names_no_journal(body + log.encode(), "no token")
+        status, body, log = self.call(config, TOKEN)
+        self.assertEqual(status, "503 Service Unavailable")
+        self.assertIn("error", json.loads(body))
+        self.assert_names_no_journal(body, "the 503 body")
+        self.assertTrue(log.startswith("callback_wsgi: journal: ") and "127.0.0.1:1" in log, log)
+        # Opened on demand: the next request tries again, answered alike.
+        app_status, app_body, _ = self.call(config, TOKEN)
+        self.assertEqual((app_status, app_body), (status, body))
 
 
 def parse_http(raw: bytes) -> tuple[int, str, dict[str, str], bytes]:
