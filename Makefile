@@ -164,10 +164,15 @@ $(SANDIR)/threads: tests/c/threads.c include/slotpartner.h $(RELEASE)/libslotpar
 # PostgreSQL cluster (skipped when PostgreSQL is not installed). Built plainly, not under the
 # sanitizers: GCC's AddressSanitizer allocator does not survive fork() in a threaded process (a
 # child inherits its lock held by a parent thread that was allocating, and hangs in malloc).
-test-fork: target/fork-test/fork
+# Then four threads forking 100 children each at once while four others keep the journal busy:
+# every child must use its journal (a fork while another fork's handler was closing SQLite
+# connections would hang).
+test-fork: target/fork-test/fork target/fork-test/fork_concurrent
 	tests/c/fork.sh target/fork-test/fork
+	@scratch=$$(mktemp -d) && target/fork-test/fork_concurrent "sqlite:$$scratch/journal.db" 4 100; \
+		rc=$$?; rm -rf "$$scratch"; exit $$rc
 
-target/fork-test/fork: tests/c/fork.c include/slotpartner.h $(RELEASE)/libslotpartner.a
+target/fork-test/%: tests/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p target/fork-test
 	$(CC) -std=c11 $(STRICT) $(CFLAGS) -pthread -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 

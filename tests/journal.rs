@@ -1033,6 +1033,22 @@ fn sqlite_files_are_created_for_the_owner_only() {
     assert_eq!(id, 0x5350_4A31);
 }
 
+/// Through a dangling symbolic link the journal's file is still created for the owner only.
+#[test]
+fn sqlite_file_behind_a_dangling_link_is_created_for_the_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("slotpartner-journal-link");
+    let target = dir.0.join("elsewhere.db");
+    let link = dir.0.join("journal.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let journal = open(&format!("sqlite:{}", link.display()));
+    handle(&journal, &refund(1, Some(1), 7), b"ok");
+    for file in ["elsewhere.db", "elsewhere.db-wal", "elsewhere.db-shm"] {
+        let mode = std::fs::metadata(dir.0.join(file)).unwrap_or_else(|e| panic!("{file}: {e}")).permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{file} has mode {:o}", mode & 0o777);
+    }
+}
+
 /// Another program's database at the journal's path is refused, naming the path, and left as
 /// it was (not switched to WAL, no tables added); an empty file becomes a journal.
 #[test]
@@ -1543,14 +1559,32 @@ fn an_unfinished_delivery_can_be_closed_by_hand(b: &dyn Backend) {
 }
 
 fn an_unfinished_delivery_of_an_earlier_numbering_is_not_fetched(b: &dyn Backend) {
-    let journal = open(&b.url("unfinished_of_an_earlier_numbering"));
+    let options = JournalOptions { lease: Duration::from_millis(300), ..JournalOptions::default() };
+    let journal = open_with(&b.url("unfinished_of_an_earlier_numbering"), options);
     handle(&journal, &refund(1, Some(4), 7), b"ok");
-    let claim = new_claim(&journal, &refund(2, Some(5), 7));
-    journal.abandon(&claim).unwrap();
+    let abandoned = new_claim(&journal, &refund(2, Some(5), 7));
+    journal.abandon(&abandoned).unwrap();
+    // Unfinished deliveries are settled before a renumbering, never carried across it.
+    let refused = journal.renumber(1, "the service restarted").unwrap_err();
+    assert!(refused.field == "first_index" && refused.message.contains("(5)"), "{refused}");
+    journal.close_unfinished(5, "paid by hand").unwrap();
+    // A claim in flight at the renumbering whose worker dies after it.
+    let _in_flight = new_claim(&journal, &refund(3, Some(6), 7));
     journal.renumber(1, "the service restarted").unwrap();
+    thread::sleep(Duration::from_millis(400));
     handle(&journal, &indexed(1), b"ok");
-    assert_eq!(journal.recovery_plan(10).unwrap(), Vec::<i64>::new());
-    assert_eq!(journal.status().unwrap().unfinished, 1, "still unfinished, for the operator");
+    let status = journal.status().unwrap();
+    assert_eq!((status.unfinished, status.in_progress), (1, 1), "still unfinished, for the operator");
+    assert_eq!(journal.recovery_plan(10).unwrap(), Vec::<i64>::new(), "its index names no event now");
+    // The new numbering's own unfinished delivery at the same index is closed first, alone.
+    let current = new_claim(&journal, &indexed(6));
+    journal.abandon(&current).unwrap();
+    assert_eq!(journal.status().unwrap().unfinished, 2);
+    assert_eq!(journal.close_unfinished(6, "the service lost it").unwrap(), 1);
+    assert_eq!(journal.lookup(3).unwrap()[0].state, RecordState::Claimed);
+    assert_eq!(journal.close_unfinished(6, "the old numbering's, paid by hand").unwrap(), 1);
+    let status = journal.status().unwrap();
+    assert_eq!((status.unfinished, status.in_progress), (0, 0), "{status:?}");
 }
 
 fn the_whole_index_range_resolved(b: &dyn Backend) {

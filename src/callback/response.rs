@@ -46,12 +46,19 @@ pub fn http_status(kind: ErrorKind) -> u16 {
 /// SQL or the server's message (those stay in the error for the host's log).
 pub const JOURNAL_UNAVAILABLE: &str = "the partner is temporarily unavailable; deliver again later";
 
+/// What the caller is told when the journal's URL was refused at open: the same 500 a host's
+/// other configuration errors get, without the URL, path or server.
+pub const JOURNAL_MISCONFIGURED: &str = "the partner is misconfigured; its log says how";
+
 /// `{"error":{"code":"<code>","field":"<field>","message":"<message>"}}` with the kind's status.
 /// A failure of the journal's storage (`ErrorKind::Journal`) says only that the partner is
 /// temporarily unavailable (503): the caller may be anyone who reached the endpoint.
 pub fn error_body(error: &Error) -> Response {
     let (field, message) = match error.kind {
         ErrorKind::Journal => ("", JOURNAL_UNAVAILABLE),
+        // The journal's URL refused when it was opened (another program's file, a TLS setting):
+        // the host's mistake, and its path or server is nobody else's business.
+        _ if error.field == "journal_url" => ("", JOURNAL_MISCONFIGURED),
         _ => (error.field.as_str(), error.message.as_str()),
     };
     Response {
@@ -80,6 +87,14 @@ mod tests {
         assert!(!response.body.contains("db.internal") && !response.body.contains("postgres"), "{}", response.body);
         assert!(response.body.contains(JOURNAL_UNAVAILABLE), "{}", response.body);
         assert!(error.message.contains("db.internal"), "the host's log keeps it");
+        let refused = Error::field(
+            ErrorKind::InvalidArgument,
+            "journal_url",
+            "sqlite:/var/lib/partner/journal.db holds another program's database (tables wallet_credits)",
+        );
+        let response = error_body(&refused);
+        assert_eq!(response.http_status, 500);
+        assert!(!response.body.contains("/var/lib") && !response.body.contains("wallet"), "{}", response.body);
         let conflict =
             Error::field(ErrorKind::Conflict, "jackpotPayout.transactionId", "transactionId 5 was delivered before");
         assert!(error_body(&conflict).body.contains("transactionId 5"));

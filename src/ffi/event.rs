@@ -268,7 +268,11 @@ impl Drop for EventBox {
     /// partner's logic again (its ledger's unique `transactionId` absorbs a second run). Best
     /// effort: if the abandon fails too, the claim ends with its lease.
     fn drop(&mut self) {
-        if let (Journaled::Claimed(claim), Some(journal)) = (&self.journaled, self.receiver.journal()) {
+        // A child forked since the claim was taken frees its copy of the event: the claim stays
+        // its parent's.
+        if let (Journaled::Claimed(claim), Some(journal)) = (&self.journaled, self.receiver.journal())
+            && claim.held_by_this_process()
+        {
             let _ = journal.abandon(claim);
         }
     }

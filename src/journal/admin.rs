@@ -286,24 +286,33 @@ pub(crate) fn unfinished(sql: &mut dyn Sql, limit: usize) -> Result<Vec<i64>> {
 pub(crate) fn close_unfinished(sql: &mut dyn Sql, index: i64, note: &str) -> Result<u64> {
     let note = note_checked(note)?;
     let [now, boot] = unfinished_params(sql)?;
-    let keys: Vec<String> = sql
-        .rows(
-            &format!("SELECT key FROM sp_journal_delivery WHERE first_index = ?3 AND {UNFINISHED_WHERE}"),
-            &[now, boot, index.into()],
-        )?
+    // The current numbering's deliveries at the index; only when it has none, an earlier
+    // numbering's (a claim in flight at the renumbering whose worker died since).
+    let since = meta(sql, "numbering_from_id")?.unwrap_or(0);
+    let rows = sql.rows(
+        &format!("SELECT key, state, CASE WHEN id > ?4 THEN 1 ELSE 0 END FROM sp_journal_delivery WHERE first_index = ?3 AND {UNFINISHED_WHERE}"),
+        &[now, boot, index.into(), since.into()],
+    )?;
+    let current = rows.iter().any(|r| num(r, 2) == Some(1));
+    let keys: Vec<(String, String)> = rows
         .iter()
-        .filter_map(|r| opt_text(r, 0))
+        .filter(|r| !current || num(r, 2) == Some(1))
+        .filter_map(|r| Some((opt_text(r, 0)?, opt_text(r, 1)?)))
         .collect();
     if keys.is_empty() {
         return Err(invalid("index", format!("no unfinished delivery carries index {index}")));
     }
     let numbering = numbering(sql)?;
     let at = sql.now_ms()?;
-    for key in &keys {
+    for (key, state) in &keys {
         sql.exec(
             "UPDATE sp_journal_delivery SET state = 'closed', token = NULL, updated_ms = ?2 WHERE key = ?1 AND state IN ('claimed', 'abandoned')",
             &[key.as_str().into(), at.into()],
         )?;
+        if state == "claimed" {
+            // An expired claim was counted in progress; a closed one is not.
+            sql.exec("UPDATE sp_journal_counters SET in_progress = in_progress - 1 WHERE shard = 0", &[])?;
+        }
         let note = format!("closed unfinished {key}: {note}");
         sql.exec(
             "INSERT INTO sp_journal_resolved (lo, hi, closed, numbering, note, at_ms) VALUES (?1, ?1, 0, ?2, ?3, ?4)",
@@ -633,6 +642,17 @@ pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str) -> Result<i64>
     let note = note_checked(note)?;
     if first < 0 {
         return Err(invalid("first_index", "must be a non-negative index"));
+    }
+    let waiting = unfinished(sql, 10)?;
+    if !waiting.is_empty() {
+        let shown: Vec<String> = waiting.iter().map(i64::to_string).collect();
+        return Err(invalid(
+            "first_index",
+            format!(
+                "unfinished deliveries carry indexes of the current numbering ({}): let recovery settle them, or close them by hand, before renumbering",
+                shown.join(", ")
+            ),
+        ));
     }
     let old = numbering(sql)?;
     let highest = SqlRuns(sql).highest()?.map(|run| run.hi);

@@ -60,9 +60,28 @@ pub struct Claim {
     /// When the key came before with other decisive content and was never finished: the
     /// fields that differ (`name: first X, now Y`); empty otherwise.
     pub(crate) differing: Vec<String>,
+    /// The process that claimed it: a forked child holds a copy of its parent's claims, which
+    /// are not its own to finish, abandon or release.
+    pub(crate) pid: u32,
 }
 
 impl Claim {
+    /// Whether this process took the claim (not a child forked since, holding a copy).
+    pub fn held_by_this_process(&self) -> bool {
+        self.pid == std::process::id()
+    }
+
+    /// The error for `verb` (finish, abandon) of a claim a forked child holds a copy of.
+    pub(crate) fn not_this_process(&self, verb: &str) -> Error {
+        Error::new(
+            ErrorKind::ClaimLost,
+            format!(
+                "journal: cannot {verb} {} (attempt {}): the claim was taken by process {}, not this one (a child forked since holds a copy, not the claim); nothing was stored",
+                self.key, self.attempt, self.pid
+            ),
+        )
+    }
+
     /// The decisive fields in which this delivery differs from an earlier, never finished one
     /// of the same key (`moneyWon: first 100, now 200`); empty when it does not. Such a delivery
     /// is handed out as new (nothing was stored for the first, so the first was never answered

@@ -109,6 +109,11 @@ pub fn after_fork_child() {
     GUARD.after_fork_child();
 }
 
+/// Fork handlers of this process closing idle SQLite connections right now, and forks between
+/// their prepare handler's end and their parent handler (see `before_fork`).
+static CLOSING: AtomicUsize = AtomicUsize::new(0);
+static FORKING: AtomicUsize = AtomicUsize::new(0);
+
 /// Sleeps a little, longer each time up to 1 ms.
 fn nap(pause: &mut Duration) {
     std::thread::sleep(*pause);
@@ -191,15 +196,44 @@ impl ForkGuard {
             clear = self.inside.load(SeqCst) == own;
         }
         FORKED_INSIDE.set(!clear || own > 0);
+        // No thread is inside: every SQLite connection is idle in its pool. Closed now, so that
+        // the child inherits none of SQLite's per-file lock bookkeeping (its fresh connections
+        // then take real locks of their own, among them the shared-memory file's); the parent
+        // reopens on next use. A close never overlaps a fork of another thread (whose child
+        // would inherit SQLite's or a pool's lock held mid-close): a closer waits until no fork
+        // is in flight, and a fork waits until no close is running (both counted, each side
+        // announcing itself before it looks at the other).
         if clear && own == 0 {
-            // No thread is inside: every SQLite connection is idle in its pool. Closed now, so
-            // that the child inherits none of SQLite's per-file lock bookkeeping (its fresh
-            // connections then take real locks of their own); the parent reopens on next use.
-            super::sqlite::close_idle_connections();
+            CLOSING.fetch_add(1, SeqCst);
+            let mut pause = Duration::from_micros(20);
+            while FORKING.load(SeqCst) > 0 && Instant::now() < deadline {
+                nap(&mut pause);
+            }
+            if FORKING.load(SeqCst) == 0 {
+                super::sqlite::close_idle_connections();
+            } else {
+                FORKED_INSIDE.set(true);
+            }
+            CLOSING.fetch_sub(1, SeqCst);
+        }
+        let mut pause = Duration::from_micros(20);
+        loop {
+            FORKING.fetch_add(1, SeqCst);
+            if CLOSING.load(SeqCst) == 0 {
+                break;
+            }
+            FORKING.fetch_sub(1, SeqCst);
+            if Instant::now() >= deadline {
+                FORKING.fetch_add(1, SeqCst);
+                FORKED_INSIDE.set(true);
+                break;
+            }
+            nap(&mut pause);
         }
     }
 
     fn after_fork_parent(&self) {
+        FORKING.fetch_sub(1, SeqCst);
         FORKED_INSIDE.set(false);
         self.pending.fetch_sub(1, SeqCst);
     }
@@ -214,6 +248,8 @@ impl ForkGuard {
         self.intruders.store(0, SeqCst);
         self.inside.store(DEPTH.get(), SeqCst);
         self.pending.store(0, SeqCst);
+        FORKING.store(0, SeqCst);
+        CLOSING.store(0, SeqCst);
     }
 }
 

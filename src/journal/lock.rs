@@ -23,6 +23,8 @@ pub const RECOVERY_LOCK: &str = "recover";
 pub struct RecoveryLock {
     journal: Arc<Journal>,
     holder: String,
+    /// The process that took it: a forked child dropping its copy leaves it to the parent.
+    pid: u32,
 }
 
 impl RecoveryLock {
@@ -33,7 +35,7 @@ impl RecoveryLock {
         let run: String = super::claims::new_token()?[..4].iter().map(|b| format!("{b:02x}")).collect();
         let holder = format!("{who}, pid {} on {} (run {run})", std::process::id(), host_name());
         match journal.take_lock(RECOVERY_LOCK, &holder, lease) {
-            Ok(()) => Ok(RecoveryLock { journal, holder }),
+            Ok(()) => Ok(RecoveryLock { journal, holder, pid: std::process::id() }),
             Err(error) if error.kind == ErrorKind::Busy => {
                 let held = error.message.strip_prefix("lock: ").unwrap_or(&error.message);
                 Err(Error::new(
@@ -58,7 +60,9 @@ impl RecoveryLock {
 
 impl Drop for RecoveryLock {
     fn drop(&mut self) {
-        let _ = self.journal.release_lock(RECOVERY_LOCK, &self.holder);
+        if self.pid == std::process::id() {
+            let _ = self.journal.release_lock(RECOVERY_LOCK, &self.holder);
+        }
     }
 }
 

@@ -238,6 +238,10 @@ pub(crate) type AdminWork<'a> = &'a mut dyn FnMut(&mut dyn Sql) -> Result<()>;
 
 /// What a backend does, each call in its own transaction.
 pub(crate) trait Store: Send + Sync {
+    /// Whether a fork must wait until no thread is inside a call of this store (SQLite: its
+    /// per-file state must not be copied mid-call); otherwise only its pool's lock is guarded
+    /// (PostgreSQL: a thread waiting on the server holds nothing a child could inherit).
+    fn quiet_for_fork(&self) -> bool;
     /// Runs `work` in one transaction (a writing one when `write`), after the seen indexes are
     /// current (PostgreSQL merges its pending ones first).
     fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()>;
@@ -314,6 +318,11 @@ impl Journal {
         Ok(Journal { store, options: options.clone() })
     }
 
+    /// Inside the journal for a call, as far as a fork must wait for it (see `Store::quiet_for_fork`).
+    fn pass(&self) -> Result<Option<fork_guard::Inside<'static>>> {
+        if self.store.quiet_for_fork() { fork_guard::enter().map(Some) } else { Ok(None) }
+    }
+
     /// The options the journal was opened with.
     pub fn options(&self) -> &JournalOptions {
         &self.options
@@ -325,7 +334,7 @@ impl Journal {
     pub fn begin(&self, delivery: &Delivery) -> Result<Begin> {
         let Some(key) = delivery.key() else {
             if let Some(index) = delivery.index() {
-                let _inside = fork_guard::enter()?;
+                let _inside = self.pass()?;
                 self.store.record_seen(index, &self.options)?;
             }
             return Ok(Begin::NotReplayable);
@@ -335,7 +344,7 @@ impl Journal {
         let mut first_look = true;
         loop {
             // Inside the journal for each look, not while sleeping: a fork waits for no sleeper.
-            let inside = fork_guard::enter()?;
+            let inside = self.pass()?;
             if let Step::Answer(answer) = self.store.claim(delivery, key, first_look, &self.options)? {
                 return Ok(answer);
             }
@@ -357,6 +366,9 @@ impl Journal {
     /// no longer this worker's (its lease expired and another delivery took it over): nothing
     /// is stored; `Journal` when the storage fails.
     pub fn finish(&self, claim: &Claim, reply: &[u8]) -> Result<()> {
+        if !claim.held_by_this_process() {
+            return Err(claim.not_this_process("finish"));
+        }
         if reply.len() > self.options.max_reply_bytes {
             return Err(Error::field(
                 ErrorKind::InvalidArgument,
@@ -369,7 +381,7 @@ impl Journal {
                 ),
             ));
         }
-        let _inside = fork_guard::enter()?;
+        let _inside = self.pass()?;
         self.store.finish(claim, reply, &self.options)
     }
 
@@ -377,7 +389,10 @@ impl Journal {
     /// that the next delivery runs the logic again (as attempt + 1). Answer the service with
     /// HTTP 503 so that it delivers again. Errors: `ClaimLost`, `Journal` as for `finish`.
     pub fn abandon(&self, claim: &Claim) -> Result<()> {
-        let _inside = fork_guard::enter()?;
+        if !claim.held_by_this_process() {
+            return Err(claim.not_this_process("abandon"));
+        }
+        let _inside = self.pass()?;
         self.store.abandon(claim, &self.options)
     }
 
@@ -388,7 +403,7 @@ impl Journal {
         if index < 0 {
             return Err(Error::field(ErrorKind::InvalidArgument, "index", "must be a non-negative index"));
         }
-        let _inside = fork_guard::enter()?;
+        let _inside = self.pass()?;
         self.store.record_refused(index, name, transaction_id, &self.options)
     }
 
@@ -415,7 +430,7 @@ impl Journal {
 
     /// Counts and gap figures.
     pub fn status(&self) -> Result<Status> {
-        let _inside = fork_guard::enter()?;
+        let _inside = self.pass()?;
         let [handled, replayed, conflicts, refused, in_progress] = self.store.counters(&self.options)?;
         let not_found_limit = self.options.not_found_limit;
         let (summary, extras) = self.read(|sql| Ok((admin::summary(sql)?, admin::extras(sql, not_found_limit)?)))?;
@@ -569,7 +584,7 @@ impl Journal {
     }
 
     fn run<T>(&self, write: bool, work: &mut dyn FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
-        let _inside = fork_guard::enter()?;
+        let _inside = self.pass()?;
         let mut out = None;
         self.store.admin(
             write,
@@ -585,7 +600,7 @@ impl Journal {
     /// Everything the journal holds for `transaction_id`: its deliveries (a refund and a payout
     /// may share an id) and refused deliveries that carried it.
     pub fn lookup(&self, transaction_id: i64) -> Result<Vec<Record>> {
-        let _inside = fork_guard::enter()?;
+        let _inside = self.pass()?;
         self.store.lookup(transaction_id, &self.options)
     }
 }

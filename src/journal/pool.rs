@@ -36,6 +36,8 @@ impl<C> Pool<C> {
     /// An idle connection of this process, or a new one from `open`.
     pub fn get(&self, open: impl FnOnce() -> Result<C>) -> Result<Pooled<'_, C>> {
         let idle = {
+            // Inside the journal while the pool's lock is held, so that no fork copies it held.
+            let _inside = super::fork_guard::enter()?;
             let mut idle = lock(&self.idle);
             let pid = std::process::id();
             if idle.pid != pid {
@@ -62,6 +64,11 @@ impl<C> Pool<C> {
     }
 
     fn put_back(&self, conn: C) {
+        let Ok(_inside) = super::fork_guard::enter() else {
+            // A child forked while a thread of its parent was inside: it keeps nothing.
+            std::mem::forget(conn);
+            return;
+        };
         let mut idle = lock(&self.idle);
         if idle.pid != std::process::id() {
             std::mem::forget(conn);

@@ -718,14 +718,19 @@ fn counted(row: Option<Row>) -> std::result::Result<i64, postgres::Error> {
 }
 
 impl super::Store for Postgres {
+    fn quiet_for_fork(&self) -> bool {
+        false
+    }
+
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step> {
         let token = claims::new_token()?;
+        let pid = std::process::id();
         let shard = self.shard();
         let lease = options.lease_ms();
         let index = delivery.index();
         let transaction_id = delivery.transaction_id();
         let claim =
-            |attempt, differing| Claim { key: key.to_owned(), token, attempt, index, transaction_id, differing };
+            |attempt, differing| Claim { key: key.to_owned(), token, attempt, index, transaction_id, differing, pid };
         let (inserted, reused_from) = self.transaction(options, Mode::Single, |tx| {
             let params: Params<'_> = &[
                 &key,

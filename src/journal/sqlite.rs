@@ -172,9 +172,14 @@ impl Sqlite {
         if self.path.exists() {
             return Ok(());
         }
-        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&self.path) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        // `create`, not `create_new`: through a dangling symbolic link too, the file it names is
+        // created 0600 (SQLite would create it with the umask's mode).
+        match std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&self.path) {
+            Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => Ok(()),
+            Ok(_) => Err(Error::new(
+                ErrorKind::Journal,
+                format!("{}: not a regular file; a journal needs a file of its own", self.label),
+            )),
             Err(e) => Err(Error::new(
                 ErrorKind::Journal,
                 format!(
@@ -526,6 +531,10 @@ const CLAIM_TAKE_OVER: &str = "UPDATE sp_journal_delivery SET state = 'claimed',
 const STATE_SELECT: &str = "SELECT state, attempts FROM sp_journal_delivery WHERE key = ?1";
 
 impl super::Store for Sqlite {
+    fn quiet_for_fork(&self) -> bool {
+        true
+    }
+
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step> {
         let token = claims::new_token()?;
         self.transaction(options, true, false, |tx| {
@@ -546,6 +555,7 @@ impl super::Store for Sqlite {
                 index: delivery.index(),
                 transaction_id: delivery.transaction_id(),
                 differing,
+                pid: std::process::id(),
             };
             let inserted = tx.prepare_cached(CLAIM_INSERT)?.execute(params![
                 key,

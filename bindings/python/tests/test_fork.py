@@ -6,6 +6,7 @@ that inherited a lock held by one of those threads hangs, or fails with "databas
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -185,6 +186,32 @@ class ForkTest(unittest.TestCase):
                 pool.join()
         self.assertEqual([r for r in results if r], [], f"{results.count('')}/{POOL_TASKS} tasks succeeded")
         self.check_parent(POOL_TASKS)
+
+    def test_a_child_leaving_does_not_release_its_parents_claim(self) -> None:
+        # A worker claims an event, forks a helper that frees its copy of the event and leaves:
+        # the claim stays the parent's, which finishes it; the child could not have.
+        event = self.receiver.handle(TOKEN, "127.0.0.1", refund(9_000_001))
+        self.assertIs(event.begin().outcome, Outcome.NEW)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                try:
+                    event.finish()
+                except Exception:  # not the child's claim: refused
+                    code = 0
+                del event  # freed in the child: must not release the parent's claim
+                gc.collect()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, "the child finished its parent's claim")
+        event.reply()
+        event.finish()  # still the parent's claim
+        again = self.receiver.handle(TOKEN, "127.0.0.1", refund(9_000_001)).begin()
+        self.assertIs(again.outcome, Outcome.DONE)
 
     def test_a_call_in_progress_at_the_fork_does_not_hang_the_child(self) -> None:
         # A thread of the parent is inside a call on the journal handle at the fork (held open
