@@ -2,20 +2,25 @@
 //!
 //! Input: the first `SETUP_BYTES` bytes choose how to write the event again (read with
 //! `arbitrary`), the rest is the body. For every body the library accepts, properties:
-//! - the key is the documented one (`name:transactionId` for a refund or a payout, `name:index`
-//!   for another event carrying an index, none for a balance query or an unindexed event) and the
-//!   fingerprint is JSON holding the event's name and exactly its typed fields;
-//! - the same typed fields written again (other field order, whitespace, string escapes, absent
-//!   or `null` optional fields, extra fields dropped or added, another index) are accepted and
-//!   give the same fingerprint, and the same key unless the key is the index that changed;
+//! - the key is the documented one (`name:transactionId` for a refund or a payout,
+//!   `event#<index>#<name>` or `action#<index>#<name>` for another event or action carrying an
+//!   index, none for a balance query or an unindexed event) and the fingerprint is JSON holding
+//!   the event's name and exactly its typed fields (for an event the library does not know: every
+//!   field but the index, each value as serde_json reads it);
+//! - the same fields written again (other field order, whitespace, string escapes, absent or
+//!   `null` optional fields, another index; for a known event also extra fields dropped or
+//!   added) are accepted and give the same fingerprint, and the same key unless the key is the
+//!   index that changed;
 //! - one typed field changed to another valid value changes the fingerprint (for the deliveries
 //!   the journal compares: those with a key; a balance query has none and its fingerprint holds
-//!   no field).
+//!   no field), and the two are different deliveries (`decisive_differences` names a field)
+//!   exactly when the field is one of `DECISIVE`.
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
+use slotpartner::journal::{DECISIVE, decisive_differences};
 use slotpartner::{Delivery, Event, EventKind, ParseOptions, parse};
 
 const SETUP_BYTES: usize = 32;
@@ -154,11 +159,12 @@ fn write(typed: &[(&'static str, Typed)], extras: &[(String, String)], setup: &S
     body(fields, setup)
 }
 
-/// Changes the typed field `which` (never the name field of a known event) to another valid value.
-fn change(typed: &mut [(&'static str, Typed)], which: u8, known: bool) {
+/// Changes the typed field `which` (never the name field of a known event) to another valid
+/// value; the field's name.
+fn change(typed: &mut [(&'static str, Typed)], which: u8, known: bool) -> Option<&'static str> {
     let first = usize::from(known);
     if typed.len() <= first {
-        return;
+        return None;
     }
     let i = first + usize::from(which) % (typed.len() - first);
     let (name, value) = &mut typed[i];
@@ -183,6 +189,7 @@ fn change(typed: &mut [(&'static str, Typed)], which: u8, known: bool) {
         Typed::Bool(Some(b), optional) => Typed::Bool(Some(!b), optional),
         Typed::Bool(None, optional) => Typed::Bool(Some(true), optional),
     };
+    Some(*name)
 }
 
 /// The key the documentation gives.
@@ -191,7 +198,10 @@ fn expected_key(event: &Event<'_>) -> Option<String> {
         EventKind::BuyRefund(e) => Some(format!("{}:{}", event.name, e.transaction_id)),
         EventKind::JackpotPayout(e) => Some(format!("{}:{}", event.name, e.transaction_id)),
         EventKind::BalanceQuery(_) => None,
-        EventKind::Other => event.index.map(|i| format!("{}:{i}", event.name)),
+        EventKind::Other => {
+            let space = if event.is_action { "action" } else { "event" };
+            event.index.map(|i| format!("{space}#{i}#{}", event.name))
+        }
     }
 }
 
@@ -202,9 +212,20 @@ fn check_delivery(event: &Event<'_>, delivery: &Delivery, typed: &[(&'static str
     assert_eq!(delivery.index(), event.index);
     let fingerprint: serde_json::Map<String, Value> =
         serde_json::from_str(delivery.fingerprint()).expect("the fingerprint is a JSON object");
-    assert_eq!(fingerprint.get("event").and_then(Value::as_str), Some(event.name.as_ref()));
-    if matches!(event.kind, EventKind::BalanceQuery(_) | EventKind::Other) {
+    let name_field = if event.is_action { "action" } else { "event" };
+    assert_eq!(fingerprint.get(name_field).and_then(Value::as_str), Some(event.name.as_ref()));
+    if matches!(event.kind, EventKind::BalanceQuery(_)) {
         assert_eq!(fingerprint.len(), 1, "{}", delivery.fingerprint());
+        return;
+    }
+    if matches!(event.kind, EventKind::Other) {
+        // Every field but the index, by name (values are compared below through deliveries of
+        // the same fields: a float read back from the fingerprint may round otherwise).
+        let extras = other_fields(event);
+        assert_eq!(fingerprint.len(), 1 + extras.len(), "{}", delivery.fingerprint());
+        for name in extras.keys() {
+            assert!(fingerprint.contains_key(name), "{name} in {}", delivery.fingerprint());
+        }
         return;
     }
     assert_eq!(fingerprint.len(), typed.len(), "{}", delivery.fingerprint());
@@ -217,6 +238,22 @@ fn check_delivery(event: &Event<'_>, delivery: &Delivery, typed: &[(&'static str
         };
         assert_eq!(got, &expected, "{name} in {}", delivery.fingerprint());
     }
+}
+
+/// The fields of an event the library does not know, but its index, as serde_json reads them (a
+/// value it cannot hold, a number beyond a double, as the string `(unreadable) <text>`).
+fn other_fields(event: &Event<'_>) -> serde_json::Map<String, Value> {
+    event
+        .extra
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != event.index_field)
+        .map(|(_, f)| {
+            let value = serde_json::from_str::<Value>(f.raw.get())
+                .unwrap_or_else(|_| Value::String(format!("(unreadable) {}", f.raw.get())));
+            (f.name.to_string(), value)
+        })
+        .collect()
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -269,15 +306,20 @@ fuzz_target!(|data: &[u8]| {
         .unwrap_or_else(|e| panic!("the same typed fields written again are refused ({e}): {again}"));
     let second = Delivery::of(&reparsed);
     check_delivery(&reparsed, &second, &typed);
-    assert_eq!(second.fingerprint(), first.fingerprint(), "{again}");
+    let known = !matches!(event.kind, EventKind::Other);
+    if known || other_fields(&reparsed) == other_fields(&event) {
+        assert_eq!(second.fingerprint(), first.fingerprint(), "{again}");
+    } else {
+        assert!(!decisive_differences(first.fingerprint(), second.fingerprint()).is_empty(), "{again}");
+    }
     assert_eq!(second.transaction_id(), first.transaction_id());
     if !matches!(event.kind, EventKind::Other) || reparsed.index == event.index {
         assert_eq!(second.key(), first.key(), "{again}");
     }
 
-    // One typed field changed: another fingerprint, for every delivery with a key.
-    let known = !matches!(event.kind, EventKind::Other);
-    change(&mut typed, setup.change, known);
+    // One typed field changed: another fingerprint, for every delivery with a key; another
+    // delivery exactly when the field decides the money or the player.
+    let changed_field = change(&mut typed, setup.change, known);
     let changed = write(&typed, &extras, &setup);
     let Ok(changed_event) = parse(changed.as_bytes(), &options) else {
         // Only an `Other` event renamed into a known one can be refused.
@@ -289,4 +331,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     assert_ne!(third.fingerprint(), first.fingerprint(), "{changed}");
+    if let (true, Some(field)) = (known, changed_field) {
+        let decisive = DECISIVE.iter().any(|(name, fields)| *name == event.name && fields.contains(&field));
+        let differing = decisive_differences(first.fingerprint(), third.fingerprint());
+        assert_eq!(!differing.is_empty(), decisive, "{field} changed: {differing:?} in {changed}");
+    }
 });

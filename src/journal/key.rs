@@ -202,8 +202,12 @@ impl Canon {
             .enumerate()
             .filter(|(i, _)| Some(*i) != event.index_field)
             .map(|(_, f)| {
-                let canonical = serde_json::from_str::<serde_json::Value>(f.raw.get())
-                    .map_or_else(|_| f.raw.get().to_owned(), |value| value.to_string());
+                // A value serde_json cannot hold (a number beyond a double) is kept as its text,
+                // in a string, so that the fingerprint stays JSON.
+                let canonical = match serde_json::from_str::<serde_json::Value>(f.raw.get()) {
+                    Ok(value) => value.to_string(),
+                    Err(_) => serde_json::Value::String(format!("(unreadable) {}", f.raw.get())).to_string(),
+                };
                 (f.name.as_ref(), canonical)
             })
             .collect();
@@ -263,6 +267,10 @@ pub const DECISIVE: &[(&str, &[&str])] = &[
 
 type ContentMap = serde_json::Map<String, serde_json::Value>;
 
+/// The field the migration from schema version 1 adds to the stored content of an event the
+/// library does not know (version 1 kept only its name).
+pub(crate) const LEGACY_MARK: &str = "(journal v1)";
+
 /// The decisive fields whose values differ between two canonical contents of one key, as
 /// `name: first X, now Y` (all of them, in the order of [`DECISIVE`]); empty when the two are
 /// the same delivery. Contents of events without typed fields compare whole; an unreadable
@@ -284,11 +292,12 @@ pub fn decisive_differences(first: &str, now: &str) -> Vec<String> {
         let (x, y) = (a.get(field).unwrap_or(&null), b.get(field).unwrap_or(&null));
         (x != y).then(|| format!("{field}: first {}, now {}", shortened(x), shortened(y)))
     };
-    // A stored content of a release that kept only the name of an unknown event: the name decides.
-    let name_only = |m: &ContentMap| m.len() == 1 && (m.contains_key("event") || m.contains_key("action"));
+    // A content stored by schema version 1, which kept only an unknown event's name (marked so
+    // by the migration): the name decides.
+    let name_of = |m: &ContentMap| m.get("event").or_else(|| m.get("action")).cloned();
     match fields {
         Some(fields) => fields.iter().filter_map(|field| differ(field)).collect(),
-        None if name_only(&a) && a.keys().all(|k| b.get(k) == a.get(k)) => Vec::new(),
+        None if a.contains_key(LEGACY_MARK) && name_of(&a) == name_of(&b) => Vec::new(),
         None => {
             let mut names: Vec<&String> = a.keys().chain(b.keys()).collect();
             names.sort();
@@ -390,8 +399,14 @@ mod tests {
         assert_eq!(other.fingerprint(), reformatted.fingerprint());
         let another = delivery(r#"{"event":"bonusGranted","index":17,"amount":5000,"to":{"b":1,"a":2}}"#);
         assert_eq!(decisive_differences(other.fingerprint(), another.fingerprint()), ["amount: first 5, now 5000"]);
-        // A content stored by a release that kept only the name matches any of that name.
-        assert!(decisive_differences(r#"{"event":"bonusGranted"}"#, other.fingerprint()).is_empty());
+        let huge = delivery(r#"{"event":"bonusGranted","index":17,"amount":1e400}"#);
+        assert_eq!(huge.fingerprint(), r#"{"event":"bonusGranted","amount":"(unreadable) 1e400"}"#);
+        // A content stored by schema version 1 (the name alone, marked by the migration) matches
+        // any of that name; a fieldless event of today does not match one with fields.
+        assert!(
+            decisive_differences(r#"{"event":"bonusGranted","(journal v1)":true}"#, other.fingerprint()).is_empty()
+        );
+        assert!(!decisive_differences(r#"{"event":"bonusGranted"}"#, other.fingerprint()).is_empty());
         let unindexed = delivery(r#"{"event":"bonusGranted","amount":5}"#);
         assert_eq!((unindexed.key(), unindexed.is_replayable()), (None, false));
     }

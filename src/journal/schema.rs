@@ -286,6 +286,9 @@ CREATE TABLE IF NOT EXISTS sp_journal_runs_archive (
 /// The data migration from version 1 (after the version 2 tables exist), in order; the same SQL
 /// on both backends.
 pub(crate) const MIGRATE_V1: &[&str] = &[
+    // Version 1 kept only an unknown event's name as its content: marked, so that repeats of it
+    // are compared by name (see `key::LEGACY_MARK`).
+    "UPDATE sp_journal_delivery SET content = substr(content, 1, length(content) - 1) || ',\"(journal v1)\":true}' WHERE transaction_id IS NULL AND first_index IS NOT NULL",
     "UPDATE sp_journal_delivery SET key = 'event#' || CAST(first_index AS TEXT) || '#' || name WHERE transaction_id IS NULL AND first_index IS NOT NULL",
     "INSERT INTO sp_journal_meta (key, value) VALUES ('numbering', 1) ON CONFLICT (key) DO NOTHING",
     "UPDATE sp_journal_meta SET value = 2 WHERE key = 'schema_version'",
