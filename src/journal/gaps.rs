@@ -95,9 +95,18 @@ pub(crate) fn jump_holes<R: Runs>(runs: &mut R, first: i64, jumps: &[Jump]) -> R
 pub(crate) fn jump_of<R: Runs>(
     runs: &mut R,
     index: i64,
-    configured_first: Option<i64>,
+    configured_first: impl FnOnce() -> Result<Option<i64>, R::Error>,
     window: i64,
 ) -> Result<Option<i64>, R::Error> {
+    // The usual index lands within the window of the run at or before it, and the highest index
+    // (or the configured first one less one) is no lower than that run's end: no jump, and
+    // nothing more to read on a delivery's path.
+    if let Some(run) = runs.at_or_before(index)? {
+        if i128::from(index) - i128::from(run.hi) <= i128::from(window) {
+            return Ok(None);
+        }
+    }
+    let configured_first = configured_first()?;
     let highest = runs.highest()?.map(|run| run.hi);
     let base = match (highest, configured_first) {
         (Some(highest), Some(first)) => highest.max(first.saturating_sub(1)),
@@ -361,8 +370,8 @@ mod tests {
             seen += add(&mut m, i, i).unwrap();
         }
         let far = 1_000_000_000_000;
-        assert_eq!(jump_of(&mut m, far, None, 100_000).unwrap(), Some(5));
-        assert_eq!(jump_of(&mut m, 100_005, None, 100_000).unwrap(), None);
+        assert_eq!(jump_of(&mut m, far, || Ok(None), 100_000).unwrap(), Some(5));
+        assert_eq!(jump_of(&mut m, 100_005, || Ok(None), 100_000).unwrap(), None);
         seen += add(&mut m, far, far).unwrap();
         // A lost event right above the jump is missing; the stretch below the jump is not.
         seen += add(&mut m, far + 2, far + 2).unwrap();
@@ -409,7 +418,7 @@ mod tests {
         // The count of seen indexes saturates at i64::MAX, one short of the 2^63 indexes.
         assert_eq!(m.facts(None, i64::MAX).summary().missing, 0);
         assert_eq!(span(0, i64::MAX), 1 << 63);
-        assert_eq!(jump_of(&mut m, i64::MAX, Some(0), 10).unwrap(), None);
+        assert_eq!(jump_of(&mut m, i64::MAX, || Ok(Some(0)), 10).unwrap(), None);
     }
 
     #[test]

@@ -491,7 +491,9 @@ fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOp
         }
         let configured_first = tx.meta("first_index")?;
         for run in gaps::runs_of(&indexes) {
-            if let Some(previous) = gaps::jump_of(&mut PgRuns(tx), run.lo, configured_first, options.max_index_jump)? {
+            if let Some(previous) =
+                gaps::jump_of(&mut PgRuns(tx), run.lo, || Ok(configured_first), options.max_index_jump)?
+            {
                 admin::record_jump(&mut PgSql { tx, label }, JumpKind::Jump, run.lo, Some(previous), None, None, None)?;
             }
             new += gaps::add(&mut PgRuns(tx), run.lo, run.hi)?;

@@ -357,7 +357,7 @@ fn record_index(
     name: Option<&str>,
     options: &JournalOptions,
 ) -> TxResult<bool> {
-    let configured_first = meta(tx, "first_index")?;
+    let configured_first = || meta(tx, "first_index");
     if let Some(previous) = gaps::jump_of(&mut SqliteRuns(tx), index, configured_first, options.max_index_jump)? {
         let sql = &mut SqliteSql { tx, label };
         admin::record_jump(sql, JumpKind::Jump, index, Some(previous), key, name, None)?;
