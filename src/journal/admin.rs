@@ -199,10 +199,9 @@ impl Runs for SqlRuns<'_> {
     fn remove(&mut self, lo: i64) -> Result<()> {
         self.0.exec("DELETE FROM sp_journal_runs WHERE lo = ?1", &[lo.into()]).map(drop)
     }
-    fn put(&mut self, run: Run) -> Result<()> {
-        let sql =
-            "INSERT INTO sp_journal_runs (lo, hi) VALUES (?1, ?2) ON CONFLICT (lo) DO UPDATE SET hi = excluded.hi";
-        self.0.exec(sql, &[run.lo.into(), run.hi.into()]).map(drop)
+    fn put(&mut self, run: Run, seen: gaps::Seen) -> Result<()> {
+        let params = [run.lo.into(), run.hi.into(), seen.first_ms.into(), seen.last_ms.into()];
+        self.0.exec(super::schema::RUNS_PUT, &params).map(drop)
     }
     fn after(&mut self, after: i64, limit: usize) -> Result<Vec<Run>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -256,6 +255,65 @@ pub(crate) fn missing(sql: &mut dyn Sql, limit: usize) -> Result<Vec<(i64, i64)>
     gaps::missing(&mut SqlRuns(sql), first, &jumps, limit)
 }
 
+/// When the gap ending at `hi` was found missing: the earliest time of the runs above it, up to
+/// the next index jump above it (the run of a stray index far above dates nothing below its
+/// stretch). A lower gap of the same stretch is never younger.
+fn gap_found_ms(sql: &mut dyn Sql, hi: i64, jumps: &[gaps::Jump]) -> Result<Option<i64>> {
+    let below = jumps.iter().map(|jump| jump.index).filter(|&index| index > hi).min().unwrap_or(i64::MAX);
+    int(sql, "SELECT MIN(since_ms) FROM sp_journal_runs WHERE lo > ?1 AND lo < ?2", &[hi.into(), below.into()])
+}
+
+/// The missing ranges found missing at least `age_ms` ago on the journal's clock, at most
+/// `limit`, in order (see `gap_found_ms`).
+pub(crate) fn missing_older_than(sql: &mut dyn Sql, age_ms: i64, limit: usize) -> Result<Vec<(i64, i64)>> {
+    let cutoff = sql.now_ms()?.saturating_sub(age_ms);
+    let jumps = jumps(sql)?;
+    let mut old = Vec::new();
+    for (lo, hi) in missing(sql, limit)? {
+        if gap_found_ms(sql, hi, &jumps)?.is_some_and(|found| found <= cutoff) {
+            old.push((lo, hi));
+        }
+    }
+    Ok(old)
+}
+
+/// What `Status` tells of the journal's age and upkeep.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Vitals {
+    pub pruned: u64,
+    pub forgotten: u64,
+    pub oldest_record_ms: Option<i64>,
+    pub last_delivery_ms: Option<i64>,
+    pub oldest_gap_ms: Option<i64>,
+}
+
+/// The counters of `prune`, the oldest stored reply (through the index of finished deliveries),
+/// the last new index seen (the runs' latest) and when the oldest missing index was found
+/// missing (see `missing_older_than`).
+pub(crate) fn vitals(sql: &mut dyn Sql) -> Result<Vitals> {
+    // The lowest gap below each index jump is the oldest of its stretch.
+    let jumps = jumps(sql)?;
+    let mut oldest_gap_ms: Option<i64> = None;
+    let mut stretch = None;
+    for (_, hi) in missing(sql, 1_000)? {
+        let below = jumps.iter().map(|jump| jump.index).filter(|&index| index > hi).min();
+        if stretch == Some(below) {
+            continue;
+        }
+        stretch = Some(below);
+        if let Some(found) = gap_found_ms(sql, hi, &jumps)? {
+            oldest_gap_ms = Some(oldest_gap_ms.map_or(found, |oldest| oldest.min(found)));
+        }
+    }
+    Ok(Vitals {
+        pruned: super::count(meta(sql, "pruned")?.unwrap_or(0)),
+        forgotten: super::count(meta(sql, "forgotten")?.unwrap_or(0)),
+        oldest_record_ms: int(sql, "SELECT MIN(finished_ms) FROM sp_journal_delivery WHERE state = 'done'", &[])?,
+        last_delivery_ms: int(sql, "SELECT MAX(last_ms) FROM sp_journal_runs", &[])?,
+        oldest_gap_ms,
+    })
+}
+
 /// The condition of an unfinished delivery: abandoned, or claimed with its lease run out on the
 /// lease clock. Its parameters are `unfinished_params`: `?1` now on the lease clock, `?2` its
 /// boot (a lease of another boot or of none ran out too; on PostgreSQL `?2` and every
@@ -271,13 +329,20 @@ fn unfinished_params(sql: &mut dyn Sql) -> Result<[Value; 2]> {
 /// The indexes of unfinished deliveries of the current numbering (an index of an earlier one
 /// names no event now), in order, at most `limit`.
 pub(crate) fn unfinished(sql: &mut dyn Sql, limit: usize) -> Result<Vec<i64>> {
+    unfinished_updated_by(sql, limit, i64::MAX)
+}
+
+/// `unfinished`, leaving out the deliveries updated (claimed, abandoned) after `updated_by` (ms
+/// since the Unix epoch, on the journal's clock).
+fn unfinished_updated_by(sql: &mut dyn Sql, limit: usize, updated_by: i64) -> Result<Vec<i64>> {
     let [now, boot] = unfinished_params(sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let since = meta(sql, "numbering_from_id")?.unwrap_or(0);
     let text = format!(
-        "SELECT first_index FROM sp_journal_delivery WHERE {UNFINISHED_WHERE} AND first_index IS NOT NULL AND id > ?4 ORDER BY first_index LIMIT ?3"
+        "SELECT first_index FROM sp_journal_delivery WHERE {UNFINISHED_WHERE} AND first_index IS NOT NULL AND id > ?4 AND updated_ms <= ?5 ORDER BY first_index LIMIT ?3"
     );
-    Ok(sql.rows(&text, &[now, boot, limit.into(), since.into()])?.iter().filter_map(|r| num(r, 0)).collect())
+    let params = [now, boot, limit.into(), since.into(), updated_by.into()];
+    Ok(sql.rows(&text, &params)?.iter().filter_map(|r| num(r, 0)).collect())
 }
 
 /// Closes the unfinished deliveries at `index` by hand (settled another way, or of an earlier
@@ -465,7 +530,8 @@ pub(crate) fn resolve(sql: &mut dyn Sql, first: i64, last: i64, note: &str) -> R
             format!("{first}-{last} reaches beyond the highest index seen ({shown}): nothing is missing there"),
         ));
     }
-    let closed = gaps::add(&mut SqlRuns(sql), first, last)?;
+    let now = sql.now_ms()?;
+    let closed = gaps::add(&mut SqlRuns(sql), first, last, gaps::Seen { first_ms: now, last_ms: None })?;
     if closed > 0 {
         // Saturating: every index of 0..=i64::MAX is one more than an i64 counts.
         sql.exec(
@@ -733,8 +799,16 @@ pub(crate) fn unrecoverable(sql: &mut dyn Sql, not_found_limit: u32, limit: usiz
 /// What recovery fetches next, at most `limit`: unfinished deliveries first, then missing
 /// indexes never tried, then those tried before, the least recently tried first; never those
 /// that are unrecoverable. A run therefore works through every gap in turn instead of the same
-/// first indexes each time.
-pub(crate) fn recovery_plan(sql: &mut dyn Sql, limit: usize, not_found_limit: u32) -> Result<Vec<i64>> {
+/// first indexes each time. With `min_age_ms` above zero, only what is at least that old on the
+/// journal's clock: indexes of gaps found missing that long ago (see `missing_older_than`) and
+/// unfinished deliveries last claimed or abandoned that long ago; younger ones are left for a
+/// later run (an event still on its way, the service's own retry).
+pub(crate) fn recovery_plan(
+    sql: &mut dyn Sql,
+    limit: usize,
+    not_found_limit: u32,
+    min_age_ms: i64,
+) -> Result<Vec<i64>> {
     // What was tried and is seen now (and carries no unfinished delivery) is settled.
     sql.exec(
         "DELETE FROM sp_journal_fetch WHERE COALESCE((SELECT r.hi FROM sp_journal_runs r WHERE r.lo <= sp_journal_fetch.idx ORDER BY r.lo DESC LIMIT 1), -1) >= idx AND NOT EXISTS (SELECT 1 FROM sp_journal_delivery d WHERE d.first_index = sp_journal_fetch.idx AND d.state IN ('claimed', 'abandoned'))",
@@ -747,10 +821,34 @@ pub(crate) fn recovery_plan(sql: &mut dyn Sql, limit: usize, not_found_limit: u3
         .collect();
     let not_found_limit = i64::from(not_found_limit.max(1));
     let given_up = |index: &i64| tried.get(index).is_some_and(|(not_found, _)| *not_found >= not_found_limit);
-    let mut plan: Vec<i64> = unfinished(sql, limit)?.into_iter().filter(|index| !given_up(index)).collect();
+    // A missing index is old enough when its gap was found missing by the cutoff (see
+    // `gap_found_ms`); with no minimum age, every one.
+    let cutoff = if min_age_ms > 0 { Some(sql.now_ms()?.saturating_sub(min_age_ms)) } else { None };
+    let updated_by = cutoff.unwrap_or(i64::MAX);
+    let jumps = jumps(sql)?;
+    let old_gap = |sql: &mut dyn Sql, index: i64| -> Result<bool> {
+        Ok(match cutoff {
+            None => true,
+            Some(cutoff) => gap_found_ms(sql, index, &jumps)?.is_some_and(|found| found <= cutoff),
+        })
+    };
+    let unfinished_now: std::collections::HashSet<i64> = if min_age_ms > 0 {
+        unfinished(sql, usize::MAX)?.into_iter().collect()
+    } else {
+        std::collections::HashSet::new()
+    };
+    let mut plan: Vec<i64> =
+        unfinished_updated_by(sql, limit, updated_by)?.into_iter().filter(|index| !given_up(index)).collect();
+    let unfinished_old: std::collections::HashSet<i64> = plan.iter().copied().collect();
     // Never tried: walk the gaps in order until the plan is full. Each range holds an untried
     // index unless every index of it was tried, so `limit` ranges more than were tried suffice.
-    'ranges: for (lo, hi) in missing(sql, limit.saturating_add(tried.len()).max(1))? {
+    let mut ranges = Vec::new();
+    for (lo, hi) in missing(sql, limit.saturating_add(tried.len()).max(1))? {
+        if old_gap(sql, hi)? {
+            ranges.push((lo, hi));
+        }
+    }
+    'ranges: for (lo, hi) in ranges {
         let mut index = lo;
         while plan.len() < limit {
             if !tried.contains_key(&index) {
@@ -765,8 +863,21 @@ pub(crate) fn recovery_plan(sql: &mut dyn Sql, limit: usize, not_found_limit: u3
     }
     // Tried before and still missing or unfinished: least recently tried first; never those
     // given up on.
-    let mut again: Vec<(i64, i64)> =
-        tried.iter().filter(|(index, _)| !given_up(index)).map(|(&index, &(_, last_ms))| (last_ms, index)).collect();
+    // With a minimum age: an unfinished one only if old enough, a missing one only in an old gap.
+    let mut in_old_gaps = std::collections::HashSet::new();
+    if cutoff.is_some() {
+        for &index in tried.keys() {
+            if !unfinished_now.contains(&index) && !given_up(&index) && old_gap(sql, index)? {
+                in_old_gaps.insert(index);
+            }
+        }
+    }
+    let eligible = |index: i64| min_age_ms <= 0 || unfinished_old.contains(&index) || in_old_gaps.contains(&index);
+    let mut again: Vec<(i64, i64)> = tried
+        .iter()
+        .filter(|(index, _)| !given_up(index) && eligible(**index))
+        .map(|(&index, &(_, last_ms))| (last_ms, index))
+        .collect();
     again.sort_unstable();
     for (_, index) in again {
         if plan.len() >= limit {
@@ -794,6 +905,27 @@ pub struct LockHolder {
 /// when another holds it and its lease has not run out. The lease (`until_ms`, `lease_boot`) is
 /// set and judged by the lease clock, as a claim's is, so that a process whose wall clock was
 /// stepped neither takes a live lock nor keeps a dead one; `since_ms` is a wall-clock time.
+/// Who holds the named lock, and since when, if its lease still runs.
+pub(crate) fn live_lock(sql: &mut dyn Sql, name: &str) -> Result<Option<String>> {
+    let Some(r) = row(
+        sql,
+        "SELECT holder, since_ms, until_ms, lease_boot FROM sp_journal_locks WHERE name = ?1",
+        &[name.into()],
+    )?
+    else {
+        return Ok(None);
+    };
+    let clock = sql.lease_clock()?;
+    let runs = clock.runs(num(&r, 2).unwrap_or(0), opt_text(&r, 3).as_deref());
+    Ok(runs.then(|| {
+        format!(
+            "{name} by {} since {}",
+            opt_text(&r, 0).unwrap_or_default(),
+            super::rfc3339_ms(num(&r, 1).unwrap_or(0))
+        )
+    }))
+}
+
 pub(crate) fn take_lock(
     sql: &mut dyn Sql,
     name: &str,
@@ -852,10 +984,18 @@ pub(crate) fn deliveries_at(sql: &mut dyn Sql, index: i64) -> Result<Vec<(String
         .collect())
 }
 
-/// The migration's data steps from schema version 1 (the version 2 tables exist already).
-pub(crate) fn migrate_v1(sql: &mut dyn Sql) -> Result<()> {
-    for step in super::schema::MIGRATE_V1 {
-        sql.exec(step, &[])?;
+/// The migration's data steps from schema version `from` (1 or 2) to the current one; the
+/// tables and columns of every later version exist already.
+pub(crate) fn migrate(sql: &mut dyn Sql, from: i64) -> Result<()> {
+    if from < 2 {
+        for step in super::schema::MIGRATE_V1 {
+            sql.exec(step, &[])?;
+        }
+    }
+    let now = sql.now_ms()?;
+    for step in super::schema::MIGRATE_V2 {
+        let params: &[Value] = if step.contains("?1") { &[Value::from(now)] } else { &[] };
+        sql.exec(step, params)?;
     }
     Ok(())
 }

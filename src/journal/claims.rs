@@ -20,6 +20,11 @@ pub enum RecordState {
     /// Abandoned, then closed by an operator (`Journal::close_unfinished`): no longer counted
     /// unfinished nor fetched; a later delivery of it still runs as the next attempt.
     Closed,
+    /// Done, then compacted by `Journal::prune`: the reply and the content are gone; a digest of
+    /// the decisive content and the reply's outcome are kept. A later delivery of it runs as the
+    /// next attempt, flagged `Claim::reply_pruned` (its ledger's unique key decides); one with
+    /// other decisive content is a conflict.
+    Pruned,
 }
 
 impl RecordState {
@@ -31,6 +36,7 @@ impl RecordState {
             RecordState::Abandoned => "abandoned",
             RecordState::Refused => "refused",
             RecordState::Closed => "closed",
+            RecordState::Pruned => "pruned",
         }
     }
 
@@ -41,6 +47,7 @@ impl RecordState {
             "abandoned" => Ok(RecordState::Abandoned),
             "refused" => Ok(RecordState::Refused),
             "closed" => Ok(RecordState::Closed),
+            "pruned" => Ok(RecordState::Pruned),
             other => {
                 Err(Error::new(ErrorKind::Journal, format!("journal: unknown delivery state {other:?} in the journal")))
             }
@@ -63,6 +70,8 @@ pub struct Claim {
     /// The process that claimed it: a forked child holds a copy of its parent's claims, which
     /// are not its own to finish, abandon or release.
     pub(crate) pid: u32,
+    /// Whether the delivery was handled before and its reply pruned (see `reply_pruned`).
+    pub(crate) reply_pruned: bool,
 }
 
 impl Claim {
@@ -89,6 +98,14 @@ impl Claim {
     /// by `transactionId`, absorbs a second credit if the first attempt's logic had run.
     pub fn differing(&self) -> &[String] {
         &self.differing
+    }
+
+    /// Whether this delivery was handled before, longer ago than the journal keeps replies
+    /// (`Journal::prune` compacted it): the reply is gone, the same decisive content was seen.
+    /// It is handed out as the next attempt; the partner's ledger, keyed by `transactionId`,
+    /// decides, exactly as after a crash between its commit and `finish`.
+    pub fn reply_pruned(&self) -> bool {
+        self.reply_pruned
     }
 
     /// Which attempt this is: 1 for the first delivery, 2 and on after a worker's lease expired
@@ -139,8 +156,9 @@ pub(crate) struct Existing {
 pub(crate) enum Decision {
     /// Other decisive content on a finished delivery: refuse, keep the first (count a conflict,
     /// record it with the differing fields), unless this content was handed out before on the
-    /// key (see `TakeOver`): then answer the stored reply, which is the reply to it too.
-    Conflict { error: Error, differing: Vec<String>, stored: Vec<u8> },
+    /// key (see `TakeOver`) and a reply is stored: then answer the stored reply, which is the
+    /// reply to it too. `stored` is `None` when the reply was pruned.
+    Conflict { error: Error, differing: Vec<String>, stored: Option<Vec<u8>> },
     /// Done: answer with the stored reply (count a replay).
     Replay(Vec<u8>),
     /// Abandoned, or claimed past its lease: claim it again as attempt `attempt`.
@@ -148,7 +166,8 @@ pub(crate) enum Decision {
     /// when its decisive content differs from the stored one: the row keeps the first content
     /// (what the first attempt may have acted on) and the conflict is recorded as handed out,
     /// so that a later delivery of either content is answered with the one stored reply.
-    TakeOver { attempt: i64, reopened: bool, differing: Vec<String> },
+    /// `pruned` when the row was compacted by `prune` (the claim says `reply_pruned`).
+    TakeOver { attempt: i64, reopened: bool, differing: Vec<String>, pruned: bool },
     /// Another worker holds a live claim: wait, then look again.
     Held,
 }
@@ -160,13 +179,19 @@ pub(crate) fn decide(existing: Existing, delivery: &Delivery) -> Decision {
         RecordState::Done => Decision::Conflict {
             error: conflict_error(delivery, &differing),
             differing,
-            stored: existing.reply.unwrap_or_default(),
+            stored: Some(existing.reply.unwrap_or_default()),
         },
+        RecordState::Pruned if differing.is_empty() => {
+            Decision::TakeOver { attempt: existing.attempts + 1, reopened: true, differing, pruned: true }
+        }
+        RecordState::Pruned => {
+            Decision::Conflict { error: conflict_error(delivery, &differing), differing, stored: None }
+        }
         RecordState::Abandoned | RecordState::Closed => {
-            Decision::TakeOver { attempt: existing.attempts + 1, reopened: true, differing }
+            Decision::TakeOver { attempt: existing.attempts + 1, reopened: true, differing, pruned: false }
         }
         RecordState::Claimed if existing.lease_until_ms <= existing.now_ms => {
-            Decision::TakeOver { attempt: existing.attempts + 1, reopened: false, differing }
+            Decision::TakeOver { attempt: existing.attempts + 1, reopened: false, differing, pruned: false }
         }
         RecordState::Claimed | RecordState::Refused => Decision::Held,
     }

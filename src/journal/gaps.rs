@@ -24,8 +24,11 @@ pub(crate) trait Runs {
     fn starting_within(&mut self, from: i64, to: i64) -> Result<Vec<Run>, Self::Error>;
     /// Removes the run starting at `lo`.
     fn remove(&mut self, lo: i64) -> Result<(), Self::Error>;
-    /// Inserts the run, or sets the `hi` of the run starting at `run.lo`.
-    fn put(&mut self, run: Run) -> Result<(), Self::Error>;
+    /// Inserts the run, or sets the `hi` of the run starting at `run.lo`, with its times: when
+    /// its earliest index was seen (the earliest of the runs starting within it and `seen`'s,
+    /// never later than `seen.first_ms`) and when an index was last added (the latest of theirs
+    /// and `seen.last_ms`).
+    fn put(&mut self, run: Run, seen: Seen) -> Result<(), Self::Error>;
     /// At most `limit` runs whose `lo` is above `after`, in order.
     fn after(&mut self, after: i64, limit: usize) -> Result<Vec<Run>, Self::Error>;
     /// The first and the last run.
@@ -138,9 +141,25 @@ pub(crate) fn missing<R: Runs>(
     Ok(ranges)
 }
 
+/// When indexes added to the runs were seen, in ms on the journal's wall clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// When the earliest of them was seen (now, for one delivery).
+    pub first_ms: i64,
+    /// When the latest was; `None` when they were not delivered (closed by hand).
+    pub last_ms: Option<i64>,
+}
+
+impl Seen {
+    /// Delivered at `at_ms`.
+    pub fn at(at_ms: i64) -> Seen {
+        Seen { first_ms: at_ms, last_ms: Some(at_ms) }
+    }
+}
+
 /// Records the indexes `a..=b` (`a <= b`) as seen, merging them with the runs they touch.
 /// Returns how many of them were not seen before (at most `i64::MAX`).
-pub(crate) fn add<R: Runs>(runs: &mut R, a: i64, b: i64) -> Result<i64, R::Error> {
+pub(crate) fn add<R: Runs>(runs: &mut R, a: i64, b: i64, seen: Seen) -> Result<i64, R::Error> {
     debug_assert!(a <= b);
     let mut merged = Run { lo: a, hi: b };
     let mut covered = 0;
@@ -162,12 +181,13 @@ pub(crate) fn add<R: Runs>(runs: &mut R, a: i64, b: i64) -> Result<i64, R::Error
     if absorbed.len() == 1 && absorbed[0] == merged {
         return Ok(0);
     }
+    // Put first, so that the merged run takes the earliest time of the runs it absorbs.
+    runs.put(merged, seen)?;
     for run in &absorbed {
         if run.lo != merged.lo {
             runs.remove(run.lo)?;
         }
     }
-    runs.put(merged)?;
     let new = i128::from(b) - i128::from(a) + 1 - covered;
     Ok(i64::try_from(new).unwrap_or(i64::MAX))
 }
@@ -283,7 +303,7 @@ mod tests {
             self.0.remove(&lo);
             Ok(())
         }
-        fn put(&mut self, run: Run) -> Result<(), Infallible> {
+        fn put(&mut self, run: Run, _seen: Seen) -> Result<(), Infallible> {
             self.0.insert(run.lo, run.hi);
             Ok(())
         }
@@ -318,7 +338,7 @@ mod tests {
         let mut m = Memory::default();
         let mut seen = 0;
         for i in [5, 7, 6, 6, 10, 1, 2, 3, 12, 11] {
-            seen += add(&mut m, i, i).unwrap();
+            seen += add(&mut m, i, i, Seen::at(0)).unwrap();
         }
         assert_eq!(m.runs(), vec![(1, 3), (5, 7), (10, 12)]);
         assert_eq!(seen, 9);
@@ -326,7 +346,7 @@ mod tests {
         assert_eq!(m.missing(1, 1), vec![(4, 4)]);
         let summary = m.facts(None, seen).summary();
         assert_eq!(summary, Summary { first: Some(1), highest: Some(12), watermark: Some(3), missing: 3 });
-        seen += add(&mut m, 4, 4).unwrap();
+        seen += add(&mut m, 4, 4, Seen::at(0)).unwrap();
         assert_eq!(m.facts(None, seen).summary().watermark, Some(7));
     }
 
@@ -334,15 +354,15 @@ mod tests {
     fn ranges_merge_across_several_runs() {
         let mut m = Memory::default();
         for (a, b) in [(1, 2), (5, 6), (9, 9), (20, 30)] {
-            add(&mut m, a, b).unwrap();
+            add(&mut m, a, b, Seen::at(0)).unwrap();
         }
-        assert_eq!(add(&mut m, 2, 10).unwrap(), 5); // 3, 4, 7, 8, 10
+        assert_eq!(add(&mut m, 2, 10, Seen::at(0)).unwrap(), 5); // 3, 4, 7, 8, 10
         assert_eq!(m.runs(), vec![(1, 10), (20, 30)]);
-        assert_eq!(add(&mut m, 3, 8).unwrap(), 0);
-        assert_eq!(add(&mut m, 0, 40).unwrap(), 1 + 9 + 10);
+        assert_eq!(add(&mut m, 3, 8, Seen::at(0)).unwrap(), 0);
+        assert_eq!(add(&mut m, 0, 40, Seen::at(0)).unwrap(), 1 + 9 + 10);
         assert_eq!(m.runs(), vec![(0, 40)]);
-        assert_eq!(add(&mut m, i64::MAX, i64::MAX).unwrap(), 1);
-        assert_eq!(add(&mut m, i64::MAX - 1, i64::MAX).unwrap(), 1);
+        assert_eq!(add(&mut m, i64::MAX, i64::MAX, Seen::at(0)).unwrap(), 1);
+        assert_eq!(add(&mut m, i64::MAX - 1, i64::MAX, Seen::at(0)).unwrap(), 1);
         assert_eq!(m.runs(), vec![(0, 40), (i64::MAX - 1, i64::MAX)]);
     }
 
@@ -351,7 +371,7 @@ mod tests {
         let mut m = Memory::default();
         let mut seen = 0;
         for i in [3, 4, 8] {
-            seen += add(&mut m, i, i).unwrap();
+            seen += add(&mut m, i, i, Seen::at(0)).unwrap();
         }
         let summary = m.facts(Some(1), seen).summary();
         assert_eq!(summary, Summary { first: Some(1), highest: Some(8), watermark: None, missing: 5 });
@@ -367,21 +387,21 @@ mod tests {
         let mut m = Memory::default();
         let mut seen = 0;
         for i in 1..=5 {
-            seen += add(&mut m, i, i).unwrap();
+            seen += add(&mut m, i, i, Seen::at(0)).unwrap();
         }
         let far = 1_000_000_000_000;
         assert_eq!(jump_of(&mut m, far, || Ok(None), 100_000).unwrap(), Some(5));
         assert_eq!(jump_of(&mut m, 100_005, || Ok(None), 100_000).unwrap(), None);
-        seen += add(&mut m, far, far).unwrap();
+        seen += add(&mut m, far, far, Seen::at(0)).unwrap();
         // A lost event right above the jump is missing; the stretch below the jump is not.
-        seen += add(&mut m, far + 2, far + 2).unwrap();
+        seen += add(&mut m, far + 2, far + 2, Seen::at(0)).unwrap();
         let jumps = [Jump { index: far, previous_highest: 5 }];
         let summary = facts(&mut m, None, seen, &jumps).unwrap().summary();
         assert_eq!(summary.missing, 1);
         assert_eq!(missing(&mut m, 1, &jumps, 10).unwrap(), vec![(far + 1, far + 1)]);
         // Traffic that goes on below the jump: its holes are missing, the rest is not.
         for i in [6, 7, 9] {
-            seen += add(&mut m, i, i).unwrap();
+            seen += add(&mut m, i, i, Seen::at(0)).unwrap();
         }
         let summary = facts(&mut m, None, seen, &jumps).unwrap().summary();
         assert_eq!(summary.missing, 2);
@@ -397,7 +417,7 @@ mod tests {
         let mut m = Memory::default();
         let mut seen = 0;
         for i in (1..=5).chain([100]).chain(6..=99).filter(|&i| i != 50) {
-            seen += add(&mut m, i, i).unwrap();
+            seen += add(&mut m, i, i, Seen::at(0)).unwrap();
         }
         let jumps = [Jump { index: 100, previous_highest: 5 }];
         assert_eq!(facts(&mut m, None, seen, &jumps).unwrap().summary().missing, 1);
@@ -408,12 +428,12 @@ mod tests {
     fn counts_do_not_overflow_at_the_ends_of_the_index_range() {
         let mut m = Memory::default();
         let mut seen = 0;
-        seen += add(&mut m, 0, 0).unwrap();
-        seen += add(&mut m, i64::MAX, i64::MAX).unwrap();
+        seen += add(&mut m, 0, 0, Seen::at(0)).unwrap();
+        seen += add(&mut m, i64::MAX, i64::MAX, Seen::at(0)).unwrap();
         let summary = m.facts(None, seen).summary();
         assert_eq!(summary.missing, (i64::MAX - 1) as u64);
         assert_eq!(m.missing(0, 5), vec![(1, i64::MAX - 1)]);
-        assert_eq!(add(&mut m, 1, i64::MAX - 1).unwrap(), i64::MAX - 1);
+        assert_eq!(add(&mut m, 1, i64::MAX - 1, Seen::at(0)).unwrap(), i64::MAX - 1);
         assert_eq!(m.runs(), vec![(0, i64::MAX)]);
         // The count of seen indexes saturates at i64::MAX, one short of the 2^63 indexes.
         assert_eq!(m.facts(None, i64::MAX).summary().missing, 0);

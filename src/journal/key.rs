@@ -14,6 +14,8 @@ pub struct Delivery {
     index: Option<i64>,
     transaction_id: Option<i64>,
     content: String,
+    /// The content as the journal stores it (see [`stored_form`]).
+    stored: String,
 }
 
 impl Delivery {
@@ -82,7 +84,9 @@ impl Delivery {
             }
             (_, None, None) => None,
         };
-        Delivery { key, name: name.to_owned(), index: event.index, transaction_id, content: canon.finish() }
+        let content = canon.finish();
+        let stored = stored_form(&content).into_owned();
+        Delivery { key, name: name.to_owned(), index: event.index, transaction_id, content, stored }
     }
 
     /// This delivery as fetched for `index` by recovery: an event whose own index could not be
@@ -137,6 +141,11 @@ impl Delivery {
     /// change.
     pub fn fingerprint(&self) -> &str {
         &self.content
+    }
+
+    /// The fingerprint as the journal stores it (see [`stored_form`]).
+    pub(crate) fn stored(&self) -> &str {
+        &self.stored
     }
 }
 
@@ -287,6 +296,15 @@ pub fn decisive_differences(first: &str, now: &str) -> Vec<String> {
         (Some(x), Some(y)) if x == y => DECISIVE.iter().find(|(event, _)| *event == x).map(|(_, fields)| *fields),
         _ => None,
     };
+    if is_compact(&a) {
+        return if a.get(DIGEST).and_then(|d| d.as_str())
+            == Some(decisive_digest(now, &b, a.contains_key(LEGACY_MARK)).as_str())
+        {
+            Vec::new()
+        } else {
+            vec!["the decisive content differs from the digest kept when the delivery's reply was pruned (the fields cannot be named)".to_owned()]
+        };
+    }
     let null = serde_json::Value::Null;
     let differ = |field: &str| {
         let (x, y) = (a.get(field).unwrap_or(&null), b.get(field).unwrap_or(&null));
@@ -306,6 +324,166 @@ pub fn decisive_differences(first: &str, now: &str) -> Vec<String> {
             if differing.is_empty() { vec!["the stored content is in another form".to_owned()] } else { differing }
         }
     }
+}
+
+/// The fields of the events whose content the journal stores by position, in the order
+/// `Delivery::of` writes them (a test holds the two together).
+const POSITIONAL: &[(&str, &[&str])] = &[
+    (
+        "gameSessionBuyRefund",
+        &[
+            "gameSessionIdentifier",
+            "playerIdentifier",
+            "playerPartnerIdentifier",
+            "transactionId",
+            "buyTransactionId",
+            "gameSessionId",
+            "partnerGameRequestIdentifier",
+            "gameId",
+            "isMobile",
+            "bonusCode",
+        ],
+    ),
+    (
+        "jackpotPayout",
+        &[
+            "jackpotIdentifier",
+            "playerIdentifier",
+            "playerPartnerIdentifier",
+            "currencyISO4217",
+            "moneyWon",
+            "coinsWon",
+            "isMoney",
+            "epochReleasedMillis",
+            "isPrimary",
+            "transactionId",
+            "buyTransactionId",
+            "partnerGameRequestIdentifier",
+            "gameSessionId",
+            "gameId",
+            "bonusCode",
+            "isMobile",
+        ],
+    ),
+];
+
+/// The content of a refund or payout as the journal stores it: a JSON array of the event's name
+/// and its values in the order of [`POSITIONAL`] (`["gameSessionBuyRefund","gs-1",...]`), which
+/// leaves out the field names, about 200 bytes of every row; any other content as it is. A pure
+/// function of the content, so that equal contents are stored equal. See [`from_stored`].
+pub(crate) fn stored_form(content: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let Ok(map) = serde_json::from_str::<ContentMap>(content) else { return Cow::Borrowed(content) };
+    let Some(name) = map.get("event").and_then(|v| v.as_str()) else { return Cow::Borrowed(content) };
+    let Some((_, fields)) = POSITIONAL.iter().find(|(event, _)| *event == name) else { return Cow::Borrowed(content) };
+    if map.len() != fields.len() + 1 || !fields.iter().all(|field| map.contains_key(*field)) {
+        return Cow::Borrowed(content);
+    }
+    let mut out = String::with_capacity(content.len() / 2);
+    out.push('[');
+    push_quoted(&mut out, name);
+    for field in *fields {
+        out.push(',');
+        out.push_str(&map[*field].to_string());
+    }
+    out.push(']');
+    Cow::Owned(out)
+}
+
+/// A stored content as the canonical content's JSON object again (the fields in name order):
+/// the inverse of [`stored_form`]. A content stored as an object (any other event, a compact
+/// record, a journal of an earlier version) is returned as it is, and so is one that cannot be
+/// read (a comparison then reports it unreadable).
+pub(crate) fn from_stored(stored: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    if !stored.starts_with('[') {
+        return Cow::Borrowed(stored);
+    }
+    let Ok(values) = serde_json::from_str::<Vec<serde_json::Value>>(stored) else { return Cow::Borrowed(stored) };
+    let Some(name) = values.first().and_then(|v| v.as_str()) else { return Cow::Borrowed(stored) };
+    let Some((_, fields)) = POSITIONAL.iter().find(|(event, _)| *event == name) else { return Cow::Borrowed(stored) };
+    if values.len() != fields.len() + 1 {
+        return Cow::Borrowed(stored);
+    }
+    let mut map = ContentMap::new();
+    map.insert("event".to_owned(), name.into());
+    for (field, value) in fields.iter().zip(&values[1..]) {
+        map.insert((*field).to_owned(), value.clone());
+    }
+    Cow::Owned(serde_json::Value::Object(map).to_string())
+}
+
+/// The field of a compact record's content holding the digest of its decisive content.
+const DIGEST: &str = "digest";
+
+/// The content `Journal::prune` keeps of a finished delivery in place of `content`:
+/// `{"digest":"<128 bits of the SHA-256 of the decisive content, hex>","outcome":"success"}` (`outcome` as
+/// `export::reply_outcome` reads the pruned reply), with `"(journal v1)":true` for a content
+/// marked by the migration from version 1 (its digest covers its name only). A content compact
+/// already keeps its digest and takes the new outcome.
+pub(crate) fn compact(content: &str, outcome: &str) -> String {
+    let map = serde_json::from_str::<ContentMap>(content).unwrap_or_default();
+    let legacy = map.contains_key(LEGACY_MARK);
+    let digest = match map.get(DIGEST).and_then(|d| d.as_str()) {
+        Some(digest) if is_compact(&map) => digest.to_owned(),
+        // An unreadable content has an empty map: its digest is the text's own.
+        _ if map.is_empty() => hex_sha256(content.as_bytes()),
+        _ => decisive_digest(content, &map, legacy),
+    };
+    let mut out = serde_json::Map::new();
+    out.insert(DIGEST.to_owned(), digest.into());
+    out.insert("outcome".to_owned(), outcome.into());
+    if legacy {
+        out.insert(LEGACY_MARK.to_owned(), true.into());
+    }
+    serde_json::Value::Object(out).to_string()
+}
+
+/// Whether a stored content is a compact record's (see [`compact`]).
+fn is_compact(map: &ContentMap) -> bool {
+    map.contains_key(DIGEST) && !map.contains_key("event") && !map.contains_key("action")
+}
+
+/// The digest (see `hex_sha256`) of what decides whether two deliveries of a key are one: the
+/// name and the [`DECISIVE`] fields (absent as `null`) of a refund or payout `event`, the name
+/// alone for a content of version 1 (`legacy`), the whole content of any other callback. The
+/// name's field is the canonical `content`'s first (`event`, or `action` for an action
+/// callback), never another field of that name.
+fn decisive_digest(content: &str, map: &ContentMap, legacy: bool) -> String {
+    let name_field = if content.starts_with("{\"action\":") { "action" } else { "event" };
+    let name = map.get(name_field).cloned().unwrap_or(serde_json::Value::Null);
+    let fields = match name.as_str() {
+        Some(n) if name_field == "event" => DECISIVE.iter().find(|(event, _)| *event == n).map(|(_, f)| *f),
+        _ => None,
+    };
+    let mut projection = ContentMap::new();
+    projection.insert(name_field.to_owned(), name);
+    match fields {
+        Some(fields) => {
+            for field in fields {
+                projection.insert((*field).to_owned(), map.get(*field).cloned().unwrap_or(serde_json::Value::Null));
+            }
+        }
+        None if legacy => {}
+        None => projection = map.clone(),
+    }
+    let mut text = String::new();
+    // The projection's order is fixed (built in `DECISIVE`'s order, or the canonical content's).
+    for (name, value) in &projection {
+        push_quoted(&mut text, name);
+        text.push(':');
+        text.push_str(&value.to_string());
+        text.push(',');
+    }
+    hex_sha256(text.as_bytes())
+}
+
+/// The first 128 bits of the SHA-256 of `bytes`, in hex: a compact record's digest (a chance
+/// collision among a journal's records is out of reach, and a chosen one would need the service
+/// to send it).
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 /// The error for a delivery whose key the journal holds with other decisive content:
@@ -355,6 +533,30 @@ mod tests {
             d.fingerprint(),
             r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-1","playerIdentifier":"p-1","playerPartnerIdentifier":null,"transactionId":900002,"buyTransactionId":800001,"gameSessionId":5,"partnerGameRequestIdentifier":"r-1","gameId":7,"isMobile":false,"bonusCode":null}"#
         );
+    }
+
+    /// The stored form of a refund and a payout leaves out the field names and reads back as
+    /// the same content; other contents are stored as they are.
+    #[test]
+    fn refunds_and_payouts_are_stored_by_position() {
+        let bodies = [
+            r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs \"1\" \u00e9","playerIdentifier":"p","transactionId":7,"buyTransactionId":8,"gameSessionId":5,"partnerGameRequestIdentifier":"r","gameId":3,"isMobile":true,"bonusCode":"B","index":4}"#,
+            r#"{"event":"jackpotPayout","jackpotIdentifier":"j","playerPartnerIdentifier":"pp","currencyISO4217":"EUR","moneyWon":100,"coinsWon":0,"isMoney":true,"epochReleasedMillis":1,"isPrimary":false,"transactionId":9,"buyTransactionId":4,"partnerGameRequestIdentifier":"r","gameSessionId":3,"gameId":2,"index":5}"#,
+        ];
+        for body in bodies {
+            let delivery = delivery(body);
+            let stored = delivery.stored();
+            assert!(stored.starts_with("[\"") && stored.len() < delivery.fingerprint().len() / 2 + 40, "{stored}");
+            let back: ContentMap = serde_json::from_str(&from_stored(stored)).unwrap();
+            let canonical: ContentMap = serde_json::from_str(delivery.fingerprint()).unwrap();
+            assert_eq!(back, canonical);
+            assert!(decisive_differences(&from_stored(stored), delivery.fingerprint()).is_empty());
+        }
+        let other = r#"{"event":"bonusGranted","amount":5}"#;
+        assert_eq!(stored_form(other), other);
+        assert_eq!(from_stored(other), other);
+        assert_eq!(from_stored("[1,2"), "[1,2", "unreadable stays as it is");
+        assert_eq!(from_stored(r#"["jackpotPayout",1]"#), r#"["jackpotPayout",1]"#, "a short array stays");
     }
 
     #[test]

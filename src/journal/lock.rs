@@ -17,6 +17,10 @@ use super::Journal;
 /// The name of the lock every recovery run takes.
 pub const RECOVERY_LOCK: &str = "recover";
 
+/// The lock `Journal::export` holds while it pages through the deliveries; `Journal::prune`
+/// waits for it (see `PruneReport::stopped_by`).
+pub const EXPORT_LOCK: &str = "export";
+
 /// The recovery lock, held until dropped (released then; if the release fails, it lapses with
 /// its lease).
 #[derive(Debug)]

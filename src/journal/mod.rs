@@ -21,13 +21,18 @@
 //! finds the credit made and answers as the first attempt would have.
 
 mod admin;
+mod backup;
 mod claims;
+mod export;
+mod export_format;
 pub(crate) mod fork_guard;
 mod gaps;
 mod key;
 mod lock;
+mod new_file;
 mod pool;
 mod postgres;
+mod prune;
 pub mod recovery;
 mod schema;
 mod sql;
@@ -41,9 +46,13 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, ErrorKind, Result};
 
 pub use admin::{ConflictRecord, FetchOutcome, IndexJump, JumpKind, LockHolder, Resolution};
+pub use backup::BackupReport;
 pub use claims::{Claim, RecordState};
+pub use export::ExportRow;
+pub use export_format::{COLUMNS as EXPORT_COLUMNS, ExportFormat, ExportWriter};
 pub use key::{DECISIVE, Delivery, decisive_differences};
 pub use lock::{RECOVERY_LOCK, RecoveryLock, host_name};
+pub use prune::{PruneOptions, PruneReport};
 pub use time::rfc3339_ms;
 
 use sql::Sql;
@@ -93,6 +102,13 @@ pub struct JournalOptions {
     /// How many runs of recovery may get HTTP 404 for an index before it is reported
     /// unrecoverable and no longer fetched (it stays missing until resolved by hand). Default 3.
     pub not_found_limit: u32,
+    /// Retention run by the library itself: when set, `finish` runs one batch of
+    /// `Journal::prune` with `PruneOptions::older_than(retention)` (compact records kept) at
+    /// most once a second per journal handle, after its own commit (the delivery waits for that
+    /// batch: a few milliseconds, once a second). A failure of that batch does not fail the
+    /// `finish`. At least a day. Default `None`: nothing is pruned unless asked
+    /// (`slotpartner journal prune` from cron).
+    pub retention: Option<Duration>,
 }
 
 impl Default for JournalOptions {
@@ -106,6 +122,7 @@ impl Default for JournalOptions {
             lock_timeout: Duration::from_secs(5),
             max_index_jump: 100_000,
             not_found_limit: 3,
+            retention: None,
         }
     }
 }
@@ -134,6 +151,11 @@ impl JournalOptions {
         }
         if self.not_found_limit == 0 {
             return invalid("not_found_limit", "must be at least 1");
+        }
+        if let Some(retention) = self.retention {
+            if retention < DAY || retention.as_millis() >= i64::MAX as u128 {
+                return invalid("retention", "must be at least 1 day (24 hours)");
+            }
         }
         Ok(())
     }
@@ -202,6 +224,26 @@ pub struct Status {
     pub highest_index: Option<i64>,
     /// Every index from the first up to this one was seen; `None` when the first one was not.
     pub watermark: Option<i64>,
+    /// Deliveries compacted by `prune` since the journal was created (a counter).
+    pub pruned: u64,
+    /// Compact records removed by `prune` (`forget_older_than`) since the journal was created.
+    pub forgotten: u64,
+    /// The bytes the journal takes: on SQLite the file and its write-ahead log, on PostgreSQL
+    /// its tables with their indexes and TOAST (`pg_total_relation_size`). `None` when unknown.
+    pub size_bytes: Option<u64>,
+    /// When the oldest delivery kept whole (its reply stored) was finished, in ms since the Unix
+    /// epoch on the journal's clock: what the next `prune` compacts first. `None` when none.
+    pub oldest_record_ms: Option<i64>,
+    /// When a new index was last seen (any delivery carrying an index the journal had not seen:
+    /// an event, a balance query, a refused body; not a repeat): a busy casino that sees none for
+    /// long has a broken route. On PostgreSQL, when it was merged into the runs, within a batch
+    /// of its arrival. `None` when none was seen since the journal's schema version 3.
+    pub last_delivery_ms: Option<i64>,
+    /// When the oldest missing index was found missing (an index above it was first seen; on
+    /// PostgreSQL, merged into the runs, within a batch of its arrival); `None` when nothing is
+    /// missing. For a journal migrated from schema version 2, the migration's time at the
+    /// earliest.
+    pub oldest_gap_ms: Option<i64>,
 }
 
 /// What the journal holds for a delivery (or a refused one), for operators.
@@ -260,7 +302,15 @@ pub(crate) trait Store: Send + Sync {
     ) -> Result<()>;
     /// The counters: handled, replayed, conflicts, refused, in progress.
     fn counters(&self, options: &JournalOptions) -> Result<[i64; 5]>;
+    /// The bytes the journal takes (see `Status::size_bytes`).
+    fn size_bytes(&self, options: &JournalOptions) -> Result<Option<u64>>;
+    /// Gives back to the file system a step's worth of the pages `prune` freed (SQLite journals
+    /// with incremental vacuum; nothing otherwise), in one short write transaction: the bytes
+    /// given back, and whether free pages are left for another step.
+    fn reclaim_step(&self, options: &JournalOptions) -> Result<(u64, bool)>;
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>>;
+    /// Copies the journal into the new file `dest` while others write (see `Journal::backup`).
+    fn backup(&self, dest: &std::path::Path, options: &JournalOptions) -> Result<BackupReport>;
 }
 
 /// A delivery journal. `Send + Sync`: share one across threads (`Arc`), or open the same URL in
@@ -268,6 +318,10 @@ pub(crate) trait Store: Send + Sync {
 pub struct Journal {
     store: Arc<dyn Store>,
     options: JournalOptions,
+    /// When `finish` last ran a batch of the retention (`JournalOptions::retention`), in ms on
+    /// this process's monotonic clock since the journal was opened.
+    retention_ran_ms: std::sync::atomic::AtomicU64,
+    opened: Instant,
 }
 
 const _: fn() = || {
@@ -315,7 +369,12 @@ impl Journal {
                 format!("{scheme} is not a journal: expected sqlite:PATH or postgres://USER@HOST/DATABASE"),
             ));
         };
-        Ok(Journal { store, options: options.clone() })
+        Ok(Journal {
+            store,
+            options: options.clone(),
+            retention_ran_ms: std::sync::atomic::AtomicU64::new(0),
+            opened: Instant::now(),
+        })
     }
 
     /// Inside the journal for a call, as far as a fork must wait for it (see `Store::quiet_for_fork`).
@@ -381,8 +440,39 @@ impl Journal {
                 ),
             ));
         }
-        let _inside = self.pass()?;
-        self.store.finish(claim, reply, &self.options)
+        {
+            let _inside = self.pass()?;
+            self.store.finish(claim, reply, &self.options)?;
+        }
+        self.run_retention();
+        Ok(())
+    }
+
+    /// One batch of the retention (`JournalOptions::retention`) and a step giving freed pages
+    /// back, at most once a second for the whole journal (every process and host), asked at most
+    /// once a second per handle, from a second after it was opened (a handle living less, as in
+    /// a process per request, never runs it: prune from cron there). A failure is left for the
+    /// next batch (and for `prune` run by hand) to meet.
+    fn run_retention(&self) {
+        use std::sync::atomic::Ordering;
+        let Some(retention) = self.options.retention else { return };
+        let now = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.retention_ran_ms.load(Ordering::Relaxed);
+        if now < last.saturating_add(1000)
+            || self.retention_ran_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err()
+        {
+            return;
+        }
+        let options = PruneOptions::older_than(retention);
+        let ran =
+            self.write(|sql| if prune::retention_due(sql)? { prune::batch(sql, &options).map(Some) } else { Ok(None) });
+        if let Ok(Some(batch)) = ran {
+            if batch.compacted + batch.forgotten > 0 {
+                if let Ok(_inside) = self.pass() {
+                    let _ = self.store.reclaim_step(&self.options);
+                }
+            }
+        }
     }
 
     /// Releases the claim after a transient failure of the partner (its database is down), so
@@ -433,7 +523,9 @@ impl Journal {
         let _inside = self.pass()?;
         let [handled, replayed, conflicts, refused, in_progress] = self.store.counters(&self.options)?;
         let not_found_limit = self.options.not_found_limit;
-        let (summary, extras) = self.read(|sql| Ok((admin::summary(sql)?, admin::extras(sql, not_found_limit)?)))?;
+        let (summary, extras, vitals) =
+            self.read(|sql| Ok((admin::summary(sql)?, admin::extras(sql, not_found_limit)?, admin::vitals(sql)?)))?;
+        let size_bytes = self.store.size_bytes(&self.options)?;
         Ok(Status {
             handled: count(handled),
             replayed: count(replayed),
@@ -450,7 +542,74 @@ impl Journal {
             resolved: extras.resolved,
             unrecoverable: extras.unrecoverable,
             numbering: extras.numbering,
+            pruned: vitals.pruned,
+            forgotten: vitals.forgotten,
+            size_bytes,
+            oldest_record_ms: vitals.oldest_record_ms,
+            last_delivery_ms: vitals.last_delivery_ms,
+            oldest_gap_ms: vitals.oldest_gap_ms,
         })
+    }
+
+    /// Removes what the service can no longer resend (see `PruneOptions`), in batches of
+    /// `options.batch` rows, each its own transaction, `options.pause` apart; then gives the
+    /// freed pages of a SQLite journal back to the file system (journals created by this
+    /// release; in older ones SQLite reuses them for new deliveries). Safe while workers write:
+    /// a delivery waits for at most one batch (`PruneReport::longest_batch`). Errors:
+    /// `InvalidArgument` naming the option, `Journal` when the storage fails (what earlier
+    /// batches removed stays removed).
+    pub fn prune(&self, options: &PruneOptions) -> Result<PruneReport> {
+        options.check()?;
+        let started = Instant::now();
+        let deadline = options.max_time.map(|max| started + max);
+        let mut report = PruneReport::default();
+        loop {
+            let batch_started = Instant::now();
+            let batch = self.write(|sql| prune::batch(sql, options))?;
+            report.longest_batch = report.longest_batch.max(batch_started.elapsed());
+            report.batches += 1;
+            report.compacted += batch.compacted;
+            report.forgotten += batch.forgotten;
+            report.refused_removed += batch.refused_removed;
+            report.conflicts_removed += batch.conflicts_removed;
+            if let Some(export) = batch.export_running {
+                report.export_running = true;
+                report.stopped_by = Some(format!("an export is running ({export}); run prune again once it is done"));
+                break;
+            }
+            if batch.is_empty() {
+                report.complete = true;
+                break;
+            }
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                report.stopped_by = Some("max_time".to_owned());
+                break;
+            }
+            std::thread::sleep(options.pause);
+        }
+        loop {
+            let (bytes, more) = {
+                let _inside = self.pass()?;
+                self.store.reclaim_step(&self.options)?
+            };
+            report.bytes_returned += bytes;
+            if !more || deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                break;
+            }
+            std::thread::sleep(options.pause);
+        }
+        Ok(report)
+    }
+
+    /// The missing ranges found missing at least `min_age` ago (an index above them was first
+    /// seen that long ago), in order, at most `limit`: a younger gap is usually an event still on
+    /// its way (reordering, the service's own retry). With `min_age` zero, `missing(limit)`.
+    pub fn missing_older_than(&self, min_age: Duration, limit: usize) -> Result<Vec<(i64, i64)>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let age_ms = i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX);
+        self.read(|sql| admin::missing_older_than(sql, age_ms, limit))
     }
 
     /// Whether an operator must look: indexes missing, deliveries unfinished, conflicts or index
@@ -531,8 +690,18 @@ impl Journal {
     /// What a recovery run fetches, at most `limit`: unfinished deliveries, then missing indexes
     /// never tried, then those tried before, least recently tried first; never unrecoverable ones.
     pub fn recovery_plan(&self, limit: usize) -> Result<Vec<i64>> {
+        self.recovery_plan_older_than(limit, Duration::ZERO)
+    }
+
+    /// `recovery_plan`, of what is at least `min_age` old on the journal's clock: the indexes of
+    /// gaps found missing at least `min_age` ago (as `missing_older_than` lists them), and the
+    /// unfinished deliveries last claimed or abandoned at least `min_age` ago. Younger ones are
+    /// usually still on their way (reordering, the service's own retry after a 503) and are left
+    /// for a later run. With `min_age` zero, `recovery_plan(limit)`.
+    pub fn recovery_plan_older_than(&self, limit: usize, min_age: Duration) -> Result<Vec<i64>> {
         let not_found_limit = self.options.not_found_limit;
-        self.write(|sql| admin::recovery_plan(sql, limit, not_found_limit))
+        let min_age_ms = i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX);
+        self.write(|sql| admin::recovery_plan(sql, limit, not_found_limit, min_age_ms))
     }
 
     /// Notes what a recovery got for `index` (it orders the next runs' work, and counts 404s).
@@ -602,6 +771,79 @@ impl Journal {
     pub fn lookup(&self, transaction_id: i64) -> Result<Vec<Record>> {
         let _inside = self.pass()?;
         self.store.lookup(transaction_id, &self.options)
+    }
+
+    /// Every delivery the journal holds whose first delivery (`created_ms`) lies in
+    /// `since_ms..until_ms` (ms since the Unix epoch, `until_ms` left out), for reconciliation,
+    /// handed to `each` one at a time in the journal's order (a row is lent for the call); the
+    /// number of rows. Finished deliveries, compact records and unfinished ones alike (see
+    /// [`ExportRow`]). The journal is read 1,000 rows at a time, each page in its own short read
+    /// transaction: memory stays constant, and no writer waits for the export (see `export.rs`).
+    /// The export holds the journal's lock `export` meanwhile (retention waits for it; it lapses
+    /// by itself 15 minutes after its process died), so one export runs at a time. An error
+    /// `each` returns stops the export and is returned. Errors: `InvalidArgument` (field
+    /// `until_ms`) when `until_ms` is not after `since_ms`; `Busy` (field `lock`) naming the
+    /// export running; `Journal` when the storage fails, or when `each` held the export up
+    /// longer than the lock's lease.
+    pub fn export(&self, since_ms: i64, until_ms: i64, each: &mut dyn FnMut(&ExportRow) -> Result<()>) -> Result<u64> {
+        export::check_period(since_ms, until_ms)?;
+        let mut lock = export::ExportLock::take(self)?;
+        let (mut after, mut rows) = (i64::MIN, 0u64);
+        while let Some((last, page)) = self.read(|sql| export::page(sql, after, since_ms, until_ms))? {
+            for row in &page {
+                each(row)?;
+                rows += 1;
+            }
+            after = last;
+            lock.keep()?;
+        }
+        Ok(rows)
+    }
+
+    /// The lowest and highest [`ExportRow::id`] of the journal (`None` when it holds no
+    /// delivery): what `export` goes through, for a progress bar. Two lookups of the primary
+    /// key; the rows of a period are not counted ahead, which would read the journal twice.
+    pub fn export_extent(&self) -> Result<Option<(i64, i64)>> {
+        self.read(export::extent)
+    }
+
+    /// `export` written in `format` to a new file at `path` (created 0600, as it names players),
+    /// through a temporary file beside it that takes the name `path` only once complete and
+    /// flushed: there is never a half export at `path`, and an existing file is never replaced.
+    /// `progress` sees each row once written. The number of rows. Errors: `InvalidArgument` with
+    /// field `path` when `path` exists or names no file, or the file cannot be created or
+    /// written (the message says which and why), field `until_ms` as for `export`; `Journal`.
+    pub fn export_to_file(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        format: ExportFormat,
+        path: &std::path::Path,
+        progress: &mut dyn FnMut(&ExportRow),
+    ) -> Result<u64> {
+        export_format::to_file(self, since_ms, until_ms, format, path, progress)
+    }
+
+    /// Copies a SQLite journal into the new file `dest` while workers go on writing, with
+    /// SQLite's online backup API: the copy holds every delivery committed when the backup
+    /// started (one snapshot; nothing written later), is written beside `dest` (created 0600)
+    /// and takes the name `dest` only once complete, so there is never a half backup at `dest`.
+    /// The copy is a journal of its own: `Journal::open("sqlite:<dest>")` opens it. Writers are
+    /// never held up (in WAL mode a reader blocks no writer); the copy goes a few megabytes at a
+    /// time with short pauses (see `backup.rs`). `dest` is the caller's; the report is plain
+    /// values.
+    ///
+    /// The whole copy is one call inside the journal: a `fork` of this process waits for it (at
+    /// most its bound, after which the child may not use the journal), so take backups from a
+    /// process that does not fork meanwhile, such as `slotpartner journal backup`.
+    ///
+    /// Errors: `InvalidArgument` with field `dest` when `dest` exists (a backup never replaces a
+    /// file), names no file or cannot be created; with field `journal_url` for a PostgreSQL
+    /// journal (the message gives the `pg_dump` command: PostgreSQL has its own tools);
+    /// `Journal` when reading the journal or writing the copy fails (nothing is left at `dest`).
+    pub fn backup(&self, dest: &std::path::Path) -> Result<BackupReport> {
+        let _inside = self.pass()?;
+        self.store.backup(dest, &self.options)
     }
 }
 

@@ -34,7 +34,7 @@ use crate::error::{Error, ErrorKind, Result};
 use super::admin::{self, ConflictSeen, JumpKind};
 use super::claims::{self, Claim, Decision, Existing, RecordState};
 use super::gaps::{self, Run, Runs};
-use super::key::Delivery;
+use super::key::{self, Delivery};
 use super::pool::{Pool, Pooled, Registry};
 use super::schema::{self, Counter};
 use super::sql::{LeaseClock, Sql, SqlRow, Value, dollar_params};
@@ -49,7 +49,7 @@ static REGISTRY: Registry<String, Postgres> = Registry::new();
 /// created them meanwhile.
 fn create_schema(tx: &mut Tx<'_>) -> TxResult<bool> {
     tx.client.batch_execute("SAVEPOINT sp_journal_schema")?;
-    match tx.client.batch_execute(&format!("{}{}", schema::POSTGRES, schema::POSTGRES_V2)) {
+    match tx.client.batch_execute(&format!("{}{}{}", schema::POSTGRES, schema::POSTGRES_V2, schema::POSTGRES_V3)) {
         Ok(()) => {
             tx.client.batch_execute("RELEASE SAVEPOINT sp_journal_schema")?;
             Ok(true)
@@ -241,11 +241,12 @@ impl Postgres {
                         return Ok(false);
                     }
                 }
-                if schema::check_version(&self.label, tx.meta("schema_version")?)? {
+                if schema::check_version(&self.label, tx.meta("schema_version")?)?.is_some() {
                     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
-                    if schema::check_version(&self.label, tx.meta("schema_version")?)? {
+                    if let Some(from) = schema::check_version(&self.label, tx.meta("schema_version")?)? {
                         tx.client.batch_execute(schema::POSTGRES_V2)?;
-                        admin::migrate_v1(&mut PgSql { tx, label: &self.label })?;
+                        tx.client.batch_execute(schema::POSTGRES_V3)?;
+                        admin::migrate(&mut PgSql { tx, label: &self.label }, from)?;
                     }
                 }
                 if let Some(first) = options.first_index {
@@ -484,19 +485,28 @@ fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOp
     }
     let mut new = 0;
     loop {
-        let rows = tx.query("SELECT idx FROM sp_journal_seen ORDER BY idx LIMIT $1", &[&FOLD_BATCH])?;
-        let indexes = rows.iter().map(|r| r.try_get(0)).collect::<std::result::Result<Vec<i64>, _>>()?;
+        let sql = concat!("SELECT idx, COALESCE(at_ms, ", now_ms!(), ") FROM sp_journal_seen ORDER BY idx LIMIT $1");
+        let rows = tx.query(sql, &[&FOLD_BATCH])?;
+        let seen = rows
+            .iter()
+            .map(|r| Ok((r.try_get::<_, i64>(0)?, r.try_get::<_, i64>(1)?)))
+            .collect::<std::result::Result<Vec<(i64, i64)>, postgres::Error>>()?;
+        let indexes: Vec<i64> = seen.iter().map(|&(index, _)| index).collect();
         if indexes.is_empty() {
             break;
         }
         let configured_first = tx.meta("first_index")?;
         for run in gaps::runs_of(&indexes) {
+            // When the run's indexes arrived (not when they are merged): its earliest and latest.
+            let times = seen.iter().filter(|&&(index, _)| index >= run.lo && index <= run.hi).map(|&(_, at)| at);
+            let (first_ms, last_ms) = times.fold((i64::MAX, i64::MIN), |(lo, hi), at| (lo.min(at), hi.max(at)));
+            let arrived = gaps::Seen { first_ms, last_ms: Some(last_ms) };
             if let Some(previous) =
                 gaps::jump_of(&mut PgRuns(tx), run.lo, || Ok(configured_first), options.max_index_jump)?
             {
                 admin::record_jump(&mut PgSql { tx, label }, JumpKind::Jump, run.lo, Some(previous), None, None, None)?;
             }
-            new += gaps::add(&mut PgRuns(tx), run.lo, run.hi)?;
+            new += gaps::add(&mut PgRuns(tx), run.lo, run.hi, arrived)?;
         }
         tx.execute("DELETE FROM sp_journal_seen WHERE idx = ANY($1)", &[&indexes])?;
         if !all || (indexes.len() as i64) < FOLD_BATCH {
@@ -538,10 +548,9 @@ impl Runs for PgRuns<'_, '_> {
         self.0.execute("DELETE FROM sp_journal_runs WHERE lo = $1", &[&lo]).map(drop)
     }
 
-    fn put(&mut self, run: Run) -> std::result::Result<(), postgres::Error> {
-        let sql =
-            "INSERT INTO sp_journal_runs (lo, hi) VALUES ($1, $2) ON CONFLICT (lo) DO UPDATE SET hi = excluded.hi";
-        self.0.execute(sql, &[&run.lo, &run.hi]).map(drop)
+    fn put(&mut self, run: Run, seen: gaps::Seen) -> std::result::Result<(), postgres::Error> {
+        let sql = dollar_params(schema::RUNS_PUT);
+        self.0.client.execute(sql.as_str(), &[&run.lo, &run.hi, &seen.first_ms, &seen.last_ms]).map(drop)
     }
 
     fn after(&mut self, after: i64, limit: usize) -> std::result::Result<Vec<Run>, postgres::Error> {
@@ -618,6 +627,11 @@ impl Sql for PgSql<'_, '_> {
                         Value::Int(row.try_get::<_, Option<i32>>(i).map_err(|e| self.fail(&e))?.map(i64::from))
                     }
                     Type::TEXT | Type::VARCHAR => Value::Text(row.try_get(i).map_err(|e| self.fail(&e))?),
+                    Type::BYTEA => Value::Text(
+                        row.try_get::<_, Option<Vec<u8>>>(i)
+                            .map_err(|e| self.fail(&e))?
+                            .map(|b| String::from_utf8_lossy(&b).into_owned()),
+                    ),
                     _ => Value::Int(None),
                 };
                 values.push(value);
@@ -638,13 +652,20 @@ impl Sql for PgSql<'_, '_> {
         let now = self.now_ms()?;
         Ok(LeaseClock { now_ms: now, boot: None, wall_ms: now })
     }
+
+    fn lock_rows(&self) -> &'static str {
+        " FOR UPDATE OF d SKIP LOCKED"
+    }
 }
 
-const SEEN_INSERT: &str = "INSERT INTO sp_journal_seen (idx) VALUES ($1) ON CONFLICT DO NOTHING";
+const SEEN_INSERT: &str =
+    concat!("INSERT INTO sp_journal_seen (idx, at_ms) VALUES ($1, ", now_ms!(), ") ON CONFLICT DO NOTHING");
 /// Records the index (when `$8`), inserts the claim unless the key exists, counts it in
 /// progress: one statement, so the common case of `begin` is one round trip.
 const CLAIM_NEW: &str = concat!(
-    "WITH seen AS (INSERT INTO sp_journal_seen (idx) SELECT $4::bigint WHERE $8::boolean AND $4::bigint IS NOT NULL ON CONFLICT DO NOTHING), ",
+    "WITH seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
+    now_ms!(),
+    " WHERE $8::boolean AND $4::bigint IS NOT NULL ON CONFLICT DO NOTHING), ",
     "claimed AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms) VALUES ($1, $2, $3, $4, $5, 'claimed', $6, 1, ",
     now_ms!(),
     ", ",
@@ -700,7 +721,9 @@ const ABANDON: &str = concat!(
     "SELECT count(*) FROM abandoned"
 );
 const REFUSED_INSERT: &str = concat!(
-    "WITH seen AS (INSERT INTO sp_journal_seen (idx) VALUES ($1) ON CONFLICT DO NOTHING), ",
+    "WITH seen AS (INSERT INTO sp_journal_seen (idx, at_ms) VALUES ($1, ",
+    now_ms!(),
+    ") ON CONFLICT DO NOTHING), ",
     "refused AS (INSERT INTO sp_journal_refused (idx, name, transaction_id, at_ms) VALUES ($1, $2, $3, ",
     now_ms!(),
     ")) UPDATE sp_journal_counters SET refused = refused + 1 WHERE shard = $4"
@@ -731,15 +754,23 @@ impl super::Store for Postgres {
         let lease = options.lease_ms();
         let index = delivery.index();
         let transaction_id = delivery.transaction_id();
-        let claim =
-            |attempt, differing| Claim { key: key.to_owned(), token, attempt, index, transaction_id, differing, pid };
+        let claim = |attempt, differing, reply_pruned| Claim {
+            key: key.to_owned(),
+            token,
+            attempt,
+            index,
+            transaction_id,
+            differing,
+            pid,
+            reply_pruned,
+        };
         let (inserted, reused_from) = self.transaction(options, Mode::Single, |tx| {
             let params: Params<'_> = &[
                 &key,
                 &delivery.name(),
                 &transaction_id,
                 &index,
-                &delivery.fingerprint(),
+                &delivery.stored(),
                 &&token[..],
                 &lease,
                 &first_look,
@@ -766,10 +797,10 @@ impl super::Store for Postgres {
                     )?)
                 })?;
             }
-            return Ok(Step::Answer(Begin::New(claim(1, Vec::new()))));
+            return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
         }
         let replayed = self.transaction(options, Mode::Single, |tx| {
-            let row = tx.query_one(CLAIM_REPLAY, &[&key, &delivery.fingerprint(), &shard])?;
+            let row = tx.query_one(CLAIM_REPLAY, &[&key, &delivery.stored(), &shard])?;
             let replays: i64 = row.try_get(0)?;
             Ok(if replays == 1 { Some(row.try_get::<_, Option<Vec<u8>>>(1)?.unwrap_or_default()) } else { None })
         })?;
@@ -781,7 +812,7 @@ impl super::Store for Postgres {
                 // Not there after all (its insert failed): look again.
                 return Ok(Step::Held);
             };
-            let first_content: String = row.try_get(0)?;
+            let first_content = key::from_stored(row.try_get(0)?).into_owned();
             let existing = Existing {
                 content: first_content.clone(),
                 state: RecordState::parse(row.try_get(1)?)?,
@@ -792,12 +823,13 @@ impl super::Store for Postgres {
             };
             let holder: Option<Vec<u8>> = row.try_get("token")?;
             if let Some((attempt, differing)) = claims::own_claim(&existing, holder.as_deref(), &token, delivery) {
-                return Ok(Step::Answer(Begin::New(claim(attempt, differing))));
+                return Ok(Step::Answer(Begin::New(claim(attempt, differing, false))));
             }
             Ok(match claims::decide(existing, delivery) {
                 Decision::Conflict { error, differing, stored } => {
                     let seen = ConflictSeen::of(delivery, key, &first_content, &differing, false);
-                    if admin::answer_conflict(&mut PgSql { tx, label: &self.label }, &seen)? {
+                    let answered = admin::answer_conflict(&mut PgSql { tx, label: &self.label }, &seen)?;
+                    if let (true, Some(stored)) = (answered, stored) {
                         tx.bump(shard, Counter::Replayed, 1)?;
                         Step::Answer(Begin::Done(stored))
                     } else {
@@ -809,10 +841,17 @@ impl super::Store for Postgres {
                     tx.bump(shard, Counter::Replayed, 1)?;
                     Step::Answer(Begin::Done(reply))
                 }
-                Decision::TakeOver { attempt, reopened, differing } => {
+                Decision::TakeOver { attempt, reopened, differing, pruned } => {
                     tx.execute(CLAIM_TAKE_OVER, &[&key, &&token[..], &attempt, &lease])?;
                     if reopened {
                         tx.bump(shard, Counter::InProgress, 1)?;
+                    }
+                    if pruned {
+                        // The digest matched: the full content comes back with this delivery.
+                        tx.execute(
+                            "UPDATE sp_journal_delivery SET content = $2 WHERE key = $1",
+                            &[&key, &delivery.stored()],
+                        )?;
                     }
                     if !differing.is_empty() {
                         tx.bump(shard, Counter::Conflicts, 1)?;
@@ -821,7 +860,7 @@ impl super::Store for Postgres {
                             &ConflictSeen::of(delivery, key, &first_content, &differing, true),
                         )?;
                     }
-                    Step::Answer(Begin::New(claim(attempt, differing)))
+                    Step::Answer(Begin::New(claim(attempt, differing, pruned)))
                 }
                 Decision::Held => Step::Held,
             })
@@ -904,6 +943,19 @@ impl super::Store for Postgres {
         })
     }
 
+    fn size_bytes(&self, options: &JournalOptions) -> Result<Option<u64>> {
+        let sql = "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'sp\\_journal\\_%' AND c.relnamespace = current_schema()::regnamespace";
+        self.transaction(options, Mode::Single, |tx| {
+            let bytes: i64 = tx.query_one(sql, &[])?.try_get(0)?;
+            Ok(u64::try_from(bytes).ok())
+        })
+    }
+
+    /// PostgreSQL's autovacuum makes the space of deleted and updated rows reusable.
+    fn reclaim_step(&self, _options: &JournalOptions) -> Result<(u64, bool)> {
+        Ok((0, false))
+    }
+
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
         self.transaction(options, Mode::Normal, |tx| {
             let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE transaction_id = $1 ORDER BY id";
@@ -944,5 +996,10 @@ impl super::Store for Postgres {
             }
             Ok(records)
         })
+    }
+
+    /// Not the library's to do: PostgreSQL has its own tools, and the message names them.
+    fn backup(&self, _dest: &std::path::Path, _options: &JournalOptions) -> Result<super::BackupReport> {
+        Err(Error::field(ErrorKind::InvalidArgument, "journal_url", super::backup::POSTGRES_HINT))
     }
 }

@@ -45,7 +45,7 @@
 use crate::error::{Error, ErrorKind};
 
 /// The schema this release writes and reads.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
 
 /// `PRAGMA application_id` of a SQLite journal: `SPJ1` in ASCII. A database marked otherwise, or
 /// holding tables but no journal, is refused rather than turned into one.
@@ -56,7 +56,7 @@ pub(crate) const PG_SHARDS: i64 = 16;
 
 pub(crate) const SQLITE: &str = "
 CREATE TABLE sp_journal_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT INTO sp_journal_meta (key, value) VALUES ('schema_version', 2), ('seen_count', 0), ('numbering', 1);
+INSERT INTO sp_journal_meta (key, value) VALUES ('schema_version', 3), ('seen_count', 0), ('numbering', 1);
 CREATE TABLE sp_journal_delivery (
     id INTEGER PRIMARY KEY,
     key TEXT NOT NULL UNIQUE,
@@ -172,7 +172,7 @@ CREATE TABLE IF NOT EXISTS sp_journal_runs_archive (
 
 pub(crate) const POSTGRES: &str = "
 CREATE TABLE sp_journal_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
-INSERT INTO sp_journal_meta (key, value) VALUES ('schema_version', 2), ('seen_count', 0), ('numbering', 1);
+INSERT INTO sp_journal_meta (key, value) VALUES ('schema_version', 3), ('seen_count', 0), ('numbering', 1);
 CREATE TABLE sp_journal_delivery (
     id BIGSERIAL PRIMARY KEY,
     key TEXT NOT NULL UNIQUE,
@@ -283,6 +283,14 @@ CREATE TABLE IF NOT EXISTS sp_journal_runs_archive (
 );
 ";
 
+/// Inserts the run `?1..=?2`, or sets the `hi` of the run starting at `?1`, with its times (see
+/// `gaps::Runs::put`): `since_ms`, when its earliest index was seen, dates the gap below it: the
+/// earliest of the runs it absorbs (those starting within it, before they are removed) and `?3`,
+/// never later than `?3` (a time written by a clock that ran ahead does not outlive it);
+/// `last_ms`, when an index was last added (`Status::last_delivery_ms`): the latest of theirs and
+/// `?4` (NULL for indexes closed by hand). `?3` and `?4` on the journal's wall clock.
+pub(crate) const RUNS_PUT: &str = "INSERT INTO sp_journal_runs (lo, hi, since_ms, last_ms) SELECT CAST(?1 AS BIGINT), CAST(?2 AS BIGINT), CASE WHEN MIN(since_ms) IS NULL OR MIN(since_ms) > CAST(?3 AS BIGINT) THEN CAST(?3 AS BIGINT) ELSE MIN(since_ms) END, CASE WHEN CAST(?4 AS BIGINT) IS NULL OR MAX(last_ms) > CAST(?4 AS BIGINT) THEN MAX(last_ms) ELSE CAST(?4 AS BIGINT) END FROM sp_journal_runs WHERE lo >= ?1 AND lo <= ?2 ON CONFLICT (lo) DO UPDATE SET hi = excluded.hi, since_ms = excluded.since_ms, last_ms = excluded.last_ms";
+
 /// The data migration from version 1 (after the version 2 tables exist), in order; the same SQL
 /// on both backends.
 pub(crate) const MIGRATE_V1: &[&str] = &[
@@ -294,12 +302,48 @@ pub(crate) const MIGRATE_V1: &[&str] = &[
     "UPDATE sp_journal_meta SET value = 2 WHERE key = 'schema_version'",
 ];
 
-/// Refuses a journal whose schema this release does not know; `Ok(true)` when it is of
-/// version 1, to migrate.
-pub(crate) fn check_version(label: &str, found: Option<i64>) -> Result<bool, Error> {
+/// The columns version 3 adds on SQLite (table, column, type), each unless the table has it.
+pub(crate) const SQLITE_V3_COLUMNS: &[(&str, &str, &str)] =
+    &[("sp_journal_runs", "since_ms", "INTEGER"), ("sp_journal_runs", "last_ms", "INTEGER")];
+
+/// What version 3 adds, on SQLite after `SQLITE_V3_COLUMNS` (on a new journal and by the
+/// migration): the indexes `prune` finds old finished deliveries and old compact records by
+/// (each holds only rows of its state, so a row leaves it as it is compacted or removed), old
+/// refused deliveries and resolved refusals, and the bookkeeping of pruning.
+pub(crate) const SQLITE_V3: &str = "
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_done ON sp_journal_delivery (finished_ms) WHERE state = 'done';
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_pruned ON sp_journal_delivery (finished_ms) WHERE state = 'pruned';
+CREATE INDEX IF NOT EXISTS sp_journal_refused_at ON sp_journal_refused (at_ms);
+CREATE INDEX IF NOT EXISTS sp_journal_conflicts_resolved ON sp_journal_conflicts (resolved_ms) WHERE resolved_ms IS NOT NULL AND outcome = 'refused';
+INSERT INTO sp_journal_meta (key, value) VALUES ('pruned', 0), ('forgotten', 0) ON CONFLICT (key) DO NOTHING;
+";
+
+/// What version 3 adds, on PostgreSQL (see `SQLITE_V3`).
+pub(crate) const POSTGRES_V3: &str = "
+ALTER TABLE sp_journal_runs ADD COLUMN IF NOT EXISTS since_ms BIGINT;
+ALTER TABLE sp_journal_runs ADD COLUMN IF NOT EXISTS last_ms BIGINT;
+ALTER TABLE sp_journal_seen ADD COLUMN IF NOT EXISTS at_ms BIGINT;
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_done ON sp_journal_delivery (finished_ms) WHERE state = 'done';
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_pruned ON sp_journal_delivery (finished_ms) WHERE state = 'pruned';
+CREATE INDEX IF NOT EXISTS sp_journal_refused_at ON sp_journal_refused (at_ms);
+CREATE INDEX IF NOT EXISTS sp_journal_conflicts_resolved ON sp_journal_conflicts (resolved_ms) WHERE resolved_ms IS NOT NULL AND outcome = 'refused';
+INSERT INTO sp_journal_meta (key, value) VALUES ('pruned', 0), ('forgotten', 0) ON CONFLICT (key) DO NOTHING;
+";
+
+/// The data migration to version 3 (after its tables and columns exist), the same SQL on both
+/// backends; `?1` is now on the journal's wall clock. Runs seen before the upgrade have no time:
+/// their gaps count their age from the upgrade, and the last delivery is unknown until the next.
+pub(crate) const MIGRATE_V2: &[&str] = &[
+    "UPDATE sp_journal_runs SET since_ms = ?1 WHERE since_ms IS NULL",
+    "UPDATE sp_journal_meta SET value = 3 WHERE key = 'schema_version'",
+];
+
+/// Refuses a journal whose schema this release does not know; `Ok(Some(version))` when it is of
+/// an earlier version this release migrates from (1 or 2), `Ok(None)` when it is current.
+pub(crate) fn check_version(label: &str, found: Option<i64>) -> Result<Option<i64>, Error> {
     match found {
-        Some(VERSION) => Ok(false),
-        Some(1) => Ok(true),
+        Some(VERSION) => Ok(None),
+        Some(version @ (1 | 2)) => Ok(Some(version)),
         Some(version) if version > VERSION => Err(Error::new(
             ErrorKind::Journal,
             format!(

@@ -59,13 +59,20 @@ pub(crate) type SqlRow = Vec<Value>;
 pub(crate) trait Sql {
     /// Runs a statement; the rows it changed.
     fn exec(&mut self, sql: &str, params: &[Value]) -> Result<u64>;
-    /// Runs a query; every row, integer columns as `Value::Int`, text ones as `Value::Text`.
+    /// Runs a query; every row, integer columns as `Value::Int`, text ones as `Value::Text`,
+    /// binary ones as `Value::Text` read as UTF-8 (invalid sequences replaced).
     fn rows(&mut self, sql: &str, params: &[Value]) -> Result<Vec<SqlRow>>;
     /// The wall clock of the server (PostgreSQL) or of this host (SQLite), in ms since the Unix
     /// epoch: the times kept for people. Never a lease's; those go by `lease_clock`.
     fn now_ms(&mut self) -> Result<i64>;
     /// Now on the clock leases are set and judged by (see [`LeaseClock`]).
     fn lease_clock(&mut self) -> Result<LeaseClock>;
+    /// The clause a query ends with to lock the rows it reads, leaving rows other transactions
+    /// hold: ` FOR UPDATE SKIP LOCKED` on PostgreSQL; nothing on SQLite, whose writers take
+    /// turns anyway.
+    fn lock_rows(&self) -> &'static str {
+        ""
+    }
 }
 
 /// The clock leases (claims' `lease_until_ms`, locks' `until_ms`) are set and judged by, read

@@ -25,7 +25,7 @@ use crate::error::{Error, ErrorKind, Result};
 use super::admin::{self, ConflictSeen, JumpKind};
 use super::claims::{self, Claim, Decision, Existing, RecordState};
 use super::gaps::{self, Run, Runs};
-use super::key::Delivery;
+use super::key::{self, Delivery};
 use super::pool::{Pool, Registry};
 use super::schema::{self, Counter};
 use super::sql::{LeaseClock, Sql, SqlRow, Value};
@@ -111,16 +111,18 @@ impl Sqlite {
                 if !exists(&tx)? {
                     tx.execute_batch(schema::SQLITE)?;
                     add_v2(&tx)?;
+                    add_v3(&tx)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
                 tx.commit()?;
             }
             let version = meta(db, "schema_version")?;
-            if schema::check_version(&self.label, version)? {
+            if schema::check_version(&self.label, version)?.is_some() {
                 let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                if schema::check_version(&self.label, meta(&tx, "schema_version")?)? {
+                if let Some(from) = schema::check_version(&self.label, meta(&tx, "schema_version")?)? {
                     add_v2(&tx)?;
-                    admin::migrate_v1(&mut SqliteSql { tx: &tx, label: &self.label })?;
+                    add_v3(&tx)?;
+                    admin::migrate(&mut SqliteSql { tx: &tx, label: &self.label }, from)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
                 tx.commit()?;
@@ -150,6 +152,10 @@ impl Sqlite {
                 format!("{}: the file is read-only for this user; a journal must be writable", self.label),
             ));
         }
+        // Freed pages of a new journal go back to the file system with `prune` (see
+        // `Journal::prune`). SQLite takes this only on an empty file, before WAL mode is set;
+        // on a file holding tables it changes nothing.
+        db.pragma_update(None, "auto_vacuum", "INCREMENTAL").map_err(|e| self.error(&e))?;
         let mode = self.wal_mode(&db, options)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::new(
@@ -315,7 +321,20 @@ impl Sqlite {
 /// (a version put back to 1 by hand) adds nothing twice.
 fn add_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(schema::SQLITE_V2)?;
-    for (table, column, kind) in schema::SQLITE_V2_COLUMNS {
+    add_columns(tx, schema::SQLITE_V2_COLUMNS)
+}
+
+/// Creates what version 3 adds (`schema::SQLITE_V3_COLUMNS`, then `schema::SQLITE_V3`), as
+/// `add_v2` does for version 2.
+fn add_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    add_columns(tx, schema::SQLITE_V3_COLUMNS)?;
+    tx.execute_batch(schema::SQLITE_V3)
+}
+
+/// Adds each column (table, column, type) its table lacks (SQLite has no `ADD COLUMN IF NOT
+/// EXISTS`).
+fn add_columns(tx: &Transaction<'_>, columns: &[(&str, &str, &str)]) -> rusqlite::Result<()> {
+    for (table, column, kind) in columns {
         let has: i64 =
             tx.query_row("SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", [table, column], |r| r.get(0))?;
         if has == 0 {
@@ -362,7 +381,7 @@ fn record_index(
         let sql = &mut SqliteSql { tx, label };
         admin::record_jump(sql, JumpKind::Jump, index, Some(previous), key, name, None)?;
     }
-    let new = gaps::add(&mut SqliteRuns(tx), index, index)?;
+    let new = gaps::add(&mut SqliteRuns(tx), index, index, gaps::Seen::at(now_ms()))?;
     if new > 0 {
         tx.prepare_cached("UPDATE sp_journal_meta SET value = value + ?1 WHERE key = 'seen_count'")?.execute([new])?;
     }
@@ -419,7 +438,8 @@ impl Sql for SqliteSql<'_, '_> {
                         ValueRef::Integer(v) => Value::Int(Some(v)),
                         ValueRef::Text(t) => Value::Text(Some(String::from_utf8_lossy(t).into_owned())),
                         ValueRef::Real(v) => Value::Int(Some(v as i64)),
-                        ValueRef::Null | ValueRef::Blob(_) => Value::Int(None),
+                        ValueRef::Blob(b) => Value::Text(Some(String::from_utf8_lossy(b).into_owned())),
+                        ValueRef::Null => Value::Int(None),
                     });
                 }
                 out.push(values);
@@ -495,10 +515,8 @@ impl Runs for SqliteRuns<'_, '_> {
         Ok(())
     }
 
-    fn put(&mut self, run: Run) -> rusqlite::Result<()> {
-        let sql =
-            "INSERT INTO sp_journal_runs (lo, hi) VALUES (?1, ?2) ON CONFLICT (lo) DO UPDATE SET hi = excluded.hi";
-        self.0.prepare_cached(sql)?.execute([run.lo, run.hi])?;
+    fn put(&mut self, run: Run, seen: gaps::Seen) -> rusqlite::Result<()> {
+        self.0.prepare_cached(schema::RUNS_PUT)?.execute(params![run.lo, run.hi, seen.first_ms, seen.last_ms])?;
         Ok(())
     }
 
@@ -527,6 +545,8 @@ impl Runs for SqliteRuns<'_, '_> {
 const CLAIM_INSERT: &str = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, lease_boot) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', ?6, 1, ?7, ?7, ?8, ?9) ON CONFLICT (key) DO NOTHING";
 const CLAIM_SELECT: &str =
     "SELECT content, state, attempts, lease_until_ms, reply, lease_boot FROM sp_journal_delivery WHERE key = ?1";
+/// The content of a pruned delivery taken over by a repeat of the same decisive content.
+const CLAIM_RESTORE_CONTENT: &str = "UPDATE sp_journal_delivery SET content = ?2 WHERE key = ?1";
 const CLAIM_TAKE_OVER: &str = "UPDATE sp_journal_delivery SET state = 'claimed', token = ?2, attempts = ?3, updated_ms = ?4, lease_until_ms = ?5, lease_boot = ?6 WHERE key = ?1";
 const STATE_SELECT: &str = "SELECT state, attempts FROM sp_journal_delivery WHERE key = ?1";
 
@@ -548,7 +568,7 @@ impl super::Store for Sqlite {
             let clock = lease_clock(&self.label)?;
             let lease_until = clock.until(options.lease_ms());
             let boot = clock.boot.as_deref();
-            let claim = |attempt, differing| Claim {
+            let claim = |attempt, differing, reply_pruned| Claim {
                 key: key.to_owned(),
                 token,
                 attempt,
@@ -556,13 +576,14 @@ impl super::Store for Sqlite {
                 transaction_id: delivery.transaction_id(),
                 differing,
                 pid: std::process::id(),
+                reply_pruned,
             };
             let inserted = tx.prepare_cached(CLAIM_INSERT)?.execute(params![
                 key,
                 delivery.name(),
                 delivery.transaction_id(),
                 delivery.index(),
-                delivery.fingerprint(),
+                delivery.stored(),
                 &token[..],
                 now,
                 lease_until,
@@ -590,7 +611,7 @@ impl super::Store for Sqlite {
                         )?;
                     }
                 }
-                return Ok(Step::Answer(Begin::New(claim(1, Vec::new()))));
+                return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
             }
             type Found = (String, String, i64, i64, Option<Vec<u8>>, Option<String>);
             let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Found> {
@@ -598,7 +619,7 @@ impl super::Store for Sqlite {
             };
             let (content, state_text, attempts, lease_until_ms, reply, lease_boot) =
                 tx.prepare_cached(CLAIM_SELECT)?.query_row([key], read)?;
-            let first_content: String = content;
+            let first_content = key::from_stored(&content).into_owned();
             let existing = Existing {
                 content: first_content.clone(),
                 state: state(state_text)?,
@@ -615,7 +636,8 @@ impl super::Store for Sqlite {
             Ok(match claims::decide(existing, delivery) {
                 Decision::Conflict { error, differing, stored } => {
                     let seen = ConflictSeen::of(delivery, key, &first_content, &differing, false);
-                    if admin::answer_conflict(&mut SqliteSql { tx, label: &self.label }, &seen)? {
+                    let answered = admin::answer_conflict(&mut SqliteSql { tx, label: &self.label }, &seen)?;
+                    if let (true, Some(stored)) = (answered, stored) {
                         bump(tx, Counter::Replayed, 1)?;
                         Step::Answer(Begin::Done(stored))
                     } else {
@@ -627,7 +649,7 @@ impl super::Store for Sqlite {
                     bump(tx, Counter::Replayed, 1)?;
                     Step::Answer(Begin::Done(reply))
                 }
-                Decision::TakeOver { attempt, reopened, differing } => {
+                Decision::TakeOver { attempt, reopened, differing, pruned } => {
                     tx.prepare_cached(CLAIM_TAKE_OVER)?.execute(params![
                         key,
                         &token[..],
@@ -639,6 +661,10 @@ impl super::Store for Sqlite {
                     if reopened {
                         bump(tx, Counter::InProgress, 1)?;
                     }
+                    if pruned {
+                        // The digest matched: the full content comes back with this delivery.
+                        tx.prepare_cached(CLAIM_RESTORE_CONTENT)?.execute(params![key, delivery.stored()])?;
+                    }
                     if !differing.is_empty() {
                         bump(tx, Counter::Conflicts, 1)?;
                         admin::record_conflict(
@@ -646,7 +672,7 @@ impl super::Store for Sqlite {
                             &ConflictSeen::of(delivery, key, &first_content, &differing, true),
                         )?;
                     }
-                    Step::Answer(Begin::New(claim(attempt, differing)))
+                    Step::Answer(Begin::New(claim(attempt, differing, pruned)))
                 }
                 Decision::Held => Step::Held,
             })
@@ -718,6 +744,33 @@ impl super::Store for Sqlite {
         })
     }
 
+    fn size_bytes(&self, _options: &JournalOptions) -> Result<Option<u64>> {
+        let len = |path: &std::path::Path| std::fs::metadata(path).map(|m| m.len()).ok();
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        Ok(len(&self.path).map(|db| db + len(std::path::Path::new(&wal)).unwrap_or(0)))
+    }
+
+    fn reclaim_step(&self, options: &JournalOptions) -> Result<(u64, bool)> {
+        /// Pages per step: 4 MiB of 4 KiB pages, a few milliseconds of writing.
+        const STEP_PAGES: i64 = 1024;
+        self.transaction(options, true, false, |tx| {
+            let pragma = |name: &str| tx.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0));
+            // 2: incremental. A journal created before this release has none (0): SQLite
+            // reuses its free pages for new rows instead.
+            if pragma("auto_vacuum")? != 2 {
+                return Ok((0, false));
+            }
+            let (free, page_size) = (pragma("freelist_count")?, pragma("page_size")?);
+            if free == 0 {
+                return Ok((0, false));
+            }
+            tx.execute_batch(&format!("PRAGMA incremental_vacuum({STEP_PAGES})"))?;
+            let left = pragma("freelist_count")?;
+            Ok((u64::try_from((free - left).max(0) * page_size).unwrap_or(0), left > 0))
+        })
+    }
+
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
         self.transaction(options, false, false, |tx| {
             let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply, lease_boot FROM sp_journal_delivery WHERE transaction_id = ?1 ORDER BY id";
@@ -778,6 +831,22 @@ impl super::Store for Sqlite {
             }
             Ok(records)
         })
+    }
+
+    /// On a pooled connection (the caller holds the fork pass for the whole copy, so no fork
+    /// copies its snapshot's locks), dropped afterwards if SQLite failed on it.
+    fn backup(&self, dest: &std::path::Path, options: &JournalOptions) -> Result<super::BackupReport> {
+        let started = std::time::Instant::now();
+        let (target, _) = super::new_file::NewFile::create(dest, "dest", "backup")?;
+        let mut conn = self.pool.get(|| self.connect(options))?;
+        let copied = super::backup::copy(&mut conn.db, &self.label, target.temp(), options.lock_timeout);
+        if copied.is_err() {
+            conn.mark_broken();
+        }
+        drop(conn);
+        let pages = copied?;
+        let bytes = target.place()?;
+        Ok(super::BackupReport { pages, bytes, elapsed: started.elapsed() })
     }
 }
 
