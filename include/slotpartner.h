@@ -278,6 +278,21 @@ typedef enum sp_journal_report_kind {
 } sp_journal_report_kind;
 
 /**
+ * The format of an export file (values for `sp_journal_export`, which takes it as an `int32_t`
+ * so that any value a host passes is safe: one not listed here is refused).
+ */
+typedef enum sp_export_format {
+  /**
+   * CSV after RFC 4180: a header row, then one record per delivery, lines ended by CRLF.
+   */
+  SP_EXPORT_CSV = 1,
+  /**
+   * JSON Lines: one JSON object per delivery and line, `null` for an empty column.
+   */
+  SP_EXPORT_JSONL = 2,
+} sp_export_format;
+
+/**
  * A client of the service. Created by `sp_client_new`, freed by `sp_client_free`. Immutable
  * and thread-safe: share one client among all threads; it keeps connections alive between
  * calls.
@@ -563,7 +578,9 @@ typedef struct sp_claim {
   /**
    * For `SP_BEGIN_NEW`: 1 the first time, 2 and on after a worker died (its lease expired) or
    * abandoned it. From 2 on the partner's logic may have run before: its ledger must refuse a
-   * second credit for the same `transactionId`. 0 otherwise.
+   * second credit for the same `transactionId` (`sp_event_differing` names decisive fields
+   * that changed since, `sp_event_reply_pruned` says whether the first reply was pruned). 0
+   * otherwise.
    */
   int64_t attempt;
   /**
@@ -574,8 +591,10 @@ typedef struct sp_claim {
 
 /**
  * Counts and gap figures of a journal, from `sp_journal_status`. Plain values, owned by the
- * caller. Fields were only ever appended: a host compiled against an older header reads a
- * prefix of this struct.
+ * caller. The library writes the whole struct into the caller's memory, so its layout is fixed:
+ * a field added here would be written past the end of a struct a host compiled against an
+ * earlier header allocated. New figures come in a struct of their own, with a function of their
+ * own (`sp_journal_vital_signs`, from `sp_journal_vitals`).
  */
 typedef struct sp_journal_stats {
   /**
@@ -661,13 +680,147 @@ typedef struct sp_index_range {
 } sp_index_range;
 
 /**
- * Missing indexes from `sp_journal_missing`: `len` ranges at `ranges` (NULL when none), in
- * order. Owned by the caller until `sp_index_ranges_free`. One thread at a time.
+ * Missing indexes from `sp_journal_missing` or `sp_journal_missing_older_than`: `len` ranges at
+ * `ranges` (NULL when none), in order. Owned by the caller until `sp_index_ranges_free`. One
+ * thread at a time.
  */
 typedef struct sp_index_ranges {
   const struct sp_index_range *ranges;
   size_t len;
 } sp_index_ranges;
+
+/**
+ * A journal's vital signs, from `sp_journal_vitals`: what retention did, how big the journal
+ * is, and how long ago it last heard from the service. Plain values, owned by the caller. Times
+ * are milliseconds since the Unix epoch on the journal's clock (on PostgreSQL, the server's);
+ * each optional figure is meaningful only when its `has_` flag is true. Its layout is fixed, as
+ * `sp_journal_stats`'s is.
+ */
+typedef struct sp_journal_vital_signs {
+  /**
+   * Deliveries compacted by retention (`sp_journal_prune`, or the journal's own retention,
+   * `sp_journal_config_set_retention_ms`) since the journal was created: their reply and
+   * content removed, a digest kept.
+   */
+  uint64_t pruned;
+  /**
+   * Compact records removed entirely (`sp_prune_options.forget_older_than_ms`) since the
+   * journal was created.
+   */
+  uint64_t forgotten;
+  /**
+   * The bytes the journal takes: on SQLite the file and its write-ahead log, on PostgreSQL its
+   * tables with their indexes (`pg_total_relation_size`). Not known when `has_size_bytes` is
+   * false.
+   */
+  bool has_size_bytes;
+  uint64_t size_bytes;
+  /**
+   * When the oldest delivery kept whole (its reply stored) was finished: what the next prune
+   * compacts first. `has_oldest_record_ms` is false when no delivery is kept whole.
+   */
+  bool has_oldest_record_ms;
+  int64_t oldest_record_ms;
+  /**
+   * When a new index was last seen (a delivery carrying an index the journal had not seen: an
+   * event, a balance query, a refused body; not a repeat). A busy casino that sees none for
+   * long has a broken route. On PostgreSQL, within a batch of its arrival.
+   * `has_last_delivery_ms` is false when none was seen since the journal's schema version 3.
+   */
+  bool has_last_delivery_ms;
+  int64_t last_delivery_ms;
+  /**
+   * When the oldest missing index was found missing (an index above it was first seen); none
+   * when nothing is missing.
+   */
+  bool has_oldest_gap_ms;
+  int64_t oldest_gap_ms;
+} sp_journal_vital_signs;
+
+/**
+ * What `sp_journal_prune` removes, read by the library from the caller's memory. Fill it with
+ * `sp_prune_options_default`, then change what differs: the defaults stay the library's. Its
+ * layout is fixed (the library reads the whole struct): new options would come in a struct of
+ * their own.
+ */
+typedef struct sp_prune_options {
+  /**
+   * Finished deliveries finished longer ago than this are compacted: their reply and content
+   * removed, a digest of their decisive content and the reply's outcome kept. At least
+   * 86400000 (a day).
+   */
+  uint64_t older_than_ms;
+  /**
+   * Compact records older than this are removed entirely; 0 (the default) keeps them. Longer
+   * than `older_than_ms` when not 0.
+   */
+  uint64_t forget_older_than_ms;
+  /**
+   * Rows per transaction, 1 to 100000; 0 for the default, 200. A delivery waits for at most
+   * one batch.
+   */
+  uint32_t batch;
+  /**
+   * The pause between two batches, at most 60000 ms, so that deliveries are not queued behind
+   * a long run of batches (the default is 10; 0 pauses not at all).
+   */
+  uint32_t pause_ms;
+  /**
+   * Stop after about this long, whatever is left (the next prune goes on); 0 (the default):
+   * until nothing eligible is left.
+   */
+  uint64_t max_time_ms;
+} sp_prune_options;
+
+/**
+ * What `sp_journal_prune` did. Plain values, owned by the caller; its layout is fixed.
+ */
+typedef struct sp_prune_report {
+  /**
+   * Finished deliveries compacted (reply and content removed, digest kept).
+   */
+  uint64_t compacted;
+  /**
+   * Compact records removed (`forget_older_than_ms`).
+   */
+  uint64_t forgotten;
+  /**
+   * Records of deliveries refused by validation removed.
+   */
+  uint64_t refused_removed;
+  /**
+   * Refusals resolved by an operator removed (entries of the `SP_JOURNAL_REPORT_CONFLICTS`
+   * report).
+   */
+  uint64_t conflicts_removed;
+  /**
+   * Transactions run.
+   */
+  uint64_t batches;
+  /**
+   * The longest a batch's transaction took, in microseconds: what a delivery may have waited
+   * for it.
+   */
+  uint64_t longest_batch_us;
+  /**
+   * Bytes given back to the file system (SQLite journals created by this release); 0 on
+   * PostgreSQL, whose autovacuum reuses the space, and on older SQLite journals, where SQLite
+   * reuses it for new deliveries.
+   */
+  uint64_t bytes_returned;
+  /**
+   * Whether nothing eligible is left: false when `max_time_ms` stopped the prune first, or when
+   * an export was running (`sp_journal_export`: a delivery compacted under it would move past
+   * its page and be listed twice), which a prune waits for by stopping at once: run it again
+   * once the export is done.
+   */
+  bool complete;
+  /**
+   * Whether it stopped at once for an export running (`complete` is false): run it again
+   * once the export is done.
+   */
+  bool export_running;
+} sp_prune_report;
 
 /**
  * A missing event that was not recovered. `message` names the field or the HTTP status.
@@ -1099,6 +1252,22 @@ enum sp_status sp_event_begin(struct sp_event *event, struct sp_claim *out);
 enum sp_status sp_event_differing(const struct sp_event *event, struct sp_str *out);
 
 /**
+ * After `SP_BEGIN_NEW` (or on a recovered event): whether this delivery was handled before,
+ * longer ago than the journal keeps replies (`sp_journal_prune`, or the journal's retention,
+ * compacted it). Its reply is gone, the same decisive content was seen: it is handed out as the
+ * next attempt (`sp_claim.attempt` 2 and on), and the partner's ledger, keyed by
+ * `transactionId`, decides, exactly as after a crash between its commit and `sp_event_finish`:
+ * answer what the ledger says of that transaction (log it too: a repeat this late is rare).
+ * Kept after the claim settles. False for a NULL event and for an event that holds no claim
+ * (not begun, answered from the journal, not journaled). Leaves the thread's last error as it
+ * is.
+ *
+ * # Safety
+ * `event` is NULL or live.
+ */
+bool sp_event_reply_pruned(const struct sp_event *event);
+
+/**
  * Stores the reply of a claimed event in the journal, once the partner committed its own work:
  * every later delivery of the same event gets it, byte for byte (a `success:false` reply too).
  * `reply`/`len` is the reply to store, or NULL (with `len` 0) for the reply last built for the
@@ -1259,6 +1428,21 @@ enum sp_status sp_journal_config_set_not_found_limit(struct sp_journal_config *c
                                                      uint32_t runs);
 
 /**
+ * Sets the journal's own retention, in milliseconds: 0 (the default) keeps every reply until
+ * `sp_journal_prune` is called; otherwise at least 86400000 (a day). With a retention,
+ * `sp_event_finish` runs, at most once a second per open journal and after its own commit, one
+ * batch of `sp_journal_prune` with `older_than_ms` the retention and compact records kept (the
+ * delivery waits for that batch: a few milliseconds, once a second); a failure of that batch
+ * does not fail the finish. A value from 1 to 86399999, or from `INT64_MAX` on, fails with
+ * `SP_ERR_INVALID_ARGUMENT` (field `retention`) and changes nothing. What retention removes and
+ * what a repeat beyond it gets: `sp_journal_prune`.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_retention_ms(struct sp_journal_config *config, uint64_t ms);
+
+/**
  * Opens the journal `config` names, creating its tables the first time (the schema carries a
  * version; a journal of a newer version is refused). Fails with `SP_ERR_INVALID_ARGUMENT` for an
  * unusable URL or setting (field `journal_url` or the setting's name) and `SP_ERR_JOURNAL` when
@@ -1303,12 +1487,95 @@ enum sp_status sp_journal_missing(const struct sp_journal *journal,
                                   struct sp_index_ranges **out);
 
 /**
- * Frees ranges from `sp_journal_missing`. NULL is allowed and does nothing.
+ * The missing ranges found missing at least `min_age_ms` milliseconds ago (an index above them
+ * was first seen that long ago), as at most `limit` inclusive ranges in order, like
+ * `sp_journal_missing`: a younger gap is usually an event still on its way (reordering, the
+ * service's own retry), and recovering it at once would race its delivery. `min_age_ms` 0 gives
+ * what `sp_journal_missing` gives. `limit` must be 1 to 1,000,000 (field `limit`). Fails with
+ * `SP_ERR_JOURNAL` when the storage fails. On success `*out` owns the ranges; free them with
+ * `sp_index_ranges_free`.
  *
  * # Safety
- * `ranges` is NULL or came from `sp_journal_missing` and is not used afterwards.
+ * `journal` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_journal_missing_older_than(const struct sp_journal *journal,
+                                             uint64_t min_age_ms,
+                                             size_t limit,
+                                             struct sp_index_ranges **out);
+
+/**
+ * Frees ranges from `sp_journal_missing` or `sp_journal_missing_older_than`. NULL is allowed
+ * and does nothing.
+ *
+ * # Safety
+ * `ranges` is NULL or came from `sp_journal_missing` or `sp_journal_missing_older_than` and is
+ * not used afterwards.
  */
 void sp_index_ranges_free(struct sp_index_ranges *ranges);
+
+/**
+ * The journal's vital signs (see `sp_journal_vital_signs`): deliveries compacted and records
+ * forgotten by retention, the journal's size, when its oldest whole record was finished, when a
+ * new index last arrived and when the oldest gap opened. Reads what `sp_journal_status` reads,
+ * and the journal's size besides: it costs about as much. Fails with `SP_ERR_JOURNAL` when the
+ * storage fails.
+ *
+ * # Safety
+ * `journal` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_journal_vitals(const struct sp_journal *journal,
+                                 struct sp_journal_vital_signs *out);
+
+/**
+ * Fills `*out` with the library's default options for a prune of what is older than
+ * `older_than_ms`: compact records kept, batches of 200 rows 10 ms apart, no time limit. Checks
+ * nothing but `out` (`sp_journal_prune` checks the options).
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum sp_status sp_prune_options_default(struct sp_prune_options *out, uint64_t older_than_ms);
+
+/**
+ * Removes what the service can no longer resend, in batches of `options->batch` rows, each its
+ * own short transaction, `options->pause_ms` apart, then gives the pages a SQLite journal freed
+ * back to the file system. Safe while workers write: a delivery waits for at most one batch
+ * (`out->longest_batch_us`). Blocks the calling thread until done or `options->max_time_ms` has
+ * passed: run it from cron or an operator's command (`slotpartner journal prune`), or on a
+ * thread of its own, never inside a callback. `sp_journal_config_set_retention_ms` has the
+ * library run it by itself instead, a batch at a time.
+ *
+ * - A finished delivery finished more than `older_than_ms` ago is compacted (counted back from
+ *   now, or from the newest stored reply when that is earlier: a clock stepped ahead never ages
+ *   a reply finished just now): its reply and content go, a digest of its decisive content and
+ *   its reply's outcome stay under its key. A repeat of it with the same decisive content is
+ *   handed out as its next attempt
+ *   (`SP_BEGIN_NEW`, attempt 2 and on) with `sp_event_reply_pruned` true: the stored reply is
+ *   gone, and the partner's ledger, keyed by `transactionId`, decides, exactly as after a crash
+ *   between its commit and `sp_event_finish`. A repeat with other decisive content is a
+ *   conflict (`SP_ERR_CONFLICT`).
+ * - With `forget_older_than_ms`, compact records older than it are removed: a repeat of one is
+ *   then a new delivery (attempt 1), and only the partner's ledger knows it.
+ * - Records of deliveries refused by validation, and refusals resolved by an operator, older
+ *   than `older_than_ms` are removed.
+ * - Never removed: an unfinished delivery (claimed, abandoned, closed by hand), a delivery with
+ *   an open conflict or whose key was handed out with other content (its reply answers both),
+ *   unresolved conflicts, open index jumps, and the indexes seen (no gap opens or closes:
+ *   `sp_journal_status` counts the same missing indexes before and after).
+ *
+ * On success `*out` gets what was done. Fails with `SP_ERR_INVALID_ARGUMENT`, field `journal`,
+ * `options` or `out` for a NULL one, `older_than` for an `older_than_ms` below a day (or from
+ * `INT64_MAX` on), `forget_older_than` for one not longer than `older_than_ms`, `batch` above
+ * 100000, `pause` above 60000 ms; `SP_ERR_JOURNAL` when the storage fails (what earlier batches
+ * removed stays removed). `*options` is read once, before anything is written: it may share
+ * memory with `*out`.
+ *
+ * # Safety
+ * `journal` is NULL or live; `options` is NULL or readable; `out` is NULL or writable.
+ */
+enum sp_status sp_journal_prune(const struct sp_journal *journal,
+                                const struct sp_prune_options *options,
+                                struct sp_prune_report *out);
 
 /**
  * Closes the missing indexes `first` to `last` (inclusive) by hand: events the service
@@ -1406,6 +1673,27 @@ enum sp_status sp_journal_renumber(const struct sp_journal *journal,
                                    int64_t *numbering);
 
 /**
+ * Copies a SQLite journal into a new file at `dest_path` while workers go on writing, with
+ * SQLite's online backup API: the copy holds every delivery committed when the backup started,
+ * is written beside `dest_path` (created 0600) and takes that name only once complete, so a
+ * failed or interrupted backup never leaves a half copy there. The copy is a journal of its
+ * own (`sp_journal_open` of `sqlite:<dest_path>` opens it). Writers are never held up; the call
+ * returns when the copy is in place (about 5 s a gigabyte). A `fork` of this process
+ * waits for a backup in progress: call it from a process that does not fork meanwhile.
+ *
+ * Fails with `SP_ERR_INVALID_ARGUMENT`, field `dest` for a `dest_path` that is NULL, not UTF-8,
+ * a file or link that exists (a backup never replaces one), or in a folder that does not exist
+ * or is not writable; field `journal_url` for a PostgreSQL journal (the message gives the
+ * `pg_dump` command: PostgreSQL has its own tools); `SP_ERR_JOURNAL` when reading the journal
+ * or writing the copy fails (a full disk; nothing is left at `dest_path`). `dest_path` is only
+ * read during the call.
+ *
+ * # Safety
+ * `journal` is NULL or live; `dest_path` is NULL or NUL-terminated.
+ */
+enum sp_status sp_journal_backup(const struct sp_journal *journal, const char *dest_path);
+
+/**
  * What the journal keeps for an operator, as a JSON array in a buffer: `kind` is an
  * `sp_journal_report_kind` (its entries say what each holds), at most `limit` entries (0 gives
  * `[]`; `SIZE_MAX` means all). `all` adds the decided index jumps and the resolved conflicts to
@@ -1422,6 +1710,40 @@ enum sp_status sp_journal_report(const struct sp_journal *journal,
                                  bool all,
                                  size_t limit,
                                  struct sp_buffer **out);
+
+/**
+ * Writes every delivery the journal holds whose first delivery lies in `since_ms` to
+ * `until_ms` (ms since the Unix epoch, `until_ms` left out) to a new file at `path`, for
+ * reconciliation with the service's reports: per delivery its index, key, event,
+ * `transactionId`, `playerIdentifier`, `playerPartnerIdentifier`, a payout's `moneyWon`,
+ * `coinsWon`, `isMoney` and `currencyISO4217` (empty for a refund), `gameSessionId`, the
+ * outcome its stored reply tells (`success`, `failure`, `unknown`; the state for one not
+ * finished), the reply's `errorMessage`, state, attempts and times (RFC 3339, UTC); README.md,
+ * "Reconciliation", lists the columns. `format` is an `sp_export_format`. The file is created
+ * 0600 (it names players) beside `path` under a temporary name and takes the name `path` only
+ * once complete and flushed: there is never a half export at `path`, and an existing file is
+ * never replaced. The journal is read 1,000 rows at a time, each in a short read transaction:
+ * memory stays constant and workers are never held up. The export holds the journal's lock
+ * `export` meanwhile, which retention (`sp_journal_prune`) waits for; one export runs at a time
+ * per journal. On success `*rows_out` (when `rows_out` is not NULL) gets the number of rows
+ * written. `path` is only read during the call.
+ *
+ * Fails with `SP_ERR_INVALID_ARGUMENT`, field `format` for a value that is no
+ * `sp_export_format`, field `until_ms` when `until_ms` is not after `since_ms`, field `path` for
+ * a `path` that is NULL, not UTF-8, names a file or link that exists, lies in a folder that does
+ * not exist or is not writable, or cannot be written (a full disk: the message says why;
+ * nothing is left at `path`); `SP_ERR_BUSY` (field `lock`) while another export of the journal
+ * runs (the message names it); `SP_ERR_JOURNAL` when reading the journal fails.
+ *
+ * # Safety
+ * `journal` is NULL or live; `path` is NULL or NUL-terminated; `rows_out` is NULL or writable.
+ */
+enum sp_status sp_journal_export(const struct sp_journal *journal,
+                                 int64_t since_ms,
+                                 int64_t until_ms,
+                                 int32_t format,
+                                 const char *path,
+                                 uint64_t *rows_out);
 
 /**
  * Creates a configuration with the defaults: no token (add one), sources `production`, no

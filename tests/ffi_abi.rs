@@ -1287,6 +1287,27 @@ mod careless_host {
             );
             assert_failed(sp_journal_report(j, 0, false, 0, ptr::null_mut()), SP_ERR_INVALID_ARGUMENT, "journal");
             assert_eq!((closed, numbering, buffer), (5, 5, ptr::dangling_mut()), "out-params written on failure");
+            // Retention: the setting's range, and every NULL named before any storage is touched.
+            const DAY_MS: u64 = 86_400_000;
+            for ms in [1, DAY_MS - 1, u64::MAX] {
+                assert_failed(sp_journal_config_set_retention_ms(config, ms), SP_ERR_INVALID_ARGUMENT, "retention");
+            }
+            assert_eq!(sp_journal_config_set_retention_ms(config, DAY_MS), SP_OK);
+            assert_eq!(sp_journal_config_set_retention_ms(config, 0), SP_OK);
+            assert_failed(sp_journal_config_set_retention_ms(none, DAY_MS), SP_ERR_INVALID_ARGUMENT, "config");
+            let mut options = std::mem::MaybeUninit::<sp_prune_options>::uninit();
+            assert_failed(sp_prune_options_default(ptr::null_mut(), DAY_MS), SP_ERR_INVALID_ARGUMENT, "out");
+            assert_eq!(sp_prune_options_default(options.as_mut_ptr(), DAY_MS), SP_OK);
+            let options = options.assume_init();
+            let mut report = std::mem::MaybeUninit::<sp_prune_report>::uninit();
+            assert_failed(sp_journal_prune(j, &options, report.as_mut_ptr()), SP_ERR_INVALID_ARGUMENT, "journal");
+            assert_failed(sp_journal_prune(j, ptr::null(), ptr::null_mut()), SP_ERR_INVALID_ARGUMENT, "journal");
+            let mut vitals = std::mem::MaybeUninit::<sp_journal_vital_signs>::uninit();
+            assert_failed(sp_journal_vitals(j, vitals.as_mut_ptr()), SP_ERR_INVALID_ARGUMENT, "journal");
+            let mut ranges = ptr::dangling_mut::<sp_index_ranges>();
+            assert_failed(sp_journal_missing_older_than(j, 0, 1, &mut ranges), SP_ERR_INVALID_ARGUMENT, "journal");
+            assert_eq!(ranges, ptr::dangling_mut(), "out-params written on failure");
+            assert!(!slotpartner::ffi::event::sp_event_reply_pruned(ptr::null()), "a NULL event holds no claim");
             sp_journal_config_free(config);
             sp_journal_config_free(ptr::null_mut());
             sp_journal_free(ptr::null_mut());
@@ -1294,24 +1315,24 @@ mod careless_host {
     }
 }
 
-/// Fields are only ever appended to the structs a host reads directly: a host compiled against
-/// an older header reads a prefix of the new struct.
+/// The library writes these structs whole into the caller's memory (`sp_journal_stats`,
+/// `sp_journal_vital_signs`, `sp_prune_report`, `sp_recovery_summary`) or reads them whole from it
+/// (`sp_prune_options`): a field appended to one would be written or read past the end of what a
+/// host compiled against an earlier header allocated. Their layouts are fixed; new figures and
+/// options come in structs of their own.
 #[test]
-fn appended_fields_come_last() {
-    use slotpartner::ffi::journal::sp_journal_stats;
+fn structs_the_library_writes_or_reads_whole_keep_their_layout() {
+    use slotpartner::ffi::journal::{sp_journal_stats, sp_journal_vital_signs, sp_prune_options, sp_prune_report};
     use slotpartner::ffi::recovery::sp_recovery_summary;
     use std::mem::{offset_of, size_of};
-    assert!(offset_of!(sp_journal_stats, unfinished) > offset_of!(sp_journal_stats, watermark));
-    let order = [
-        offset_of!(sp_journal_stats, unfinished),
-        offset_of!(sp_journal_stats, open_conflicts),
-        offset_of!(sp_journal_stats, index_jumps),
-        offset_of!(sp_journal_stats, resolved),
-        offset_of!(sp_journal_stats, unrecoverable),
-        offset_of!(sp_journal_stats, numbering),
-    ];
-    assert!(order.windows(2).all(|w| w[1] == w[0] + 8), "{order:?}");
-    assert_eq!(offset_of!(sp_journal_stats, numbering) + 8, size_of::<sp_journal_stats>());
-    assert!(offset_of!(sp_recovery_summary, unrecoverable) > offset_of!(sp_recovery_summary, failures_len));
-    assert_eq!(offset_of!(sp_recovery_summary, unrecoverable) + size_of::<usize>(), size_of::<sp_recovery_summary>());
+    assert_eq!(size_of::<sp_journal_stats>(), 144);
+    assert_eq!(offset_of!(sp_journal_stats, numbering), 136);
+    assert_eq!(size_of::<sp_journal_vital_signs>(), 80);
+    assert_eq!(offset_of!(sp_journal_vital_signs, oldest_gap_ms), 72);
+    assert_eq!(size_of::<sp_prune_options>(), 32);
+    assert_eq!(offset_of!(sp_prune_options, max_time_ms), 24);
+    assert_eq!(size_of::<sp_prune_report>(), 64);
+    assert_eq!(offset_of!(sp_prune_report, complete), 56);
+    assert_eq!(size_of::<sp_recovery_summary>(), 48);
+    assert_eq!(offset_of!(sp_recovery_summary, unrecoverable), 40);
 }

@@ -2,7 +2,8 @@
 //! `sp_event_finish`, `sp_event_abandon`, refused deliveries recorded, gaps, and the failures a
 //! host meets (conflict, busy, no journal, not begun, a bad URL, an unusable file); the
 //! operator's functions (reports, resolving gaps, deciding index jumps, resolving conflicts,
-//! renumbering) used properly and carelessly.
+//! renumbering) and retention (prune, vital signs, gap ages, the journal's own retention) used
+//! properly and carelessly; a backup (`sp_journal_backup`) restored from.
 
 use std::ffi::{CStr, CString};
 use std::mem::MaybeUninit;
@@ -14,7 +15,7 @@ use slotpartner::ffi::client::*;
 use slotpartner::ffi::error::{sp_error, sp_last_error, sp_last_error_message};
 use slotpartner::ffi::event::{
     sp_begin, sp_claim, sp_event, sp_event_abandon, sp_event_begin, sp_event_differing, sp_event_finish, sp_event_free,
-    sp_event_reply,
+    sp_event_reply, sp_event_reply_pruned,
 };
 use slotpartner::ffi::journal::*;
 use slotpartner::ffi::receiver::*;
@@ -1225,5 +1226,376 @@ fn postgres_gone_at_begin_answers_nothing_of_it() {
     let secrets = ["postgres", "127.0.0.1", port.as_str(), "sp_gone_schema"];
     journal_failure_names_nothing(begin(ev).unwrap_err(), &secrets, "PostgreSQL gone at begin");
     free(ev);
+    free_journal(r, journal);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retention and vital signs: `sp_journal_prune`, `sp_journal_vitals`,
+// `sp_journal_missing_older_than`, `sp_event_reply_pruned`, `sp_journal_config_set_retention_ms`.
+
+const DAY_MS: u64 = 86_400_000;
+
+fn vitals(journal: *const sp_journal) -> sp_journal_vital_signs {
+    let mut out = MaybeUninit::<sp_journal_vital_signs>::uninit();
+    // SAFETY: valid pointers, written on SP_OK.
+    unsafe {
+        assert_eq!(sp_journal_vitals(journal, out.as_mut_ptr()), SP_OK);
+        out.assume_init()
+    }
+}
+
+fn prune_options(older_than_ms: u64) -> sp_prune_options {
+    let mut out = MaybeUninit::<sp_prune_options>::uninit();
+    // SAFETY: a writable out-parameter, written on SP_OK.
+    unsafe {
+        assert_eq!(sp_prune_options_default(out.as_mut_ptr(), older_than_ms), SP_OK);
+        out.assume_init()
+    }
+}
+
+/// A report no prune writes, to tell whether a failed prune wrote its out-parameter.
+const UNTOUCHED: sp_prune_report = sp_prune_report {
+    compacted: 77,
+    forgotten: 77,
+    refused_removed: 77,
+    conflicts_removed: 77,
+    batches: 77,
+    longest_batch_us: 77,
+    bytes_returned: 77,
+    complete: true,
+    export_running: true,
+};
+
+/// `sp_journal_prune`; on a failure, checks that the report was not written.
+fn prune(journal: *const sp_journal, options: &sp_prune_options) -> Result<sp_prune_report, sp_status> {
+    let mut out = UNTOUCHED;
+    // SAFETY: valid pointers.
+    match unsafe { sp_journal_prune(journal, options, &mut out) } {
+        SP_OK => Ok(out),
+        status => {
+            assert_eq!(out, UNTOUCHED, "out written on failure");
+            Err(status)
+        }
+    }
+}
+
+fn reply_pruned(ev: *const sp_event) -> bool {
+    // SAFETY: a live event or NULL.
+    unsafe { sp_event_reply_pruned(ev) }
+}
+
+/// Moves the finishing time of the delivery of `transaction_id` back by `days`, behind the
+/// library's back (the retention's minimum is a day).
+fn age(dir: &TempDir, transaction_id: i64, days: i64) {
+    let db = rusqlite::Connection::open(dir.0.join("journal.db")).unwrap();
+    let shift = days * DAY_MS as i64;
+    let sql = format!(
+        "UPDATE sp_journal_delivery SET finished_ms = finished_ms - {shift} WHERE transaction_id = {transaction_id}"
+    );
+    assert_eq!(db.execute(&sql, []).unwrap(), 1, "{sql}");
+}
+
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    i64::try_from(since.as_millis()).unwrap()
+}
+
+/// A delivery finished 100 days ago is compacted by a prune of what is older than 90 days; the
+/// report counts it, the vitals count it, nothing else moves. Its repeat runs as attempt 2 with
+/// `sp_event_reply_pruned` true; a repeat with other decisive content is a conflict; a young
+/// delivery's repeat still gets its stored reply.
+#[test]
+fn prune_compacts_an_aged_delivery_and_its_repeat_says_the_reply_was_pruned() {
+    let dir = TempDir::new("prune");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    let (old, young) = (refund(960_001, 1, 12), refund(960_002, 2, 12));
+    for body in [&old, &young] {
+        let ev = handle(r, body).unwrap();
+        assert_eq!(begin(ev).unwrap().attempt, 1);
+        assert!(!reply_pruned(ev), "a first delivery");
+        reply(ev, true, None);
+        assert_eq!(finish(ev), SP_OK);
+        free(ev);
+    }
+    let before = vitals(journal);
+    assert_eq!((before.pruned, before.forgotten), (0, 0));
+    assert!(before.has_size_bytes && before.size_bytes > 0, "{before:?}");
+    assert!(before.has_oldest_record_ms && before.has_last_delivery_ms && !before.has_oldest_gap_ms, "{before:?}");
+    assert!((now_ms() - before.last_delivery_ms).abs() < 60_000, "{before:?}");
+    age(&dir, 960_001, 100);
+    assert!(vitals(journal).oldest_record_ms < before.oldest_record_ms - 99 * DAY_MS as i64);
+
+    let options = prune_options(90 * DAY_MS);
+    let expected = sp_prune_options {
+        older_than_ms: 90 * DAY_MS,
+        forget_older_than_ms: 0,
+        batch: 200,
+        pause_ms: 10,
+        max_time_ms: 0,
+    };
+    assert_eq!(options, expected, "the library's defaults");
+    let report = prune(journal, &options).unwrap();
+    assert_eq!(
+        (report.compacted, report.forgotten, report.refused_removed, report.conflicts_removed),
+        (1, 0, 0, 0),
+        "{report:?}"
+    );
+    assert_eq!(report.batches, 2, "one batch compacting, one finding nothing left: {report:?}");
+    assert!(report.complete, "{report:?}");
+    assert!(report.longest_batch_us < 60_000_000, "{report:?}");
+    let after = vitals(journal);
+    assert_eq!((after.pruned, after.forgotten), (1, 0));
+    assert!(after.has_oldest_record_ms && after.oldest_record_ms >= before.oldest_record_ms, "the young one is left");
+    let s = status(journal);
+    assert_eq!((s.handled, s.missing, s.in_progress, s.unfinished), (2, 0, 0, 0), "nothing else moved");
+    let again = prune(journal, &options).unwrap();
+    assert_eq!((again.compacted, again.batches, again.complete), (0, 1, true), "{again:?}");
+
+    // Other decisive content under the compacted key: a conflict, as before the prune.
+    let ev = handle(r, &other_session(&old)).unwrap();
+    assert_eq!(begin(ev).unwrap_err(), SP_ERR_CONFLICT);
+    assert!(!reply_pruned(ev), "refused, not claimed");
+    free(ev);
+    // The same content: its next attempt, the reply pruned; kept after the claim settles.
+    let ev = handle(r, &old).unwrap();
+    assert!(!reply_pruned(ev), "not begun");
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, claim.attempt), (sp_begin::SP_BEGIN_NEW, 2));
+    assert!(reply_pruned(ev));
+    assert_eq!(differing(ev), "");
+    reply(ev, true, None);
+    assert_eq!(finish(ev), SP_OK);
+    assert!(reply_pruned(ev), "kept after the claim settles");
+    free(ev);
+    // Finished again, it is answered from the journal.
+    let ev = handle(r, &old).unwrap();
+    assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_DONE);
+    assert!(!reply_pruned(ev), "answered from the journal");
+    free(ev);
+    // The young delivery kept its reply.
+    let ev = handle(r, &young).unwrap();
+    assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_DONE);
+    assert!(!reply_pruned(ev));
+    free(ev);
+    assert!(!reply_pruned(ptr::null()), "NULL is no claim");
+    free_journal(r, journal);
+}
+
+/// Compact records older than `forget_older_than_ms` are removed; a repeat of one is a new
+/// delivery again.
+#[test]
+fn prune_forgets_compact_records_only_when_asked() {
+    let dir = TempDir::new("prune-forget");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    let body = refund(961_001, 1, 12);
+    deliver(r, &body);
+    age(&dir, 961_001, 400);
+    // The cutoffs count from the newest stored reply at the latest: a young one is there.
+    deliver(r, &refund(961_002, 2, 12));
+    let mut options = prune_options(90 * DAY_MS);
+    assert_eq!(prune(journal, &options).unwrap().compacted, 1);
+    options.forget_older_than_ms = 365 * DAY_MS;
+    options.batch = 1;
+    options.pause_ms = 0;
+    let report = prune(journal, &options).unwrap();
+    assert_eq!((report.compacted, report.forgotten, report.complete), (0, 1, true), "{report:?}");
+    let v = vitals(journal);
+    assert_eq!((v.pruned, v.forgotten), (1, 1));
+    let ev = handle(r, &body).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, claim.attempt), (sp_begin::SP_BEGIN_NEW, 1), "forgotten: a new delivery");
+    assert!(!reply_pruned(ev));
+    free(ev);
+    free_journal(r, journal);
+}
+
+/// Careless prunes: NULL arguments, options out of range (each refused naming its field, the
+/// report untouched), and options sharing their memory with the report.
+#[test]
+fn prune_refuses_careless_arguments_naming_them() {
+    let dir = TempDir::new("prune-careless");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    deliver(r, &refund(962_001, 1, 12));
+    let day = prune_options(DAY_MS);
+    refused(prune(ptr::null(), &day).unwrap_err(), "journal");
+    let mut out = UNTOUCHED;
+    // SAFETY: NULL options and NULL out are checked, never dereferenced.
+    unsafe {
+        refused(sp_journal_prune(journal, ptr::null(), &mut out), "options");
+        refused(sp_journal_prune(journal, &day, ptr::null_mut()), "out");
+        refused(sp_journal_prune(ptr::null(), ptr::null(), ptr::null_mut()), "journal");
+        refused(sp_prune_options_default(ptr::null_mut(), DAY_MS), "out");
+    }
+    assert_eq!(out, UNTOUCHED);
+    type Change = fn(&mut sp_prune_options);
+    let cases: [(&str, Change); 9] = [
+        ("older_than", |o| o.older_than_ms = DAY_MS - 1),
+        ("older_than", |o| o.older_than_ms = 0),
+        ("older_than", |o| o.older_than_ms = u64::MAX),
+        ("forget_older_than", |o| o.forget_older_than_ms = o.older_than_ms),
+        ("forget_older_than", |o| o.forget_older_than_ms = 1),
+        ("forget_older_than", |o| o.forget_older_than_ms = u64::MAX),
+        ("batch", |o| o.batch = 100_001),
+        ("batch", |o| o.batch = u32::MAX),
+        ("pause", |o| o.pause_ms = 60_001),
+    ];
+    for (field, change) in cases {
+        let mut options = day;
+        change(&mut options);
+        refused(prune(journal, &options).unwrap_err(), field);
+        assert!(text(last_error().message).contains(field), "{}", text(last_error().message));
+    }
+    let v = vitals(journal);
+    assert_eq!(v.pruned, 0, "nothing refused removed anything");
+    // The options read in the memory the report is then written into.
+    #[repr(C)]
+    union Shared {
+        options: sp_prune_options,
+        report: sp_prune_report,
+    }
+    let mut shared = Shared { report: UNTOUCHED };
+    shared.options = prune_options(DAY_MS);
+    let at = ptr::addr_of_mut!(shared);
+    // SAFETY: the union holds either struct; the library reads the options before writing.
+    let report = unsafe {
+        assert_eq!(sp_journal_prune(journal, at.cast::<sp_prune_options>(), at.cast::<sp_prune_report>()), SP_OK);
+        shared.report
+    };
+    assert_eq!((report.compacted, report.batches, report.complete), (0, 1, true), "{report:?}");
+    free_journal(r, journal);
+}
+
+/// A gap younger than the asked age is left out of `sp_journal_missing_older_than`; the vitals
+/// date it. Careless arguments are refused naming them.
+#[test]
+fn missing_older_than_leaves_out_young_gaps() {
+    let dir = TempDir::new("missing-older");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    for index in [1, 3] {
+        deliver(r, &refund(963_000 + index, index, 12));
+    }
+    let older_than = |min_age_ms: u64, limit: usize| -> Result<Vec<(i64, i64)>, sp_status> {
+        let sentinel = ptr::dangling_mut::<sp_index_ranges>();
+        let mut out = sentinel;
+        // SAFETY: valid pointers; the ranges are freed once copied.
+        unsafe {
+            let got = sp_journal_missing_older_than(journal, min_age_ms, limit, &mut out);
+            if got != SP_OK {
+                assert_eq!(out, sentinel, "out written on failure");
+                return Err(got);
+            }
+            let view = &*out;
+            let ranges = if view.len == 0 { &[][..] } else { std::slice::from_raw_parts(view.ranges, view.len) };
+            let copied = ranges.iter().map(|r| (r.first, r.last)).collect();
+            sp_index_ranges_free(out);
+            Ok(copied)
+        }
+    };
+    assert_eq!(older_than(0, 100), Ok(vec![(2, 2)]));
+    assert_eq!(older_than(3_600_000, 100), Ok(vec![]), "the gap opened just now");
+    assert_eq!(older_than(u64::MAX, 1), Ok(vec![]));
+    let v = vitals(journal);
+    assert!(v.has_oldest_gap_ms && (now_ms() - v.oldest_gap_ms).abs() < 60_000, "{v:?}");
+    // The gap opened when 3 came: make that two hours ago.
+    let db = rusqlite::Connection::open(dir.0.join("journal.db")).unwrap();
+    db.execute("UPDATE sp_journal_runs SET since_ms = since_ms - 7200000 WHERE lo = 3", []).unwrap();
+    assert_eq!(older_than(3_600_000, 100), Ok(vec![(2, 2)]));
+    let v = vitals(journal);
+    let age = now_ms() - v.oldest_gap_ms;
+    assert!((7_100_000..7_300_000).contains(&age), "two hours, not {age} ms");
+    for limit in [0, 1_000_001, usize::MAX] {
+        refused(older_than(0, limit).unwrap_err(), "limit");
+    }
+    let mut out = ptr::null_mut();
+    // SAFETY: NULL pointers are checked, never dereferenced.
+    unsafe {
+        refused(sp_journal_missing_older_than(ptr::null(), 0, 1, &mut out), "journal");
+        refused(sp_journal_missing_older_than(journal, 0, 1, ptr::null_mut()), "out");
+        refused(sp_journal_vitals(ptr::null(), ptr::null_mut()), "journal");
+        refused(sp_journal_vitals(journal, ptr::null_mut()), "out");
+    }
+    assert!(out.is_null());
+    free_journal(r, journal);
+}
+
+/// The journal's own retention: refused below a day, and once set, a finish a second after the
+/// last one compacts what is old.
+#[test]
+fn the_journals_own_retention_compacts_on_finish() {
+    let dir = TempDir::new("retention");
+    let mut config = ptr::null_mut();
+    // SAFETY: valid pointers; NULL configurations are refused.
+    unsafe {
+        assert_eq!(sp_journal_config_new(dir.url().as_ptr(), &mut config), SP_OK);
+        for ms in [1, DAY_MS - 1, i64::MAX as u64, u64::MAX] {
+            refused(sp_journal_config_set_retention_ms(config, ms), "retention");
+        }
+        refused(sp_journal_config_set_retention_ms(ptr::null_mut(), DAY_MS), "config");
+        // The longest retention the setting takes opens.
+        assert_eq!(sp_journal_config_set_retention_ms(config, i64::MAX as u64 - 1), SP_OK);
+        let mut opened = ptr::null_mut();
+        assert_eq!(sp_journal_open(config, &mut opened), SP_OK, "{}", text(last_error().message));
+        sp_journal_free(opened);
+        for ms in [DAY_MS, 0] {
+            assert_eq!(sp_journal_config_set_retention_ms(config, ms), SP_OK);
+        }
+        sp_journal_config_free(config);
+    }
+    let journal = open_journal_with(&dir.url(), |config| {
+        // SAFETY: a live configuration.
+        assert_eq!(unsafe { sp_journal_config_set_retention_ms(config, 90 * DAY_MS) }, SP_OK);
+    })
+    .unwrap();
+    let r = receiver(journal);
+    deliver(r, &refund(964_001, 1, 12));
+    age(&dir, 964_001, 100);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    deliver(r, &refund(964_002, 2, 12));
+    assert_eq!(vitals(journal).pruned, 1);
+    let ev = handle(r, &refund(964_001, 1, 12)).unwrap();
+    assert_eq!(begin(ev).unwrap().attempt, 2);
+    assert!(reply_pruned(ev));
+    free(ev);
+    free_journal(r, journal);
+}
+
+/// `sp_journal_backup`: the copy is a journal of its own that answers a repeat with the stored
+/// reply; an existing destination is refused naming `dest` and left as it was; NULLs and text
+/// that is not UTF-8 are named.
+#[test]
+fn a_backup_answers_repeats_and_never_replaces_a_file() {
+    let dir = TempDir::new("backup");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    let ev = handle(r, &refund(965_001, 1, 12)).unwrap();
+    begin(ev).unwrap();
+    let stored = reply(ev, false, Some(c"player blocked"));
+    assert_eq!(finish(ev), SP_OK);
+    free(ev);
+    let path = dir.0.join("backup.db");
+    let dest = CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: live pointers.
+    assert_eq!(unsafe { sp_journal_backup(journal, dest.as_ptr()) }, SP_OK);
+    let copy = open_journal(&CString::new(format!("sqlite:{}", path.display())).unwrap(), 0).unwrap();
+    let rc = receiver(copy);
+    let ev = handle(rc, &refund(965_001, 1, 12)).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, text(claim.reply)), (sp_begin::SP_BEGIN_DONE, stored.as_str()));
+    free(ev);
+    let bytes = std::fs::read(&path).unwrap();
+    // SAFETY: NULL or live pointers; NULL and bad text are what is tested.
+    unsafe {
+        refused(sp_journal_backup(journal, dest.as_ptr()), "dest");
+        assert!(text(last_error().message).contains("exists"));
+        refused(sp_journal_backup(ptr::null(), dest.as_ptr()), "journal");
+        refused(sp_journal_backup(journal, ptr::null()), "dest");
+        refused(sp_journal_backup(journal, c"/tmp/\xff.db".as_ptr()), "dest");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "a refused backup touched the existing file");
+    free_journal(rc, copy);
     free_journal(r, journal);
 }

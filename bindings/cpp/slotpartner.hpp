@@ -29,7 +29,9 @@
 // - The operator's side: Journal::status() counts what waits (unfinished deliveries, open
 //   conflicts and index jumps, unrecoverable indexes); Journal::report() lists it as JSON;
 //   resolve(), accept_jump(), jump_is_gap(), resolve_conflict(), close_unfinished() and
-//   renumber() settle it, each with a note kept for audit.
+//   renumber() settle it, each with a note kept for audit. Journal::prune() (or
+//   JournalConfig::retention_ms()) removes what the service can no longer resend;
+//   Journal::vitals() says what it did and how long ago the journal last heard from the service.
 #ifndef SLOTPARTNER_HPP
 #define SLOTPARTNER_HPP
 
@@ -202,6 +204,15 @@ public:
         detail::check(sp_journal_config_set_not_found_limit(config_.get(), runs));
         return *this;
     }
+    /// The journal's own retention, in milliseconds: 0 (the default) for none, else at least
+    /// 86400000 (a day). With it, Event::finish() runs, at most once a second per open journal
+    /// and after its own commit, one batch of Journal::prune(PruneOptions(ms)) (compact records
+    /// kept); a failure of that batch does not fail the finish. Throws Error (field "retention")
+    /// for 1 to 86399999 or from INT64_MAX on.
+    JournalConfig &retention_ms(uint64_t ms) {
+        detail::check(sp_journal_config_set_retention_ms(config_.get(), ms));
+        return *this;
+    }
 
     const sp_journal_config *get() const noexcept { return config_.get(); }
 
@@ -232,6 +243,70 @@ struct JournalStatus {
     bool needs_attention() const noexcept {
         return missing > 0 || unfinished > 0 || open_conflicts > 0 || index_jumps > 0;
     }
+};
+
+/// A journal's vital signs (Journal::vitals()). Times are milliseconds since the Unix epoch on
+/// the journal's clock (on PostgreSQL, the server's).
+struct JournalVitals {
+    uint64_t pruned;    ///< deliveries compacted by retention since the journal was created
+    uint64_t forgotten; ///< compact records removed entirely (forget_older_than_ms) since then
+    std::optional<uint64_t> size_bytes;      ///< the bytes the journal takes, when known
+    std::optional<int64_t> oldest_record_ms; ///< when the oldest delivery kept whole was finished
+    /// When a new index was last seen (not a repeat): a busy casino that sees none for long has a
+    /// broken route.
+    std::optional<int64_t> last_delivery_ms;
+    std::optional<int64_t> oldest_gap_ms; ///< when the oldest missing index was found missing
+};
+
+/// What Journal::prune() removes: the library's defaults for `older_than_ms` (compact records
+/// kept, batches of 200 rows 10 ms apart, no time limit), then what the setters change.
+class PruneOptions {
+public:
+    /// Finished deliveries finished more than `older_than_ms` ago (at least 86400000, a day) are
+    /// compacted: their reply and content removed, a digest of their decisive content and the
+    /// reply's outcome kept.
+    explicit PruneOptions(uint64_t older_than_ms) { detail::check(sp_prune_options_default(&options_, older_than_ms)); }
+    /// Compact records older than this are removed entirely (a repeat of one is then a new
+    /// delivery); longer than older_than_ms. 0: kept (the default).
+    PruneOptions &forget_older_than_ms(uint64_t ms) {
+        options_.forget_older_than_ms = ms;
+        return *this;
+    }
+    /// Rows per transaction, 1 to 100000 (0: the default, 200): a delivery waits for at most one.
+    PruneOptions &batch(uint32_t rows) {
+        options_.batch = rows;
+        return *this;
+    }
+    /// The pause between two batches, at most 60000 ms (default 10).
+    PruneOptions &pause_ms(uint32_t ms) {
+        options_.pause_ms = ms;
+        return *this;
+    }
+    /// Stop after about this long, whatever is left (the next prune goes on); 0: until done.
+    PruneOptions &max_time_ms(uint64_t ms) {
+        options_.max_time_ms = ms;
+        return *this;
+    }
+
+    const sp_prune_options &get() const noexcept { return options_; }
+
+private:
+    sp_prune_options options_{};
+};
+
+/// What Journal::prune() did.
+struct PruneReport {
+    uint64_t compacted;         ///< finished deliveries compacted (reply and content removed)
+    uint64_t forgotten;         ///< compact records removed (forget_older_than_ms)
+    uint64_t refused_removed;   ///< records of deliveries refused by validation removed
+    uint64_t conflicts_removed; ///< resolved conflicts removed
+    uint64_t batches;           ///< transactions run
+    uint64_t longest_batch_us;  ///< the longest a batch took: what a delivery may have waited
+    uint64_t bytes_returned;    ///< bytes given back to the file system (new SQLite journals)
+    /// Nothing eligible is left: false when max_time_ms stopped it first, or when an export was
+    /// running (Journal::export_file()), which a prune waits for by stopping at once.
+    bool complete;
+    bool export_running; ///< it stopped at once for an export running
 };
 
 /// Missing indexes `first` to `last`, inclusive.
@@ -284,13 +359,48 @@ public:
     std::vector<IndexRange> missing(size_t limit = 1000) const {
         sp_index_ranges *ranges = nullptr;
         detail::check(sp_journal_missing(journal_.get(), limit, &ranges));
-        detail::Owner<sp_index_ranges, sp_index_ranges_free> owner(ranges);
-        std::vector<IndexRange> out;
-        out.reserve(owner->len);
-        for (size_t i = 0; i < owner->len; i++) {
-            out.push_back({owner->ranges[i].first, owner->ranges[i].last});
-        }
-        return out;
+        return take(ranges);
+    }
+
+    /// missing(limit) without the gaps found missing less than `min_age_ms` ago (an index above
+    /// them was first seen that long ago): a younger gap is usually an event still on its way,
+    /// which a recovery would race. Throws Error as missing() does.
+    std::vector<IndexRange> missing_older_than(uint64_t min_age_ms, size_t limit = 1000) const {
+        sp_index_ranges *ranges = nullptr;
+        detail::check(sp_journal_missing_older_than(journal_.get(), min_age_ms, limit, &ranges));
+        return take(ranges);
+    }
+
+    /// What retention did, the journal's size, when its oldest whole record was finished, when a
+    /// new index last arrived and when the oldest gap opened (sp_journal_vitals; reads what
+    /// status() reads, and the size). Throws Error (SP_ERR_JOURNAL) when the storage fails.
+    JournalVitals vitals() const {
+        sp_journal_vital_signs v{};
+        detail::check(sp_journal_vitals(journal_.get(), &v));
+        auto optional = [](bool has, int64_t value) { return has ? std::optional<int64_t>(value) : std::nullopt; };
+        return JournalVitals{v.pruned,
+                             v.forgotten,
+                             v.has_size_bytes ? std::optional<uint64_t>(v.size_bytes) : std::nullopt,
+                             optional(v.has_oldest_record_ms, v.oldest_record_ms),
+                             optional(v.has_last_delivery_ms, v.last_delivery_ms),
+                             optional(v.has_oldest_gap_ms, v.oldest_gap_ms)};
+    }
+
+    /// Removes what the service can no longer resend (sp_journal_prune): compacts the deliveries
+    /// finished longer ago than `options` says (a repeat of one with the same decisive content is
+    /// handed out as its next attempt with Event::reply_pruned() true, and the ledger decides;
+    /// other content is SP_ERR_CONFLICT), forgets compact records when asked, removes old refused
+    /// records and resolved conflicts; never an unfinished delivery, an open conflict or a gap.
+    /// Runs in batches, each its own short transaction, and blocks until done or max_time_ms:
+    /// call it from cron or a thread of its own, not inside a callback. Throws Error:
+    /// SP_ERR_INVALID_ARGUMENT (field "older_than", "forget_older_than", "batch" or "pause"),
+    /// SP_ERR_JOURNAL (what earlier batches removed stays removed).
+    PruneReport prune(const PruneOptions &options) const {
+        sp_prune_report r{};
+        detail::check(sp_journal_prune(journal_.get(), &options.get(), &r));
+        return PruneReport{r.compacted,        r.forgotten,      r.refused_removed,
+                           r.conflicts_removed, r.batches,        r.longest_batch_us,
+                           r.bytes_returned,    r.complete,       r.export_running};
     }
 
     /// What the journal keeps for an operator, as a JSON array (sp_journal_report): index jumps,
@@ -354,9 +464,51 @@ public:
         return numbering;
     }
 
+    /// Copies a SQLite journal into a new file at `dest_path` while the workers go on writing
+    /// (sp_journal_backup; none of them is held up): the copy holds every delivery committed when
+    /// the backup started, is written 0600 beside `dest_path` and takes that name only once
+    /// complete, so a failed backup leaves nothing there. The copy is a journal of its own
+    /// (Journal("sqlite:" + dest_path)). To restore it, stop every worker, remove the journal's
+    /// -wal and -shm files and move the copy into the journal's place. A fork of this process
+    /// waits for a backup in progress. Throws Error: SP_ERR_INVALID_ARGUMENT (field "dest": the
+    /// file exists, as a backup never replaces one, names no file, or lies in a folder that does
+    /// not exist or is not writable; field "journal_url": a PostgreSQL journal, the message
+    /// giving the pg_dump command), SP_ERR_JOURNAL.
+    void backup(std::string_view dest_path) const {
+        detail::check(sp_journal_backup(journal_.get(), detail::header(dest_path).c_str()));
+    }
+
+    /// Writes every delivery whose first delivery lies in `since_ms` to `until_ms` (ms since the
+    /// Unix epoch, `until_ms` left out; INT64_MAX for no end) to a new file at `path`, for
+    /// reconciliation (sp_journal_export): SP_EXPORT_CSV (RFC 4180, a header row, CRLF) or
+    /// SP_EXPORT_JSONL (one JSON object per line). Named export_file because `export` is a C++
+    /// keyword. The file is created 0600 beside `path` under a temporary name and takes the name
+    /// only once complete; an existing file is never replaced. Returns the number of rows.
+    /// Throws Error: SP_ERR_INVALID_ARGUMENT (field "path": it exists, its folder does not, it
+    /// cannot be written; "format"; "until_ms": not after `since_ms`), SP_ERR_BUSY (another export
+    /// of the journal runs: one at a time, retention waits for it), SP_ERR_JOURNAL.
+    uint64_t export_file(std::string_view path, int64_t since_ms, int64_t until_ms,
+                         sp_export_format format = SP_EXPORT_CSV) const {
+        uint64_t rows = 0;
+        detail::check(sp_journal_export(journal_.get(), since_ms, until_ms, static_cast<int32_t>(format),
+                                        detail::header(path).c_str(), &rows));
+        return rows;
+    }
+
     const sp_journal *get() const noexcept { return journal_.get(); }
 
 private:
+    /// The ranges the library handed out, copied, then freed.
+    static std::vector<IndexRange> take(sp_index_ranges *ranges) {
+        detail::Owner<sp_index_ranges, sp_index_ranges_free> owner(ranges);
+        std::vector<IndexRange> out;
+        out.reserve(owner->len);
+        for (size_t i = 0; i < owner->len; i++) {
+            out.push_back({owner->ranges[i].first, owner->ranges[i].last});
+        }
+        return out;
+    }
+
     detail::Owner<sp_journal, sp_journal_free> journal_;
 };
 
@@ -559,6 +711,16 @@ public:
         }
         return fields;
     }
+
+    /// After begin() gave SP_BEGIN_NEW (or on an event a Recovery handed out): true when this
+    /// delivery was handled before, longer ago than the journal keeps replies (Journal::prune()
+    /// or JournalConfig::retention_ms() compacted it): the stored reply is gone and the same
+    /// decisive content was seen. It runs as the next attempt (2 and on) and the ledger, keyed by
+    /// transactionId, decides, exactly as after a crash between its commit and finish(): answer
+    /// what it says of that transaction, and log it. Kept after the claim settles; false without
+    /// a claim (before begin(), answered from the journal, not journaled, moved from). One call
+    /// (sp_event_reply_pruned) each time it is asked.
+    bool reply_pruned() const noexcept { return sp_event_reply_pruned(event_.get()); }
 
     /// Stores the reply of a claimed event once the partner committed its own work: every later
     /// delivery of it gets this reply, byte for byte. `reply` nullopt stores the reply last built

@@ -933,6 +933,186 @@ void journal_unfinished_delivery_closed_by_hand() {
     CHECK(status.unfinished == 0 && status.handled == 1);
 }
 
+void journal_backup_answers_a_repeat_and_never_replaces_a_file() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    int runs = 0;
+    auto first = journaled_callback(r, refund_body(900900, 1), runs, false);
+    const std::string dest = (dir.path() / "backup.db").string();
+    journal.backup(dest);
+    CHECK((std::filesystem::status(dest).permissions() & std::filesystem::perms::all) ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    {
+        slotpartner::Journal copy(dir.url("backup.db"));
+        const auto from_copy = journaled(copy);
+        CHECK(journaled_callback(from_copy, refund_body(900900, 1), runs) == first);
+        CHECK(runs == 1); // answered from the copy, nothing ran
+        CHECK(copy.status().handled == 1 && copy.status().replayed == 1);
+    }
+    const auto size = std::filesystem::file_size(dest);
+    journaled_callback(r, refund_body(900901, 2), runs);
+    auto exists = failure([&] { journal.backup(dest); });
+    CHECK(exists.status() == SP_ERR_INVALID_ARGUMENT && exists.field() == "dest");
+    CHECK(std::string(exists.what()).find("exists") != std::string::npos);
+    CHECK(std::filesystem::file_size(dest) == size);
+    for (std::string_view bad : {std::string_view("ok\0hidden.db", 12), std::string_view(""),
+                                 std::string_view("/nonexistent-folder/backup.db")}) {
+        CHECK(failure([&] { journal.backup(bad); }).field() == "dest");
+    }
+}
+
+/// The lines of a text file, each without its line end (CRLF or LF).
+std::vector<std::string> lines_of(const std::filesystem::path &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line.back() == '\r') {
+            line.pop_back();
+        }
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+void journal_export_for_reconciliation() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    int runs = 0;
+    const int64_t before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count() -
+                           1000;
+    journaled_callback(r, refund_body(900001, 1), runs);
+    journaled_callback(r, fixture("payout.json"), runs, false);
+    const auto csv = dir.path() / "october.csv";
+    CHECK(journal.export_file(csv.string(), before, INT64_MAX) == 2);
+    auto lines = lines_of(csv);
+    CHECK(lines.size() == 3);
+    CHECK(lines[0] == "index,key,event,transactionId,playerIdentifier,playerPartnerIdentifier,moneyWon,coinsWon,isMoney,"
+                      "currencyISO4217,gameSessionId,outcome,errorMessage,state,attempts,first_delivery,last_update,finished");
+    // The refund: no amount, no currency. The payout: its amount, failure and message.
+    CHECK(lines[1].rfind("1,gameSessionBuyRefund:900001,gameSessionBuyRefund,900001,p-1,,,,,,5,success,,done,1,", 0) == 0);
+    CHECK(lines[2].rfind("42,jackpotPayout:900002,jackpotPayout,900002,svc-player-1001,partner-42,150000,0,true,EUR,5552,"
+                         "failure,refused run 2,done,1,",
+                         0) == 0);
+    const auto jsonl = dir.path() / "october.jsonl";
+    CHECK(journal.export_file(jsonl.string(), before, INT64_MAX, SP_EXPORT_JSONL) == 2);
+    auto objects = lines_of(jsonl);
+    CHECK(objects.size() == 2 && objects[0].find(R"("moneyWon":null)") != std::string::npos);
+    CHECK(objects[1].find(R"("moneyWon":150000,"coinsWon":0,"isMoney":true,"currencyISO4217":"EUR")") != std::string::npos);
+    CHECK(journal.export_file((dir.path() / "before.csv").string(), 0, before) == 0);
+    CHECK(failure([&] { journal.export_file(csv.string(), 0, INT64_MAX); }).field() == "path");
+    CHECK(failure([&] { journal.export_file((dir.path() / "no/such.csv").string(), 0, INT64_MAX); }).field() == "path");
+    CHECK(failure([&] { journal.export_file((dir.path() / "x.csv").string(), 0, INT64_MAX, static_cast<sp_export_format>(3)); })
+              .field() == "format");
+    CHECK(failure([&] { journal.export_file((dir.path() / "x.csv").string(), 5, 5); }).field() == "until_ms");
+    CHECK(!std::filesystem::exists(dir.path() / "x.csv"));
+}
+
+/// Runs `sql` on the SQLite file at `path` from another process (python3): a second copy of
+/// SQLite in this one would release the library's locks on the file when it closed it.
+bool sql_on(const std::filesystem::path &path, const std::string &sql) {
+    const std::string command =
+        "python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1], isolation_level=None).execute(sys.argv[2])' '" +
+        path.string() + "' '" + sql + "'";
+    return std::system(command.c_str()) == 0;
+}
+
+constexpr uint64_t DAY_MS = 86400000;
+
+/// Moves the finishing time of the delivery of `transaction_id` back by `days`.
+bool age(const TempDir &dir, int64_t transaction_id, int64_t days) {
+    return sql_on(dir.path() / "journal.db", "UPDATE sp_journal_delivery SET finished_ms = finished_ms - " +
+                                                 std::to_string(days * static_cast<int64_t>(DAY_MS)) +
+                                                 " WHERE transaction_id = " + std::to_string(transaction_id));
+}
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+void journal_retention_and_vitals() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url());
+    const auto r = journaled(journal);
+    int runs = 0;
+    auto first = journaled_callback(r, refund_body(960001, 1), runs);
+    journaled_callback(r, refund_body(960002, 2), runs);
+    auto before = journal.vitals();
+    CHECK(before.pruned == 0 && before.forgotten == 0 && !before.oldest_gap_ms);
+    CHECK(before.size_bytes.value_or(0) > 0 && before.oldest_record_ms.has_value());
+    CHECK(before.last_delivery_ms && std::llabs(now_ms() - *before.last_delivery_ms) < 60000);
+    CHECK(age(dir, 960001, 100));
+    auto report = journal.prune(slotpartner::PruneOptions(90 * DAY_MS));
+    CHECK(report.compacted == 1 && report.forgotten == 0 && report.refused_removed == 0 &&
+          report.conflicts_removed == 0 && report.batches == 2 && report.complete);
+    CHECK(journal.vitals().pruned == 1);
+    auto again = journal.prune(slotpartner::PruneOptions(90 * DAY_MS).pause_ms(0).max_time_ms(60000));
+    CHECK(again.compacted == 0 && again.batches == 1 && again.complete);
+    {
+        slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", refund_body(960001, 1));
+        CHECK(!event.reply_pruned()); // not begun
+        auto claim = event.begin();
+        CHECK(claim.outcome == SP_BEGIN_NEW && claim.attempt == 2 && event.reply_pruned() && event.differing().empty());
+        event.reply(true);
+        event.finish();
+        CHECK(event.reply_pruned()); // kept after the claim settles
+    }
+    CHECK(journaled_callback(r, refund_body(960001, 1), runs) == first);
+    {
+        slotpartner::Event young = r.handle(TOKEN, "127.0.0.1", refund_body(960002, 2));
+        CHECK(young.begin().outcome == SP_BEGIN_DONE && !young.reply_pruned());
+    }
+    // Compact records forgotten: a repeat is a new delivery. (The cutoffs count from the newest
+    // stored reply at the latest: a young one is there.)
+    journaled_callback(r, refund_body(960004, 3), runs);
+    CHECK(age(dir, 960001, 400) && age(dir, 960002, 400));
+    report = journal.prune(slotpartner::PruneOptions(90 * DAY_MS).forget_older_than_ms(365 * DAY_MS).batch(1));
+    CHECK(report.compacted == 2 && report.forgotten == 2 && report.batches == 3);
+    auto vitals = journal.vitals();
+    CHECK(vitals.pruned == 3 && vitals.forgotten == 2);
+    {
+        slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", refund_body(960002, 2));
+        CHECK(event.begin().attempt == 1 && !event.reply_pruned());
+    }
+    // Careless options, each named; the gaps' ages.
+    CHECK(failure([&] { journal.prune(slotpartner::PruneOptions(DAY_MS - 1)); }).field() == "older_than");
+    CHECK(failure([&] { journal.prune(slotpartner::PruneOptions(DAY_MS).forget_older_than_ms(DAY_MS)); }).field() ==
+          "forget_older_than");
+    CHECK(failure([&] { journal.prune(slotpartner::PruneOptions(DAY_MS).batch(100001)); }).field() == "batch");
+    CHECK(failure([&] { journal.prune(slotpartner::PruneOptions(DAY_MS).pause_ms(60001)); }).field() == "pause");
+    journaled_callback(r, refund_body(960005, 5), runs);
+    CHECK((journal.missing_older_than(0) == std::vector<slotpartner::IndexRange>{{4, 4}}));
+    CHECK(journal.missing_older_than(3600000).empty());
+    CHECK(sql_on(dir.path() / "journal.db", "UPDATE sp_journal_runs SET since_ms = since_ms - 7200000 WHERE lo = 5"));
+    CHECK((journal.missing_older_than(3600000, 1) == std::vector<slotpartner::IndexRange>{{4, 4}}));
+    auto gap = journal.vitals().oldest_gap_ms;
+    CHECK(gap && std::llabs(now_ms() - *gap - 7200000) < 120000);
+    CHECK(failure([&] { journal.missing_older_than(0, 0); }).field() == "limit");
+    CHECK(!slotpartner::Event(nullptr).reply_pruned());
+}
+
+void journal_retention_setting() {
+    for (uint64_t ms : {uint64_t{1}, DAY_MS - 1, UINT64_MAX}) {
+        CHECK(failure([&] { slotpartner::JournalConfig("sqlite:/nonexistent/journal.db").retention_ms(ms); }).field() ==
+              "retention");
+    }
+    TempDir dir;
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).retention_ms(90 * DAY_MS));
+    const auto r = journaled(journal);
+    int runs = 0;
+    journaled_callback(r, refund_body(962001, 1), runs);
+    CHECK(age(dir, 962001, 100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100)); // a batch at most once a second
+    journaled_callback(r, refund_body(962002, 2), runs);
+    CHECK(journal.vitals().pruned == 1);
+    slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", refund_body(962001, 1));
+    CHECK(event.begin().attempt == 2 && event.reply_pruned());
+}
+
 void recovery_reports_unrecoverable_indexes() {
     slotpartner::Client client(sandbox_config());
     TempDir dir;
@@ -987,6 +1167,10 @@ int main() {
     journal_misuse_and_unusable_journals();
     journal_operator_functions();
     journal_unfinished_delivery_closed_by_hand();
+    journal_backup_answers_a_repeat_and_never_replaces_a_file();
+    journal_export_for_reconciliation();
+    journal_retention_and_vitals();
+    journal_retention_setting();
     get_games_against_the_sandbox();
     recovery_recovers_claimed_events_and_a_late_delivery_once();
     recovery_events_are_claimed();

@@ -66,6 +66,11 @@ typedef enum sp_journal_report_kind {
   SP_JOURNAL_REPORT_UNRECOVERABLE = 4,
 } sp_journal_report_kind;
 
+typedef enum sp_export_format {
+  SP_EXPORT_CSV = 1,
+  SP_EXPORT_JSONL = 2,
+} sp_export_format;
+
 typedef struct sp_client sp_client;
 
 typedef struct sp_client_config sp_client_config;
@@ -224,6 +229,39 @@ typedef struct sp_index_ranges {
   size_t len;
 } sp_index_ranges;
 
+typedef struct sp_journal_vital_signs {
+  uint64_t pruned;
+  uint64_t forgotten;
+  bool has_size_bytes;
+  uint64_t size_bytes;
+  bool has_oldest_record_ms;
+  int64_t oldest_record_ms;
+  bool has_last_delivery_ms;
+  int64_t last_delivery_ms;
+  bool has_oldest_gap_ms;
+  int64_t oldest_gap_ms;
+} sp_journal_vital_signs;
+
+typedef struct sp_prune_options {
+  uint64_t older_than_ms;
+  uint64_t forget_older_than_ms;
+  uint32_t batch;
+  uint32_t pause_ms;
+  uint64_t max_time_ms;
+} sp_prune_options;
+
+typedef struct sp_prune_report {
+  uint64_t compacted;
+  uint64_t forgotten;
+  uint64_t refused_removed;
+  uint64_t conflicts_removed;
+  uint64_t batches;
+  uint64_t longest_batch_us;
+  uint64_t bytes_returned;
+  bool complete;
+  bool export_running;
+} sp_prune_report;
+
 typedef struct sp_recovery_failure {
   int64_t index;
   enum sp_recovery_reason reason;
@@ -342,6 +380,8 @@ enum sp_status sp_event_begin(struct sp_event *event, struct sp_claim *out);
 
 enum sp_status sp_event_differing(const struct sp_event *event, struct sp_str *out);
 
+bool sp_event_reply_pruned(const struct sp_event *event);
+
 enum sp_status sp_event_finish(struct sp_event *event, const uint8_t *reply, size_t len);
 
 enum sp_status sp_event_abandon(struct sp_event *event);
@@ -371,6 +411,8 @@ enum sp_status sp_journal_config_set_max_index_jump(struct sp_journal_config *co
 enum sp_status sp_journal_config_set_not_found_limit(struct sp_journal_config *config,
                                                      uint32_t runs);
 
+enum sp_status sp_journal_config_set_retention_ms(struct sp_journal_config *config, uint64_t ms);
+
 enum sp_status sp_journal_open(const struct sp_journal_config *config, struct sp_journal **out);
 
 void sp_journal_free(struct sp_journal *journal);
@@ -381,7 +423,21 @@ enum sp_status sp_journal_missing(const struct sp_journal *journal,
                                   size_t limit,
                                   struct sp_index_ranges **out);
 
+enum sp_status sp_journal_missing_older_than(const struct sp_journal *journal,
+                                             uint64_t min_age_ms,
+                                             size_t limit,
+                                             struct sp_index_ranges **out);
+
 void sp_index_ranges_free(struct sp_index_ranges *ranges);
+
+enum sp_status sp_journal_vitals(const struct sp_journal *journal,
+                                 struct sp_journal_vital_signs *out);
+
+enum sp_status sp_prune_options_default(struct sp_prune_options *out, uint64_t older_than_ms);
+
+enum sp_status sp_journal_prune(const struct sp_journal *journal,
+                                const struct sp_prune_options *options,
+                                struct sp_prune_report *out);
 
 enum sp_status sp_journal_resolve(const struct sp_journal *journal,
                                   int64_t first,
@@ -411,11 +467,20 @@ enum sp_status sp_journal_renumber(const struct sp_journal *journal,
                                    const char *note,
                                    int64_t *numbering);
 
+enum sp_status sp_journal_backup(const struct sp_journal *journal, const char *dest_path);
+
 enum sp_status sp_journal_report(const struct sp_journal *journal,
                                  int32_t kind,
                                  bool all,
                                  size_t limit,
                                  struct sp_buffer **out);
+
+enum sp_status sp_journal_export(const struct sp_journal *journal,
+                                 int64_t since_ms,
+                                 int64_t until_ms,
+                                 int32_t format,
+                                 const char *path,
+                                 uint64_t *rows_out);
 
 enum sp_status sp_receiver_config_new(struct sp_receiver_config **out);
 

@@ -165,6 +165,9 @@ struct EventBox {
     /// The claim's differing decisive fields (`Claim::differing`), one per line, NUL-terminated;
     /// just the NUL when none. Set when the event is claimed and kept after it settles.
     differing: Vec<u8>,
+    /// `Claim::reply_pruned` of the event's claim. Set when the event is claimed and kept after
+    /// it settles.
+    reply_pruned: bool,
 }
 
 /// `Claim::differing` as the NUL-terminated text `sp_event_differing` views.
@@ -301,7 +304,9 @@ pub struct sp_claim {
     pub outcome: sp_begin,
     /// For `SP_BEGIN_NEW`: 1 the first time, 2 and on after a worker died (its lease expired) or
     /// abandoned it. From 2 on the partner's logic may have run before: its ledger must refuse a
-    /// second credit for the same `transactionId`. 0 otherwise.
+    /// second credit for the same `transactionId` (`sp_event_differing` names decisive fields
+    /// that changed since, `sp_event_reply_pruned` says whether the first reply was pruned). 0
+    /// otherwise.
     pub attempt: i64,
     /// For `SP_BEGIN_DONE`: the stored reply; `{NULL, 0}` otherwise.
     pub reply: sp_str,
@@ -398,6 +403,7 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
         receiver: Arc::clone(receiver),
         delivery: receiver.journal().map(|_| Delivery::of(event)),
         differing: differing_text(&journaled),
+        reply_pruned: matches!(&journaled, Journaled::Claimed(claim) if claim.reply_pruned()),
         journaled,
     });
     // The box is handed out first and its views taken from the pointer handed out, by address
@@ -687,6 +693,7 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
                 let attempt = claim.attempt();
                 b.journaled = Journaled::Claimed(claim);
                 b.differing = differing_text(&b.journaled);
+                b.reply_pruned = matches!(&b.journaled, Journaled::Claimed(claim) if claim.reply_pruned());
                 sp_claim { outcome: sp_begin::SP_BEGIN_NEW, attempt, reply: sp_str::NONE }
             }
             Begin::Done(stored) => {
@@ -726,6 +733,26 @@ pub unsafe extern "C" fn sp_event_differing(event: *const sp_event, out: *mut sp
         let (b, out) = unsafe { (event_box(event)?, args::out("out", out)?) };
         out.write(sp_str::of_nul_terminated(&b.differing));
         Ok(())
+    })
+}
+
+/// After `SP_BEGIN_NEW` (or on a recovered event): whether this delivery was handled before,
+/// longer ago than the journal keeps replies (`sp_journal_prune`, or the journal's retention,
+/// compacted it). Its reply is gone, the same decisive content was seen: it is handed out as the
+/// next attempt (`sp_claim.attempt` 2 and on), and the partner's ledger, keyed by
+/// `transactionId`, decides, exactly as after a crash between its commit and `sp_event_finish`:
+/// answer what the ledger says of that transaction (log it too: a repeat this late is rare).
+/// Kept after the claim settles. False for a NULL event and for an event that holds no claim
+/// (not begun, answered from the journal, not journaled). Leaves the thread's last error as it
+/// is.
+///
+/// # Safety
+/// `event` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_event_reply_pruned(event: *const sp_event) -> bool {
+    value_boundary!(false, {
+        // SAFETY: the caller promises NULL or a live event; only read here.
+        unsafe { event_box(event) }.is_ok_and(|b| b.reply_pruned)
     })
 }
 

@@ -6,8 +6,9 @@
  * a thread that is exiting (a pthread_key destructor runs after the thread's other thread-locals
  * are gone), and the journal's operator functions given NULL, empty notes, the last error's
  * message as a note, report kinds that are none and SIZE_MAX limits (on a SQLite journal in a
- * temporary directory), and journal claims finished or abandoned after they were abandoned or
- * taken over.
+ * temporary directory), journal claims finished or abandoned after they were abandoned or
+ * taken over, and retention and vital signs given NULL, values out of range and prune options
+ * sharing their memory with the report.
  *
  * Prints one line per failed check and "N passed, N failed"; exits non-zero on any failure. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir */
@@ -527,6 +528,10 @@ static void journal_operators(void) {
           "close_unfinished with an empty note");
     check(sp_journal_close_unfinished(journal, 1, "n", &closed) == SP_ERR_INVALID_ARGUMENT && last_field_is("index"),
           "close_unfinished of a finished delivery");
+    check(sp_journal_backup(NULL, "backup.db") == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "backup of NULL");
+    check(sp_journal_backup(journal, NULL) == SP_ERR_INVALID_ARGUMENT && last_field_is("dest"),
+          "backup to a NULL path");
     check(closed == 99 && numbering == 99, "out-parameters untouched on failure");
 
     /* The last error's message as the note: read whole before it is replaced, and kept. */
@@ -736,6 +741,163 @@ static void no_longer_yours(void) {
     check(rmdir(dir) == 0, "the temporary directory is left empty");
 }
 
+/* 9. Retention and vital signs, carelessly called (on a SQLite journal in a temporary directory):
+ * NULL everywhere, settings and options out of range (each refused naming its field, nothing
+ * written), UINT64_MAX ages and SIZE_MAX limits, and prune options sharing their memory with the
+ * report. None of these functions takes a string, so there is no last error to hand back. */
+static void retention_carelessly(void) {
+    char dir[] = "/tmp/sp-careless-XXXXXX", path[64], url[sizeof "sqlite:" + sizeof path], name[96];
+    if (mkdtemp(dir) == NULL) {
+        check(0, "a temporary directory");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/journal.db", dir);
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    const uint64_t day = 86400000;
+    struct sp_journal_config *config = NULL;
+    struct sp_journal *journal = NULL;
+    check(sp_journal_config_new(url, &config) == SP_OK, "a journal config");
+    const uint64_t short_or_huge[] = {1, day - 1, (uint64_t)INT64_MAX, UINT64_MAX};
+    for (size_t i = 0; i < sizeof short_or_huge / sizeof short_or_huge[0]; i++) {
+        check(sp_journal_config_set_retention_ms(config, short_or_huge[i]) == SP_ERR_INVALID_ARGUMENT &&
+                  last_field_is("retention"),
+              "a retention below a day or from INT64_MAX on is refused, naming retention");
+    }
+    check(sp_journal_config_set_retention_ms(NULL, day) == SP_ERR_INVALID_ARGUMENT && last_field_is("config"),
+          "retention on NULL");
+    check(sp_journal_config_set_retention_ms(config, day) == SP_OK &&
+              sp_journal_config_set_retention_ms(config, 0) == SP_OK,
+          "a day, then off");
+    check(sp_journal_open(config, &journal) == SP_OK, "the journal opens");
+    sp_journal_config_free(config);
+    if (journal == NULL) return;
+
+    /* Options: the defaults, then each out of range; the report is never written on a refusal. */
+    struct sp_prune_options options, defaults;
+    check(sp_prune_options_default(NULL, day) == SP_ERR_INVALID_ARGUMENT && last_field_is("out"),
+          "default options into NULL");
+    memset(&defaults, 0xAB, sizeof defaults);
+    check(sp_prune_options_default(&defaults, day) == SP_OK && defaults.older_than_ms == day &&
+              defaults.forget_older_than_ms == 0 && defaults.batch == 200 && defaults.pause_ms == 10 &&
+              defaults.max_time_ms == 0,
+          "the default options");
+    struct sp_prune_report report, untouched;
+    memset(&untouched, 0xAB, sizeof untouched);
+    report = untouched;
+    check(sp_journal_prune(NULL, &defaults, &report) == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "prune on NULL");
+    check(sp_journal_prune(journal, NULL, &report) == SP_ERR_INVALID_ARGUMENT && last_field_is("options"),
+          "prune with NULL options");
+    check(sp_journal_prune(journal, &defaults, NULL) == SP_ERR_INVALID_ARGUMENT && last_field_is("out"),
+          "prune into NULL");
+    struct {
+        const char *field;
+        uint64_t older_than_ms, forget_older_than_ms;
+        uint32_t batch, pause_ms;
+    } bad[] = {
+        {"older_than", 0, 0, 0, 0},
+        {"older_than", day - 1, 0, 0, 0},
+        {"older_than", UINT64_MAX, 0, 0, 0},
+        {"forget_older_than", day, day, 0, 0},
+        {"forget_older_than", day, UINT64_MAX, 0, 0},
+        {"batch", day, 0, UINT32_MAX, 0},
+        {"pause", day, 0, 0, UINT32_MAX},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        options = defaults;
+        options.older_than_ms = bad[i].older_than_ms;
+        options.forget_older_than_ms = bad[i].forget_older_than_ms;
+        options.batch = bad[i].batch;
+        options.pause_ms = bad[i].pause_ms;
+        snprintf(name, sizeof name, "prune options out of range, naming %s", bad[i].field);
+        check(sp_journal_prune(journal, &options, &report) == SP_ERR_INVALID_ARGUMENT && last_field_is(bad[i].field),
+              name);
+    }
+    check(memcmp(&report, &untouched, sizeof report) == 0, "a refused prune writes no report");
+    /* The options in the very memory the report is written into: read before anything is written. */
+    union {
+        struct sp_prune_options options;
+        struct sp_prune_report report;
+    } shared;
+    memset(&shared, 0, sizeof shared);
+    shared.options = defaults;
+    shared.options.batch = 0; /* the default */
+    shared.options.max_time_ms = UINT64_MAX;
+    check(sp_journal_prune(journal, &shared.options, &shared.report) == SP_OK && shared.report.complete &&
+              shared.report.compacted == 0 && shared.report.batches == 1,
+          "options sharing the report's memory");
+
+    /* Vital signs and the ages of gaps, on a journal with index 2 missing. */
+    struct sp_receiver_config *receiver_config = NULL;
+    struct sp_receiver *receiver = NULL;
+    check(sp_receiver_config_new(&receiver_config) == SP_OK &&
+              sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
+              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
+              sp_receiver_config_set_journal(receiver_config, journal) == SP_OK &&
+              sp_receiver_new(receiver_config, &receiver) == SP_OK,
+          "a journaled receiver");
+    sp_receiver_config_free(receiver_config);
+    struct sp_journal_vital_signs vitals;
+    memset(&vitals, 0xAB, sizeof vitals);
+    check(sp_journal_vitals(journal, &vitals) == SP_OK && vitals.pruned == 0 && vitals.forgotten == 0 &&
+              vitals.has_size_bytes && vitals.size_bytes > 0 && !vitals.has_oldest_record_ms &&
+              !vitals.has_last_delivery_ms && !vitals.has_oldest_gap_ms,
+          "the vitals of an empty journal");
+    check(sp_journal_vitals(NULL, &vitals) == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"), "vitals of NULL");
+    check(sp_journal_vitals(journal, NULL) == SP_ERR_INVALID_ARGUMENT && last_field_is("out"), "vitals into NULL");
+    if (receiver != NULL) {
+        deliver(receiver, "{\"event\":\"bonusGranted\",\"index\":1}");
+        deliver(receiver, "{\"event\":\"bonusGranted\",\"index\":3}");
+        struct sp_event *event = NULL;
+        struct sp_claim claim;
+        static const char four[] = "{\"event\":\"bonusGranted\",\"index\":4}";
+        check(sp_receiver_handle(receiver, TOKEN, "127.0.0.1", NULL, (const uint8_t *)four, strlen(four), &event) ==
+                      SP_OK &&
+                  !sp_event_reply_pruned(event),
+              "an event not begun holds no pruned reply");
+        check(sp_event_begin(event, &claim) == SP_OK && claim.attempt == 1 && !sp_event_reply_pruned(event),
+              "a first delivery's reply was never pruned");
+        sp_event_free(event);
+        sp_receiver_free(receiver);
+    }
+    check(!sp_event_reply_pruned(NULL), "a NULL event holds no claim");
+    memset(&vitals, 0xAB, sizeof vitals);
+    check(sp_journal_vitals(journal, &vitals) == SP_OK && vitals.has_oldest_record_ms &&
+              vitals.has_last_delivery_ms && vitals.has_oldest_gap_ms &&
+              vitals.oldest_gap_ms <= vitals.last_delivery_ms,
+          "the vitals date the stored replies, the last delivery and the gap");
+    static struct sp_index_ranges untouched_ranges;
+    struct sp_index_ranges *ranges = &untouched_ranges;
+    const size_t bad_limits[] = {0, 1000001, SIZE_MAX};
+    for (size_t i = 0; i < sizeof bad_limits / sizeof bad_limits[0]; i++) {
+        check(sp_journal_missing_older_than(journal, 0, bad_limits[i], &ranges) == SP_ERR_INVALID_ARGUMENT &&
+                  last_field_is("limit") && ranges == &untouched_ranges,
+              "a limit out of range is refused, naming limit");
+    }
+    check(sp_journal_missing_older_than(NULL, 0, 1, &ranges) == SP_ERR_INVALID_ARGUMENT && last_field_is("journal"),
+          "missing_older_than of NULL");
+    check(sp_journal_missing_older_than(journal, 0, 1, NULL) == SP_ERR_INVALID_ARGUMENT && last_field_is("out"),
+          "missing_older_than into NULL");
+    check(sp_journal_missing_older_than(journal, 0, 1000000, &ranges) == SP_OK && ranges->len == 1 &&
+              ranges->ranges[0].first == 2 && ranges->ranges[0].last == 2,
+          "every gap is older than 0 ms");
+    sp_index_ranges_free(ranges);
+    ranges = &untouched_ranges;
+    check(sp_journal_missing_older_than(journal, UINT64_MAX, 1, &ranges) == SP_OK && ranges->len == 0 &&
+              ranges->ranges == NULL,
+          "no gap is older than UINT64_MAX ms");
+    sp_index_ranges_free(ranges);
+    sp_index_ranges_free(NULL);
+
+    sp_journal_free(journal);
+    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(name, sizeof name, "%s%s", path, suffixes[i]);
+        remove(name);
+    }
+    check(rmdir(dir) == 0, "the temporary directory is left empty");
+}
+
 int main(void) {
     struct sp_receiver *receiver = new_receiver();
     if (receiver == NULL) return 1;
@@ -748,6 +910,7 @@ int main(void) {
     exiting_threads(receiver);
     journal_operators();
     no_longer_yours();
+    retention_carelessly();
     sp_receiver_free(receiver);
     printf("careless_host: %d passed, %d failed\n", passed, failed);
     return failed != 0;

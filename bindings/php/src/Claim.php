@@ -22,12 +22,19 @@ final class Claim
      *     is handed out as new rather than refused, since nothing was stored for the first; the
      *     journal records the conflict for the operator: log it. Empty when none, and always on
      *     attempt 1 (read with sp_event_differing only from attempt 2 on)
+     * @param bool $replyPruned for New from attempt 2 on: true when this delivery was handled
+     *     before, longer ago than the journal keeps replies (Journal::prune() or its retention
+     *     compacted it): the stored reply is gone and the same decisive content was seen. The
+     *     ledger, keyed by transactionId, decides, exactly as after a crash between its commit and
+     *     finish(): answer what it says of that transaction, and log it (a repeat this late is
+     *     rare). False otherwise (read with sp_event_reply_pruned only from attempt 2 on)
      */
     public function __construct(
         public readonly Outcome $outcome,
         public readonly int $attempt = 0,
         public readonly ?string $reply = null,
         public readonly array $differing = [],
+        public readonly bool $replyPruned = false,
     ) {
     }
 }

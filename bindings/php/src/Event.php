@@ -27,8 +27,9 @@ use FFI\CData;
  * With a journal (Receiver's $journal), begin() claims the event before the partner's logic
  * runs and finish() stores its reply: five FFI calls for a new delivery (handle, begin, reply,
  * finish, free), three for a repeat answered from the journal (handle, begin, free), four for a
- * balance query (handle, begin, reply, free); a delivery claimed again (attempt 2 and on) one
- * more, sp_event_differing, for Claim::$differing. Destroying or free()ing a claimed event that was
+ * balance query (handle, begin, reply, free); a delivery claimed again (attempt 2 and on) two
+ * more, sp_event_differing and sp_event_reply_pruned, for Claim::$differing and
+ * Claim::$replyPruned. Destroying or free()ing a claimed event that was
  * neither finished nor abandoned releases its claim, as abandon() does: the next delivery runs
  * the logic again.
  *
@@ -223,7 +224,8 @@ abstract class Event
      *   transient failure of the partner (its database is down), abandon() and answer HTTP 503 so
      *   that the service delivers again. From attempt 2 on, $claim->differing lists the decisive
      *   fields in which this delivery differs from the unfinished earlier one (one more FFI
-     *   call, sp_event_differing);
+     *   call, sp_event_differing), and $claim->replyPruned says whether it was handled before and
+     *   its reply pruned (one more, sp_event_reply_pruned);
      * - Outcome::Done ($claim->reply): send the stored reply with HTTP 200 (replyHttpStatus() is
      *   200) and run nothing;
      * - Outcome::NotJournaled: run the logic and send its reply; finish() is not needed.
@@ -249,7 +251,7 @@ abstract class Event
         return match ($claim->outcome) {
             Outcome::New->value => $claim->attempt < 2
                 ? new Claim(Outcome::New, $claim->attempt)
-                : new Claim(Outcome::New, $claim->attempt, null, $this->differing($handle)),
+                : new Claim(Outcome::New, $claim->attempt, null, $this->differing($handle), $native->ffi->sp_event_reply_pruned($handle)),
             Outcome::Done->value => $this->replayed($handle, $claim->reply->ptr),
             default => new Claim(Outcome::NotJournaled),
         };

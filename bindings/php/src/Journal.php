@@ -21,7 +21,11 @@ use FFI\CData;
  * "Exactly once"). status() and missing() answer what the journal has seen; indexJumps(),
  * conflicts(), resolutions() and unrecoverable() list what an operator decides on (or did), and
  * acceptJump(), jumpIsGap(), resolveConflict(), closeUnfinished(), resolve() and renumber() record a
- * decision, each with a note kept for audit. Any number of threads and processes may share one journal. The native journal
+ * decision, each with a note kept for audit; backup() copies a SQLite journal while the workers
+ * write. prune() removes what the service can no longer resend (or the journal does it by
+ * itself, $retentionMs), vitals() says what it did, how big the journal is and how long ago it
+ * last heard from the service, and missingOlderThan() leaves out gaps too young to be more than
+ * an event still on its way. Any number of threads and processes may share one journal. The native journal
  * is freed when this object is destroyed; receivers it was given to keep it open. Not cloneable.
  */
 final class Journal
@@ -68,6 +72,11 @@ final class Journal
      *     it is reported unrecoverable and no longer fetched, at least 1 [3]; a missing one stays
      *     missing until resolved by hand (resolve()), an unfinished one unfinished until closed
      *     by hand (closeUnfinished())
+     * @param int|null $retentionMs the journal's own retention: at least 86400000 (a day), or 0
+     *     for none [none: nothing is pruned unless prune() is called]. With it, Event::finish()
+     *     runs, at most once a second per open journal and after its own commit, one batch of
+     *     prune($retentionMs) (compact records kept); a failure of that batch does not fail the
+     *     finish. See prune() for what a repeat beyond the retention gets
      *
      * @throws ConfigurationException an unusable URL (field journal_url) or setting (its name)
      * @throws JournalException the storage cannot be used (unreachable server, read-only or
@@ -83,6 +92,7 @@ final class Journal
         ?int $lockTimeoutMs = null,
         ?int $maxIndexJump = null,
         ?int $notFoundLimit = null,
+        ?int $retentionMs = null,
     ) {
         $native = Native::get();
         $this->native = $native;
@@ -115,6 +125,9 @@ final class Journal
             }
             if ($notFoundLimit !== null) {
                 $native->check($ffi->sp_journal_config_set_not_found_limit($config, Native::unsigned($notFoundLimit, 'not_found_limit', 0xFFFFFFFF)));
+            }
+            if ($retentionMs !== null) {
+                $native->check($ffi->sp_journal_config_set_retention_ms($config, Native::unsigned($retentionMs, 'retention')));
             }
             $journalOut = $native->out('sp_journal');
             $native->check($ffi->sp_journal_open($config, $journalOut));
@@ -170,7 +183,43 @@ final class Journal
         $ffi = $native->ffi;
         $out = $native->out('sp_index_ranges');
         $native->check($ffi->sp_journal_missing($this->handle, Native::unsigned($limit, 'limit'), $out));
-        $ranges = $out[0];
+        return $this->takeRanges($out[0]);
+    }
+
+    /**
+     * missing($limit) without the gaps found missing less than $minAgeMs milliseconds ago: a gap
+     * is found missing when an index above it is first seen, and a younger one is usually an
+     * event still on its way (reordering, the service's own retry), which a recovery would race.
+     * $minAgeMs 0 gives what missing() gives. Two FFI calls (sp_journal_missing_older_than,
+     * sp_index_ranges_free).
+     *
+     * @return list<array{0: int, 1: int}>
+     *
+     * @throws ConfigurationException a negative $minAgeMs (field min_age), a $limit out of 1 to
+     *     1,000,000 (field limit)
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function missingOlderThan(int $minAgeMs, int $limit = 1000): array
+    {
+        $native = $this->native;
+        $ffi = $native->ffi;
+        $out = $native->out('sp_index_ranges');
+        $native->check($ffi->sp_journal_missing_older_than(
+            $this->handle,
+            Native::unsigned($minAgeMs, 'min_age'),
+            Native::unsigned($limit, 'limit'),
+            $out,
+        ));
+        return $this->takeRanges($out[0]);
+    }
+
+    /**
+     * The ranges of an `sp_index_ranges *` the library handed out, copied, then freed.
+     *
+     * @return list<array{0: int, 1: int}>
+     */
+    private function takeRanges(CData $ranges): array
+    {
         try {
             $list = [];
             $count = $ranges->len;
@@ -180,8 +229,106 @@ final class Journal
             }
             return $list;
         } finally {
-            $ffi->sp_index_ranges_free($ranges);
+            $this->native->ffi->sp_index_ranges_free($ranges);
         }
+    }
+
+    /**
+     * The journal's vital signs (one FFI call, sp_journal_vitals): what retention did, the
+     * journal's size, when its oldest whole record was finished, when a new index last arrived
+     * and when the oldest gap opened. Reads what status() reads, and the journal's size besides.
+     *
+     * @throws JournalException when the storage fails (HTTP 503)
+     */
+    public function vitals(): JournalVitals
+    {
+        $native = $this->native;
+        $v = $native->ffi->new('sp_journal_vital_signs');
+        $native->check($native->ffi->sp_journal_vitals($this->handle, FFI::addr($v)));
+        return new JournalVitals(
+            $v->pruned,
+            $v->forgotten,
+            $v->has_size_bytes ? $v->size_bytes : null,
+            $v->has_oldest_record_ms ? $v->oldest_record_ms : null,
+            $v->has_last_delivery_ms ? $v->last_delivery_ms : null,
+            $v->has_oldest_gap_ms ? $v->oldest_gap_ms : null,
+        );
+    }
+
+    /**
+     * Removes what the service can no longer resend (sp_journal_prune; null keeps the library's
+     * default, in brackets):
+     *
+     * - a delivery finished more than $olderThanMs ago (at least 86400000, a day) is compacted:
+     *   its reply and content go, a digest of its decisive content and its reply's outcome stay.
+     *   A repeat of it with the same decisive content is handed out as its next attempt with
+     *   Claim::$replyPruned true: the reply is gone and the ledger, keyed by transactionId,
+     *   decides, exactly as after a crash between its commit and finish(). A repeat with other
+     *   decisive content throws ConflictException;
+     * - with $forgetOlderThanMs (longer than $olderThanMs) [null: kept], compact records older
+     *   than it are removed: a repeat of one is then a new delivery (attempt 1);
+     * - records of deliveries refused by validation, and resolved conflicts, older than
+     *   $olderThanMs are removed;
+     * - never removed: unfinished deliveries, a delivery with an open conflict, unresolved
+     *   conflicts, open index jumps, and the indexes seen (no gap opens or closes).
+     *
+     * It runs in batches of $batch rows [200], each its own short transaction, $pauseMs apart
+     * [10; at most 60000], so that a delivery waits for at most one batch (longestBatchUs), then
+     * gives the space a SQLite journal freed back to the file system. It blocks until done or
+     * $maxTimeMs has passed [null: until done]: call it from cron or an operator's job, not inside
+     * a callback. Two FFI calls (sp_prune_options_default, sp_journal_prune).
+     *
+     * @throws ConfigurationException an option out of range, naming it (older_than,
+     *     forget_older_than, batch, pause, max_time)
+     * @throws JournalException when the storage fails (what earlier batches removed stays
+     *     removed)
+     */
+    public function prune(
+        int $olderThanMs,
+        ?int $forgetOlderThanMs = null,
+        ?int $batch = null,
+        ?int $pauseMs = null,
+        ?int $maxTimeMs = null,
+    ): PruneReport {
+        $native = $this->native;
+        $ffi = $native->ffi;
+        $options = $ffi->new('sp_prune_options');
+        $native->check($ffi->sp_prune_options_default(FFI::addr($options), Native::unsigned($olderThanMs, 'older_than')));
+        // 0 means "none" to the library for these three: refused here, so that it never says so silently.
+        if ($forgetOlderThanMs !== null) {
+            $options->forget_older_than_ms = self::positive($forgetOlderThanMs, 'forget_older_than');
+        }
+        if ($batch !== null) {
+            $options->batch = self::positive($batch, 'batch', 0xFFFFFFFF);
+        }
+        if ($pauseMs !== null) {
+            $options->pause_ms = Native::unsigned($pauseMs, 'pause', 0xFFFFFFFF);
+        }
+        if ($maxTimeMs !== null) {
+            $options->max_time_ms = self::positive($maxTimeMs, 'max_time');
+        }
+        $r = $ffi->new('sp_prune_report');
+        $native->check($ffi->sp_journal_prune($this->handle, FFI::addr($options), FFI::addr($r)));
+        return new PruneReport(
+            $r->compacted,
+            $r->forgotten,
+            $r->refused_removed,
+            $r->conflicts_removed,
+            $r->batches,
+            $r->longest_batch_us,
+            $r->bytes_returned,
+            $r->complete,
+            $r->export_running,
+        );
+    }
+
+    /** $value for an option whose 0 the library reads as "none": 1 to $max. */
+    private static function positive(int $value, string $field, int $max = PHP_INT_MAX): int
+    {
+        if ($value < 1 || $value > $max) {
+            throw Native::argumentError($field, 'must be 1 to ' . $max . ', or null, got ' . $value);
+        }
+        return $value;
     }
 
     // The operator's side. Each decision takes a note (required, at most 4096 bytes of text) that
@@ -287,6 +434,84 @@ final class Journal
         $numbering = $ffi->new('int64_t[1]');
         $native->check($ffi->sp_journal_renumber($this->handle, $first, Native::cString($note, 'note'), $numbering));
         return $numbering[0];
+    }
+
+    /**
+     * Copies a SQLite journal into a new file at $destPath while the workers go on writing (one
+     * FFI call, sp_journal_backup; none of them is held up): the copy holds every delivery
+     * committed when the backup started, is written 0600 beside $destPath and takes that name
+     * only once complete, so a failed backup leaves nothing there. The copy is a journal of its
+     * own: new Journal('sqlite:' . $destPath) opens it. To restore it, stop every worker,
+     * remove the journal's -wal and -shm files and move the copy into the journal's place. A
+     * fork of this process waits for a backup in progress.
+     *
+     * @throws ConfigurationException a $destPath that exists (a backup never replaces a file),
+     *     names no file, or lies in a folder that does not exist or is not writable (field
+     *     dest); a PostgreSQL journal (field journal_url: the message gives the pg_dump command,
+     *     PostgreSQL having its own tools)
+     * @throws JournalException when reading the journal or writing the copy fails
+     */
+    public function backup(string $destPath): void
+    {
+        $native = $this->native;
+        $native->check($native->ffi->sp_journal_backup($this->handle, Native::cString($destPath, 'dest')));
+    }
+
+    /**
+     * Writes every delivery whose first delivery lies in $since to $until ($until left out;
+     * null: no end) to a new file at $path, for reconciliation with the service's reports (one
+     * FFI call, sp_journal_export).
+     *
+     * $format is 'csv' (RFC 4180 with a header row, lines ended by CRLF; fgetcsv() reads it) or
+     * 'jsonl' (one JSON object per line, null for an empty column). The columns: index, key,
+     * event, transactionId, playerIdentifier, playerPartnerIdentifier, moneyWon, coinsWon,
+     * isMoney, currencyISO4217 (empty for a refund), gameSessionId, outcome (success, failure or
+     * unknown as the stored reply tells; the state for a delivery not finished), errorMessage,
+     * state, attempts, first_delivery, last_update, finished (RFC 3339 in UTC); README.md,
+     * "Reconciliation". $since and $until are times (a DateTimeInterface; for a day, its
+     * midnight in UTC: new DateTimeImmutable('2026-10-01', new DateTimeZone('UTC'))) or
+     * milliseconds since the Unix epoch.
+     *
+     * The file is created 0600 under a temporary name beside $path and takes the name $path
+     * only once complete: an existing file is never replaced. The journal is read 1,000 rows at
+     * a time, each in a short read transaction: memory stays constant and the workers are never
+     * held up; the call returns when the file is in place.
+     *
+     * @return int the number of rows written
+     *
+     * @throws ConfigurationException an unusable $path (field path: it exists, its folder does
+     *     not, it cannot be written), $format (format), or $until not after $since (until_ms)
+     * @throws BusyException while another export of the journal runs (one at a time: retention
+     *     waits for it)
+     * @throws JournalException when the storage fails
+     */
+    public function export(string $path, \DateTimeInterface|int $since, \DateTimeInterface|int|null $until = null, string $format = 'csv'): int
+    {
+        $formats = ['csv' => 1, 'jsonl' => 2]; // sp_export_format: SP_EXPORT_CSV, SP_EXPORT_JSONL
+        if (!isset($formats[$format])) {
+            throw Native::argumentError('format', sprintf("expected 'csv' or 'jsonl', got '%s'", $format));
+        }
+        $native = $this->native;
+        $ffi = $native->ffi;
+        $rows = $ffi->new('uint64_t[1]');
+        $native->check($ffi->sp_journal_export(
+            $this->handle,
+            self::epochMs($since),
+            $until === null ? PHP_INT_MAX : self::epochMs($until),
+            $formats[$format],
+            Native::cString($path, 'path'),
+            $rows,
+        ));
+        return $rows[0];
+    }
+
+    /** Milliseconds since the Unix epoch of a time, or the milliseconds given. */
+    private static function epochMs(\DateTimeInterface|int $time): int
+    {
+        if (is_int($time)) {
+            return $time;
+        }
+        return $time->getTimestamp() * 1000 + intdiv((int) $time->format('u'), 1000);
     }
 
     /**

@@ -46,6 +46,8 @@ T::test('every declared function is callable', function () use ($functions): voi
             T::true($result instanceof FFI\CData, $name . ' gives an sp_str');
         } elseif ($name === 'sp_last_error_response') {
             T::true(in_array($result, [Status::OK, Status::INVALID_ARGUMENT], true), $name . ' gives a status');
+        } elseif ($name === 'sp_event_reply_pruned') {
+            T::true($result === false, $name . '(NULL) is false: no claim');
         } else {
             T::eq(Status::INVALID_ARGUMENT, $result, $name . ' refuses NULL arguments');
         }

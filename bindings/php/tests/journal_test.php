@@ -6,7 +6,7 @@ declare(strict_types=1);
 // from the journal byte for byte without running the logic, conflicts, abandoned and dropped
 // claims, busy claims, balance queries, refused deliveries, gaps, the operator's side (index
 // jumps accepted or declared gaps, gaps resolved by hand, conflicts handed out and resolved,
-// unfinished deliveries closed by hand, renumbering), the FFI calls per journaled callback, and examples/callback.php with
+// unfinished deliveries closed by hand, renumbering), the export for reconciliation, the FFI calls per journaled callback, and examples/callback.php with
 // SLOTPARTNER_JOURNAL under four php -S workers.
 
 require __DIR__ . '/helper.php';
@@ -567,6 +567,42 @@ T::test('an unfinished delivery closed by hand runs again as attempt 2', functio
     T::eq([0, 1], [$status->unfinished, $status->handled], 'finished as usual');
 });
 
+T::test('a refund and a payout exported for reconciliation and read back in both formats', function () use (&$runs): void {
+    $dir = tempDir();
+    $journal = new Journal('sqlite:' . $dir . '/journal.db');
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    $runs = 0;
+    $before = (new DateTimeImmutable('now', new DateTimeZone('UTC')))->modify('-1 second');
+    callback($receiver, refund(900001, 1));
+    callback($receiver, fixture('payout.json'), false);
+    T::eq(2, $journal->export($dir . '/october.csv', $before), 'two rows');
+    $file = fopen($dir . '/october.csv', 'r');
+    $header = fgetcsv($file, escape: '');
+    $rows = [];
+    while (($record = fgetcsv($file, escape: '')) !== false) {
+        $rows[] = array_combine($header, $record);
+    }
+    fclose($file);
+    T::eq(['gameSessionBuyRefund', 'jackpotPayout'], array_column($rows, 'event'), 'in the journal order');
+    [$refundRow, $payoutRow] = $rows;
+    T::eq(['900001', 'p-1', '5', 'success', '', ''], [$refundRow['transactionId'], $refundRow['playerIdentifier'], $refundRow['gameSessionId'], $refundRow['outcome'], $refundRow['moneyWon'], $refundRow['currencyISO4217']], 'the refund, no amount');
+    T::eq(['42', '150000', '0', 'true', 'EUR', 'partner-42'], [$payoutRow['index'], $payoutRow['moneyWon'], $payoutRow['coinsWon'], $payoutRow['isMoney'], $payoutRow['currencyISO4217'], $payoutRow['playerPartnerIdentifier']], 'the payout and its amount');
+    T::eq(['failure', 'refused run 2', 'done', '1'], [$payoutRow['outcome'], $payoutRow['errorMessage'], $payoutRow['state'], $payoutRow['attempts']], 'its outcome');
+    T::true(str_ends_with($payoutRow['first_delivery'], 'Z'), 'times in UTC: ' . $payoutRow['first_delivery']);
+
+    $until = (new DateTimeImmutable('now', new DateTimeZone('UTC')))->modify('+1 day');
+    T::eq(2, $journal->export($dir . '/october.jsonl', $before->getTimestamp() * 1000, $until, 'jsonl'), 'two lines');
+    $objects = array_map(static fn (string $line): array => json_decode($line, true, flags: JSON_THROW_ON_ERROR), file($dir . '/october.jsonl', FILE_IGNORE_NEW_LINES));
+    T::eq([null, 150000, true, 900002], [$objects[0]['moneyWon'], $objects[1]['moneyWon'], $objects[1]['isMoney'], $objects[1]['transactionId']], 'typed values, null for none');
+    T::eq(0, $journal->export($dir . '/before.csv', 0, $before), 'a period before both: the header only');
+
+    T::eq('path', T::throws(ConfigurationException::class, fn () => $journal->export($dir . '/october.csv', 0), 'an existing file')?->field, 'path named');
+    T::eq('path', T::throws(ConfigurationException::class, fn () => $journal->export($dir . '/no/such.csv', 0), 'no such folder')?->field, 'path named');
+    T::eq('format', T::throws(ConfigurationException::class, fn () => $journal->export($dir . '/x.csv', 0, null, 'xlsx'), 'an unknown format')?->field, 'format named');
+    T::eq('until_ms', T::throws(ConfigurationException::class, fn () => $journal->export($dir . '/x.csv', 5, 5), 'an empty period')?->field, 'until named');
+    T::true(!file_exists($dir . '/x.csv'), 'nothing written when refused');
+});
+
 T::test('FFI calls per journaled callback: the journal calls on top of the usual three', function (): void {
     $counter = new CountingFfi(Library::ffi());
     Native::useFfi($counter);
@@ -585,7 +621,7 @@ T::test('FFI calls per journaled callback: the journal calls on top of the usual
         $event = null;  // destroyed while claimed: released
         $counter->reset();
         callback($receiver, $abandoned);
-        T::eq(['sp_receiver_handle' => 1, 'sp_event_begin' => 1, 'sp_event_differing' => 1, 'sp_event_reply' => 1, 'sp_event_finish' => 1, 'sp_event_free' => 1], $counter->calls, 'attempt 2: one more');
+        T::eq(['sp_receiver_handle' => 1, 'sp_event_begin' => 1, 'sp_event_differing' => 1, 'sp_event_reply_pruned' => 1, 'sp_event_reply' => 1, 'sp_event_finish' => 1, 'sp_event_free' => 1], $counter->calls, 'attempt 2: two more');
         $counter->reset();
         $event = $receiver->handle(TOKEN, '127.0.0.1', fixture('balance.json'));
         $event->begin();
@@ -801,6 +837,155 @@ T::test('the README snippet answers with a JSON body when the journal fails at f
     T::eq(503, $down[0] ?? null, 'abandon() failed: 503');
     T::true(is_array(json_decode($down[1] ?? '', true)['error'] ?? null), 'a JSON body: ' . ($down[1] ?? ''));
     $snippetLogic = static fn (SlotPartner\Event $event): string => $event->reply(true);
+});
+
+T::test('a backup answers a repeat with the stored reply and never replaces a file', function () use (&$runs): void {
+    $dir = tempDir();
+    $journal = new Journal('sqlite:' . $dir . '/journal.db');
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    $runs = 0;
+    $first = callback($receiver, refund(900900, 1), false);
+    $dest = $dir . '/backup.db';
+    $journal->backup($dest);
+    T::eq(0600, fileperms($dest) & 0777, 'the copy is 0600');
+    $copy = new Journal('sqlite:' . $dest);
+    T::eq($first, callback(new Receiver(TOKEN, sources: 'any', journal: $copy), refund(900900, 1)), 'the repeat answered from the copy');
+    T::eq(1, $runs, 'the repeat ran nothing');
+    T::eq([1, 1], [$copy->status()->handled, $copy->status()->replayed], 'the copy counts it');
+    $before = (string) file_get_contents($dest);
+    callback($receiver, refund(900901, 2));
+    $refused = T::throws(ConfigurationException::class, fn () => $journal->backup($dest), 'an existing file');
+    T::eq('dest', $refused?->field, 'the field named');
+    T::true(str_contains((string) $refused?->getMessage(), 'exists'), 'says it exists: ' . $refused?->getMessage());
+    T::eq($before, (string) file_get_contents($dest), 'the existing file untouched');
+    foreach (["$dir/a\0b.db", "$dir/missing/backup.db", ''] as $bad) {
+        T::eq('dest', T::throws(ConfigurationException::class, fn () => $journal->backup($bad), "dest $bad")?->field, 'the field named');
+    }
+    T::eq([], glob($dir . '/*.partial-*') ?: [], 'nothing temporary left');
+});
+
+const DAY_MS = 86400000;
+
+/** Runs $statement on the SQLite journal at $url from another process (a second copy of SQLite in this one would release the library's locks); the rows changed. */
+function sqlOn(string $url, string $statement): int
+{
+    $script = 'import sqlite3, sys' . "\n" . 'print(sqlite3.connect(sys.argv[1], isolation_level=None).execute(sys.argv[2]).rowcount)';
+    $process = proc_open(['python3', '-c', $script, substr($url, strlen('sqlite:')), $statement], [1 => ['pipe', 'w']], $pipes);
+    if ($process === false) {
+        throw new RuntimeException('cannot run python3 with sqlite3');
+    }
+    $out = stream_get_contents($pipes[1]);
+    fclose($pipes[1]);
+    if (proc_close($process) !== 0) {
+        throw new RuntimeException('the SQL failed: ' . $statement);
+    }
+    return (int) trim((string) $out);
+}
+
+/** Moves the finishing time of the delivery of $transactionId back by $days. */
+function age(string $url, int $transactionId, int $days): void
+{
+    $changed = sqlOn($url, 'UPDATE sp_journal_delivery SET finished_ms = finished_ms - ' . ($days * DAY_MS) . ' WHERE transaction_id = ' . $transactionId);
+    T::eq(1, $changed, 'one delivery aged');
+}
+
+T::test('prune compacts an aged delivery, and its repeat says the reply was pruned', function () use (&$runs): void {
+    $url = journalUrl();
+    $journal = new Journal($url);
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    $runs = 0;
+    $first = callback($receiver, refund(960001, 1));
+    callback($receiver, refund(960002, 2));
+    $before = $journal->vitals();
+    T::true($before instanceof \SlotPartner\JournalVitals, 'JournalVitals');
+    T::eq([0, 0, null], [$before->pruned, $before->forgotten, $before->oldestGapMs], 'nothing pruned, no gap');
+    T::true(($before->sizeBytes ?? 0) > 0 && $before->oldestRecordMs !== null, 'a size and a stored reply');
+    T::true(abs((int) (microtime(true) * 1000) - (int) $before->lastDeliveryMs) < 60000, 'a delivery just now');
+    age($url, 960001, 100);
+    $report = $journal->prune(90 * DAY_MS);
+    T::true($report instanceof \SlotPartner\PruneReport, 'PruneReport');
+    T::eq([1, 0, 0, 0, 2, true], [$report->compacted, $report->forgotten, $report->refusedRemoved, $report->conflictsRemoved, $report->batches, $report->complete], 'one compacted');
+    T::true($report->longestBatchUs >= 0 && $report->bytesReturned >= 0, 'the batch timed');
+    T::eq([1, 0], [$journal->vitals()->pruned, $journal->vitals()->forgotten], 'counted');
+    $again = $journal->prune(90 * DAY_MS, pauseMs: 0, maxTimeMs: 60000);
+    T::eq([0, 1, true], [$again->compacted, $again->batches, $again->complete], 'nothing left');
+
+    $event = $receiver->parse(refund(960001, 1));
+    $claim = $event->begin();
+    T::eq([Outcome::New, 2, [], true], [$claim->outcome, $claim->attempt, $claim->differing, $claim->replyPruned], 'the repeat: attempt 2, the reply pruned');
+    $event->reply(true);
+    $event->finish();
+    T::eq($first, callback($receiver, refund(960001, 1)), 'stored again, answered again');
+    T::eq(Outcome::Done, $receiver->parse(refund(960002, 2))->begin()->outcome, 'the young one kept its reply');
+    $fresh = $receiver->parse(refund(960003, 3));
+    T::true(!$fresh->begin()->replyPruned, 'a first delivery');
+    $fresh->free();
+
+    // Compact records forgotten: a repeat is a new delivery. (The cutoffs count from the newest
+    // stored reply at the latest: a young one is there.)
+    callback($receiver, refund(960004, 4));
+    age($url, 960001, 400);
+    age($url, 960002, 400);
+    $report = $journal->prune(90 * DAY_MS, forgetOlderThanMs: 365 * DAY_MS, batch: 1);
+    T::eq([2, 2, 3], [$report->compacted, $report->forgotten, $report->batches], 'compacted and forgotten, a row a batch');
+    T::eq([3, 2], [$journal->vitals()->pruned, $journal->vitals()->forgotten], 'counted');
+    $claim = $receiver->parse(refund(960002, 2))->begin();
+    T::eq([Outcome::New, 1, false], [$claim->outcome, $claim->attempt, $claim->replyPruned], 'forgotten: a new delivery');
+});
+
+T::test('prune, missingOlderThan and the retention name their field', function (): void {
+    $journal = new Journal(journalUrl());
+    $cases = [
+        ['older_than', fn () => $journal->prune(3600 * 1000)],
+        ['older_than', fn () => $journal->prune(DAY_MS - 1)],
+        ['older_than', fn () => $journal->prune(-1)],
+        ['older_than', fn () => $journal->prune(PHP_INT_MAX)],
+        ['forget_older_than', fn () => $journal->prune(DAY_MS, forgetOlderThanMs: 0)],
+        ['forget_older_than', fn () => $journal->prune(DAY_MS, forgetOlderThanMs: DAY_MS)],
+        ['batch', fn () => $journal->prune(DAY_MS, batch: 0)],
+        ['batch', fn () => $journal->prune(DAY_MS, batch: 100001)],
+        ['pause', fn () => $journal->prune(DAY_MS, pauseMs: 60001)],
+        ['pause', fn () => $journal->prune(DAY_MS, pauseMs: -1)],
+        ['max_time', fn () => $journal->prune(DAY_MS, maxTimeMs: 0)],
+        ['min_age', fn () => $journal->missingOlderThan(-1)],
+        ['limit', fn () => $journal->missingOlderThan(0, 0)],
+        ['limit', fn () => $journal->missingOlderThan(0, 1000001)],
+    ];
+    foreach ($cases as [$field, $call]) {
+        T::eq($field, T::throws(ConfigurationException::class, $call, 'refused: ' . $field)?->field, $field . ' named');
+    }
+    T::eq(0, $journal->vitals()->pruned, 'nothing refused removed anything');
+    foreach ([1, DAY_MS - 1, -1, PHP_INT_MAX] as $ms) {
+        T::eq('retention', T::throws(ConfigurationException::class, fn () => new Journal(journalUrl(), retentionMs: $ms), 'retention ' . $ms)?->field, 'retention named');
+    }
+});
+
+T::test('missingOlderThan leaves out young gaps, and the vitals date them', function (): void {
+    $url = journalUrl();
+    $journal = new Journal($url);
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    callback($receiver, refund(961001, 1));
+    callback($receiver, refund(961003, 3));
+    T::eq([[2, 2]], $journal->missingOlderThan(0), 'every gap is older than 0 ms');
+    T::eq([], $journal->missingOlderThan(3600000), 'the gap opened just now');
+    sqlOn($url, 'UPDATE sp_journal_runs SET since_ms = since_ms - 7200000 WHERE lo = 3');
+    T::eq([[2, 2]], $journal->missingOlderThan(3600000, 1), 'two hours old');
+    $age = (int) (microtime(true) * 1000) - (int) $journal->vitals()->oldestGapMs;
+    T::true(abs($age - 7200000) < 120000, 'the oldest gap is two hours old: ' . $age);
+});
+
+T::test('the journal\'s own retention compacts on finish', function (): void {
+    $url = journalUrl();
+    $journal = new Journal($url, retentionMs: 90 * DAY_MS);
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    callback($receiver, refund(962001, 1));
+    age($url, 962001, 100);
+    usleep(1100000); // a batch at most once a second
+    callback($receiver, refund(962002, 2));
+    T::eq(1, $journal->vitals()->pruned, 'compacted by the finish');
+    $claim = $receiver->parse(refund(962001, 1))->begin();
+    T::eq([2, true], [$claim->attempt, $claim->replyPruned], 'its repeat: attempt 2, the reply pruned');
+    T::eq(0, (new Journal(journalUrl(), retentionMs: 0))->vitals()->pruned, 'retention 0: none');
 });
 
 T::finish();

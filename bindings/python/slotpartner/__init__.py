@@ -60,7 +60,7 @@ from .errors import (
     status_name,
 )
 from .events import BalanceQuery, BuyRefund, Claim, Event, JackpotPayout, OtherEvent, Outcome
-from .journal import Journal, JournalStatus
+from .journal import Journal, JournalStatus, JournalVitals, PruneReport
 from .receiver import Receiver
 from .recovery import Recovery, RecoveryFailure, RecoveryReason, RecoveryReport
 from .replies import reply_balance, reply_result
@@ -88,8 +88,10 @@ __all__ = [
     "Journal",
     "JournalError",
     "JournalStatus",
+    "JournalVitals",
     "OtherEvent",
     "Outcome",
+    "PruneReport",
     "Receiver",
     "Recovery",
     "RecoveryFailure",

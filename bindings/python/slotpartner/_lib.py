@@ -97,6 +97,10 @@ SP_JOURNAL_REPORT_CONFLICTS = 2
 SP_JOURNAL_REPORT_RESOLUTIONS = 3
 SP_JOURNAL_REPORT_UNRECOVERABLE = 4
 
+# sp_export_format values (sp_journal_export).
+SP_EXPORT_CSV = 1
+SP_EXPORT_JSONL = 2
+
 # sp_trust_roots values.
 TRUST_ROOTS = {"bundled": 0, "system": 1, "extra-only": 2}
 
@@ -278,6 +282,52 @@ class sp_journal_stats(Structure):
         ("resolved", c_uint64),
         ("unrecoverable", c_uint64),
         ("numbering", c_int64),
+    ]
+
+
+class sp_journal_vital_signs(Structure):
+    """``sp_journal_vital_signs``: what retention did, the journal's size and ages, from
+    ``sp_journal_vitals``."""
+
+    _fields_ = [
+        ("pruned", c_uint64),
+        ("forgotten", c_uint64),
+        ("has_size_bytes", c_bool),
+        ("size_bytes", c_uint64),
+        ("has_oldest_record_ms", c_bool),
+        ("oldest_record_ms", c_int64),
+        ("has_last_delivery_ms", c_bool),
+        ("last_delivery_ms", c_int64),
+        ("has_oldest_gap_ms", c_bool),
+        ("oldest_gap_ms", c_int64),
+    ]
+
+
+class sp_prune_options(Structure):
+    """``sp_prune_options``: what ``sp_journal_prune`` removes (``sp_prune_options_default``)."""
+
+    _fields_ = [
+        ("older_than_ms", c_uint64),
+        ("forget_older_than_ms", c_uint64),
+        ("batch", c_uint32),
+        ("pause_ms", c_uint32),
+        ("max_time_ms", c_uint64),
+    ]
+
+
+class sp_prune_report(Structure):
+    """``sp_prune_report``: what ``sp_journal_prune`` did."""
+
+    _fields_ = [
+        ("compacted", c_uint64),
+        ("forgotten", c_uint64),
+        ("refused_removed", c_uint64),
+        ("conflicts_removed", c_uint64),
+        ("batches", c_uint64),
+        ("longest_batch_us", c_uint64),
+        ("bytes_returned", c_uint64),
+        ("complete", c_bool),
+        ("export_running", c_bool),
     ]
 
 
@@ -560,6 +610,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_event_differing": (c_int, [c_void_p, c_void_p]),
     "sp_event_finish": (c_int, [c_void_p, c_char_p, c_size_t]),
     "sp_event_abandon": (c_int, [c_void_p]),
+    "sp_event_reply_pruned": (c_bool, [c_void_p]),
     # Delivery journal.
     "sp_journal_config_new": (c_int, [c_char_p, _OUT]),
     "sp_journal_config_free": (None, [c_void_p]),
@@ -576,6 +627,12 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_journal_status": (c_int, [c_void_p, POINTER(sp_journal_stats)]),
     "sp_journal_missing": (c_int, [c_void_p, c_size_t, _OUT]),
     "sp_index_ranges_free": (None, [c_void_p]),
+    # Retention and vital signs.
+    "sp_journal_config_set_retention_ms": (c_int, [c_void_p, c_uint64]),
+    "sp_prune_options_default": (c_int, [POINTER(sp_prune_options), c_uint64]),
+    "sp_journal_prune": (c_int, [c_void_p, POINTER(sp_prune_options), POINTER(sp_prune_report)]),
+    "sp_journal_vitals": (c_int, [c_void_p, POINTER(sp_journal_vital_signs)]),
+    "sp_journal_missing_older_than": (c_int, [c_void_p, c_uint64, c_size_t, _OUT]),
     # The operator's side of the journal: decisions kept with a note, and the lists to decide on
     # (a JSON array in an sp_buffer).
     "sp_journal_resolve": (c_int, [c_void_p, c_int64, c_int64, c_char_p, POINTER(c_uint64)]),
@@ -585,6 +642,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_journal_close_unfinished": (c_int, [c_void_p, c_int64, c_char_p, POINTER(c_uint64)]),
     "sp_journal_renumber": (c_int, [c_void_p, c_int64, c_char_p, POINTER(c_int64)]),
     "sp_journal_report": (c_int, [c_void_p, c_int32, c_bool, c_size_t, _OUT]),
+    # A copy of a live SQLite journal.
+    "sp_journal_backup": (c_int, [c_void_p, c_char_p]),
+    # The deliveries of a period written to a file, for reconciliation.
+    "sp_journal_export": (c_int, [c_void_p, c_int64, c_int64, c_int32, c_char_p, POINTER(c_uint64)]),
     # Standalone replies.
     "sp_reply_result_new": (c_int, [c_char_p, c_bool, c_char_p, c_bool, _OUT]),
     "sp_reply_balance_new": (c_int, [c_char_p, c_int64, c_char_p, c_int64, c_char_p, _OUT]),

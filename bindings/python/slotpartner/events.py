@@ -22,7 +22,8 @@ nothing), as the library answers. A journaled callback thus
 costs five foreign calls: handle, begin, reply, finish, free; a repeat answered from the journal
 three (handle, begin, free: ``begin()`` copies the stored reply and frees at once); a balance
 query (NOT_JOURNALED) four (handle, begin, reply, free). A delivery claimed again (attempt 2
-and on) costs one more, ``sp_event_differing``, for ``Claim.differing``.
+and on) costs two more, ``sp_event_differing`` and ``sp_event_reply_pruned``, for
+``Claim.differing`` and ``Claim.reply_pruned``.
 
 When no reply is built, the ``sp_event`` is freed by ``close()``, by leaving a ``with`` block,
 or at the latest when the event object is garbage collected (``__del__``): nothing leaks. Freeing
@@ -54,6 +55,7 @@ _event_reply_balance = _LIB.sp_event_reply_balance
 _event_free = _LIB.sp_event_free
 _event_begin = _LIB.sp_event_begin
 _event_differing = _LIB.sp_event_differing
+_event_reply_pruned = _LIB.sp_event_reply_pruned
 _event_finish = _LIB.sp_event_finish
 _event_abandon = _LIB.sp_event_abandon
 _OUT = _lib.OUT
@@ -105,12 +107,20 @@ class Claim:
             for the first, and the journal records the conflict for the operator; log it.
             Empty when none, and always on attempt 1 (read with ``sp_event_differing`` only
             from attempt 2 on).
+        reply_pruned: for NEW from attempt 2 on, True when this delivery was handled before,
+            longer ago than the journal keeps replies (``Journal.prune`` or its ``retention``
+            compacted it): the stored reply is gone and the same decisive content was seen. The
+            ledger, keyed by ``transactionId``, decides, exactly as after a crash between its
+            commit and ``finish()``: answer what it says of that transaction, and log it (a
+            repeat this late is rare). False otherwise (read with ``sp_event_reply_pruned`` only
+            from attempt 2 on).
     """
 
     outcome: Outcome
     attempt: int = 0
     reply: bytes | None = None
     differing: tuple[str, ...] = ()
+    reply_pruned: bool = False
 
     @property
     def new(self) -> bool:
@@ -227,7 +237,9 @@ class Event:
           ``finish()``; after a transient failure of the partner (its database is down),
           ``abandon()`` and answer HTTP 503 so that the service delivers again. From attempt 2
           on, ``claim.differing`` lists the decisive fields in which this delivery differs from
-          the unfinished earlier one (one more foreign call, ``sp_event_differing``);
+          the unfinished earlier one (one more foreign call, ``sp_event_differing``), and
+          ``claim.reply_pruned`` says whether it was handled before and its reply pruned (one
+          more, ``sp_event_reply_pruned``);
         - DONE (``claim.reply``): send the stored reply with HTTP 200 (``reply_http_status`` is
           set to 200) and run nothing; the library's event is freed at once;
         - NOT_JOURNALED: run the logic and send its reply; no ``finish()`` is needed.
@@ -260,7 +272,7 @@ class Event:
             attempt = claim.attempt
             if attempt < 2:  # nothing ran before: nothing can differ
                 return Claim(_NEW, attempt)
-            return Claim(_NEW, attempt, None, _differing(ptr))
+            return Claim(_NEW, attempt, None, _differing(ptr), _event_reply_pruned(ptr))
         self._journal = _SETTLED
         if outcome == _DONE:
             stored: bytes = claim.reply

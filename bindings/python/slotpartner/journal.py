@@ -8,12 +8,22 @@ the journal has seen: counts, and the indexes that never arrived.
 The operator's side: ``index_jumps()``, ``conflicts()``, ``resolutions()`` and ``unrecoverable()``
 list what needs (or got) a decision; ``accept_jump``, ``jump_is_gap``, ``resolve_conflict``,
 ``close_unfinished``, ``resolve`` and ``renumber`` record one, each with a note kept for audit.
+``backup`` copies a SQLite journal while the workers write.
+``export`` writes the deliveries of a period to a file, for reconciliation.
+
+Retention: ``prune()`` removes what the service can no longer resend (or the journal does it by
+itself: ``Journal(..., retention=...)``); ``vitals()`` says what it did, how big the journal is
+and how long ago it last heard from the service; ``missing_older_than()`` leaves out the gaps
+too young to be more than an event still on its way.
 """
 
 from __future__ import annotations
 
 import ctypes
+import datetime
 import json
+import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +90,88 @@ class JournalStatus:
     numbering: int = 1
 
 
+@dataclass(frozen=True, slots=True)
+class JournalVitals:
+    """A journal's vital signs (``sp_journal_vitals``). Times are milliseconds since the Unix
+    epoch on the journal's clock (on PostgreSQL, the server's), like the reports' ``at_ms``.
+
+    Attributes:
+        pruned: deliveries compacted by retention (``prune``, or the journal's ``retention``)
+            since the journal was created: their reply and content removed, a digest kept.
+        forgotten: compact records removed entirely (``prune(forget_older_than=...)``) since the
+            journal was created.
+        size_bytes: the bytes the journal takes (SQLite: the file and its write-ahead log;
+            PostgreSQL: its tables with their indexes), or None when not known.
+        oldest_record_ms: when the oldest delivery kept whole (its reply stored) was finished:
+            what the next prune compacts first; None when none is.
+        last_delivery_ms: when a new index was last seen (a delivery carrying an index the
+            journal had not seen; not a repeat): a busy casino that sees none for long has a
+            broken route. None when none was seen.
+        oldest_gap_ms: when the oldest missing index was found missing (an index above it was
+            first seen); None when nothing is missing.
+    """
+
+    pruned: int
+    forgotten: int
+    size_bytes: int | None
+    oldest_record_ms: int | None
+    last_delivery_ms: int | None
+    oldest_gap_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PruneReport:
+    """What ``Journal.prune`` did (``sp_prune_report``).
+
+    Attributes:
+        compacted: finished deliveries compacted (reply and content removed, digest kept).
+        forgotten: compact records removed (``forget_older_than``).
+        refused_removed: records of deliveries refused by validation removed.
+        conflicts_removed: resolved conflicts removed.
+        batches: transactions run.
+        longest_batch_us: the longest a batch's transaction took, in microseconds: what a
+            delivery may have waited for it.
+        bytes_returned: bytes given back to the file system (SQLite journals created by this
+            release); 0 on PostgreSQL, whose autovacuum reuses the space.
+        complete: whether nothing eligible is left: False when ``max_time`` stopped it first,
+            or when an export was running (``export``), which a prune waits for by stopping at
+            once: run it again once the export is done.
+        export_running: whether it stopped at once for an export running.
+    """
+
+    compacted: int
+    forgotten: int
+    refused_removed: int
+    conflicts_removed: int
+    batches: int
+    longest_batch_us: int
+    bytes_returned: int
+    complete: bool
+    export_running: bool
+
+
+_MS = datetime.timedelta(milliseconds=1)
+
+
+def _duration_ms(value: datetime.timedelta | float, name: str, high: int = 2**64 - 1) -> int:
+    """``value`` (a ``timedelta``, or seconds as an int or a float) in whole milliseconds, 0 to
+    ``high``; anything else is refused naming ``name``. A positive value below a millisecond is
+    one millisecond."""
+    if isinstance(value, datetime.timedelta):
+        ms = value // _MS
+        positive = value > datetime.timedelta(0)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        ms = value * 1000 if isinstance(value, int) else round(value * 1000)
+        positive = value > 0
+    else:
+        raise argument_error(name, f"expected a datetime.timedelta or a number of seconds, got {value!r}")
+    if positive:
+        ms = max(ms, 1)
+    if not 0 <= ms <= high:
+        raise argument_error(name, f"expected 0 to {high} ms, got {value!r}")
+    return int(ms)
+
+
 def _check_range(value: int, name: str, low: int, high: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise argument_error(name, f"expected {what}, got {value!r}")
@@ -121,6 +213,12 @@ class Journal(GuardedHandle):
             reported unrecoverable and no longer fetched, at least 1 [3]. A missing one stays
             missing until resolved by hand (``resolve``), an unfinished one unfinished until
             closed by hand (``close_unfinished``).
+        retention: the journal's own retention, a ``datetime.timedelta`` or seconds: at least a
+            day, or 0 for none [none: nothing is pruned unless ``prune()`` is called]. With it,
+            ``Event.finish`` runs, at most once a second per open journal and after its own
+            commit, one batch of ``prune(older_than=retention)`` (compact records kept); a
+            failure of that batch does not fail the finish. See ``prune`` for what a repeat
+            beyond the retention gets.
 
     Raises:
         ConfigurationError: an unusable URL (field ``journal_url``) or setting (its name).
@@ -150,6 +248,7 @@ class Journal(GuardedHandle):
         lock_timeout_ms: int | None = None,
         max_index_jump: int | None = None,
         not_found_limit: int | None = None,
+        retention: datetime.timedelta | float | None = None,
     ) -> None:
         self._init_guard()
         day = 24 * 3600 * 1000
@@ -195,6 +294,10 @@ class Journal(GuardedHandle):
                 None
                 if not_found_limit is None
                 else _check_range(not_found_limit, "not_found_limit", 0, 2**32 - 1, "a positive number of runs"),
+            ),
+            (
+                _LIB.sp_journal_config_set_retention_ms,
+                None if retention is None else _duration_ms(retention, "retention"),
             ),
         ]
         steps = [(setter, value) for setter, value in settings if value is not None]
@@ -246,15 +349,100 @@ class Journal(GuardedHandle):
         _check_range(limit, "limit", 1, MAX_MISSING_LIMIT, f"1 to {MAX_MISSING_LIMIT}")
         out = ctypes.c_void_p()
         self._invoke(_LIB.sp_journal_missing, limit, ctypes.byref(out))
-        address = out.value
-        assert address
-        try:
-            ptr, count = _RANGES.unpack(_MEMORY[address : address + _RANGES.size])
-            if not count:
-                return []
-            return [(first, last) for first, last in _RANGE.iter_unpack(_MEMORY[ptr : ptr + count * _RANGE.size])]
-        finally:
-            _LIB.sp_index_ranges_free(address)
+        return _take_ranges(out.value)
+
+    def missing_older_than(self, min_age: datetime.timedelta | float, limit: int = 1000) -> list[tuple[int, int]]:
+        """``missing(limit)`` without the gaps found missing less than ``min_age`` ago (a
+        ``datetime.timedelta``, or seconds): a gap is found missing when an index above it is
+        first seen, and a younger one is usually an event still on its way (reordering, the
+        service's own retry), which a recovery would race. ``min_age`` 0 gives what ``missing``
+        gives. Two foreign calls (``sp_journal_missing_older_than``, ``sp_index_ranges_free``).
+        Raises ConfigurationError for a ``limit`` out of 1 to 1,000,000 or an unusable
+        ``min_age`` (their name), JournalError when the storage fails."""
+        min_age_ms = _duration_ms(min_age, "min_age")
+        _check_range(limit, "limit", 1, MAX_MISSING_LIMIT, f"1 to {MAX_MISSING_LIMIT}")
+        out = ctypes.c_void_p()
+        self._invoke(_LIB.sp_journal_missing_older_than, min_age_ms, limit, ctypes.byref(out))
+        return _take_ranges(out.value)
+
+    def vitals(self) -> JournalVitals:
+        """The journal's vital signs (one foreign call, ``sp_journal_vitals``): what retention
+        did, the journal's size, when its oldest whole record was finished, when a new index last
+        arrived and when the oldest gap opened. Reads what ``status()`` reads, and the journal's
+        size besides. Raises JournalError when the storage fails."""
+        out = _lib.sp_journal_vital_signs()
+        self._invoke(_LIB.sp_journal_vitals, ctypes.byref(out))
+        return JournalVitals(
+            pruned=out.pruned,
+            forgotten=out.forgotten,
+            size_bytes=out.size_bytes if out.has_size_bytes else None,
+            oldest_record_ms=out.oldest_record_ms if out.has_oldest_record_ms else None,
+            last_delivery_ms=out.last_delivery_ms if out.has_last_delivery_ms else None,
+            oldest_gap_ms=out.oldest_gap_ms if out.has_oldest_gap_ms else None,
+        )
+
+    def prune(
+        self,
+        older_than: datetime.timedelta | float,
+        forget_older_than: datetime.timedelta | float | None = None,
+        batch: int | None = None,
+        pause: datetime.timedelta | float | None = None,
+        max_time: datetime.timedelta | float | None = None,
+    ) -> PruneReport:
+        """Removes what the service can no longer resend (``sp_journal_prune``; durations are
+        ``datetime.timedelta`` or seconds; None keeps the library's default, in brackets):
+
+        - a delivery finished more than ``older_than`` ago (at least a day) is compacted: its
+          reply and content go, a digest of its decisive content and its reply's outcome stay.
+          A repeat of it with the same decisive content is handed out as its next attempt with
+          ``Claim.reply_pruned`` True: the reply is gone and the ledger, keyed by
+          ``transactionId``, decides, exactly as after a crash between its commit and
+          ``finish()``. A repeat with other decisive content raises ConflictError;
+        - with ``forget_older_than`` (longer than ``older_than``) [None: kept], compact records
+          older than it are removed: a repeat of one is then a new delivery (attempt 1);
+        - records of deliveries refused by validation, and resolved conflicts, older than
+          ``older_than`` are removed;
+        - never removed: unfinished deliveries, a delivery with an open conflict, unresolved
+          conflicts, open index jumps, and the indexes seen (no gap opens or closes).
+
+        It runs in batches of ``batch`` rows [200], each its own short transaction, ``pause``
+        apart [10 ms; at most 60 s], so that a delivery waits for at most one batch
+        (``longest_batch_us``), then gives the space a SQLite journal freed back to the file
+        system. It blocks until done or ``max_time`` has passed [None: until done]: call it from
+        cron or an operator's job, or on a thread of its own, not inside a callback. Two foreign
+        calls (``sp_prune_options_default``, ``sp_journal_prune``; nothing to free).
+
+        Raises ConfigurationError naming the option out of range (``older_than``,
+        ``forget_older_than``, ``batch``, ``pause``, ``max_time``); JournalError when the storage
+        fails (what earlier batches removed stays removed).
+        """
+        options = _lib.sp_prune_options()
+        status = _LIB.sp_prune_options_default(ctypes.byref(options), _duration_ms(older_than, "older_than"))
+        if status:
+            raise last_error(status)
+        if forget_older_than is not None:
+            # 0 would mean "keep them" to the library.
+            options.forget_older_than_ms = _positive_ms(forget_older_than, "forget_older_than")
+        if batch is not None:
+            options.batch = _check_range(batch, "batch", 1, 2**32 - 1, "1 to 100000 rows")
+        if pause is not None:
+            options.pause_ms = _duration_ms(pause, "pause", 2**32 - 1)
+        if max_time is not None:
+            # 0 would mean "no limit" to the library.
+            options.max_time_ms = _positive_ms(max_time, "max_time")
+        out = _lib.sp_prune_report()
+        self._invoke(_LIB.sp_journal_prune, ctypes.byref(options), ctypes.byref(out))
+        return PruneReport(
+            compacted=out.compacted,
+            forgotten=out.forgotten,
+            refused_removed=out.refused_removed,
+            conflicts_removed=out.conflicts_removed,
+            batches=out.batches,
+            longest_batch_us=out.longest_batch_us,
+            bytes_returned=out.bytes_returned,
+            complete=out.complete,
+            export_running=out.export_running,
+        )
 
     # The operator's side. Each decision takes a note (required, at most 4096 bytes of text) that
     # the journal keeps for audit; the library refuses a blank one (ConfigurationError, field
@@ -321,6 +509,72 @@ class Journal(GuardedHandle):
         self._invoke(_LIB.sp_journal_renumber, first, _note(note), ctypes.byref(numbering))
         return numbering.value
 
+    def backup(self, dest_path: str | os.PathLike[str]) -> None:
+        """Copies a SQLite journal into a new file at ``dest_path`` while the workers go on
+        writing (one foreign call, ``sp_journal_backup``; none of them is held up): the copy holds
+        every delivery committed when the backup started, is written 0600 beside ``dest_path``
+        and takes that name only once complete, so a failed backup leaves nothing there. The copy
+        is a journal of its own: ``Journal(f"sqlite:{dest_path}")`` opens it. To restore it, stop
+        every worker, remove the journal's ``-wal`` and ``-shm`` files and move the copy into the
+        journal's place. A fork of this process waits for a backup in progress.
+
+        Raises ConfigurationError for a ``dest_path`` that exists (a backup never replaces a
+        file), names no file, or lies in a folder that does not exist or is not writable (field
+        ``dest``), and for a PostgreSQL journal (field ``journal_url``: the message gives the
+        ``pg_dump`` command, PostgreSQL having its own tools); JournalError when reading the
+        journal or writing the copy fails.
+        """
+        if not isinstance(dest_path, (str, os.PathLike)):
+            raise argument_error("dest", f"expected a str or path, got {type(dest_path).__name__}")
+        self._invoke(_LIB.sp_journal_backup, c_text(os.fsdecode(dest_path), "dest"))
+
+    def export(
+        self,
+        path: str | os.PathLike[str],
+        since: datetime.datetime | datetime.date | int,
+        until: datetime.datetime | datetime.date | int | None = None,
+        format: str = "csv",  # noqa: A002 (the library's name)
+    ) -> int:
+        """Writes every delivery whose first delivery lies in ``since`` to ``until`` (``until``
+        left out; None: no end) to a new file at ``path``, for reconciliation with the service's
+        reports (one foreign call, ``sp_journal_export``). Returns the number of rows.
+
+        ``format`` is ``"csv"`` (RFC 4180 with a header row, lines ended by CRLF; read it with
+        ``csv.reader(open(path, newline=""))``) or ``"jsonl"`` (one JSON object per line, None
+        for an empty column). The columns: ``index``, ``key``, ``event``, ``transactionId``,
+        ``playerIdentifier``, ``playerPartnerIdentifier``, ``moneyWon``, ``coinsWon``,
+        ``isMoney``, ``currencyISO4217`` (empty for a refund), ``gameSessionId``, ``outcome``
+        (``success``, ``failure`` or ``unknown`` as the stored reply tells; the state for a
+        delivery not finished), ``errorMessage``, ``state``, ``attempts``, ``first_delivery``,
+        ``last_update``, ``finished`` (RFC 3339 in UTC); README.md, "Reconciliation".
+
+        ``since`` and ``until`` are each a ``datetime`` with a time zone (a naive one is refused:
+        it would be read in the host's local time), a ``date`` (its midnight in UTC, as
+        ``slotpartner journal export --since 2026-10-01`` reads it), or milliseconds since the
+        Unix epoch. The file is created 0600 under a temporary name beside ``path`` and takes the
+        name ``path`` only once complete: an existing file is never replaced. The journal is read
+        1,000 rows at a time, each in a short read transaction: memory stays constant and the
+        workers are never held up; the call returns when the file is in place.
+
+        Raises ConfigurationError for an unusable ``path`` (field ``path``: it exists, its folder
+        does not, it cannot be written), ``format`` (``format``), ``since`` or ``until`` (their
+        name; ``until_ms`` when it is not after ``since``); BusyError while another export of the
+        journal runs (one at a time: retention waits for it); JournalError when the storage fails.
+        """
+        formats = {"csv": _lib.SP_EXPORT_CSV, "jsonl": _lib.SP_EXPORT_JSONL}
+        if format not in formats:
+            raise argument_error("format", f"expected 'csv' or 'jsonl', got {format!r}")
+        if not isinstance(path, (str, os.PathLike)):
+            raise argument_error("path", f"expected a str or path, got {type(path).__name__}")
+        path_text = os.fsdecode(path)
+        since_ms = _epoch_ms(since, "since")
+        until_ms = _INT64[1] if until is None else _epoch_ms(until, "until")
+        rows = ctypes.c_uint64()
+        self._invoke(
+            _LIB.sp_journal_export, since_ms, until_ms, formats[format], c_text(path_text, "path"), ctypes.byref(rows)
+        )
+        return rows.value
+
     def index_jumps(self, all: bool = False, limit: int = 100) -> list[dict[str, Any]]:  # noqa: A002
         """The index jumps, reused indexes and renumberings, newest first, at most ``limit``; the
         decided ones too when ``all``. Each a dict: ``id``, ``kind`` (``"jump"``, ``"reused"``,
@@ -369,6 +623,43 @@ class Journal(GuardedHandle):
         return json.loads(text)
 
 
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _epoch_ms(value: datetime.datetime | datetime.date | int, name: str) -> int:
+    """``value`` (an aware ``datetime``, a ``date`` as its midnight in UTC, or milliseconds since
+    the Unix epoch) in milliseconds since the Unix epoch; anything else is refused naming ``name``."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise argument_error(name, "a datetime needs a time zone (datetime.timezone.utc): a naive one is ambiguous")
+        return (value - _EPOCH) // datetime.timedelta(milliseconds=1)
+    if isinstance(value, datetime.date):
+        return (datetime.datetime.combine(value, datetime.time(), datetime.timezone.utc) - _EPOCH) // datetime.timedelta(
+            milliseconds=1
+        )
+    return _check_range(value, name, *_INT64, "a datetime with a time zone, a date or milliseconds since the epoch")
+
+
+def _positive_ms(value: datetime.timedelta | float, name: str) -> int:
+    """``_duration_ms`` of a duration that must not be zero (the library reads 0 as "none")."""
+    ms = _duration_ms(value, name)
+    if ms == 0:
+        raise argument_error(name, f"expected a positive duration, or None, got {value!r}")
+    return ms
+
+
+def _take_ranges(address: int | None) -> list[tuple[int, int]]:
+    """The ranges of an ``sp_index_ranges`` the library handed out, copied, then freed."""
+    assert address
+    try:
+        ptr, count = _RANGES.unpack(_MEMORY[address : address + _RANGES.size])
+        if not count:
+            return []
+        return [(first, last) for first, last in _RANGE.iter_unpack(_MEMORY[ptr : ptr + count * _RANGE.size])]
+    finally:
+        _LIB.sp_index_ranges_free(address)
+
+
 def _note(note: str) -> bytes | None:
     """``note`` as a C string; anything but a str is refused naming ``note``."""
     if not isinstance(note, str):
@@ -376,4 +667,4 @@ def _note(note: str) -> bytes | None:
     return c_text(note, "note")
 
 
-__all__ = ["Journal", "JournalStatus"]
+__all__ = ["Journal", "JournalStatus", "JournalVitals", "PruneReport"]

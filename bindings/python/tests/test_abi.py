@@ -73,6 +73,8 @@ class AbiTest(unittest.TestCase):
             "sp_journal_stats": _lib.sp_journal_stats, "sp_index_range": _lib.sp_index_range,
             "sp_index_ranges": _lib.sp_index_ranges, "sp_recovery_failure": _lib.sp_recovery_failure,
             "sp_recovery_summary": _lib.sp_recovery_summary, "sp_record": _lib.sp_record,
+            "sp_journal_vital_signs": _lib.sp_journal_vital_signs, "sp_prune_options": _lib.sp_prune_options,
+            "sp_prune_report": _lib.sp_prune_report,
         }  # fmt: skip
         self.assertEqual(sorted(structs), sorted(mirrored))
         for name, fields in structs.items():

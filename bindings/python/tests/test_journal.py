@@ -617,6 +617,71 @@ class OperatorTest(JournalCase):
         self.assertEqual((self.journal.status().unfinished, self.journal.status().handled), (0, 1))
 
 
+class ExportTest(JournalCase):
+    """The deliveries of a period written to a file for reconciliation, read back in both formats."""
+
+    def test_a_refund_and_a_payout_are_exported_and_read_back(self) -> None:
+        import csv
+        import datetime
+
+        before = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)
+        self.callback(refund(900_001, 1))
+        self.callback(fixture("payout"), success=False)
+        path = Path(self.dir.name) / "october.csv"
+        self.assertEqual(self.journal.export(path, before), 2)
+        with open(path, newline="", encoding="utf-8") as file:
+            rows = list(csv.DictReader(file))
+        self.assertEqual([row["event"] for row in rows], ["gameSessionBuyRefund", "jackpotPayout"])
+        refund_row, payout_row = rows
+        self.assertEqual(
+            (refund_row["transactionId"], refund_row["playerIdentifier"], refund_row["gameSessionId"], refund_row["outcome"]),
+            ("900001", "p-1", "5", "success"),
+        )
+        self.assertEqual((refund_row["moneyWon"], refund_row["currencyISO4217"], refund_row["errorMessage"]), ("", "", ""))
+        self.assertEqual(
+            (payout_row["index"], payout_row["moneyWon"], payout_row["coinsWon"], payout_row["isMoney"]),
+            ("42", "150000", "0", "true"),
+        )
+        self.assertEqual((payout_row["currencyISO4217"], payout_row["playerPartnerIdentifier"]), ("EUR", "partner-42"))
+        self.assertEqual((payout_row["outcome"], payout_row["errorMessage"]), ("failure", "refused run 2"))
+        self.assertEqual((payout_row["state"], payout_row["attempts"]), ("done", "1"))
+        self.assertTrue(payout_row["first_delivery"].endswith("Z") and payout_row["finished"])
+
+        lines = Path(self.dir.name) / "october.jsonl"
+        until = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+        self.assertEqual(self.journal.export(str(lines), before.date(), until, format="jsonl"), 2)
+        objects = [json.loads(line) for line in lines.read_text().splitlines()]
+        self.assertEqual((objects[0]["moneyWon"], objects[1]["moneyWon"], objects[1]["isMoney"]), (None, 150000, True))
+        self.assertEqual(objects[1]["transactionId"], 900002)
+        # A period before both deliveries: an empty file (a CSV with its header only).
+        empty = Path(self.dir.name) / "empty.csv"
+        self.assertEqual(self.journal.export(empty, 0, int(before.timestamp() * 1000)), 0)
+        self.assertEqual(empty.read_bytes(), path.read_bytes().split(b"\r\n", 1)[0] + b"\r\n")
+
+    def test_bad_arguments_name_their_field(self) -> None:
+        import datetime
+
+        path = Path(self.dir.name) / "x.csv"
+        for kwargs, field in (
+            ({"since": 0, "format": "xlsx"}, "format"),
+            ({"since": datetime.datetime(2026, 10, 1)}, "since"),
+            ({"since": 0, "until": "tomorrow"}, "until"),
+            ({"since": True}, "since"),
+            ({"since": 5, "until": 5}, "until_ms"),
+        ):
+            with self.subTest(kwargs=kwargs), self.assertRaises(ConfigurationError) as refused:
+                self.journal.export(path, **kwargs)  # type: ignore[arg-type]
+            self.assertEqual(refused.exception.field, field)
+        path.write_text("already here")
+        with self.assertRaises(ConfigurationError) as exists:
+            self.journal.export(path, 0)
+        self.assertEqual(exists.exception.field, "path")
+        self.assertEqual(path.read_text(), "already here", "an existing file is never replaced")
+        with self.assertRaises(ConfigurationError) as folder:
+            self.journal.export(Path(self.dir.name) / "no" / "such.csv", 0)
+        self.assertEqual(folder.exception.field, "path")
+
+
 class LedgerUnavailable(Exception):
     """The README snippet's transient failure of the partner's ledger."""
 
@@ -799,7 +864,8 @@ class ForeignCallsTest(JournalCase):
         self.receiver.parse(abandoned).begin()  # dropped at once: its claim is released
         again = count_calls(lambda: self.callback(abandoned))
         self.assertEqual(again, {"sp_receiver_handle": 1, "sp_event_begin": 1, "sp_event_differing": 1,
-                                 "sp_event_reply": 1, "sp_event_finish": 1, "sp_event_free": 1}, "attempt 2")  # fmt: skip
+                                 "sp_event_reply_pruned": 1, "sp_event_reply": 1, "sp_event_finish": 1,
+                                 "sp_event_free": 1}, "attempt 2")  # fmt: skip
         balance = b'{"action":"getPlayerBalance","playerIdentifier":"p-1"}'
 
         def query() -> None:
@@ -931,6 +997,175 @@ class ExampleTest(unittest.TestCase):
             self.assertEqual((status.handled, status.replayed, status.in_progress), (facts["delivered"], replayed, 0))
         finally:
             directory.cleanup()
+
+
+class BackupTest(JournalCase):
+    def test_a_backup_answers_a_repeat_with_the_stored_reply_and_never_replaces_a_file(self) -> None:
+        first = self.callback(refund(900_900, 1), success=False)
+        dest = Path(self.dir.name) / "backup.db"
+        self.journal.backup(dest)
+        self.assertEqual(dest.stat().st_mode & 0o777, 0o600, "the copy holds player identifiers")
+        with Journal(f"sqlite:{dest}") as copy:
+            self.assertEqual(self.callback(refund(900_900, 1), Receiver(TOKEN, sources="any", journal=copy)), first)
+            self.assertEqual(self.runs, 1, "the repeat was answered from the copy and ran nothing")
+            self.assertEqual((copy.status().handled, copy.status().replayed), (1, 1))
+        before = dest.read_bytes()
+        self.callback(refund(900_901, 2))
+        for existing in (dest, str(dest)):
+            with self.assertRaises(ConfigurationError) as refused:
+                self.journal.backup(existing)
+            self.assertEqual(refused.exception.field, "dest")
+            self.assertIn("exists", str(refused.exception))
+        self.assertEqual(dest.read_bytes(), before, "a refused backup touched the existing file")
+        for bad in (42, None, f"{self.dir.name}/a\0b.db", f"{self.dir.name}/missing/backup.db"):
+            with self.assertRaises(ConfigurationError) as refused:
+                self.journal.backup(bad)  # type: ignore[arg-type]
+            self.assertEqual(refused.exception.field, "dest", bad)
+        self.assertEqual([p.name for p in Path(self.dir.name).iterdir() if ".partial-" in p.name], [])
+
+
+DAY_MS = 86_400_000
+
+
+class RetentionTest(JournalCase):
+    """Retention and vital signs: deliveries aged behind the library's back (the retention's
+    minimum is a day), pruned, and their repeats flagged."""
+
+    def sql(self, statement: str, path: str | None = None) -> int:
+        """Runs ``statement`` on the journal's file behind the library's back, from another
+        process (a second copy of SQLite in this one would release the library's POSIX locks on
+        the file when it closes it); the rows changed."""
+        script = "import sqlite3, sys\nprint(sqlite3.connect(sys.argv[1], isolation_level=None).execute(sys.argv[2]).rowcount)"
+        done = subprocess.run(
+            [sys.executable, "-c", script, path or self.url.removeprefix("sqlite:"), statement],
+            capture_output=True, text=True, check=True, timeout=30,
+        )  # fmt: skip
+        return int(done.stdout)
+
+    def age(self, transaction_id: int, days: int, path: str | None = None) -> None:
+        shift = days * DAY_MS
+        changed = self.sql(
+            f"UPDATE sp_journal_delivery SET finished_ms = finished_ms - {shift} WHERE transaction_id = {transaction_id}",
+            path,
+        )
+        self.assertEqual(changed, 1)
+
+    def test_prune_compacts_an_aged_delivery_and_its_repeat_says_the_reply_was_pruned(self) -> None:
+        import datetime
+
+        first = self.callback(refund(960_001, 1))
+        self.callback(refund(960_002, 2))
+        before = self.journal.vitals()
+        self.assertEqual((before.pruned, before.forgotten, before.oldest_gap_ms), (0, 0, None))
+        self.assertGreater(before.size_bytes or 0, 0)
+        self.assertLess(abs(time.time() * 1000 - (before.last_delivery_ms or 0)), 60_000)
+        self.age(960_001, 100)
+        report = self.journal.prune(datetime.timedelta(days=90))
+        self.assertIsInstance(report, slotpartner.PruneReport)
+        self.assertEqual(
+            (report.compacted, report.forgotten, report.refused_removed, report.conflicts_removed, report.batches,
+             report.complete),
+            (1, 0, 0, 0, 2, True),
+        )  # fmt: skip
+        self.assertGreaterEqual(report.longest_batch_us, 0)
+        after = self.journal.vitals()
+        self.assertIsInstance(after, slotpartner.JournalVitals)
+        self.assertEqual((after.pruned, after.forgotten), (1, 0))
+        self.assertEqual(self.journal.status().handled, 2, "the counts stay")
+        # Seconds do as well as a timedelta; nothing is left.
+        again = self.journal.prune(90 * 86_400, pause=0, max_time=60.5)
+        self.assertEqual((again.compacted, again.batches, again.complete), (0, 1, True))
+        # The repeat runs again as attempt 2, flagged; the ledger decides.
+        event = self.receiver.parse(refund(960_001, 1))
+        claim = event.begin()
+        self.assertEqual((claim.outcome, claim.attempt, claim.differing, claim.reply_pruned), (Outcome.NEW, 2, (), True))
+        event.reply()
+        event.finish()
+        self.assertEqual(self.callback(refund(960_001, 1)), first, "stored again, answered again")
+        young = self.receiver.parse(refund(960_002, 2))
+        self.assertEqual(young.begin().outcome, Outcome.DONE)
+        fresh = self.receiver.parse(refund(960_003, 3))
+        self.assertFalse(fresh.begin().reply_pruned, "a first delivery")
+        fresh.close()
+        # Compact records forgotten: a repeat is a new delivery. (The cutoffs count from the
+        # newest stored reply at the latest: a young one is there.)
+        self.callback(refund(960_004, 4))
+        self.age(960_002, 400)
+        self.age(960_001, 400)
+        report = self.journal.prune(datetime.timedelta(days=90), forget_older_than=365 * 86_400, batch=1)
+        self.assertEqual((report.compacted, report.forgotten, report.batches), (2, 2, 3))
+        self.assertEqual((self.journal.vitals().pruned, self.journal.vitals().forgotten), (3, 2))
+        claim = self.receiver.parse(refund(960_002, 2)).begin()
+        self.assertEqual((claim.outcome, claim.attempt, claim.reply_pruned), (Outcome.NEW, 1, False))
+
+    def test_prune_arguments_name_their_field(self) -> None:
+        import datetime
+
+        day = datetime.timedelta(days=1)
+        cases: list[tuple[str, dict[str, Any]]] = [
+            ("older_than", {"older_than": 3600}),  # the library's floor, a day
+            ("older_than", {"older_than": day - datetime.timedelta(milliseconds=1)}),
+            ("older_than", {"older_than": "90d"}),
+            ("older_than", {"older_than": True}),
+            ("older_than", {"older_than": float("nan")}),
+            ("older_than", {"older_than": -day}),
+            ("older_than", {"older_than": 2**64}),
+            ("forget_older_than", {"older_than": day, "forget_older_than": 0}),
+            ("forget_older_than", {"older_than": day, "forget_older_than": day}),
+            ("batch", {"older_than": day, "batch": 0}),
+            ("batch", {"older_than": day, "batch": 100_001}),
+            ("batch", {"older_than": day, "batch": 1.5}),
+            ("pause", {"older_than": day, "pause": 61}),
+            ("pause", {"older_than": day, "pause": 2**40}),
+            ("max_time", {"older_than": day, "max_time": 0}),
+        ]
+        for field, arguments in cases:
+            with self.assertRaises(ConfigurationError) as refused:
+                self.journal.prune(**arguments)
+            self.assertEqual(refused.exception.field, field, arguments)
+        self.assertEqual(self.journal.vitals().pruned, 0)
+        for bad in (datetime.timedelta(days=-1), "1d", None):
+            with self.assertRaises(ConfigurationError) as refused:
+                self.journal.missing_older_than(bad)  # type: ignore[arg-type]
+            self.assertEqual(refused.exception.field, "min_age")
+        for limit in (0, 1_000_001):
+            with self.assertRaises(ConfigurationError) as refused:
+                self.journal.missing_older_than(0, limit)
+            self.assertEqual(refused.exception.field, "limit")
+
+    def test_missing_older_than_leaves_out_young_gaps_and_vitals_date_them(self) -> None:
+        import datetime
+
+        self.callback(refund(961_001, 1))
+        self.callback(refund(961_003, 3))
+        self.assertEqual(self.journal.missing_older_than(0), [(2, 2)])
+        self.assertEqual(self.journal.missing_older_than(datetime.timedelta(hours=1)), [])
+        self.sql("UPDATE sp_journal_runs SET since_ms = since_ms - 7200000 WHERE lo = 3")
+        self.assertEqual(self.journal.missing_older_than(3600, limit=1), [(2, 2)])
+        vitals = self.journal.vitals()
+        assert vitals.oldest_gap_ms is not None and vitals.oldest_record_ms is not None
+        self.assertLess(abs(time.time() * 1000 - vitals.oldest_gap_ms - 7_200_000), 120_000)
+
+    def test_the_journals_own_retention(self) -> None:
+        import datetime
+
+        for bad in (60, datetime.timedelta(hours=23), -1, "90d", 2**64):
+            with self.assertRaises(ConfigurationError) as refused:
+                Journal(f"sqlite:{self.dir.name}/bad.db", retention=bad)  # type: ignore[arg-type]
+            self.assertEqual(refused.exception.field, "retention", bad)
+        path = f"{self.dir.name}/retained.db"
+        with Journal(f"sqlite:{path}", retention=datetime.timedelta(days=90)) as journal:
+            receiver = Receiver(TOKEN, sources="any", journal=journal)
+            self.callback(refund(962_001, 1), receiver)
+            self.age(962_001, 100, path)
+            time.sleep(1.1)  # a batch at most once a second
+            self.callback(refund(962_002, 2), receiver)
+            self.assertEqual(journal.vitals().pruned, 1)
+            claim = receiver.parse(refund(962_001, 1)).begin()
+            self.assertEqual((claim.attempt, claim.reply_pruned), (2, True))
+        with Journal(f"sqlite:{self.dir.name}/off.db", retention=0) as journal:
+            self.assertEqual(journal.vitals().pruned, 0)
+
 
 if __name__ == "__main__":
     unittest.main()
