@@ -224,8 +224,11 @@ bench: lib
 	else echo "callback vs jansson: SKIPPED (no jansson.h: apt-get install libjansson-dev)"; fi
 	$(CARGO) bench --bench get_games
 	$(CARGO) bench --bench journal
+	$(CARGO) bench --bench journal_growth
 	php bindings/php/bench.php
 	python3 bindings/python/bench.py
+	@# The export's memory at 100,000 and at EXPORT_ROWS (default 5,000,000) deliveries (/usr/bin/time -v).
+	benches/export_memory.sh
 
 demo: all sandbox
 	scripts/demo.sh

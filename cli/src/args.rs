@@ -34,13 +34,18 @@ Environment (an option given on the command line wins):
   SLOTPARTNER_MAX_INDEX_JUMP     the journal's largest index step still counted as a gap
   SLOTPARTNER_NOT_FOUND_LIMIT    recoveries answered 404 before an index is unrecoverable
   SLOTPARTNER_MAX_TIME           how long one recover run may take (default 300s)
+  SLOTPARTNER_MIN_AGE            how old a gap is before recover fetches it (default 1m)
 
 Examples:
   slotpartner journal status --journal sqlite:/var/lib/partner/journal.db
   slotpartner journal gaps || alert 'lost events'
   slotpartner journal show 900002
+  slotpartner journal export --since 2026-10-01 --until 2026-11-01 --output october.csv
   slotpartner journal resolve 3-4 --note 'the service confirms no events 3 and 4'
+  slotpartner journal backup /var/backups/partner/journal-2024-06-11.db
+  slotpartner journal prune --older-than 90d
   slotpartner recover --callback-url https://127.0.0.1:8443/callback
+  slotpartner metrics --listen 127.0.0.1:9464
   slotpartner inspect body.json
   slotpartner games en-US
 
@@ -67,6 +72,9 @@ pub enum Command {
     /// Fetch every missing event from the service and deliver it to your own callback endpoint
     #[command(after_help = RECOVER_HELP)]
     Recover(RecoverArgs),
+    /// Serve the journal's state to Prometheus over HTTP (GET /metrics)
+    #[command(after_help = METRICS_HELP)]
+    Metrics(MetricsArgs),
     /// Read a callback body with the library's validation: every field, or the exact error
     #[command(after_help = INSPECT_HELP)]
     Inspect(InspectArgs),
@@ -86,6 +94,12 @@ pub enum JournalCommand {
     /// Every record the journal holds for a transactionId, and its open conflicts
     #[command(after_help = SHOW_HELP)]
     Show(ShowArgs),
+    /// The deliveries of a period as CSV or JSON Lines, for reconciliation with the service's reports
+    #[command(after_help = EXPORT_HELP)]
+    Export(ExportArgs),
+    /// Compact the deliveries older than a retention, in small batches, and give the space back
+    #[command(after_help = PRUNE_HELP)]
+    Prune(PruneArgs),
     /// Close missing indexes by hand (events that do not exist or were settled another way)
     #[command(after_help = RESOLVE_HELP)]
     Resolve(ResolveArgs),
@@ -113,6 +127,45 @@ pub enum JournalCommand {
     /// Close the unfinished deliveries at an index by hand, with a note kept for audit
     #[command(after_help = CLOSE_UNFINISHED_HELP)]
     CloseUnfinished(DecideArgs),
+    /// Copy a SQLite journal into a new file while the workers go on writing
+    #[command(after_help = BACKUP_HELP)]
+    Backup(BackupArgs),
+}
+
+const BACKUP_HELP: &str = "\
+Copies the journal with SQLite's online backup API while every worker goes on writing (none is
+held up): the copy holds every delivery committed when the backup started, is written beside
+FILE (mode 0600, as the journal) and takes the name FILE only once complete, so a failed or
+interrupted backup never leaves a half copy. FILE must not exist: a backup never replaces a
+file. The copy is a journal of its own: `journal status --journal sqlite:FILE` reads it.
+
+To restore: stop every worker, remove the journal's `-wal` and `-shm` files, move the copy into
+the journal's place (give it the journal's owner, group and mode), start the workers. What came
+after the backup is not in the copy: recovery fetches those indexes again, and the ledger's
+unique transactionId answers any already credited.
+
+A PostgreSQL journal is backed up with PostgreSQL's own tools: the command refuses it and
+names the pg_dump command (see the README, \"Backup and restore\").
+
+Examples:
+  slotpartner journal backup /var/backups/partner/journal-2024-06-11.db
+  slotpartner journal backup journal-copy.db --journal sqlite:/var/lib/partner/journal.db --json
+  0 3 * * * slotpartner journal backup /var/backups/partner/journal-$(date +\\%F).db > /dev/null || alert 'journal backup failed'
+
+Exit status: 0 when the copy is in place, 2 when there is none (FILE exists or cannot be
+created, a PostgreSQL journal, the journal unreadable, the disk full).";
+
+/// Where to write a backup.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The new file to write the copy to (it must not exist)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print one JSON object instead of a line
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub journal: JournalOpt,
 }
 
 const CLOSE_UNFINISHED_HELP: &str = "\
@@ -183,21 +236,33 @@ const STATUS_HELP: &str = "\
 Besides the counts: unfinished (deliveries claimed and never finished: abandoned, or their
 worker died), open conflicts (`journal conflicts`), open index jumps (`journal jumps`), indexes
 resolved by hand (`journal resolutions`), unrecoverable indexes (404 for --not-found-limit
-recovery runs), and the numbering (1 until `journal renumber`).
+recovery runs), and the numbering (1 until `journal renumber`). Then the journal's upkeep: its
+size, pruned and forgotten deliveries (`journal prune`), when the oldest stored reply was
+finished, when a new index was last seen, and since when the oldest gap is missing.
+
+--prometheus prints the same as Prometheus text exposition format 0.0.4 (see `slotpartner
+metrics`), for node_exporter's textfile collector; when the journal cannot be read it prints
+`slotpartner_journal_up 0` alone (the error on stderr and in a `#` line), so that the alert on
+it fires.
 
 Examples:
   slotpartner journal status --journal sqlite:/var/lib/partner/journal.db
   SLOTPARTNER_JOURNAL=postgres://partner@db/partner slotpartner journal status --json
+  * * * * * slotpartner journal status --prometheus > /var/lib/prometheus/node-exporter/slotpartner.prom.tmp && mv /var/lib/prometheus/node-exporter/slotpartner.prom.tmp /var/lib/prometheus/node-exporter/slotpartner.prom
 
 Exit status: 0 when nothing needs attention, 1 when indexes are missing, deliveries unfinished,
 or conflicts or index jumps open, 2 when the journal could not be read (usage, configuration,
-storage).";
+storage). With --prometheus: 0 whenever the exposition was printed (the state is in its
+samples, `slotpartner_journal_up 0` included), 2 on usage errors.";
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Print one JSON object instead of lines
     #[arg(long)]
     pub json: bool,
+    /// Print Prometheus text exposition format (0.0.4) instead of lines
+    #[arg(long, conflicts_with = "json")]
+    pub prometheus: bool,
     #[command(flatten)]
     pub journal: JournalOpt,
 }
@@ -209,18 +274,75 @@ fetched: resolve them by hand), `unfinished: 9` (claimed, never finished: recove
 `jump: id=2 ...` (each open index jump), `conflicts: 1 open`, `resolved: id=1 range=3-4 ...`
 (ranges closed by hand in this numbering).
 
+--older-than DURATION lists only the gaps found missing at least that long ago (an index above
+them was first seen then): a younger gap is usually an event still on its way (reordering, the
+service's own retry). A note on stderr counts the younger missing indexes left out.
+
 Examples:
   slotpartner journal gaps --journal sqlite:/var/lib/partner/journal.db
-  */10 * * * * slotpartner journal gaps > /dev/null || alert 'lost events'
+  */10 * * * * slotpartner journal gaps --older-than 10m > /dev/null || alert 'lost events'
 
-Exit status: 0 when nothing needs attention, 1 when indexes are missing, deliveries unfinished,
-or conflicts or index jumps open, 2 when the journal could not be read.";
+Exit status: 0 when nothing needs attention, 1 when indexes are missing (with --older-than:
+found missing at least that long ago), deliveries unfinished, or conflicts or index jumps open,
+2 when the journal could not be read.";
 
 #[derive(Debug, Args)]
 pub struct GapsArgs {
     /// Print at most this many ranges (a note on stderr says when more exist)
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub limit: u64,
+    /// Only the gaps found missing at least this long ago (10m, 1h, 2d; a plain number is seconds)
+    #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+    pub older_than: Option<Duration>,
+    /// Print one JSON object instead of lines
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+const PRUNE_HELP: &str = "\
+Retention: a finished delivery whose reply is older than --older-than (at least 1d: the service
+resends a delivery for far less) is compacted: its reply and content go, a digest of its decisive
+content and the reply's outcome stay, so that a repeat is still never run silently (`journal
+show` lists it as `pruned`). Deliveries refused by validation and resolved conflicts older than
+that go too. --forget-older-than (longer than --older-than) also removes compact records older
+than it: a repeat of one is then a new delivery, and only your ledger knows it. Never removed:
+unfinished deliveries, deliveries with an open conflict, the seen indexes (no gap opens or
+closes), open index jumps and open conflicts.
+
+The work goes in batches of --batch rows, each its own short transaction, 10 ms apart, so that
+workers keep delivering meanwhile (the longest batch is what a delivery may have waited); then a
+SQLite journal gives the freed pages back to the file system. Prints what was removed, the
+batches, the longest batch and the bytes given back (--json: one object).
+
+Examples:
+  slotpartner journal prune --older-than 90d
+  slotpartner journal prune --older-than 90d --forget-older-than 3650d --max-time 10m --json
+  30 4 * * * slotpartner journal prune --older-than 90d --max-time 30m > /dev/null || alert 'journal pruning left work'
+
+An export running (`journal export`) stops it too: a delivery compacted under the export's pages
+would be listed twice; the message names the export.
+
+Exit status: 0 when nothing eligible is left, 1 when --max-time or an export running stopped it
+first (more is left for the next run), 2 when it could not run (usage, a retention under a day,
+the journal unreachable or failing; what earlier batches removed stays removed).";
+
+/// What to prune.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Compact finished deliveries older than this (at least 1d: 90d, 2160h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_retention)]
+    pub older_than: Duration,
+    /// Also remove compact records older than this (longer than --older-than) [default: keep them]
+    #[arg(long, value_name = "DURATION", value_parser = parse_retention)]
+    pub forget_older_than: Option<Duration>,
+    /// Rows per transaction
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub batch: u64,
+    /// Stop after this long, whatever is left (10m, 1h) [default: until done]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_time: Option<Duration>,
     /// Print one JSON object instead of lines
     #[arg(long)]
     pub json: bool,
@@ -244,6 +366,52 @@ pub struct ShowArgs {
     #[arg(value_name = "TRANSACTION_ID", allow_negative_numbers = true)]
     pub transaction_id: i64,
     /// Print a JSON array of the records instead of lines
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+const EXPORT_HELP: &str = "\
+Every delivery the journal holds whose first delivery lies from --since up to (not including)
+--until, in the journal's order: index, key, event, transactionId, playerIdentifier,
+playerPartnerIdentifier, moneyWon, coinsWon, isMoney, currencyISO4217 (a payout's; empty for a
+refund), gameSessionId, outcome (success, failure or unknown as the stored reply tells; the
+state for a delivery not finished), errorMessage, state, attempts, first_delivery, last_update,
+finished (RFC 3339, UTC). CSV follows RFC 4180 (a header row, CRLF); it is data, not written for
+a spreadsheet: import it with every column as text. JSON Lines: one object per line, null for
+an empty column.
+
+The journal is read 1,000 rows at a time, each page in its own short read transaction: memory
+stays constant and the workers are never held up. A delivery claimed while the export passes may
+be left out: export a period that has ended. The export holds the journal's lock `export` while
+it runs: `journal prune` waits for it, and a second export at once is refused. With --output the file is written beside FILE under
+a temporary name (mode 0600: it names players) and takes the name FILE only once complete; FILE
+must not exist. A progress bar is drawn on stderr when it is a terminal.
+
+Examples:
+  slotpartner journal export --since 2026-10-01 --until 2026-11-01 --output october.csv
+  slotpartner journal export --since 2026-10-01T00:00:00+02:00 --format jsonl | jq -c 'select(.outcome != \"success\")'
+  slotpartner journal export --since 2026-10-01 --until 2026-11-01 --output october.jsonl --format jsonl --json
+
+Exit status: 0 when the export was written (an empty period too), 2 when it could not be (a bad
+date, FILE exists or cannot be written, another export running, the journal unreadable).";
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The period's start, included: a date (2026-10-01, midnight UTC) or an RFC 3339 time
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = crate::journal_export::parse_time)]
+    pub since: i64,
+    /// The period's end, left out (default: no end): a date or an RFC 3339 time
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = crate::journal_export::parse_time)]
+    pub until: Option<i64>,
+    /// csv (RFC 4180, a header row) or jsonl (one JSON object per line)
+    #[arg(long, value_name = "FORMAT", default_value = "csv", value_parser = ["csv", "jsonl"])]
+    pub format: String,
+    /// Write to this new file instead of stdout (it must not exist)
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// With --output: print a JSON summary (rows, since, until, format, output) on stdout
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -437,8 +605,30 @@ fn parse_range(text: &str) -> Result<(i64, i64), String> {
     Ok((first, last))
 }
 
-/// `300s`, `5m`, `1h`, `1500ms`, `2.5s`, `0s`; a plain number is seconds. At most 24 hours.
+/// `300s`, `5m`, `1h`, `1d`, `1500ms`, `2.5s`, `0s`; a plain number is seconds. At most 24 hours.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    duration_up_to(text, 86_400.0, "24h")
+}
+
+/// An age: a duration as `parse_duration` reads it, up to 100 years (`90d`, `10m`, `0s`).
+pub fn parse_age(text: &str) -> Result<Duration, String> {
+    duration_up_to(text, 36_500.0 * 86_400.0, "36500d")
+}
+
+/// A retention: an age of at least a day (younger replies are what repeats are answered with).
+pub fn parse_retention(text: &str) -> Result<Duration, String> {
+    let age = parse_age(text)?;
+    if age < Duration::from_secs(86_400) {
+        return Err(format!(
+            "{:?} is shorter than 1d: a retention keeps replies at least a day (the service resends for less)",
+            text.trim()
+        ));
+    }
+    Ok(age)
+}
+
+/// A number with `ms`, `s`, `m`, `h` or `d` (a plain number is seconds), from 0 to `max` seconds.
+fn duration_up_to(text: &str, max: f64, max_text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
@@ -447,12 +637,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => 0.001,
         "m" | "min" => 60.0,
         "h" => 3600.0,
-        other => return Err(format!("unknown unit {other:?} (expected ms, s, m or h)")),
+        "d" => 86_400.0,
+        other => return Err(format!("unknown unit {other:?} (expected ms, s, m, h or d)")),
     };
     let value: f64 = number.parse().map_err(|_| format!("expected a duration such as 300s, 5m or 1h, got {text:?}"))?;
     let seconds = value * scale;
-    if !seconds.is_finite() || !(0.0..=86_400.0).contains(&seconds) {
-        return Err(format!("{text:?} is not between 0s and 24h"));
+    if !seconds.is_finite() || !(0.0..=max).contains(&seconds) {
+        return Err(format!("{text:?} is not between 0s and {max_text}"));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -470,6 +661,11 @@ longer fetched, and stays missing until `journal resolve`), and holds the journa
 delivered, nor one whose index the journal holds for an unfinished delivery of another
 transactionId.
 
+Only what is at least --min-age old (default 1m) is taken: gaps found missing that long ago
+(an index above them was first seen then) and unfinished deliveries last claimed or abandoned
+that long ago. Younger ones are left for the next run: usually an event still on its way
+(reordering) or a delivery the service retries itself. `--min-age 0s` takes everything.
+
 The endpoint must accept the command's deliveries: it carries the partner token; see the
 README (Lost events) for the source allow-list behind a reverse proxy.
 
@@ -485,10 +681,12 @@ The run stops after --max-time, after three connection failures or time-outs in 
 service or to the endpoint, naming how many indexes were not tried.
 
 Exit status: 0 when nothing needs attention after the run (the journal is read again at the
-end), 1 when it does: gaps remain (not found, unrecoverable, service errors, invalid events,
-endpoint failures, past --limit or --max-time), deliveries stay unfinished, conflicts or index
-jumps are open (with --dry-run: when anything needs attention); 2 on usage or configuration
-errors, or when another run holds the lock (the message names it and since when).";
+end), 1 when it does: gaps found missing at least --min-age ago remain (not found,
+unrecoverable, service errors, invalid events, endpoint failures, past --limit or --max-time),
+deliveries stay unfinished, conflicts or index jumps are open (with --dry-run: when anything of
+that needs attention); gaps younger than --min-age are counted (`gaps_too_young`) but are no bad
+news; 2 on usage or configuration errors, or when another run holds the lock (the message names
+it and since when).";
 
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
@@ -504,6 +702,9 @@ pub struct RecoverArgs {
     /// Stop taking on indexes after this long (300s, 5m, 1h, 1500ms; a plain number is seconds)
     #[arg(long, value_name = "DURATION", default_value = "300s", env = "SLOTPARTNER_MAX_TIME", hide_env_values = true, value_parser = parse_duration)]
     pub max_time: Duration,
+    /// Leave gaps and unfinished deliveries younger than this for the next run (0s: take all)
+    #[arg(long, value_name = "DURATION", default_value = "1m", env = "SLOTPARTNER_MIN_AGE", hide_env_values = true, value_parser = parse_age)]
+    pub min_age: Duration,
     /// List the indexes that would be fetched; fetch and deliver nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -529,6 +730,40 @@ pub struct RecoverArgs {
     pub journal: JournalOpt,
     #[command(flatten)]
     pub service: ServiceOpts,
+}
+
+const METRICS_HELP: &str = "\
+A small HTTP server for a Prometheus scrape: GET /metrics answers the journal's state, read
+afresh for each scrape, in the Prometheus text exposition format 0.0.4 (the same as `journal
+status --prometheus`); other paths get 404, other methods 405. Counters: handled, replayed,
+conflicts, refused, pruned and forgotten deliveries (`_total`); gauges: missing, unrecoverable
+and resolved indexes, unfinished and in-progress deliveries, open conflicts and index jumps, the
+highest index, the journal's size, and the times (Unix seconds, 0 when there is none) of the
+last new index, the oldest gap and the oldest stored reply. Every sample carries the label
+`journal`, the journal URL without its password. When the journal cannot be read, the answer is
+`slotpartner_journal_up 0` alone, with the error in a `#` line.
+
+It prints `listening on ADDR` on stderr once bound (port 0 picks a free port), then serves until
+stopped (SIGTERM). Connections are served one thread each, at most 8 at once (more are closed at
+once); a request must arrive within 5 s, and a request line over 8 KiB is answered 414. No TLS
+and no authentication: listen on loopback or a private address, and let the network decide who
+may scrape (the state names no player, yet tells your volume).
+
+Examples:
+  slotpartner metrics --listen 127.0.0.1:9464 --journal sqlite:/var/lib/partner/journal.db
+  scrape_configs: [{job_name: slotpartner, static_configs: [{targets: ['partner-1:9464']}]}]
+
+Exit status: it serves until stopped; 2 when it cannot start (usage, no journal given, the
+address cannot be bound). An unreadable journal is no reason to stop: its scrape says up 0.";
+
+/// Where to serve the metrics.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// The address to listen on: 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464 (port 0: any free one)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    #[command(flatten)]
+    pub journal: JournalOpt,
 }
 
 const INSPECT_HELP: &str = "\
@@ -604,12 +839,19 @@ mod tests {
             ("1h", Duration::from_secs(3600)),
             ("1500ms", Duration::from_millis(1500)),
             ("2.5s", Duration::from_millis(2500)),
+            ("1d", Duration::from_secs(86_400)),
         ] {
             assert_eq!(super::parse_duration(text), Ok(want), "{text}");
         }
-        for bad in ["", "s", "5x", "-1s", "25h", "1.2.3s"] {
+        for bad in ["", "s", "5x", "-1s", "25h", "2d", "1.2.3s"] {
             assert!(super::parse_duration(bad).is_err(), "{bad}");
         }
+        assert_eq!(super::parse_age("90d"), Ok(Duration::from_secs(90 * 86_400)));
+        assert_eq!(super::parse_age("0s"), Ok(Duration::ZERO));
+        assert!(super::parse_age("36501d").is_err());
+        assert_eq!(super::parse_retention("24h"), Ok(Duration::from_secs(86_400)));
+        let short = super::parse_retention("1h").unwrap_err();
+        assert!(short.contains("shorter than 1d"), "{short}");
     }
 
     #[test]

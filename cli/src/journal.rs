@@ -7,7 +7,7 @@ use slotpartner::journal::{Record, Status};
 use crate::args::{GapsArgs, ShowArgs, StatusArgs};
 use crate::config::open_journal;
 use crate::journal_admin::{ConflictJson, JumpJson, ResolutionJson, conflict_lines, jump_line, resolution_line};
-use crate::output::{lossy, print_json};
+use crate::output::{age_text, elapsed_text, lossy, print_json};
 use crate::{Outcome, Verdict};
 use slotpartner::journal::rfc3339_ms;
 
@@ -30,6 +30,23 @@ struct StatusJson {
     watermark: Option<i64>,
     /// Missing indexes, unfinished deliveries, open conflicts or open index jumps.
     needs_attention: bool,
+    /// Deliveries compacted by `journal prune`, and compact records it removed (counters).
+    pruned: u64,
+    forgotten: u64,
+    /// The bytes the journal takes; `null` when unknown.
+    size_bytes: Option<u64>,
+    /// When the oldest delivery with its reply stored was finished (RFC 3339, and ms since the
+    /// Unix epoch); `null` when none.
+    oldest_record: Option<String>,
+    oldest_record_ms: Option<i64>,
+    /// When a new index was last seen; `null` when none yet.
+    last_delivery: Option<String>,
+    last_delivery_ms: Option<i64>,
+    /// When the oldest missing index was found missing, and how many seconds ago; `null` when
+    /// nothing is missing.
+    oldest_gap: Option<String>,
+    oldest_gap_ms: Option<i64>,
+    oldest_gap_age_seconds: Option<u64>,
 }
 
 impl From<Status> for StatusJson {
@@ -51,12 +68,37 @@ impl From<Status> for StatusJson {
             highest_index: s.highest_index,
             watermark: s.watermark,
             needs_attention: Journal::needs_attention(&s),
+            pruned: s.pruned,
+            forgotten: s.forgotten,
+            size_bytes: s.size_bytes,
+            oldest_record: s.oldest_record_ms.map(rfc3339_ms),
+            oldest_record_ms: s.oldest_record_ms,
+            last_delivery: s.last_delivery_ms.map(rfc3339_ms),
+            last_delivery_ms: s.last_delivery_ms,
+            oldest_gap: s.oldest_gap_ms.map(rfc3339_ms),
+            oldest_gap_ms: s.oldest_gap_ms,
+            oldest_gap_age_seconds: s.oldest_gap_ms.map(|ms| age_of(ms).as_secs()),
         }
     }
 }
 
+/// How long ago `ms` (ms since the Unix epoch) was, on this host's clock; zero for a time ahead.
+fn age_of(ms: i64) -> std::time::Duration {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+    std::time::Duration::from_millis(u64::try_from(now_ms.saturating_sub(ms)).unwrap_or(0))
+}
+
+/// `2024-06-11T08:30:05.123Z (12m 5s ago)`, or `none`.
+fn time_and_age(ms: Option<i64>) -> String {
+    ms.map_or_else(|| "none".to_owned(), |ms| format!("{} ({} ago)", rfc3339_ms(ms), elapsed_text(age_of(ms))))
+}
+
 /// Counts and gap figures; exit 1 when the journal needs attention.
 pub fn status(args: &StatusArgs) -> Outcome {
+    if args.prometheus {
+        return crate::metrics::print(&args.journal);
+    }
     let journal = open_journal(&args.journal)?;
     let status = journal.status()?;
     let verdict = Verdict::bad_if(Journal::needs_attention(&status));
@@ -80,6 +122,12 @@ pub fn status(args: &StatusArgs) -> Outcome {
     println!("first index:    {}", optional(status.first_index));
     println!("highest index:  {}", optional(status.highest_index));
     println!("watermark:      {}", optional(status.watermark));
+    println!("pruned:         {}", status.pruned);
+    println!("forgotten:      {}", status.forgotten);
+    println!("size:           {}", status.size_bytes.map_or_else(|| "unknown".to_owned(), |b| format!("{b} bytes")));
+    println!("oldest reply:   {}", time_and_age(status.oldest_record_ms));
+    println!("last new index: {}", time_and_age(status.last_delivery_ms));
+    println!("oldest gap:     {}", time_and_age(status.oldest_gap_ms));
     Ok(verdict)
 }
 
@@ -104,6 +152,13 @@ struct GapsJson<'a> {
     open_conflicts: u64,
     /// Ranges closed by hand in the current numbering, newest first.
     resolved: Vec<ResolutionJson<'a>>,
+    /// `--older-than`: only gaps found missing at least that long ago are listed; `null` without it.
+    older_than: Option<String>,
+    /// Missing indexes left out for being younger than `--older-than` (0 without it, or when
+    /// the ranges were truncated by `--limit`).
+    younger: u64,
+    /// What the exit status says: missing indexes (with `--older-than`, old enough ones),
+    /// unfinished deliveries, open conflicts or open index jumps.
     needs_attention: bool,
 }
 
@@ -131,16 +186,29 @@ pub fn indexes_text(indexes: &[i64]) -> String {
 pub fn gaps(args: &GapsArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
-    let mut missing = journal.missing(limit.saturating_add(1))?;
+    let mut missing = match args.older_than {
+        Some(age) => journal.missing_older_than(age, limit.saturating_add(1))?,
+        None => journal.missing(limit.saturating_add(1))?,
+    };
     let truncated = missing.len() > limit;
     missing.truncate(limit);
     let status = journal.status()?;
+    // With --older-than, the younger gaps are left out, and are no bad news: the ranges listed
+    // are every old one unless truncated (old gaps lie below the young ones).
+    let listed: u64 = missing.iter().map(|&(first, last)| u64::try_from(last - first + 1).unwrap_or(0)).sum();
+    let younger = match (args.older_than, truncated) {
+        (Some(_), false) => status.missing.saturating_sub(listed),
+        _ => 0,
+    };
     let unrecoverable = journal.unrecoverable(limit)?;
     let unfinished = journal.unfinished(limit)?;
     let jumps = journal.index_jumps(false, limit)?;
     let resolutions: Vec<_> =
         journal.resolutions(limit)?.into_iter().filter(|r| r.numbering == status.numbering).collect();
-    let needs_attention = Journal::needs_attention(&status);
+    let needs_attention = match args.older_than {
+        Some(_) => !missing.is_empty() || status.unfinished > 0 || status.open_conflicts > 0 || status.index_jumps > 0,
+        None => Journal::needs_attention(&status),
+    };
     if args.json {
         let ranges = missing.iter().map(|&(first, last)| Range { first, last }).collect();
         print_json(&GapsJson {
@@ -152,6 +220,8 @@ pub fn gaps(args: &GapsArgs) -> Outcome {
             index_jumps: jumps.iter().map(JumpJson::of).collect(),
             open_conflicts: status.open_conflicts,
             resolved: resolutions.iter().map(ResolutionJson::of).collect(),
+            older_than: args.older_than.map(age_text),
+            younger,
             needs_attention,
         })?;
     } else {
@@ -178,6 +248,10 @@ pub fn gaps(args: &GapsArgs) -> Outcome {
                 "slotpartner: only the first {limit} ranges are listed ({} indexes missing in all)",
                 status.missing
             );
+        }
+        if younger > 0 {
+            let age = args.older_than.map(age_text).unwrap_or_default();
+            eprintln!("slotpartner: {younger} missing indexes found missing less than {age} ago are not listed");
         }
     }
     Ok(Verdict::bad_if(needs_attention))

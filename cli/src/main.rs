@@ -1,8 +1,10 @@
 //! `slotpartner`, the operator command of the slotpartner library: what the delivery journal
 //! holds (`journal status`, `journal gaps`, `journal show`) and the operator's decisions about it
-//! (`journal resolve`, `conflicts`, `jumps`, `renumber`, ...), recovery of lost events through
-//! the partner's own callback endpoint (`recover`), a body read with the library's validation
-//! (`inspect`), and the service's games (`games`).
+//! (`journal resolve`, `conflicts`, `jumps`, `renumber`, ...), a copy of a live SQLite journal
+//! (`journal backup`), retention (`journal prune`), recovery of lost events through the
+//! partner's own callback endpoint (`recover`), the journal's state for Prometheus (`metrics`,
+//! `journal status --prometheus`), a body read with the library's validation (`inspect`), and the
+//! service's games (`games`).
 //!
 //! Exit statuses, the same for every command: 0 the answer is good news, 1 the answer is bad
 //! news (the journal needs attention: indexes missing, deliveries unfinished, conflicts or index
@@ -16,6 +18,10 @@ mod games;
 mod inspect;
 mod journal;
 mod journal_admin;
+mod journal_backup;
+mod journal_export;
+mod journal_prune;
+mod metrics;
 mod output;
 mod recover;
 
@@ -61,6 +67,8 @@ fn main() -> ExitCode {
             JournalCommand::Status(a) => journal::status(&a),
             JournalCommand::Gaps(a) => journal::gaps(&a),
             JournalCommand::Show(a) => journal::show(&a),
+            JournalCommand::Prune(a) => journal_prune::prune(&a),
+            JournalCommand::Export(a) => journal_export::run(&a),
             JournalCommand::Resolve(a) => journal_admin::resolve(&a),
             JournalCommand::Resolutions(a) => journal_admin::resolutions(&a),
             JournalCommand::Conflicts(a) => journal_admin::conflicts(&a),
@@ -70,8 +78,10 @@ fn main() -> ExitCode {
             JournalCommand::AcceptJump(a) => journal_admin::accept_jump(&a),
             JournalCommand::JumpIsGap(a) => journal_admin::jump_is_gap(&a),
             JournalCommand::Renumber(a) => journal_admin::renumber(&a),
+            JournalCommand::Backup(a) => journal_backup::backup(&a),
         },
         Command::Recover(a) => recover::run(&a),
+        Command::Metrics(a) => metrics::serve(&a),
         Command::Inspect(a) => inspect::run(&a),
         Command::Games(a) => games::run(&a),
     };

@@ -1,5 +1,7 @@
 //! Output helpers shared by the commands.
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 use crate::Fail;
@@ -33,5 +35,51 @@ impl<K: Serialize, V: Serialize> Serialize for OrderedMap<K, V> {
             map.serialize_entry(key, value)?;
         }
         map.end()
+    }
+}
+
+/// A duration as an operator writes it: `90d`, `36h`, `10m`, `45s`, `1.5s`.
+pub fn age_text(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    if duration.subsec_millis() != 0 {
+        return format!("{}s", duration.as_secs_f64());
+    }
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] {
+        if secs >= size && secs % size == 0 {
+            return format!("{}{unit}", secs / size);
+        }
+    }
+    format!("{secs}s")
+}
+
+/// An elapsed time, rounded to its two largest units: `45s`, `12m 5s`, `3h 5m`, `2d 4h`.
+pub fn elapsed_text(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    let parts = [(secs / 86_400, "d"), (secs / 3600 % 24, "h"), (secs / 60 % 60, "m"), (secs % 60, "s")];
+    let first = parts.iter().position(|(n, _)| *n > 0).unwrap_or(3);
+    let shown: Vec<String> = parts[first..]
+        .iter()
+        .take(2)
+        .filter(|(n, _)| *n > 0 || first == 3)
+        .map(|(n, unit)| format!("{n}{unit}"))
+        .collect();
+    shown.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_as_written() {
+        for (secs, want) in [(90 * 86_400, "90d"), (36 * 3600, "36h"), (600, "10m"), (45, "45s"), (0, "0s")] {
+            assert_eq!(super::age_text(Duration::from_secs(secs)), want);
+        }
+        assert_eq!(super::age_text(Duration::from_millis(1500)), "1.5s");
+        for (secs, want) in
+            [(0, "0s"), (45, "45s"), (725, "12m 5s"), (3600, "1h"), (11_100, "3h 5m"), (187_200, "2d 4h")]
+        {
+            assert_eq!(super::elapsed_text(Duration::from_secs(secs)), want);
+        }
     }
 }

@@ -5,7 +5,8 @@
 //! the journal (the plan, whether a late delivery handled an event meanwhile, what holds an
 //! index, what needs attention after the run) and writes only its bookkeeping: what each fetch
 //! got (`note_fetch`, which orders the next runs and makes an index answered 404 too often
-//! unrecoverable) and the lock that keeps two runs from overlapping.
+//! unrecoverable) and the lock that keeps two runs from overlapping. Gaps and unfinished
+//! deliveries younger than `--min-age` are left for the next run, and are no bad news.
 
 use std::collections::HashSet;
 use std::io::IsTerminal;
@@ -23,7 +24,7 @@ use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 use crate::args::RecoverArgs;
 use crate::config::{client, open_journal, parser, seconds};
 use crate::journal::{indexes_text, range_text};
-use crate::output::{print_json, quoted};
+use crate::output::{age_text, print_json, quoted};
 use crate::{Fail, Outcome, Verdict};
 
 /// Connection failures or time-outs in a row (to the service or the endpoint) after which the
@@ -57,9 +58,10 @@ pub fn run(args: &RecoverArgs) -> Outcome {
 
     if args.dry_run {
         let status = journal.status()?;
-        let pending = journal.recovery_plan(limit)?;
+        let pending = journal.recovery_plan_older_than(limit, args.min_age)?;
         let unrecoverable = journal.unrecoverable(REMAINING_RANGES)?;
-        return dry_run(args, &status, &pending, &unrecoverable);
+        let attention = Attention::of(&journal, &status, args.min_age)?;
+        return dry_run(args, &status, &pending, &unrecoverable, &attention);
     }
     let started = Instant::now();
     let deadline = started + args.max_time;
@@ -70,7 +72,7 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     };
     let before = journal.status()?;
     let unfinished: HashSet<i64> = journal.unfinished(limit)?.into_iter().collect();
-    let pending = journal.recovery_plan(limit)?;
+    let pending = journal.recovery_plan_older_than(limit, args.min_age)?;
 
     let mut run = Run {
         journal: &journal,
@@ -85,6 +87,7 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         unfinished_before: before.unfinished,
         taken: pending.len() as u64,
         max_time: duration_text(args.max_time),
+        min_age: age_text(args.min_age),
         ..Report::default()
     };
     let progress = Progress::new(pending.len() as u64, args.json);
@@ -141,7 +144,9 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     report.index_jumps = after.index_jumps;
     report.unrecoverable_count = after.unrecoverable;
     report.unrecoverable = journal.unrecoverable(REMAINING_RANGES)?;
-    report.needs_attention = Journal::needs_attention(&after);
+    let attention = Attention::of(&journal, &after, args.min_age)?;
+    report.gaps_too_young = attention.too_young;
+    report.needs_attention = attention.needed;
     drop(lock);
     let delivered_but_missing = report
         .results
@@ -175,38 +180,72 @@ fn duration_text(duration: Duration) -> String {
     }
 }
 
-fn dry_run(args: &RecoverArgs, status: &Status, pending: &[i64], unrecoverable: &[i64]) -> Outcome {
+/// Whether the journal needs attention, gaps younger than `--min-age` left out (they are left
+/// for the next run, not bad news).
+struct Attention {
+    needed: bool,
+    /// Missing indexes found missing less than `--min-age` ago (0 when more gaps exist than are
+    /// read to tell).
+    too_young: u64,
+}
+
+impl Attention {
+    fn of(journal: &Journal, status: &Status, min_age: Duration) -> Result<Attention, Fail> {
+        let old = match (status.missing, min_age.is_zero()) {
+            (0, _) => Vec::new(),
+            (_, true) => journal.missing(REMAINING_RANGES)?,
+            (_, false) => journal.missing_older_than(min_age, REMAINING_RANGES)?,
+        };
+        let old_count: u64 = old.iter().map(|&(first, last)| u64::try_from(last - first + 1).unwrap_or(0)).sum();
+        let too_young = if old.len() < REMAINING_RANGES { status.missing.saturating_sub(old_count) } else { 0 };
+        let needed = !old.is_empty() || status.unfinished > 0 || status.open_conflicts > 0 || status.index_jumps > 0;
+        Ok(Attention { needed, too_young })
+    }
+}
+
+fn dry_run(
+    args: &RecoverArgs,
+    status: &Status,
+    pending: &[i64],
+    unrecoverable: &[i64],
+    attention: &Attention,
+) -> Outcome {
     if args.json {
         #[derive(Serialize)]
         struct DryRun<'a> {
             dry_run: bool,
+            min_age: String,
             missing_before: u64,
             unfinished_before: u64,
+            gaps_too_young: u64,
             would_fetch: &'a [i64],
             unrecoverable: &'a [i64],
             needs_attention: bool,
         }
         print_json(&DryRun {
             dry_run: true,
+            min_age: age_text(args.min_age),
             missing_before: status.missing,
             unfinished_before: status.unfinished,
+            gaps_too_young: attention.too_young,
             would_fetch: pending,
             unrecoverable,
-            needs_attention: Journal::needs_attention(status),
+            needs_attention: attention.needed,
         })?;
     } else {
         for index in pending {
             println!("index={index} result=would_fetch");
         }
         println!(
-            "summary dry_run=true missing_before={} unfinished_before={} would_fetch={} unrecoverable={}",
+            "summary dry_run=true missing_before={} unfinished_before={} gaps_too_young={} would_fetch={} unrecoverable={}",
             status.missing,
             status.unfinished,
+            attention.too_young,
             pending.len(),
             indexes_text(unrecoverable)
         );
     }
-    Ok(Verdict::bad_if(Journal::needs_attention(status)))
+    Ok(Verdict::bad_if(attention.needed))
 }
 
 /// The partner's own callback endpoint and the agent that posts to it.
@@ -559,6 +598,8 @@ struct Report {
     callback_url: String,
     /// `--max-time`.
     max_time: String,
+    /// `--min-age`: gaps and unfinished deliveries younger than this were left for the next run.
+    min_age: String,
     /// Indexes missing from the journal when the run began.
     missing_before: u64,
     /// Deliveries claimed and never finished when the run began.
@@ -582,6 +623,8 @@ struct Report {
     stopped: Option<String>,
     /// Indexes missing from the journal after the run.
     gaps_remaining: u64,
+    /// Of them, those found missing less than `--min-age` ago: left for the next run, no bad news.
+    gaps_too_young: u64,
     /// The first of them, as ranges.
     remaining_ranges: Vec<Range>,
     /// Missing indexes no longer fetched (HTTP 404 for `--not-found-limit` runs): resolve them
@@ -651,12 +694,15 @@ impl Report {
         let ranges: Vec<String> = self.remaining_ranges.iter().take(20).map(|r| range_text(r.first, r.last)).collect();
         let more = if self.remaining_ranges.len() > 20 { ",..." } else { "" };
         let remaining = if ranges.is_empty() { "-".to_owned() } else { format!("{}{more}", ranges.join(",")) };
-        let result = match (self.needs_attention, self.gaps_remaining) {
+        let result = match (self.needs_attention, self.gaps_remaining.saturating_sub(self.gaps_too_young)) {
             (false, _) => "ok",
             (true, 0) => "attention_needed",
             (true, _) => "gaps_remain",
         };
-        println!("summary gaps_remaining={} remaining={remaining} result={result}", self.gaps_remaining);
+        println!(
+            "summary gaps_remaining={} gaps_too_young={} remaining={remaining} result={result}",
+            self.gaps_remaining, self.gaps_too_young
+        );
     }
 }
 

@@ -205,6 +205,182 @@ fn journal_errors_are_one_line_and_exit_2() {
     assert!(line.contains("'abc'") && line.ends_with("(see 'slotpartner journal show --help')"), "{line}");
 }
 
+// ---------------------------------------------------------------------------------------------
+// journal export
+
+/// Milliseconds since the Unix epoch of an RFC 3339 time in UTC with milliseconds (the
+/// command's own parsing is what is tested; this one is plain arithmetic).
+fn utc_ms(year: i64, month: i64, day: i64, hms_ms: (i64, i64, i64, i64)) -> i64 {
+    let (y, m) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + (153 * m + 2) / 5 + day - 1 - 719_468;
+    let (h, min, s, ms) = hms_ms;
+    ((days * 24 + h) * 60 + min) * 60_000 + s * 1000 + ms
+}
+
+/// A journal whose deliveries were first delivered at known times (each a millisecond or two
+/// late: the clock runs on between the shift and the claim): a refund on 2026-10-15 (its reply a
+/// success), a payout the last second of October (a failure with a message holding a comma, a
+/// quote and a line break), a refund at midnight of November 1st, and a payout claimed and never
+/// finished on 2026-10-20.
+fn export_journal(scratch: &Scratch) -> String {
+    let url = scratch.journal_url();
+    let journal = open_journal(&url);
+    let deliveries = [
+        (
+            utc_ms(2026, 10, 15, (12, 0, 0, 0)),
+            refund_body(900_001, 1),
+            Some(r#"{"refund":{"success":true,"errorMessage":""}}"#),
+        ),
+        (
+            utc_ms(2026, 10, 31, (23, 59, 59, 0)),
+            payout_body(900_002, 2, 150_000),
+            Some(r#"{"payout":{"success":false,"errorMessage":"jackpot \"jp-1\" closed,\nask support"}}"#),
+        ),
+        (
+            utc_ms(2026, 11, 1, (0, 0, 0, 0)),
+            refund_body(900_003, 3),
+            Some(r#"{"refund":{"success":true,"errorMessage":""}}"#),
+        ),
+        (utc_ms(2026, 10, 20, (8, 0, 0, 0)), payout_body(900_004, 4, 99), None),
+    ];
+    for (at, body, reply) in deliveries {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        slotpartner::journal::shift_wall_clock_for_tests(at - now);
+        let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!("new") };
+        if let Some(reply) = reply {
+            journal.finish(&claim, reply.as_bytes()).unwrap();
+        }
+    }
+    slotpartner::journal::shift_wall_clock_for_tests(0);
+    url
+}
+
+/// RFC 4180 read back: records of fields, quoted fields with doubled quotes, CRLF line ends.
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let (mut records, mut record, mut field) = (Vec::new(), Vec::new(), String::new());
+    let (mut chars, mut quoted) = (text.chars().peekable(), false);
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => record.push(std::mem::take(&mut field)),
+            (false, '\r') => {
+                assert_eq!(chars.next(), Some('\n'), "CRLF");
+                record.push(std::mem::take(&mut field));
+                records.push(std::mem::take(&mut record));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    assert!(record.is_empty() && field.is_empty(), "the last record ends with CRLF");
+    records
+}
+
+#[test]
+fn journal_export_writes_a_period_in_both_formats() {
+    let scratch = Scratch::new("export");
+    let url = export_journal(&scratch);
+    let october = ["journal", "export", "--journal", &url, "--since", "2026-10-01", "--until", "2026-11-01"];
+    let out = run(&october).expect(0);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let records = parse_csv(&out.stdout);
+    assert_eq!(records[0].join(","), slotpartner::journal::EXPORT_COLUMNS.join(","));
+    let rows: Vec<std::collections::HashMap<&str, &str>> = records[1..]
+        .iter()
+        .map(|r| records[0].iter().map(String::as_str).zip(r.iter().map(String::as_str)).collect())
+        .collect();
+    // The refund of November 1st, midnight, is left out: --until is not part of the period.
+    assert_eq!(rows.iter().map(|r| r["transactionId"]).collect::<Vec<_>>(), ["900001", "900002", "900004"]);
+    let (refund, payout, open) = (&rows[0], &rows[1], &rows[2]);
+    assert_eq!(
+        [refund["event"], refund["playerIdentifier"], refund["moneyWon"], refund["currencyISO4217"], refund["outcome"]],
+        ["gameSessionBuyRefund", "player-1", "", "", "success"]
+    );
+    assert!(refund["first_delivery"].starts_with("2026-10-15T12:00:00."), "{}", refund["first_delivery"]);
+    assert_eq!(
+        [payout["index"], payout["moneyWon"], payout["coinsWon"], payout["isMoney"], payout["currencyISO4217"]],
+        ["2", "150000", "0", "true", "EUR"]
+    );
+    assert_eq!([payout["outcome"], payout["errorMessage"]], ["failure", "jackpot \"jp-1\" closed,\nask support"]);
+    assert_eq!([payout["state"], payout["attempts"], payout["gameSessionId"]], ["done", "1", "5"]);
+    assert!(payout["first_delivery"].starts_with("2026-10-31T23:59:59."), "{}", payout["first_delivery"]);
+    assert_eq!([open["outcome"], open["state"], open["finished"], open["moneyWon"]], ["claimed", "claimed", "", "99"]);
+
+    // The same period as JSON Lines, given as RFC 3339 times in another offset.
+    let out = run(&[
+        "journal",
+        "export",
+        "--journal",
+        &url,
+        "--since",
+        "2026-10-01T02:00:00+02:00",
+        "--until",
+        "2026-11-01T00:00:00.000Z",
+        "--format",
+        "jsonl",
+    ])
+    .expect(0);
+    let objects: Vec<serde_json::Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(objects.len(), 3);
+    assert_eq!((objects[0]["moneyWon"].is_null(), objects[1]["moneyWon"].as_i64()), (true, Some(150_000)));
+    assert_eq!(objects[1]["isMoney"], true);
+    // No --until: everything since.
+    let out = run(&["journal", "export", "--journal", &url, "--since", "2026-10-01"]).expect(0);
+    assert_eq!(parse_csv(&out.stdout).len(), 5);
+    let out = run(&["journal", "export", "--journal", &url, "--since", "2026-11-01T00:00:01Z"]).expect(0);
+    assert_eq!(parse_csv(&out.stdout).len(), 1, "the header alone");
+
+    // To a file, with a summary for scripts; the file holds what stdout held.
+    let file = scratch.path("october.csv");
+    let mut to_file = october.to_vec();
+    to_file.extend(["--output", path_str(&file), "--json"]);
+    let summary = run(&to_file).expect(0).json();
+    assert_eq!(
+        summary,
+        serde_json::json!({"rows": 3, "since": "2026-10-01T00:00:00.000Z", "until": "2026-11-01T00:00:00.000Z",
+            "format": "csv", "output": path_str(&file)})
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), run(&october).expect(0).stdout);
+    let line = run(&to_file).expect(2).one_error_line().to_owned();
+    assert!(line.starts_with("slotpartner: path: ") && line.contains("exists"), "{line}");
+    let mut plain = october.to_vec();
+    let jsonl = scratch.path("october.jsonl");
+    plain.extend(["--output", path_str(&jsonl), "--format", "jsonl"]);
+    let out = run(&plain).expect(0);
+    assert!(out.stdout.is_empty() && out.stderr.contains("3 deliveries written to"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap().lines().count(), 3);
+}
+
+#[test]
+fn journal_export_refuses_bad_dates_and_options_with_exit_2() {
+    let scratch = Scratch::new("export-errors");
+    let url = export_journal(&scratch);
+    for (args, says) in [
+        (&["--since", "2026-13-01"][..], "'2026-13-01' for '--since <TIME>'"),
+        (&["--since", "2026-10-01", "--until", "yesterday"], "'yesterday' for '--until <TIME>'"),
+        (&["--since", "2026-10-01T08:00:00"], "needs its offset from UTC"),
+        (&["--since", "2026-10-01", "--format", "xlsx"], "'xlsx' for '--format <FORMAT>'"),
+        (&["--until", "2026-10-01"], "--since"),
+        (&["--since", "2026-10-01", "--until", "2026-10-01"], "--until: 2026-10-01T00:00:00.000Z is not after --since"),
+        (&["--since", "2026-10-01", "--json"], "--json prints a summary of an export to a file: give --output FILE"),
+        (&["--since", "2026-10-01", "--output", "/no/such/folder/x.csv"], "path: cannot create"),
+    ] {
+        let mut all = vec!["journal", "export", "--journal", &url];
+        all.extend(args);
+        let out = run(&all).expect(2);
+        let line = out.one_error_line();
+        assert!(line.contains(says), "{args:?}: {line}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+    }
+}
+
 /// A journal with refunds 1..=`last` done, except those in `skip`.
 fn journal_of_refunds(scratch: &Scratch, last: i64, skip: &[i64]) -> (String, std::sync::Arc<slotpartner::Journal>) {
     let url = scratch.journal_url();
@@ -415,7 +591,8 @@ fn conflicts_are_listed_with_both_contents_until_resolved() {
 // ---------------------------------------------------------------------------------------------
 // recover
 
-/// The arguments of `recover` against `base_url` and `endpoint`.
+/// The arguments of `recover` against `base_url` and `endpoint`, taking gaps however young
+/// (`--min-age 0s`: the gaps of these tests were made a moment ago).
 fn recover_args<'a>(journal: &'a str, base_url: &'a str, ca: &'a str, endpoint: &'a Endpoint) -> Vec<&'a str> {
     vec![
         "recover",
@@ -431,6 +608,8 @@ fn recover_args<'a>(journal: &'a str, base_url: &'a str, ca: &'a str, endpoint: 
         &endpoint.url,
         "--retries",
         "0",
+        "--min-age",
+        "0s",
     ]
 }
 
@@ -635,6 +814,8 @@ fn recover_stops_when_the_endpoint_cannot_be_reached_and_checks_its_configuratio
         path_str(&ca),
         "--callback-url",
         &callback,
+        "--min-age",
+        "0s",
     ])
     .expect(1);
     let s = summary(&out);
@@ -964,6 +1145,495 @@ fn recover_settles_unfinished_deliveries_and_reports_those_it_cannot() {
     assert_eq!(json["unfinished"], serde_json::json!([5]));
 }
 
+#[test]
+fn recover_leaves_gaps_and_unfinished_deliveries_younger_than_min_age_for_the_next_run() {
+    let scratch = Scratch::new("recover-min-age");
+    let (url, journal) = journal_of_service_events(&scratch, 1, &[1, 4]);
+    // Index 5: the service's own event, abandoned a moment ago (the service retries it itself).
+    let body = burst::burst_event(1, EventMix::Mixed, 5).body;
+    let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!() };
+    journal.abandon(&claim).unwrap();
+    let endpoint = Endpoint::start(open_journal(&url));
+    let service = sandbox(1, 5);
+    let ca = ca_file(&scratch, &service);
+    let (base, ca) = (service.base_url(), path_str(&ca).to_owned());
+    // The default --min-age, 1m: without the `--min-age 0s` the other tests pass.
+    let args: Vec<&str> = {
+        let all = recover_args(&url, &base, &ca, &endpoint);
+        let at = all.iter().position(|a| *a == "--min-age").unwrap();
+        all.iter().enumerate().filter(|(i, _)| *i != at && *i != at + 1).map(|(_, a)| *a).collect()
+    };
+
+    // Gaps 2-3 were found missing a moment ago, and 5 abandoned a moment ago: nothing is taken.
+    // The young gaps are no bad news, the unfinished delivery is (exit 1).
+    let mut dry = args.clone();
+    dry.push("--dry-run");
+    let out = run(&dry).expect(1);
+    assert!(!out.stdout.contains("index="), "{}", out.stdout);
+    let s = summary(&out);
+    assert_eq!((s["would_fetch"].as_str(), s["gaps_too_young"].as_str()), ("0", "2"));
+    let out = run(&args).expect(1);
+    let s = summary(&out);
+    assert_eq!((s["taken"].as_str(), s["gaps_remaining"].as_str(), s["gaps_too_young"].as_str()), ("0", "2", "2"));
+    assert_eq!(s["result"], "attention_needed");
+    assert_eq!(endpoint.requests(), 0);
+
+    // Abandoned two minutes ago: taken, the young gaps still left; nothing else needs attention.
+    journal_sql(&scratch, "UPDATE sp_journal_delivery SET updated_ms = updated_ms - 120000 WHERE first_index = 5");
+    let out = run(&args).expect(0);
+    let s = summary(&out);
+    assert_eq!((s["taken"].as_str(), s["recovered"].as_str(), s["result"].as_str()), ("1", "1", "ok"));
+    assert_eq!((s["gaps_remaining"].as_str(), s["gaps_too_young"].as_str()), ("2", "2"));
+    assert!(out.stdout.contains("index=5 result=recovered"), "{}", out.stdout);
+
+    // The gaps found missing two minutes ago (index 4 first seen then): taken.
+    journal_sql(&scratch, "UPDATE sp_journal_runs SET since_ms = since_ms - 120000 WHERE lo = 4");
+    let json = run(&[&args[..], &["--dry-run", "--json"]].concat()).expect(1).json();
+    assert_eq!((json["would_fetch"].clone(), json["min_age"].as_str()), (serde_json::json!([2, 3]), Some("1m")));
+    let out = run_with(&args, &[("SLOTPARTNER_MIN_AGE", "90s")], None).expect(0);
+    let s = summary(&out);
+    assert_eq!((s["recovered"].as_str(), s["gaps_remaining"].as_str(), s["result"].as_str()), ("2", "0", "ok"));
+    assert_eq!(endpoint.credits().len(), 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// journal prune
+
+/// Runs `statements` on the scratch journal's SQLite file, behind the library's back.
+fn journal_sql(scratch: &Scratch, statements: &str) {
+    let connection = rusqlite::Connection::open(scratch.path("journal.db")).unwrap();
+    connection.busy_timeout(Duration::from_secs(5)).unwrap();
+    connection.execute_batch(statements).unwrap();
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// Moves the times of the deliveries of `transaction_ids` `days` back.
+fn age_deliveries(scratch: &Scratch, transaction_ids: &str, days: i64) {
+    let shift = days * DAY_MS;
+    journal_sql(
+        scratch,
+        &format!(
+            "UPDATE sp_journal_delivery SET created_ms = created_ms - {shift}, updated_ms = updated_ms - {shift}, finished_ms = finished_ms - {shift} WHERE transaction_id IN ({transaction_ids})"
+        ),
+    );
+}
+
+#[test]
+fn journal_prune_compacts_old_replies_and_refuses_a_short_retention() {
+    let scratch = Scratch::new("prune");
+    let url = prepared_journal(&scratch);
+
+    // A retention under a day, or a horizon not beyond it: usage errors, nothing pruned.
+    let line =
+        run(&["journal", "prune", "--older-than", "1h", "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.contains("--older-than") && line.contains("shorter than 1d"), "{line}");
+    let line = run(&["journal", "prune", "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.contains("--older-than"), "{line}");
+    let args = ["journal", "prune", "--older-than", "90d", "--forget-older-than", "30d", "--journal", &url];
+    let line = run(&args).expect(2).one_error_line().to_owned();
+    assert_eq!(
+        line,
+        "slotpartner: --forget-older-than (30d) must be longer than --older-than (90d): compact records outlive the replies"
+    );
+
+    // Nothing is old yet: complete, nothing removed.
+    let json = run(&["journal", "prune", "--older-than", "90d", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((json["compacted"].as_u64(), json["complete"].as_bool()), (Some(0), Some(true)));
+
+    // Two replies finished 100 days ago: compacted; the refund of 8 (young) and the claim stay.
+    age_deliveries(&scratch, "900001, 900002", 100);
+    let json = run(&["journal", "prune", "--older-than", "90d", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((json["compacted"].as_u64(), json["forgotten"].as_u64()), (Some(2), Some(0)));
+    assert_eq!((json["refused_removed"].as_u64(), json["conflicts_removed"].as_u64()), (Some(0), Some(0)));
+    assert_eq!((json["complete"].as_bool(), json["older_than_seconds"].as_u64()), (Some(true), Some(90 * 86_400)));
+    assert!(json["batches"].as_u64().unwrap() >= 1, "{json}");
+    assert!(json["longest_batch_ms"].as_f64().is_some() && json["bytes_returned"].as_u64().is_some(), "{json}");
+    let out = run(&["journal", "show", "900001", "--journal", &url]).expect(0);
+    assert!(out.stdout.lines().any(|l| l == "state:          pruned"), "{}", out.stdout);
+    assert!(out.stdout.lines().any(|l| l == "reply:          -"), "{}", out.stdout);
+    let json = run(&["journal", "show", "900002", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(json[0]["state"], "pruned");
+    let json = run(&["journal", "show", "900008", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(json[0]["state"], "done");
+    let status = run(&["journal", "status", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!((status["pruned"].as_u64(), status["forgotten"].as_u64()), (Some(2), Some(0)));
+    assert_eq!((status["handled"].as_u64(), status["missing"].as_u64()), (Some(3), Some(3)), "counts and gaps stay");
+
+    // --max-time stops it after the first batch of one row: exit 1, more is left. (A reply is
+    // stored now: the cutoff is never later than the newest stored reply less the retention.)
+    let journal = open_journal(&url);
+    for index in [9, 10] {
+        let Begin::New(claim) = journal.begin(&delivery(&refund_body(900_000 + index, index))).unwrap() else {
+            panic!()
+        };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    age_deliveries(&scratch, "900008, 900010", 100);
+    let args = ["journal", "prune", "--older-than", "90d", "--batch", "1", "--max-time", "0s", "--journal", &url];
+    let out = run(&args).expect(1);
+    assert!(out.stdout.lines().any(|l| l == "compacted:         1"), "{}", out.stdout);
+    assert!(out.stdout.lines().any(|l| l == "complete:          no"), "{}", out.stdout);
+    assert_eq!(out.stderr, "slotpartner: prune stopped at --max-time 0s: more is left for the next run\n");
+    let args =
+        ["journal", "prune", "--older-than", "90d", "--batch", "1", "--max-time", "0s", "--journal", &url, "--json"];
+    let json = run(&args).expect(1).json();
+    assert_eq!((json["complete"].as_bool(), json["stopped_by"].as_str()), (Some(false), Some("max_time")));
+    let json = run(&["journal", "prune", "--older-than", "90d", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((json["compacted"].as_u64(), json["complete"].as_bool()), (Some(0), Some(true)));
+
+    // Compact records older than --forget-older-than are removed.
+    age_deliveries(&scratch, "900001", 400);
+    let args = ["journal", "prune", "--older-than", "90d", "--forget-older-than", "365d", "--journal", &url, "--json"];
+    let json = run(&args).expect(0).json();
+    assert_eq!((json["forgotten"].as_u64(), json["forget_older_than_seconds"].as_u64()), (Some(1), Some(365 * 86_400)));
+    run(&["journal", "show", "900001", "--journal", &url]).expect(1);
+    let out = run(&["journal", "status", "--journal", &url]).expect(1);
+    for line in ["pruned:         4", "forgotten:      1"] {
+        assert!(out.stdout.lines().any(|l| l == line), "{line:?} in\n{}", out.stdout);
+    }
+}
+
+#[test]
+fn journal_status_tells_size_ages_and_upkeep() {
+    let scratch = Scratch::new("status-vitals");
+    let url = prepared_journal(&scratch);
+    let out = run(&["journal", "status", "--journal", &url]).expect(1);
+    let value = |label: &str| {
+        out.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(label))
+            .unwrap_or_else(|| panic!("{label:?} in\n{}", out.stdout))
+            .to_owned()
+    };
+    assert_eq!((value("pruned:         "), value("forgotten:      ")), ("0".to_owned(), "0".to_owned()));
+    let size = value("size:           ");
+    assert!(size.ends_with(" bytes") && size.trim_end_matches(" bytes").parse::<u64>().unwrap() > 0, "{size}");
+    for label in ["oldest reply:   ", "last new index: ", "oldest gap:     "] {
+        let text = value(label);
+        let (time, age) = text.split_once(' ').unwrap();
+        assert!(is_rfc3339_utc(time), "{label}{text}");
+        assert!(age.starts_with('(') && age.ends_with(" ago)"), "{label}{text}");
+    }
+    let json = run(&["journal", "status", "--journal", &url, "--json"]).expect(1).json();
+    assert!(json["size_bytes"].as_u64().unwrap() > 0, "{json}");
+    for field in ["oldest_record", "last_delivery", "oldest_gap"] {
+        assert!(is_rfc3339_utc(json[field].as_str().unwrap()), "{field}: {json}");
+        assert!(json[format!("{field}_ms")].as_i64().unwrap() > 1_700_000_000_000, "{field}: {json}");
+    }
+    assert!(json["oldest_gap_age_seconds"].as_u64().unwrap() < 600, "{json}");
+
+    // Nothing missing: no oldest gap.
+    let full = Scratch::new("status-vitals-full");
+    journal_of_refunds(&full, 3, &[]);
+    let out = run(&["journal", "status", "--journal", &full.journal_url()]).expect(0);
+    assert!(out.stdout.lines().any(|l| l == "oldest gap:     none"), "{}", out.stdout);
+    let json = run(&["journal", "status", "--journal", &full.journal_url(), "--json"]).expect(0).json();
+    assert_eq!(
+        (json["oldest_gap"].clone(), json["oldest_gap_age_seconds"].clone()),
+        (serde_json::Value::Null, serde_json::Value::Null)
+    );
+}
+
+#[test]
+fn journal_gaps_older_than_lists_only_gaps_missing_that_long() {
+    let scratch = Scratch::new("gaps-older-than");
+    let url = prepared_journal(&scratch);
+    // Gaps 3-4 and 7 were found missing a moment ago: left out, and no bad news.
+    let out = run(&["journal", "gaps", "--older-than", "10m", "--journal", &url]).expect(0);
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr, "slotpartner: 3 missing indexes found missing less than 10m ago are not listed\n");
+    let json = run(&["journal", "gaps", "--older-than", "10m", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!((json["ranges"].clone(), json["younger"].as_u64()), (serde_json::json!([]), Some(3)));
+    assert_eq!((json["older_than"].as_str(), json["needs_attention"].as_bool()), (Some("10m"), Some(false)));
+    assert_eq!(json["missing"], 3);
+
+    // Index 5 was first seen an hour ago: gap 3-4 was found missing then; 7 is still young.
+    journal_sql(&scratch, "UPDATE sp_journal_runs SET since_ms = since_ms - 3600000 WHERE lo = 5");
+    let out = run(&["journal", "gaps", "--older-than", "10m", "--journal", &url]).expect(1);
+    assert_eq!(out.stdout, "3-4\n");
+    assert!(out.stderr.contains("1 missing indexes found missing less than 10m ago"), "{}", out.stderr);
+    let out = run(&["journal", "gaps", "--older-than", "2h", "--journal", &url]).expect(0);
+    assert_eq!(out.stdout, "");
+    // Without --older-than, every gap, as before.
+    assert_eq!(run(&["journal", "gaps", "--journal", &url]).expect(1).stdout, "3-4\n7\n");
+
+    // Other attention items still make it bad news, whatever the gaps' age.
+    let journal = open_journal(&url);
+    let Begin::Conflict(_) = journal.begin(&delivery(&payout_body(900_002, 2, 999))).unwrap() else { panic!() };
+    let out = run(&["journal", "gaps", "--older-than", "2h", "--journal", &url]).expect(1);
+    assert_eq!(out.stdout, "conflicts: 1 open (see 'slotpartner journal conflicts')\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// metrics
+
+/// The samples of an exposition, by metric name, each checked to carry the label
+/// `journal="<label>"` and to follow its `# HELP` and `# TYPE`.
+fn samples(text: &str, label: &str) -> std::collections::HashMap<String, f64> {
+    let mut found = std::collections::HashMap::new();
+    let (mut helped, mut typed) = (BTreeSet::new(), std::collections::HashMap::new());
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            helped.insert(rest.split(' ').next().unwrap().to_owned());
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            typed.insert(name.to_owned(), kind.to_owned());
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            let (name, labels) = series.split_once('{').unwrap_or_else(|| panic!("labels in {line:?}"));
+            assert_eq!(labels, format!("journal=\"{label}\"}}"), "{line}");
+            assert!(helped.contains(name), "# HELP before {line:?}");
+            let kind = &typed[name];
+            assert_eq!(kind == "counter", name.ends_with("_total"), "{name} is a {kind}");
+            found.insert(name.to_owned(), value.parse().unwrap_or_else(|_| panic!("a number in {line:?}")));
+        }
+    }
+    found
+}
+
+/// A journal needing every kind of attention: gaps 3-4 and 7, an abandoned delivery at 9, and an
+/// open conflict on transaction 900002.
+fn troubled_journal(scratch: &Scratch) -> String {
+    let url = prepared_journal(scratch);
+    let journal = open_journal(&url);
+    let Begin::New(claim) = journal.begin(&delivery(&refund_body(900_009, 9))).unwrap() else { panic!() };
+    journal.abandon(&claim).unwrap();
+    let Begin::Conflict(_) = journal.begin(&delivery(&payout_body(900_002, 2, 999))).unwrap() else { panic!() };
+    url
+}
+
+#[test]
+fn journal_status_prometheus_prints_the_exposition_and_up_0_when_unreadable() {
+    let scratch = Scratch::new("status-prometheus");
+    let url = troubled_journal(&scratch);
+    // The journal needs attention, yet the exposition was printed: exit 0 (for cron's `&& mv`).
+    let out = run(&["journal", "status", "--prometheus", "--journal", &url]).expect(0);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let s = samples(&out.stdout, &url);
+    for (name, want) in [
+        ("slotpartner_journal_up", 1.0),
+        ("slotpartner_journal_handled_total", 3.0),
+        ("slotpartner_journal_replayed_total", 1.0),
+        ("slotpartner_journal_conflicts_total", 1.0),
+        ("slotpartner_journal_refused_total", 1.0),
+        ("slotpartner_journal_pruned_total", 0.0),
+        ("slotpartner_journal_forgotten_total", 0.0),
+        ("slotpartner_journal_missing_indexes", 3.0),
+        ("slotpartner_journal_unrecoverable_indexes", 0.0),
+        ("slotpartner_journal_resolved_indexes", 0.0),
+        ("slotpartner_journal_unfinished_deliveries", 1.0),
+        ("slotpartner_journal_in_progress_deliveries", 1.0),
+        ("slotpartner_journal_open_conflicts", 1.0),
+        ("slotpartner_journal_index_jumps_open", 0.0),
+        ("slotpartner_journal_highest_index", 9.0),
+    ] {
+        assert_eq!(s.get(name), Some(&want), "{name} in\n{}", out.stdout);
+    }
+    assert!(s["slotpartner_journal_size_bytes"] > 0.0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    for name in [
+        "slotpartner_journal_last_delivery_timestamp_seconds",
+        "slotpartner_journal_oldest_gap_timestamp_seconds",
+        "slotpartner_journal_oldest_record_timestamp_seconds",
+    ] {
+        assert!((now - 600.0..=now + 1.0).contains(&s[name]), "{name}: {} (now {now})", s[name]);
+    }
+    let line =
+        run(&["journal", "status", "--prometheus", "--json", "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.contains("--json"), "{line}");
+
+    // Nothing missing: the gap's time is 0.
+    let full = Scratch::new("status-prometheus-full");
+    let (full_url, _) = journal_of_refunds(&full, 2, &[]);
+    let out = run(&["journal", "status", "--prometheus", "--journal", &full_url]).expect(0);
+    assert_eq!(samples(&out.stdout, &full_url)["slotpartner_journal_oldest_gap_timestamp_seconds"], 0.0);
+
+    // An unreachable journal: up 0 alone, the error in a comment, no password anywhere.
+    let secret = "postgres://partner:s3cret-pw@127.0.0.1:1/partner?sslmode=disable";
+    let out = run(&["journal", "status", "--prometheus", "--journal", secret]).expect(0);
+    let label = "postgres://partner@127.0.0.1:1/partner?sslmode=disable";
+    assert_eq!(
+        samples(&out.stdout, label).into_iter().collect::<Vec<_>>(),
+        [("slotpartner_journal_up".to_owned(), 0.0)]
+    );
+    assert!(out.stdout.starts_with("# journal unreadable: "), "{}", out.stdout);
+    assert!(!out.stdout.contains("s3cret") && !out.stderr.contains("s3cret"), "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.starts_with("slotpartner: warning: journal unreadable: "), "{}", out.stderr);
+    let absent = format!("sqlite:{}", scratch.path("absent.db").display());
+    let out = run(&["journal", "status", "--prometheus", "--journal", &absent]).expect(0);
+    assert_eq!(samples(&out.stdout, &absent)["slotpartner_journal_up"], 0.0);
+    // No journal at all: nothing to label, a configuration error.
+    let line = run(&["journal", "status", "--prometheus"]).expect(2).one_error_line().to_owned();
+    assert_eq!(line, "slotpartner: no journal: give --journal URL or set SLOTPARTNER_JOURNAL");
+}
+
+/// `slotpartner metrics --listen 127.0.0.1:0` running; killed when dropped.
+struct MetricsServer {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl MetricsServer {
+    fn start(journal: &str) -> MetricsServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(BIN)
+            .args(["metrics", "--listen", "127.0.0.1:0", "--journal", journal])
+            .env_remove("SLOTPARTNER_JOURNAL")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let addr = line.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}")).to_owned();
+        // The rest of stderr is drained, so that the server never blocks writing to it.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        MetricsServer { child, addr }
+    }
+
+    /// Sends `request` as it is; the status, the head and the body of the answer.
+    fn ask(&self, request: &str) -> (u16, String, String) {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{answer:?}"));
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, head.to_owned(), body.to_owned())
+    }
+
+    fn get(&self, path: &str) -> (u16, String, String) {
+        self.ask(&format!("GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/plain\r\n\r\n", self.addr))
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn metrics_serves_the_exposition_to_a_scrape() {
+    let scratch = Scratch::new("metrics");
+    let url = troubled_journal(&scratch);
+    let server = MetricsServer::start(&url);
+    let (status, head, body) = server.get("/metrics");
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"), "{head}");
+    assert!(head.contains(&format!("\r\nContent-Length: {}\r\n", body.len())), "{head}");
+    let s = samples(&body, &url);
+    assert_eq!((s["slotpartner_journal_up"], s["slotpartner_journal_handled_total"]), (1.0, 3.0));
+    assert_eq!((s["slotpartner_journal_missing_indexes"], s["slotpartner_journal_open_conflicts"]), (3.0, 1.0));
+    // The same as `journal status --prometheus`, but for the size (the server's reads).
+    let printed = run(&["journal", "status", "--prometheus", "--journal", &url]).expect(0).stdout;
+    let without_size = |text: &str| text.lines().filter(|l| !l.contains("size_bytes")).collect::<Vec<_>>().join("\n");
+    assert_eq!(without_size(&body), without_size(&printed));
+
+    // Read afresh for each scrape.
+    let journal = open_journal(&url);
+    let Begin::New(claim) = journal.begin(&delivery(&refund_body(900_003, 3))).unwrap() else { panic!() };
+    journal.finish(&claim, b"{}").unwrap();
+    let s = samples(&server.get("/metrics?x=1").2, &url);
+    assert_eq!((s["slotpartner_journal_handled_total"], s["slotpartner_journal_missing_indexes"]), (4.0, 2.0));
+    let (status, head, body) = server.ask(&format!("HEAD /metrics HTTP/1.0\r\nHost: {}\r\n\r\n", server.addr));
+    assert_eq!((status, body.as_str()), (200, ""), "{head}");
+
+    // Other paths, methods and malformed requests.
+    assert_eq!(server.get("/").0, 404);
+    assert_eq!(server.get("/metrics/x").0, 404);
+    let (status, head, _) = server.ask("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    assert!(status == 405 && head.contains("\r\nAllow: GET, HEAD\r\n"), "{head}");
+    assert_eq!(server.ask("nonsense\r\n\r\n").0, 400);
+    let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9 * 1024));
+    assert_eq!(server.ask(&long).0, 414);
+
+    // A stranger's silent connection does not hold the scrape up.
+    let _idle = std::net::TcpStream::connect(&server.addr).unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(server.get("/metrics").0, 200);
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+
+    // The journal gone: the scrape still answers, with up 0.
+    drop(journal);
+    std::fs::remove_file(scratch.path("journal.db")).unwrap();
+    let (status, _, body) = server.get("/metrics");
+    assert_eq!(status, 200);
+    assert_eq!(samples(&body, &url).into_iter().collect::<Vec<_>>(), [("slotpartner_journal_up".to_owned(), 0.0)]);
+
+    // No address: a usage error.
+    let line = run(&["metrics", "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.contains("--listen"), "{line}");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let line = run(&["metrics", "--listen", &addr, "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.starts_with(&format!("slotpartner: listen: cannot listen on {addr}: ")), "{line}");
+}
+
+/// promtool, Prometheus' own checker (Debian package `prometheus`); `None` with a SKIP line when
+/// it is not installed, except in CI (`CI` set), where its absence fails the test.
+fn promtool() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PROMTOOL").map_or_else(|| std::path::PathBuf::from("promtool"), Into::into);
+    let runs = std::process::Command::new(&path)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if runs {
+        return Some(path);
+    }
+    let message = "promtool not found (Debian package `prometheus`: apt-get install prometheus)";
+    assert!(std::env::var_os("CI").is_none(), "{message}: CI must run the Prometheus checks");
+    println!("SKIP the promtool checks: {message}");
+    None
+}
+
+/// Runs promtool with `args`, `input` on its stdin; panics with its output unless it succeeds.
+fn promtool_ok(promtool: &std::path::Path, args: &[&str], input: &str) {
+    use std::io::Write;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/prometheus");
+    let mut child = std::process::Command::new(promtool)
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool {args:?} failed:\n{}{}\n--- input\n{input}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn promtool_accepts_the_metrics_and_the_alert_rules() {
+    let Some(promtool) = promtool() else { return };
+    let scratch = Scratch::new("promtool");
+    let url = troubled_journal(&scratch);
+    let printed = run(&["journal", "status", "--prometheus", "--journal", &url]).expect(0).stdout;
+    promtool_ok(&promtool, &["check", "metrics"], &printed);
+    let server = MetricsServer::start(&url);
+    let (status, _, scraped) = server.get("/metrics");
+    assert_eq!(status, 200);
+    promtool_ok(&promtool, &["check", "metrics"], &scraped);
+    let unreadable = run(&["journal", "status", "--prometheus", "--journal", "postgres://p:pw@127.0.0.1:1/x"]);
+    promtool_ok(&promtool, &["check", "metrics"], &unreadable.expect(0).stdout);
+    promtool_ok(&promtool, &["check", "rules", "slotpartner-alerts.yml"], "");
+    promtool_ok(&promtool, &["test", "rules", "slotpartner-alerts.test.yml"], "");
+}
+
 // ---------------------------------------------------------------------------------------------
 // inspect
 
@@ -1089,6 +1759,59 @@ fn games_as_a_table_and_as_json() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// journal backup
+
+#[test]
+fn journal_backup_copies_the_journal_and_never_replaces_a_file() {
+    let scratch = Scratch::new("backup");
+    let url = prepared_journal(&scratch);
+    let dest = scratch.path("backup.db");
+    let dest_text = dest.to_str().unwrap();
+    let out = run(&["journal", "backup", dest_text, "--journal", &url]).expect(0);
+    assert!(out.stdout.starts_with(&format!("backup written: file=\"{dest_text}\" pages=")), "{}", out.stdout);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    // The copy is a journal with the same figures, and the same stored replies.
+    let copy = format!("sqlite:{dest_text}");
+    let original = run(&["journal", "status", "--journal", &url, "--json"]).expect(1).json();
+    let copied = run(&["journal", "status", "--journal", &copy, "--json"]).expect(1).json();
+    for field in ["handled", "replayed", "refused", "in_progress", "missing", "highest_index", "watermark"] {
+        assert_eq!(copied[field], original[field], "{field}");
+    }
+    let shown = run(&["journal", "show", "900008", "--journal", &copy]).expect(0);
+    let stored = r#"reply:          {"refund":{"success":false,"errorMessage":"player blocked"}}"#;
+    assert!(shown.stdout.lines().any(|l| l == stored), "{}", shown.stdout);
+
+    // An existing file is refused in one line, exit 2, and left as it was.
+    let before = std::fs::read(&dest).unwrap();
+    let line = run(&["journal", "backup", dest_text, "--journal", &url]).expect(2).one_error_line().to_owned();
+    assert!(line.starts_with("slotpartner: dest: ") && line.contains("exists"), "{line}");
+    assert_eq!(std::fs::read(&dest).unwrap(), before);
+    let missing_folder = scratch.path("no-such-folder/backup.db");
+    let line = run(&["journal", "backup", missing_folder.to_str().unwrap(), "--journal", &url])
+        .expect(2)
+        .one_error_line()
+        .to_owned();
+    assert!(line.starts_with("slotpartner: dest: "), "{line}");
+
+    // --json, and the journal from the environment.
+    let second = scratch.path("backup-2.db");
+    let json =
+        run_with(&["journal", "backup", second.to_str().unwrap(), "--json"], &[("SLOTPARTNER_JOURNAL", &url)], None)
+            .expect(0)
+            .json();
+    assert_eq!(json["file"], second.to_str().unwrap());
+    assert_eq!(json["bytes"].as_u64(), Some(std::fs::metadata(&second).unwrap().len()));
+    assert!(json["pages"].as_u64().unwrap() >= 1 && json["elapsed_ms"].is_u64(), "{json}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&second).unwrap().permissions().mode() & 0o777, 0o600);
+    // No journal to copy: nothing is created.
+    let absent = format!("sqlite:{}", scratch.path("absent.db").display());
+    let third = scratch.path("backup-3.db");
+    run(&["journal", "backup", third.to_str().unwrap(), "--journal", &absent]).expect(2);
+    assert!(!third.exists() && !scratch.path("absent.db").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
 // usage
 
 #[test]
@@ -1099,6 +1822,8 @@ fn help_on_every_command_and_usage_errors_in_one_line() {
         &["journal", "status"],
         &["journal", "gaps"],
         &["journal", "show"],
+        &["journal", "prune"],
+        &["journal", "export"],
         &["journal", "resolve"],
         &["journal", "resolutions"],
         &["journal", "conflicts"],
@@ -1107,7 +1832,9 @@ fn help_on_every_command_and_usage_errors_in_one_line() {
         &["journal", "accept-jump"],
         &["journal", "jump-is-gap"],
         &["journal", "renumber"],
+        &["journal", "backup"],
         &["recover"],
+        &["metrics"],
         &["inspect"],
         &["games"],
     ] {
@@ -1137,6 +1864,10 @@ fn help_on_every_command_and_usage_errors_in_one_line() {
         (&["journal", "status", "--max-index-jump", "0"], "--max-index-jump"),
         (&["journal", "gaps", "--not-found-limit", "0"], "--not-found-limit"),
         (&["recover", "--max-time", "5x"], "--max-time"),
+        (&["recover", "--min-age", "soon"], "--min-age"),
+        (&["journal", "prune", "--older-than", "1h"], "--older-than"),
+        (&["journal", "gaps", "--older-than", "5x"], "--older-than"),
+        (&["metrics"], "--listen"),
     ] {
         let out = run(args).expect(2);
         let line = out.one_error_line();
