@@ -655,7 +655,7 @@ pub unsafe extern "C" fn sp_prune_options_default(out: *mut sp_prune_options, ol
 /// On success `*out` gets what was done. Fails with `SP_ERR_INVALID_ARGUMENT`, field `journal`,
 /// `options` or `out` for a NULL one, `older_than` for an `older_than_ms` below a day (or from
 /// `INT64_MAX` on), `forget_older_than` for one not longer than `older_than_ms`, `batch` above
-/// 100000, `pause` above 60000 ms; `SP_ERR_JOURNAL` when the storage fails (what earlier batches
+/// 3000, `pause` above 60000 ms; `SP_ERR_JOURNAL` when the storage fails (what earlier batches
 /// removed stays removed). `*options` is read once, before anything is written: it may share
 /// memory with `*out`.
 ///

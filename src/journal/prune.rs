@@ -72,8 +72,9 @@ impl PruneOptions {
                 return invalid("forget_older_than", "is too large");
             }
         }
-        if self.batch == 0 || self.batch > 100_000 {
-            return invalid("batch", "must be 1 to 100000 rows");
+        // Nine parameters a row in the statement that moves them (SQLite takes 32,766).
+        if self.batch == 0 || self.batch > 3_000 {
+            return invalid("batch", "must be 1 to 3000 rows");
         }
         if self.pause > Duration::from_secs(60) {
             return invalid("pause", "must be at most 60 s");
@@ -162,22 +163,32 @@ pub(crate) fn batch(sql: &mut dyn Sql, options: &PruneOptions) -> Result<Batch> 
     // Candidates, locked on PostgreSQL (rows another transaction holds are left for the next
     // batch); the oldest first.
     let rows: Vec<SqlRow> = sql.rows(&format!("{CANDIDATES}{}", sql.lock_rows()), &[cutoff.into(), limit.into()])?;
+    // Checked now, in a statement of its own (on PostgreSQL a fresh snapshot, the rows held): a
+    // delivery whose conflict is open, or whose key was handed out with other content (whose
+    // reply is this row's), stays whole.
+    let keys: Vec<Value> = rows.iter().filter_map(|row| row.get(1).cloned()).collect();
+    let kept: std::collections::HashSet<String> = if keys.is_empty() {
+        Default::default()
+    } else {
+        let list = placeholders(1, keys.len());
+        sql.rows(
+            &format!(
+                "SELECT key FROM sp_journal_conflicts WHERE key IN ({list}) AND (resolved_ms IS NULL OR outcome = 'handed_out')"
+            ),
+            &keys,
+        )?
+        .iter()
+        .filter_map(|r| r.first().and_then(Value::text))
+        .collect()
+    };
+    let mut moved: Vec<(i64, Vec<Value>)> = Vec::new();
     for row in &rows {
         let (Some(id), Some(key_text), Some(content)) =
             (row.first().and_then(Value::int), row.get(1).and_then(Value::text), row.get(5).and_then(Value::text))
         else {
             continue;
         };
-        // Checked now, in a statement of its own (on PostgreSQL a fresh snapshot, the row held):
-        // a delivery whose conflict is open, or whose key was handed out with other content
-        // (whose reply is this row's), stays whole.
-        if sql::int(
-            sql,
-            "SELECT 1 FROM sp_journal_conflicts WHERE key = ?1 AND (resolved_ms IS NULL OR outcome = 'handed_out') LIMIT 1",
-            &[key_text.as_str().into()],
-        )?
-        .is_some()
-        {
+        if kept.contains(&key_text) {
             continue;
         }
         let reply = row.get(6).and_then(Value::text).unwrap_or_default();
@@ -193,15 +204,63 @@ pub(crate) fn batch(sql: &mut dyn Sql, options: &PruneOptions) -> Result<Batch> 
             )?;
             continue;
         }
-        if sql.exec("DELETE FROM sp_journal_delivery WHERE id = ?1 AND state = 'done'", &[id.into()])? == 0 {
-            continue;
-        }
         let column = |i: usize| row.get(i).cloned().unwrap_or(Value::Int(None));
-        sql.exec(
-            "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'pruned', ?6, ?7, ?8, 0, ?9)",
-            &[column(1), column(2), column(3), column(4), compact.as_str().into(), column(7), column(8), column(9), column(10)],
-        )?;
-        done.compacted += 1;
+        let values = vec![
+            column(1),
+            column(2),
+            column(3),
+            column(4),
+            compact.as_str().into(),
+            column(7),
+            column(8),
+            column(9),
+            column(10),
+        ];
+        moved.push((id, values));
+    }
+    // The moves, three statements for the batch: the rows still finished leave, and come back
+    // compacted.
+    if !moved.is_empty() {
+        let ids: Vec<Value> = moved.iter().map(|(id, _)| Value::from(*id)).collect();
+        let gone: std::collections::HashSet<i64> = sql
+            .rows(
+                &format!(
+                    "DELETE FROM sp_journal_delivery WHERE id IN ({}) AND state = 'done' RETURNING id",
+                    placeholders(1, ids.len())
+                ),
+                &ids,
+            )?
+            .iter()
+            .filter_map(|r| r.first().and_then(Value::int))
+            .collect();
+        let rows: Vec<Value> =
+            moved.into_iter().filter(|(id, _)| gone.contains(id)).flat_map(|(_, values)| values).collect();
+        if !rows.is_empty() {
+            let tuples: Vec<String> = (0..rows.len() / 9)
+                .map(|r| {
+                    let p = |k: usize| format!("?{}", r * 9 + k);
+                    format!(
+                        "({}, {}, {}, {}, {}, 'pruned', {}, {}, {}, 0, {})",
+                        p(1),
+                        p(2),
+                        p(3),
+                        p(4),
+                        p(5),
+                        p(6),
+                        p(7),
+                        p(8),
+                        p(9)
+                    )
+                })
+                .collect();
+            done.compacted += sql.exec(
+                &format!(
+                    "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms) VALUES {}",
+                    tuples.join(", ")
+                ),
+                &rows,
+            )?;
+        }
     }
     if let Some(forget) = options.forget_older_than {
         let forget_cutoff = now.min(newest.unwrap_or(now)).saturating_sub(ms(forget));
@@ -219,6 +278,11 @@ pub(crate) fn batch(sql: &mut dyn Sql, options: &PruneOptions) -> Result<Batch> 
         }
     }
     Ok(done)
+}
+
+/// `?first, ?first+1, ...`: `n` numbered parameters.
+fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
 }
 
 /// Whether the library's own retention may run a batch now: at most one a second for the whole
@@ -271,6 +335,8 @@ mod tests {
         let forget_short = PruneOptions { forget_older_than: Some(day), ..PruneOptions::older_than(day) };
         assert!(message(forget_short).contains("forget_older_than"));
         assert!(message(PruneOptions { batch: 0, ..PruneOptions::older_than(day) }).contains("batch"));
+        assert!(message(PruneOptions { batch: 3_001, ..PruneOptions::older_than(day) }).contains("batch"));
+        assert!(PruneOptions { batch: 3_000, ..PruneOptions::older_than(day) }.check().is_ok());
         assert!(message(PruneOptions::older_than(Duration::MAX)).contains("older_than"));
     }
 }

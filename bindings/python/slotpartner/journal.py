@@ -424,7 +424,7 @@ class Journal(GuardedHandle):
             # 0 would mean "keep them" to the library.
             options.forget_older_than_ms = _positive_ms(forget_older_than, "forget_older_than")
         if batch is not None:
-            options.batch = _check_range(batch, "batch", 1, 2**32 - 1, "1 to 100000 rows")
+            options.batch = _check_range(batch, "batch", 1, 2**32 - 1, "1 to 3000 rows")
         if pause is not None:
             options.pause_ms = _duration_ms(pause, "pause", 2**32 - 1)
         if max_time is not None:
