@@ -11,54 +11,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use slotpartner::journal::{Begin, Claim, Delivery, Journal, JournalOptions, PruneOptions, RecordState};
-use slotpartner::{ErrorKind, ParseOptions, parse};
+use slotpartner::ErrorKind;
+use slotpartner::journal::{Begin, Journal, JournalOptions, PruneOptions, RecordState};
 
 #[path = "e2e/cluster.rs"]
 mod cluster;
 use cluster::{Cluster, TempDir};
 
-const DAY_MS: i64 = 86_400_000;
-
-fn delivery(body: &str) -> Delivery {
-    Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).expect("a valid body"))
-}
-
-/// A refund; `request` varies a decisive field under the same key.
-fn refund(transaction_id: i64, index: i64, request: &str) -> Delivery {
-    delivery(&format!(
-        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{transaction_id}","playerIdentifier":"player-1","transactionId":{transaction_id},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"{request}","gameId":3,"isMobile":false,"index":{index}}}"#,
-        transaction_id + 1_000_000
-    ))
-}
-
-fn plain_refund(n: i64) -> Delivery {
-    refund(n, n, &format!("req-{n}"))
-}
-
-fn reply(n: i64) -> Vec<u8> {
-    format!(r#"{{"refund":{{"success":true,"errorMessage":"","n":{n}}}}}"#).into_bytes()
-}
-
-fn new_claim(journal: &Journal, delivery: &Delivery) -> Claim {
-    match journal.begin(delivery).expect("begin") {
-        Begin::New(claim) => claim,
-        other => panic!("expected New for {:?}, got {other:?}", delivery.key()),
-    }
-}
-
-fn handle(journal: &Journal, delivery: &Delivery, reply: &[u8]) {
-    let claim = new_claim(journal, delivery);
-    journal.finish(&claim, reply).expect("finish");
-}
-
-fn state_of(journal: &Journal, transaction_id: i64) -> RecordState {
-    journal.lookup(transaction_id).expect("lookup")[0].state
-}
-
-fn days(n: u64) -> Duration {
-    Duration::from_secs(n * 86_400)
-}
+#[path = "e2e/refunds.rs"]
+mod refunds;
+use refunds::{DAY_MS, days, delivery, handle, new_claim, plain_refund, refund, reply, state_of};
 
 // ---------------------------------------------------------------------------------------------
 // Backends
