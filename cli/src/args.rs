@@ -400,10 +400,10 @@ date, FILE exists or cannot be written, another export running, the journal unre
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// The period's start, included: a date (2026-10-01, midnight UTC) or an RFC 3339 time
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = crate::journal_export::parse_time)]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = slotpartner::journal::parse_time)]
     pub since: i64,
     /// The period's end, left out (default: no end): a date or an RFC 3339 time
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = crate::journal_export::parse_time)]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = slotpartner::journal::parse_time)]
     pub until: Option<i64>,
     /// csv (RFC 4180, a header row) or jsonl (one JSON object per line)
     #[arg(long, value_name = "FORMAT", default_value = "csv", value_parser = ["csv", "jsonl"])]

@@ -53,7 +53,7 @@ pub use export_format::{COLUMNS as EXPORT_COLUMNS, ExportFormat, ExportWriter};
 pub use key::{DECISIVE, Delivery, decisive_differences};
 pub use lock::{RECOVERY_LOCK, RecoveryLock, host_name};
 pub use prune::{PruneOptions, PruneReport};
-pub use time::rfc3339_ms;
+pub use time::{parse_time, rfc3339_ms};
 
 use sql::Sql;
 

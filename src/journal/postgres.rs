@@ -549,8 +549,9 @@ impl Runs for PgRuns<'_, '_> {
     }
 
     fn put(&mut self, run: Run, seen: gaps::Seen) -> std::result::Result<(), postgres::Error> {
-        let sql = dollar_params(schema::RUNS_PUT);
-        self.0.client.execute(sql.as_str(), &[&run.lo, &run.hi, &seen.first_ms, &seen.last_ms]).map(drop)
+        /// `schema::RUNS_PUT` with `$N` parameters, prepared once per connection like the rest.
+        static RUNS_PUT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| dollar_params(schema::RUNS_PUT));
+        self.0.execute(RUNS_PUT.as_str(), &[&run.lo, &run.hi, &seen.first_ms, &seen.last_ms]).map(drop)
     }
 
     fn after(&mut self, after: i64, limit: usize) -> std::result::Result<Vec<Run>, postgres::Error> {
