@@ -1,12 +1,13 @@
 <?php
 
-declare(strict_types=1);
-
 /*
  * PSR-4 autoloader for SlotPartner\ classes when the package is used without Composer (copied
  * into a project, or run from the checkout). With Composer, vendor/autoload.php does the same.
+ *
+ * Written in syntax PHP 5.4 and later parse, so that on an older PHP than the binding needs it
+ * says which one is needed (PhpVersion::check) instead of failing on the first newer feature.
  */
-spl_autoload_register(static function (string $class): void {
+spl_autoload_register(static function ($class) {
     $prefix = 'SlotPartner\\';
     if (strncmp($class, $prefix, strlen($prefix)) !== 0) {
         return;
@@ -16,3 +17,5 @@ spl_autoload_register(static function (string $class): void {
         require $file;
     }
 });
+
+SlotPartner\PhpVersion::check(PHP_VERSION);

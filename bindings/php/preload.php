@@ -8,6 +8,7 @@ declare(strict_types=1);
  * opcache.enable_cli=1):
  *
  *   opcache.preload=/path/to/bindings/php/preload.php
+ *       ; under Composer: /path/to/project/vendor/slotpartner/slotpartner/preload.php
  *   opcache.preload_user=www-data        ; required when PHP starts as root
  *   ffi.enable=preload                   ; the default
  *   ; only when PHP starts as root (FFI::load() cannot run in the preloading child):

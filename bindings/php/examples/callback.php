@@ -48,6 +48,10 @@ declare(strict_types=1);
  * 401 or 403 as without a journal and never makes it connect. A journal that cannot be opened
  * (its server down) is answered 503 with a body that names nothing of it (its URL is in the log
  * line only); the next request tries again.
+ *
+ * A configuration that is refused is logged and answered 500 with the error's JSON body; without
+ * SLOTPARTNER_TOKEN the log line reads "configuration: token: must be a string, not null (is
+ * SLOTPARTNER_TOKEN set?)".
  */
 
 use SlotPartner\BalanceQuery;
@@ -221,7 +225,8 @@ $journal = null;
 try {
     $receiver = makeReceiver();   // no journal yet: it checks the source and token first
 } catch (SlotPartnerException $e) {
-    logLine('configuration: ' . $e->getMessage());
+    $unset = $e->field === 'token' && getenv('SLOTPARTNER_TOKEN') === false;
+    logLine('configuration: ' . $e->getMessage() . ($unset ? ' (is SLOTPARTNER_TOKEN set?)' : ''));
     respondError($e);
     return;
 }

@@ -15,7 +15,9 @@ use FFI;
  * checkout's target/release/libslotpartner.so, else "libslotpartner.so.0" (the SONAME an installed
  * library is loaded by) through the system loader (ld.so.conf, LD_LIBRARY_PATH).
  *
- * The loaded FFI object is never freed: the library stays mapped for the life of the process.
+ * When none loads, the ConfigurationException lists every place looked at (searched()) and what
+ * to do (LOAD_HELP). The loaded FFI object is never freed: the library stays mapped for the life
+ * of the process.
  */
 final class Library
 {
@@ -30,6 +32,14 @@ final class Library
 
     /** The library's file name in a checkout's target/release. */
     public const BUILT_NAME = 'libslotpartner.so';
+
+    /** What to do when the library is not found. */
+    public const LOAD_HELP = 'Build it with `make` in the checkout, or install it with `make install PREFIX=/usr/local` '
+        . 'and run `ldconfig`; for a library in a directory the loader does not search, add that directory to '
+        . 'LD_LIBRARY_PATH of the process that starts PHP (for an installed library, `pkg-config --variable=libdir '
+        . 'slotpartner` prints it), or set SLOTPARTNER_LIB to the library file.';
+
+    private const NO_FFI = 'the PHP FFI extension is not loaded (Debian: part of php8.2-common; php.ini: extension=ffi)';
 
     private static ?FFI $ffi = null;
 
@@ -50,9 +60,15 @@ final class Library
         return (string) self::ffi()->sp_version();
     }
 
-    /** How the library was loaded: "scope" (preloaded), "cdef", or "" when not yet loaded. */
+    /**
+     * How the library was loaded: "scope" (the FFI scope preloading declared) or "cdef"
+     * (FFI::cdef() of libraryPath()). Before the first call that needs the library, it loads it
+     * as that call would, so the answer is never a guess; it throws the ConfigurationException
+     * that call would throw when the library cannot be loaded.
+     */
     public static function source(): string
     {
+        self::ffi();
         return self::$source;
     }
 
@@ -63,11 +79,60 @@ final class Library
         if (is_string($fromEnv) && $fromEnv !== '') {
             return $fromEnv;
         }
-        $checkout = dirname(__DIR__, 3) . '/target/release/' . self::BUILT_NAME;
+        $checkout = self::checkoutPath();
         if (is_file($checkout)) {
             return $checkout;
         }
         return self::SONAME;
+    }
+
+    /**
+     * Every place libraryPath() looks at, in order, each with what was found there: for the
+     * message when the library cannot be loaded.
+     *
+     * @return list<string>
+     */
+    public static function searched(): array
+    {
+        $fromEnv = getenv(self::ENV_LIBRARY);
+        if (is_string($fromEnv) && $fromEnv !== '') {
+            return [self::ENV_LIBRARY . '=' . $fromEnv . ' (nothing else is tried while it is set)'
+                . (str_contains($fromEnv, '/') && !file_exists($fromEnv) ? ': no such file' : '')];
+        }
+        $checkout = self::checkoutPath();
+        $loaderPath = getenv('LD_LIBRARY_PATH');
+        return [
+            self::ENV_LIBRARY . ': not set',
+            $checkout . ' (the checkout\'s `make`)' . (is_file($checkout) ? '' : ': no such file'),
+            self::SONAME . ' through the system loader (LD_LIBRARY_PATH='
+                . (is_string($loaderPath) && $loaderPath !== '' ? $loaderPath : '(unset)') . ', then the ldconfig cache)',
+        ];
+    }
+
+    /**
+     * Checks that $library exists and loads, with one trivial declaration (sp_version), before
+     * anything names it (the preload header). Throws ConfigurationException naming the path and
+     * why it does not load.
+     */
+    public static function probe(string $library): void
+    {
+        if (!extension_loaded('FFI')) {
+            throw new ConfigurationException(self::NO_FFI, Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', 'library');
+        }
+        if (str_contains($library, '/') && !file_exists($library)) {
+            throw new ConfigurationException('cannot load ' . $library . ': no such file', Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', 'library');
+        }
+        try {
+            FFI::cdef('const char *sp_version(void);', $library)->sp_version();
+        } catch (FFI\Exception $e) {
+            throw new ConfigurationException('cannot load ' . $library . ': ' . $e->getMessage(), Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', 'library', null, null, $e);
+        }
+    }
+
+    /** The library a built checkout holds, when the package sits in its bindings/php. */
+    private static function checkoutPath(): string
+    {
+        return rtrim(dirname(__DIR__, 3), '/') . '/target/release/' . self::BUILT_NAME;
     }
 
     /** The generated declarations file shipped with the package (no preprocessor lines). */
@@ -109,7 +174,7 @@ final class Library
     private static function load(): FFI
     {
         if (!extension_loaded('FFI')) {
-            throw new ConfigurationException('the PHP FFI extension is not loaded (Debian: part of php8.2-common; php.ini: extension=ffi)', Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', 'library');
+            throw new ConfigurationException(self::NO_FFI, Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', 'library');
         }
         try {
             $ffi = FFI::scope(self::SCOPE);
@@ -123,7 +188,8 @@ final class Library
             $ffi = FFI::cdef(self::declarations(), $library);
         } catch (FFI\Exception $e) {
             $hint = !str_contains($e->getMessage(), 'ffi.enable')
-                ? ' (build it with `make`, or set ' . self::ENV_LIBRARY . ' to its path)'
+                ? ' (looked at: the FFI scope ' . self::SCOPE . ': not declared, no preloading; '
+                    . implode('; ', self::searched()) . '). ' . self::LOAD_HELP
                 : (ini_get('ffi.enable') === 'preload'
                     ? ' (ffi.enable=preload allows FFI only in the CLI and in preloaded code: set up opcache.preload with preload.php, see README.md, or set ffi.enable=1)'
                     : ' (FFI is disabled: ffi.enable=' . ini_get('ffi.enable') . ')');

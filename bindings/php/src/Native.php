@@ -228,6 +228,22 @@ final class Native
     }
 
     /**
+     * `<field>: must be a string, not null`: a string argument of another type, found by the
+     * binding where C would be handed NULL. It carries the answer the library gives a NULL
+     * string in C (HTTP 500, an `invalid_argument` JSON body), so that an endpoint answers it as
+     * it answers any refused setting.
+     */
+    public static function wrongType(string $field, mixed $value, string $expected = 'a string'): ConfigurationException
+    {
+        $message = $field . ': must be ' . $expected . ', not ' . get_debug_type($value);
+        $body = json_encode(
+            ['error' => ['code' => 'invalid_argument', 'field' => $field, 'message' => $message]],
+            JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_THROW_ON_ERROR,
+        );
+        return new ConfigurationException($message, Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', $field, 500, $body);
+    }
+
+    /**
      * A request header or address with its NUL bytes replaced by U+FFFD: a NUL would cut it
      * short in C, the replacement makes the library refuse it as it refuses any bad value.
      */

@@ -53,9 +53,9 @@ final class Receiver
      *
      * @param string|list<string>|null $tokens the partner token (a UUID) the service sends in
      *     X-Service-Token, or two during a rotation ('A, B' or [A, B]). Required: null (an unset
-     *     environment variable) is refused by the library like a NULL token in C, naming the
-     *     field `token` ("token: must not be NULL"); errors name the field `token`, as the
-     *     library's do
+     *     environment variable) is refused naming the field `token` ("token: must be a string,
+     *     not null", with the answer the library gives a NULL token in C: HTTP 500); errors name
+     *     the field `token`, as the library's do
      * @param string|list<string>|null $sources "any", or "staging", "production" (the spec's
      *     addresses), IPv4/IPv6 addresses and CIDR ranges ["production"]
      * @param string|list<string>|null $trustedProxies addresses and ranges whose
@@ -107,11 +107,10 @@ final class Receiver
         $this->journaled = $journal !== null;
         $ffi = $native->ffi;
         if ($tokens === null) {
-            $tokenList = [null]; // the library refuses it ("token: must not be NULL"), as in C
-        } else {
-            // A blank string reaches the library as it is, which refuses it as it does in C.
-            $tokenList = Native::listSetting($tokens, 'token') ?: (is_string($tokens) ? [$tokens] : []);
+            throw Native::wrongType('token', null); // "token: must be a string, not null", HTTP 500 as in C
         }
+        // A blank string reaches the library as it is, which refuses it as it does in C.
+        $tokenList = Native::listSetting($tokens, 'token') ?: (is_string($tokens) ? [$tokens] : []);
         $sourceList = $sources === null ? null : implode(',', Native::listSetting($sources, 'sources'));
         $proxyList = $trustedProxies === null ? null : implode(',', Native::listSetting($trustedProxies, 'trusted_proxies'));
         $configOut = $native->out('sp_receiver_config');

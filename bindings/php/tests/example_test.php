@@ -161,12 +161,20 @@ T::test('sources: a CIDR range, staging, the default', function (): void {
     $default->stop();
 });
 
-T::test('no token configured: the same answer as the CGI program', function (): void {
+T::test('no token configured: the CGI program\'s answer in PHP\'s words, and a hint in the log', function (): void {
     $server = new PhpServer(EXAMPLE, [], FFI_ON, ['SLOTPARTNER_TOKEN']);
     $answer = httpRequest($server->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
     $server->stop();
     T::eq(500, $answer[0] ?? null, 'status');
-    T::eq('{"error":{"code":"invalid_argument","field":"token","message":"token: must not be NULL"}}', $answer[2] ?? null, 'body');
+    T::eq('{"error":{"code":"invalid_argument","field":"token","message":"token: must be a string, not null"}}', $answer[2] ?? null, 'body');
+    T::eq(['callback.php: configuration: token: must be a string, not null (is SLOTPARTNER_TOKEN set?)'], $server->scriptLog(), 'the log asks for the variable');
+    // (proc_open drops an empty variable: a malformed token stands for one that is set.)
+    $set = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => 'not-a-uuid'], FFI_ON);
+    $answer = httpRequest($set->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
+    $set->stop();
+    T::eq(500, $answer[0] ?? null, 'a token set but malformed: status');
+    $log = implode("\n", $set->scriptLog());
+    T::true(str_contains($log, 'configuration: token: ') && !str_contains($log, 'SLOTPARTNER_TOKEN'), 'a token set: no hint about the variable: ' . $log);
     $cgi = ROOT . '/target/examples/callback_cgi';
     if (!is_executable($cgi)) {
         T::fail($cgi . ' is missing: run make');
@@ -178,7 +186,9 @@ T::test('no token configured: the same answer as the CGI program', function (): 
     $out = (string) stream_get_contents($pipes[1]);
     fclose($pipes[1]);
     proc_close($process);
-    T::eq("Status: 500 Internal Server Error\r\nContent-Type: application/json; charset=utf-8\r\n\r\n" . ($answer[2] ?? ''), $out, 'the CGI program answers the same');
+    // C is handed NULL: the library's words for it; the same status, code and field.
+    T::eq("Status: 500 Internal Server Error\r\nContent-Type: application/json; charset=utf-8\r\n\r\n"
+        . '{"error":{"code":"invalid_argument","field":"token","message":"token: must not be NULL"}}', $out, 'the CGI program\'s answer');
 });
 
 // A journal whose PostgreSQL server cannot be reached (a closed port on loopback); its user and

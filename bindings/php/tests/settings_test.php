@@ -284,7 +284,7 @@ T::test('malformed lists are refused naming the setting', function (): void {
 });
 
 T::test('empty tokens and sources are refused by the library, as in C', function (): void {
-    foreach ([['', 'token: expected a UUID like 6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f'], ['  ', 'token: expected a UUID like 6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f'], [[], 'token: no partner token is configured'], [null, 'token: must not be NULL']] as [$tokens, $message]) {
+    foreach ([['', 'token: expected a UUID like 6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f'], ['  ', 'token: expected a UUID like 6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f'], [[], 'token: no partner token is configured'], [null, 'token: must be a string, not null']] as [$tokens, $message]) {
         $e = T::throws(ConfigurationException::class, fn () => new Receiver($tokens), 'tokens ' . show($tokens));
         T::eq(['token', $message, 500], [$e?->field, $e?->getMessage(), $e?->httpStatus], 'tokens ' . show($tokens) . ': the library\'s answer');
     }

@@ -18,7 +18,9 @@ Configuration (environment):
   SLOTPARTNER_WALLET   a directory standing in for the partner's ledger: one file per credited
                        transaction, created only if absent, so a transactionId is never
                        credited twice (the unique key exactly-once needs across a crash)
-Unknown events are refused, bodies are limited to 64 KiB.
+Unknown events are refused, bodies are limited to 64 KiB. A configuration that is refused is
+logged at start-up and answered 500 with the error's JSON body; without SLOTPARTNER_TOKEN the log
+line reads ``configuration: token: must be a str, not None (is SLOTPARTNER_TOKEN set?)``.
 
 Answers: 405 (with ``Allow: POST``) for a method other than POST; 400 for a Content-Length that
 is not a number or a body shorter than it; 401 for a missing or wrong token; 403 for a source
@@ -224,6 +226,7 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
     SLOTPARTNER_TRUSTED_PROXIES, SLOTPARTNER_STRICT_INDEX, SLOTPARTNER_JOURNAL,
     SLOTPARTNER_WALLET)."""
     configuration_error: slotpartner.SlotPartnerError | None = None
+    configuration_problem = ""  # its message for the log, with a hint when SLOTPARTNER_TOKEN is unset
     journal_url = config.get("SLOTPARTNER_JOURNAL") or None
     wallet = config.get("SLOTPARTNER_WALLET") or None
 
@@ -245,7 +248,11 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
         receiver = make_receiver()
     except slotpartner.SlotPartnerError as error:
         configuration_error = error
-        log(f"configuration: {error.message}")
+        if error.field == "token" and config.get("SLOTPARTNER_TOKEN") is None:
+            configuration_problem = f"{error.message} (is SLOTPARTNER_TOKEN set?)"
+        else:
+            configuration_problem = error.message
+        log(f"configuration: {configuration_problem}")
     # With SLOTPARTNER_JOURNAL, the receiver with the journal, made when the first request that
     # passed those checks needs it; while the journal cannot be opened, each such request is
     # answered 503 and the next one tries again.
@@ -283,7 +290,7 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
             return respond(start_response, 405, METHOD_NOT_ALLOWED, allow=True)
         if receiver is None:
             assert configuration_error is not None
-            log(f"configuration: {configuration_error.message}")
+            log(f"configuration: {configuration_problem}")
             return respond_error(start_response, configuration_error)
         body = read_body(environ)
         if body is None:

@@ -44,7 +44,19 @@ Calls out::
 See README.md for the lifetime of events, threads and how the library is found.
 """
 
-from . import _lib
+# First, before any import that can fail on an older Python, and in syntax every Python parses:
+# a clear message instead of the first error a newer feature causes. The same version as
+# requires-python in pyproject.toml (a test checks they agree).
+import sys
+
+REQUIRES_PYTHON = (3, 10)
+if tuple(sys.version_info[:2]) < REQUIRES_PYTHON:
+    raise ImportError(
+        "slotpartner needs Python %d.%d or newer (requires-python >=%d.%d); this is Python %s (%s)"
+        % (REQUIRES_PYTHON + REQUIRES_PYTHON + (".".join(str(part) for part in sys.version_info[:3]), sys.executable))
+    )
+
+from . import _lib  # noqa: E402 (after the version check)
 from .client import Client, Game
 from .errors import (
     AuthenticationError,
@@ -66,9 +78,9 @@ from .recovery import Recovery, RecoveryFailure, RecoveryReason, RecoveryReport
 from .replies import reply_balance, reply_result
 
 #: The version of the loaded libslotpartner, such as "0.1.0".
-library_version: str = _lib.lib.sp_version().decode()
+library_version = _lib.lib.sp_version().decode()
 #: The path of the loaded libslotpartner.
-library_path: str = _lib.lib._name
+library_path = _lib.lib._name
 
 __version__ = "0.1.0"
 

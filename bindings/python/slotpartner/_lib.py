@@ -14,6 +14,10 @@ Where the library is found, first match wins:
 4. the system's loader: ``libslotpartner.so.0`` (the installed SONAME), then ``libslotpartner.so``
    (``make install`` into ``/usr/local/lib``, ``ldconfig``).
 
+When none loads, the ImportError lists every place looked at with why it failed, then what to do
+(``LOAD_HELP``: ``make``, ``ldconfig``, ``LD_LIBRARY_PATH`` and the pkg-config ``libdir``,
+``SLOTPARTNER_LIB``).
+
 Reading library memory: every string leaves the library as an ``sp_str`` view (pointer and
 length) owned by the object that returned it, and is copied out while that object is alive.
 Structs are read in place through ctypes *views* (``view()``: each ``sp_str`` seen as a
@@ -517,37 +521,56 @@ class OutSlots(threading.local):
 OUT = OutSlots()
 
 
-def _candidates() -> list[str]:
-    """Where to look for the library, in order (see the module docstring)."""
+def _candidates() -> list[tuple[str, str]]:
+    """Where to look for the library, in order (see the module docstring): (path or bare name,
+    where it comes from). Every place is listed, also a file that does not exist, so that a
+    failure can say where it looked."""
     explicit = os.environ.get("SLOTPARTNER_LIB")
     if explicit:
-        return [explicit]
+        return [(explicit, "SLOTPARTNER_LIB; nothing else is tried while it is set")]
     here = Path(__file__).resolve().parent
-    found = [here / LIBRARY_NAME, here.parent.parent.parent / "target" / "release" / LIBRARY_NAME]
-    # Last, the bare names: the dynamic loader's own search (LD_LIBRARY_PATH, ld.so.cache), the
-    # SONAME first.
-    return [str(path) for path in found if path.is_file()] + [SONAME, LIBRARY_NAME]
+    search = os.environ.get("LD_LIBRARY_PATH")
+    loader = f"the system loader: LD_LIBRARY_PATH={search or '(unset)'}, then the ldconfig cache"
+    return [
+        (str(here / LIBRARY_NAME), "next to the package, where `pip install` puts it"),
+        (str(here.parent.parent.parent / "target" / "release" / LIBRARY_NAME), "the checkout's `make`"),
+        # Last, the bare names for the dynamic loader's own search, the SONAME first.
+        (SONAME, loader),
+        (LIBRARY_NAME, loader),
+    ]
+
+
+#: What to do when no library loads.
+LOAD_HELP = (
+    "Build it with `make` in the checkout (then `pip install ./bindings/python` bundles it), or "
+    "install it with `make install PREFIX=/usr/local` and run `ldconfig`; for a library in a "
+    "directory the loader does not search, add that directory to LD_LIBRARY_PATH (for an "
+    "installed one: `pkg-config --variable=libdir slotpartner`), or set SLOTPARTNER_LIB to the "
+    "library file."
+)
 
 
 def load() -> ctypes.CDLL:
     """Loads the library (see the module docstring) and checks its version against the header.
 
-    Raises ImportError when no library is found or its version does not match.
+    Raises ImportError when no library is found, listing every place looked at and what to do,
+    or when its version does not match.
     """
-    candidates = _candidates()
-    errors = []
-    for path in candidates:
+    tried = []
+    for path, where in _candidates():
+        if "/" in path and not os.path.exists(path):
+            tried.append(f"{path} ({where}): no such file")
+            continue
         try:
             lib = ctypes.CDLL(path)
             break
         except OSError as error:
-            errors.append(f"{path}: {error}")
+            tried.append(f"{path} ({where}): {error}")
     else:
-        tried = "; ".join(errors) or "nothing found"
         raise ImportError(
-            f"slotpartner: cannot load {LIBRARY_NAME} ({tried}). Build it with `make` in the "
-            "checkout, install the package with `pip install ./bindings/python` after `make`, "
-            "or set SLOTPARTNER_LIB to the library file."
+            f"slotpartner: cannot load {LIBRARY_NAME}; looked at:\n"
+            + "".join(f"  {line}\n" for line in tried)
+            + LOAD_HELP
         )
     lib.sp_version.argtypes = []
     lib.sp_version.restype = c_char_p

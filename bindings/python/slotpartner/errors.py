@@ -32,6 +32,7 @@ the body let them be read, the event (``event_name``), its ``index`` and its
 from __future__ import annotations
 
 import ctypes
+import json
 
 from . import _lib
 
@@ -219,3 +220,19 @@ def last_error(status: int) -> SlotPartnerError:
 def argument_error(field: str, problem: str) -> ConfigurationError:
     """A status-1 error found by the binding before calling the library (no HTTP answer)."""
     return ConfigurationError(_lib.SP_ERR_INVALID_ARGUMENT, field, f"{field}: {problem}")
+
+
+def wrong_type(field: str, value: object, expected: str = "a str") -> ConfigurationError:
+    """``<field>: must be a str, not None`` (or ``not int``...): a string argument of another
+    type, found by the binding where C would be handed NULL or nothing usable. It carries the
+    answer the library gives a NULL string in C (HTTP 500, an ``invalid_argument`` JSON body),
+    so that an endpoint answers it as it answers any refused setting."""
+    message = f"{field}: must be {expected}, not {'None' if value is None else type(value).__name__}"
+    body = {"error": {"code": "invalid_argument", "field": field, "message": message}}
+    return ConfigurationError(
+        _lib.SP_ERR_INVALID_ARGUMENT,
+        field,
+        message,
+        http_status=500,
+        response_body=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
+    )

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import _lib
 from ._guard import GuardedHandle
-from .errors import argument_error, last_error
+from .errors import argument_error, last_error, wrong_type
 from .replies import c_text
 
 _LIB = _lib.lib
@@ -460,26 +460,26 @@ class Journal(GuardedHandle):
         first = _check_range(first, "first", *_INT64, "an index")
         last = _check_range(last, "last", *_INT64, "an index")
         closed = ctypes.c_uint64()
-        self._invoke(_LIB.sp_journal_resolve, first, last, _note(note), ctypes.byref(closed))
+        self._invoke(_LIB.sp_journal_resolve, first, last, c_text(note, "note"), ctypes.byref(closed))
         return closed.value
 
     def accept_jump(self, id: int, note: str) -> None:  # noqa: A002 (the library's name)
         """Accepts the open index jump or reused index ``id`` (an entry of ``index_jumps()``): the
         numbering really moved, and a jump's stretch holds no events. Raises ConfigurationError
         when no open entry has this id (field ``id``) or for a blank note (``note``)."""
-        self._invoke(_LIB.sp_journal_accept_jump, _check_range(id, "id", *_INT64, "an id"), _note(note))
+        self._invoke(_LIB.sp_journal_accept_jump, _check_range(id, "id", *_INT64, "an id"), c_text(note, "note"))
 
     def jump_is_gap(self, id: int, note: str) -> None:  # noqa: A002
         """Declares the open index jump ``id`` a gap: the stretch between the highest index before
         it and the jump counts as missing again, for a recovery to fetch (a real outage longer
         than ``max_index_jump``). Raises like ``accept_jump``."""
-        self._invoke(_LIB.sp_journal_jump_is_gap, _check_range(id, "id", *_INT64, "an id"), _note(note))
+        self._invoke(_LIB.sp_journal_jump_is_gap, _check_range(id, "id", *_INT64, "an id"), c_text(note, "note"))
 
     def resolve_conflict(self, id: int, note: str) -> None:  # noqa: A002
         """Marks the open conflict ``id`` (an entry of ``conflicts()``) resolved, keeping ``note``.
         Raises ConfigurationError when no open conflict has this id (field ``id``) or for a blank
         note (``note``)."""
-        self._invoke(_LIB.sp_journal_resolve_conflict, _check_range(id, "id", *_INT64, "an id"), _note(note))
+        self._invoke(_LIB.sp_journal_resolve_conflict, _check_range(id, "id", *_INT64, "an id"), c_text(note, "note"))
 
     def close_unfinished(self, index: int, note: str) -> int:
         """Closes by hand the unfinished deliveries (abandoned, or their lease ran out) carrying
@@ -494,7 +494,7 @@ class Journal(GuardedHandle):
         """
         index = _check_range(index, "index", *_INT64, "an index")
         closed = ctypes.c_uint64()
-        self._invoke(_LIB.sp_journal_close_unfinished, index, _note(note), ctypes.byref(closed))
+        self._invoke(_LIB.sp_journal_close_unfinished, index, c_text(note, "note"), ctypes.byref(closed))
         return closed.value
 
     def renumber(self, first: int, note: str) -> int:
@@ -506,7 +506,7 @@ class Journal(GuardedHandle):
         negative ``first`` (field ``first_index``) or a blank note (``note``)."""
         first = _check_range(first, "first", *_INT64, "an index")
         numbering = ctypes.c_int64()
-        self._invoke(_LIB.sp_journal_renumber, first, _note(note), ctypes.byref(numbering))
+        self._invoke(_LIB.sp_journal_renumber, first, c_text(note, "note"), ctypes.byref(numbering))
         return numbering.value
 
     def backup(self, dest_path: str | os.PathLike[str]) -> None:
@@ -525,7 +525,7 @@ class Journal(GuardedHandle):
         journal or writing the copy fails.
         """
         if not isinstance(dest_path, (str, os.PathLike)):
-            raise argument_error("dest", f"expected a str or path, got {type(dest_path).__name__}")
+            raise wrong_type("dest", dest_path, "a str or path")
         self._invoke(_LIB.sp_journal_backup, c_text(os.fsdecode(dest_path), "dest"))
 
     def export(
@@ -565,7 +565,7 @@ class Journal(GuardedHandle):
         if format not in formats:
             raise argument_error("format", f"expected 'csv' or 'jsonl', got {format!r}")
         if not isinstance(path, (str, os.PathLike)):
-            raise argument_error("path", f"expected a str or path, got {type(path).__name__}")
+            raise wrong_type("path", path, "a str or path")
         path_text = os.fsdecode(path)
         since_ms = _epoch_ms(since, "since")
         until_ms = _INT64[1] if until is None else _epoch_ms(until, "until")
@@ -658,13 +658,6 @@ def _take_ranges(address: int | None) -> list[tuple[int, int]]:
         return [(first, last) for first, last in _RANGE.iter_unpack(_MEMORY[ptr : ptr + count * _RANGE.size])]
     finally:
         _LIB.sp_index_ranges_free(address)
-
-
-def _note(note: str) -> bytes | None:
-    """``note`` as a C string; anything but a str is refused naming ``note``."""
-    if not isinstance(note, str):
-        raise argument_error("note", f"expected a str, got {type(note).__name__}")
-    return c_text(note, "note")
 
 
 __all__ = ["Journal", "JournalStatus", "JournalVitals", "PruneReport"]

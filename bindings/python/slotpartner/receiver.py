@@ -8,7 +8,7 @@ from ctypes import c_size_t
 from typing import Any
 
 from . import _lib
-from .errors import argument_error, last_error
+from .errors import argument_error, last_error, wrong_type
 from .events import DEFAULT_REPLY_SETTINGS, Event, OtherEvent, ReplySettings, read_event, read_record
 from .journal import Journal
 from .replies import c_text
@@ -30,6 +30,14 @@ def _header(value: str | bytes | bytearray | memoryview | None) -> bytes | None:
         return None
     data = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
     return data.replace(b"\0", b"\xff") if b"\0" in data else data
+
+
+def _body(value: object) -> bytes:
+    """A body given as another bytes-like object (bytearray, memoryview) as bytes; None, a str
+    or an int (which ``bytes()`` would turn into that many NUL bytes) is refused naming ``body``."""
+    if value is None or isinstance(value, (str, int)):
+        raise wrong_type("body", value, "bytes")
+    return bytes(value)  # type: ignore[call-overload]
 
 
 #: Tokens and remote addresses as C strings, by the str they came as: a service calls from a
@@ -74,7 +82,8 @@ def list_setting(value: object, field: str) -> list[str]:
         where = "of the list"
         for number, item in enumerate(items, 1):
             if not isinstance(item, str):
-                raise argument_error(field, f"item {number} of the list is {type(item).__name__}, not a string")
+                kind = "None" if item is None else type(item).__name__
+                raise argument_error(field, f"item {number} of the list is {kind}, not a string")
             if "," in item:
                 raise argument_error(field, f"item {number} of the list holds a comma: give one value per item")
     result = []
@@ -106,9 +115,9 @@ class Receiver(_lib.SharedHandle):
 
     Args:
         tokens: the partner token (a UUID), or two during a rotation (``"A, B"`` or
-            ``[A, B]``). Required: None is refused like a NULL token in C (``token: must not
-            be NULL``), so that an unset variable reports itself. Errors name the field
-            ``token``, as the library's do.
+            ``[A, B]``). Required: None is refused (``token: must be a str, not None``, with
+            the answer the library gives a NULL token in C: HTTP 500), so that an unset
+            variable reports itself. Errors name the field ``token``, as the library's do.
         sources: ``"any"``, or ``staging``, ``production`` (the spec's addresses), IPv4/IPv6
             addresses and CIDR ranges [``"production"``].
         trusted_proxies: addresses and ranges whose ``X-Forwarded-For`` is believed [none; an
@@ -177,12 +186,10 @@ class Receiver(_lib.SharedHandle):
     ) -> None:
         self._ptr = None
         self._keeps_events = journal is not None
-        token_list: list[str | None]
         if tokens is None:
-            token_list = [None]  # the library refuses it: "token: must not be NULL", as in C
-        else:
-            # A blank string reaches the library as it is, which refuses it as it does in C.
-            token_list = list(list_setting(tokens, "token") or ([tokens] if isinstance(tokens, str) else []))
+            raise wrong_type("token", tokens)  # "token: must be a str, not None", HTTP 500 as in C
+        # A blank string reaches the library as it is, which refuses it as it does in C.
+        token_list = list(list_setting(tokens, "token") or ([tokens] if isinstance(tokens, str) else []))
         source_list = None if sources is None else list_setting(sources, "sources")
         proxy_list = None if trusted_proxies is None else list_setting(trusted_proxies, "trusted_proxies")
         for name, value in (
@@ -212,11 +219,17 @@ class Receiver(_lib.SharedHandle):
             (lib.sp_receiver_config_set_max_body_bytes, max_body_bytes),
             (lib.sp_receiver_config_set_max_depth, max_depth),
             (lib.sp_receiver_config_set_max_identifier_bytes, max_identifier_bytes),
-            (lib.sp_receiver_config_set_index_field, c_text(index_field, "index_field")),
+            (lib.sp_receiver_config_set_index_field, None if index_field is None else c_text(index_field, "index_field")),
             (lib.sp_receiver_config_set_strict_index, strict_index),
             (lib.sp_receiver_config_set_reject_unknown_events, reject_unknown_events),
-            (lib.sp_receiver_config_set_balance_wrapper, c_text(balance_wrapper, "balance_wrapper")),
-            (lib.sp_receiver_config_set_balance_currency, c_text(balance_currency, "balance_currency")),
+            (
+                lib.sp_receiver_config_set_balance_wrapper,
+                None if balance_wrapper is None else c_text(balance_wrapper, "balance_wrapper"),
+            ),
+            (
+                lib.sp_receiver_config_set_balance_currency,
+                None if balance_currency is None else c_text(balance_currency, "balance_currency"),
+            ),
             (lib.sp_receiver_config_set_balance_failure_http_status, balance_failure_http_status),
             (lib.sp_receiver_config_set_omit_empty_error_message, omit_empty_error_message),
         ]
@@ -286,7 +299,7 @@ class Receiver(_lib.SharedHandle):
                 event's wrapper and ``success:false`` for a known event with invalid fields).
         """
         if body.__class__ is not bytes:
-            body = bytes(body)
+            body = _body(body)
         # The common cases (a str seen before, bytes without NUL) inline, anything else through
         # _header.
         if token.__class__ is str:
@@ -358,7 +371,7 @@ class Receiver(_lib.SharedHandle):
         """Parses and validates ``body`` without checking source or token (for tools and tests).
         Raises and returns like ``handle``."""
         if body.__class__ is not bytes:
-            body = bytes(body)
+            body = _body(body)
         out = _OUT
         status = _parse(self._ptr, body, len(body), out.pointer_address)
         if status:

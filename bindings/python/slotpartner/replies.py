@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 
 from . import _lib
-from .errors import argument_error, last_error
+from .errors import argument_error, last_error, wrong_type
 
 _lib_ = _lib.lib
 _result_new = _lib_.sp_reply_result_new
@@ -24,14 +24,15 @@ _STR = _lib.STR
 MAX_AMOUNT = 2**53 - 1
 
 
-def c_text(value: str | None, field: str) -> bytes | None:
-    """``value`` as a NUL-terminated C string argument (None stays NULL).
+def c_text(value: str, field: str) -> bytes:
+    """``value`` as a NUL-terminated C string argument.
 
-    Raises ConfigurationError when ``value`` holds a NUL character, which a C string cannot
-    carry (it would silently cut the value short).
+    Raises ConfigurationError naming ``field`` when ``value`` is not a str (``must be a str, not
+    None``: an optional argument is checked for None by its caller, which then passes NULL) or
+    holds a NUL character, which a C string cannot carry (it would silently cut the value short).
     """
-    if value is None:
-        return None
+    if not isinstance(value, str):
+        raise wrong_type(field, value)
     data = value.encode("utf-8", "surrogateescape")
     if b"\0" in data:
         raise argument_error(field, "must not contain a NUL character")

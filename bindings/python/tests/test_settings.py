@@ -302,7 +302,7 @@ class ListSettingsTest(unittest.TestCase):
             ("", "token: expected a UUID like 6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f"),
             ("  ", "token: expected a UUID like 6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f"),
             ([], "token: no partner token is configured"),
-            (None, "token: must not be NULL"),
+            (None, "token: must be a str, not None"),
         ):
             with self.subTest(tokens=tokens):
                 with self.assertRaises(ConfigurationError) as caught:

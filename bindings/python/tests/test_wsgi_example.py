@@ -203,24 +203,45 @@ class InProcessTest(unittest.TestCase):
         for text in ["12x", "-1", "x", " ", "1 ", "0x10", str(2**64), "١٢", "+", "++1"]:
             self.assertIsNone(parse(text), repr(text))
 
+    def configured(self, config: dict[str, str]) -> tuple[str, bytes, list[str]]:
+        """(status line, body, log lines) of a POST to the app made from ``config``."""
+        seen: dict[str, Any] = {}
+        with contextlib.redirect_stderr(io.StringIO()) as log:
+            app = example.make_app(config)
+            environ = {"REQUEST_METHOD": "POST", "CONTENT_LENGTH": "2", "wsgi.input": io.BytesIO(b"{}")}
+            body = b"".join(app(environ, lambda status, headers: seen.update(status=status)))
+        return seen["status"], body, log.getvalue().splitlines()
+
     def test_configuration_errors_like_the_cgi(self) -> None:
         self.assertTrue(CGI.is_file(), f"{CGI} is missing: run `make`")
         for config in ({}, {"SLOTPARTNER_TOKEN": "not-a-uuid"}, {"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": ""}):
             with self.subTest(config):
-                seen: dict[str, Any] = {}
-                with contextlib.redirect_stderr(io.StringIO()) as log:
-                    app = example.make_app(config)
-                    environ = {"REQUEST_METHOD": "POST", "CONTENT_LENGTH": "2", "wsgi.input": io.BytesIO(b"{}")}
-                    body = b"".join(app(environ, lambda status, headers: seen.update(status=status)))
+                status_line, body, lines = self.configured(config)
                 env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "REQUEST_METHOD": "POST", "CONTENT_LENGTH": "2",
                        **config}  # fmt: skip
                 cgi = subprocess.run([str(CGI)], input=b"{}", env=env, capture_output=True, timeout=30)
                 status, reason, _, want_body = split_expected(cgi.stdout.replace(b"\r\n", b"\n") + b"exit: 0\n")
-                self.assertEqual((seen["status"], body), (f"{status} {reason}", want_body))
+                self.assertEqual(status_line, f"{status} {reason}")
                 self.assertEqual(status, 500)
-                # Logged once at start-up and once per request; the C program per request.
-                lines = log.getvalue().replace("callback_wsgi:", "callback_cgi:").splitlines()
-                self.assertEqual(lines, 2 * cgi.stderr.decode().splitlines())
+                cgi_lines = cgi.stderr.decode().replace("callback_cgi:", "callback_wsgi:").splitlines()
+                if config:
+                    self.assertEqual(body, want_body)
+                    # Logged once at start-up and once per request; the C program per request.
+                    self.assertEqual(lines, 2 * cgi_lines)
+                else:
+                    # No token: C is handed NULL ("must not be NULL"); Python has None, and the
+                    # example asks for the variable. The same code and field as the CGI's answer.
+                    error = json.loads(body)["error"]
+                    self.assertEqual((error["code"], error["field"]), ("invalid_argument", "token"))
+                    self.assertEqual(json.loads(want_body)["error"]["field"], "token")
+                    self.assertEqual(error["message"], "token: must be a str, not None")
+                    want = "callback_wsgi: configuration: token: must be a str, not None (is SLOTPARTNER_TOKEN set?)"
+                    self.assertEqual(lines, [want, want])
+
+    def test_a_token_that_is_set_gets_no_hint(self) -> None:
+        status_line, _, lines = self.configured({"SLOTPARTNER_TOKEN": ""})
+        self.assertEqual(status_line, "500 Internal Server Error")
+        self.assertTrue(lines and not any("SLOTPARTNER_TOKEN" in line for line in lines), lines)
 
 
 class UnreachableJournalTest(unittest.TestCase):
