@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::callback::spec::KnownEvent;
+use crate::client::TlsProblem;
 
 /// What kind of failure happened. The C ABI maps each kind to one stable `sp_status` code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,6 +83,21 @@ pub struct Error {
     /// seen; `None` for failures that are not about a callback body, or when the body let nothing
     /// be read (not JSON, say). Never read from a request that failed authentication.
     pub ids: Option<Box<EventIds>>,
+    /// What a failed call to the service was about beyond its kind, for a caller that words its
+    /// own advice (the message already holds the library's); `None` for other failures.
+    pub cause: Option<Box<Cause>>,
+}
+
+/// What a client failure was about, beyond its [`ErrorKind`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// The service answered with this HTTP status (kind `HttpStatus`): 401 when it refused the
+    /// partner token.
+    HttpStatus(u16),
+    /// The TLS handshake failed for a cause that has a remedy (kind `Tls`): the problem, and the
+    /// transport's own words (`io: invalid peer certificate: UnknownIssuer`), which the message
+    /// follows with the library's advice ([`TlsProblem::hint`]).
+    Tls { problem: TlsProblem, detail: String },
 }
 
 /// The identity of an event as far as a body let it be read, each part independently.
@@ -101,7 +117,7 @@ impl Error {
     #[cold]
     #[inline(never)]
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, field: String::new(), message: message.into(), event: None, ids: None }
+        Error { kind, field: String::new(), message: message.into(), event: None, ids: None, cause: None }
     }
 
     /// An error about `field`; the message becomes `field: problem`.
@@ -110,7 +126,7 @@ impl Error {
     pub fn field(kind: ErrorKind, field: impl Into<String>, problem: impl fmt::Display) -> Self {
         let field = field.into();
         let message = format!("{field}: {problem}");
-        Error { kind, field, message, event: None, ids: None }
+        Error { kind, field, message, event: None, ids: None, cause: None }
     }
 
     /// The same error, attributed to the known event `event`.
@@ -121,6 +137,11 @@ impl Error {
     /// The same error, carrying what the refused body let be read of the event's identity.
     pub fn with_ids(self, ids: Option<EventIds>) -> Self {
         Error { ids: ids.map(Box::new), ..self }
+    }
+
+    /// The same error, with what it was about beyond its kind.
+    pub fn with_cause(self, cause: Cause) -> Self {
+        Error { cause: Some(Box::new(cause)), ..self }
     }
 }
 

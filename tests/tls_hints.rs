@@ -1,7 +1,8 @@
 //! A TLS failure says what to do: real TLS servers on loopback present wrong certificates (a CA
 //! certificate as their own, a certificate for another name, an expired one, one from a CA the
 //! client does not trust) or no TLS at all, and the client's error keeps `ErrorKind::Tls` (or the
-//! kind it had) while its message names the cause and the remedy.
+//! kind it had) while its message names the cause and the remedy. The error also carries its
+//! cause (`Cause::Tls`, `Cause::HttpStatus`), for a caller that words its own advice.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -12,7 +13,8 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::json;
-use slotpartner::client::{Client, ClientConfig, TrustRoots};
+use slotpartner::client::{Client, ClientConfig, TlsProblem, TrustRoots};
+use slotpartner::error::Cause;
 use slotpartner::{Error, ErrorKind};
 use slotpartner_sandbox::DEFAULT_TOKEN;
 use slotpartner_sandbox::http::{self, Handler, ListenerHandle, Response};
@@ -85,11 +87,17 @@ fn get_games(server: &ListenerHandle, host: &str, ca_pem: &str) -> Result<usize,
     Client::new(config)?.get_games("en-US", None).map(|games| games.len())
 }
 
-fn assert_tls_hint(result: Result<usize, Error>, cause: &str, hint: &str) {
+/// The failure names `cause` and gives `hint`, and carries `problem` with the transport's words:
+/// the message is those words followed by the problem's hint.
+fn assert_tls_hint(result: Result<usize, Error>, cause: &str, hint: &str, problem: TlsProblem) {
     let err = result.expect_err("the handshake must fail");
     assert_eq!(err.kind, ErrorKind::Tls, "{err}");
     assert!(err.message.contains(cause), "the cause {cause:?} is kept: {err}");
     assert!(err.message.contains(hint), "the hint {hint:?} is given: {err}");
+    let Some(Cause::Tls { problem: carried, detail }) = err.cause.as_deref() else { panic!("no TLS cause: {err:?}") };
+    assert_eq!(*carried, problem, "{err}");
+    assert_eq!(err.message, format!("getGames: {detail}. {}", problem.hint()));
+    assert!(!err.message.contains("sp_"), "no C function in a message every binding shows: {err}");
 }
 
 #[test]
@@ -110,6 +118,7 @@ fn a_ca_certificate_presented_as_the_servers_own_says_to_sign_a_leaf() {
         get_games(&server, "127.0.0.1", &ca.pem),
         "CaUsedAsEndEntity",
         "The server presents a CA certificate as its own: sign a leaf certificate",
+        TlsProblem::CaUsedAsEndEntity,
     );
 }
 
@@ -123,6 +132,7 @@ fn a_certificate_for_another_name_says_it_does_not_name_this_host() {
             get_games(&server, host, &ca.pem),
             "not valid for name",
             "The certificate does not name this host",
+            TlsProblem::NotValidForName,
         );
     }
 }
@@ -132,7 +142,12 @@ fn an_untrusted_issuer_says_to_add_the_ca() {
     let (ca, other) = (ca("tls-hints CA"), ca("another CA"));
     let (chain, key) = leaf(&ca, &["127.0.0.1"], (-1, 1));
     let server = tls_server(chain, key);
-    assert_tls_hint(get_games(&server, "127.0.0.1", &other.pem), "UnknownIssuer", "add that CA with ca_file");
+    assert_tls_hint(
+        get_games(&server, "127.0.0.1", &other.pem),
+        "UnknownIssuer",
+        "add that CA with ca_file / ca_pem",
+        TlsProblem::UnknownIssuer,
+    );
     assert!(get_games(&server, "127.0.0.1", &ca.pem).is_ok());
 }
 
@@ -141,13 +156,19 @@ fn an_expired_or_future_certificate_says_so() {
     let ca = ca("tls-hints CA");
     let (chain, key) = leaf(&ca, &["127.0.0.1"], (-3, -1));
     let server = tls_server(chain, key);
-    assert_tls_hint(get_games(&server, "127.0.0.1", &ca.pem), "expired", "The server's certificate has expired");
+    assert_tls_hint(
+        get_games(&server, "127.0.0.1", &ca.pem),
+        "expired",
+        "The server's certificate has expired",
+        TlsProblem::Expired,
+    );
     let (chain, key) = leaf(&ca, &["127.0.0.1"], (1, 2));
     let server = tls_server(chain, key);
     assert_tls_hint(
         get_games(&server, "127.0.0.1", &ca.pem),
         "not valid yet",
         "is not valid yet: check this machine's clock",
+        TlsProblem::NotValidYet,
     );
 }
 
@@ -158,4 +179,37 @@ fn plain_http_at_an_https_address_asks_whether_tls_listens_there() {
     let err = get_games(&server, "127.0.0.1", &ca.pem).expect_err("no TLS there");
     assert_eq!(err.kind, ErrorKind::Tls, "{err}");
     assert!(err.message.contains("Is a TLS server listening at this address?"), "{err}");
+    assert!(matches!(err.cause.as_deref(), Some(Cause::Tls { problem: TlsProblem::NotTls, .. })), "{err:?}");
+}
+
+#[test]
+fn the_problem_is_read_from_a_request_of_the_callers_own() {
+    // A caller posting with its own ureq agent (as the operator command does to a partner's
+    // endpoint) reads the same problem from its error.
+    let (ca, other) = (ca("tls-hints CA"), ca("another CA"));
+    let (chain, key) = leaf(&ca, &["127.0.0.1"], (-1, 1));
+    let server = tls_server(chain, key);
+    let roots = vec![ureq::tls::Certificate::from_der(other.der.as_ref()).to_owned()];
+    let tls = ureq::tls::TlsConfig::builder()
+        .provider(ureq::tls::TlsProvider::Rustls)
+        .root_certs(ureq::tls::RootCerts::Specific(Arc::new(roots)))
+        .build();
+    let agent: ureq::Agent = ureq::Agent::config_builder().tls_config(tls).build().into();
+    let error = agent.post(format!("https://127.0.0.1:{}/", server.addr().port())).send("{}").unwrap_err();
+    assert_eq!(TlsProblem::of(&error), Some(TlsProblem::UnknownIssuer), "{error}");
+    let not_tls = std::io::Error::other("connection reset");
+    assert_eq!(TlsProblem::of(&not_tls), None);
+}
+
+#[test]
+fn a_refused_token_carries_the_http_status() {
+    slotpartner_sandbox::quiet_logs();
+    let service = slotpartner_sandbox::run_server(slotpartner_sandbox::ServerConfig::default()).unwrap();
+    let mut config = ClientConfig::new(&service.base_url(), "0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f").unwrap();
+    config.add_ca_pem(service.ca_pem().as_bytes()).unwrap();
+    config.set_retries(0, Duration::ZERO).unwrap();
+    let err = Client::new(config).unwrap().get_games("en-US", None).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::HttpStatus, "{err}");
+    assert_eq!(err.cause.as_deref(), Some(&Cause::HttpStatus(401)), "{err}");
+    assert!(err.message.contains("HTTP 401"), "{err}");
 }

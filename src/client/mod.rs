@@ -3,14 +3,17 @@
 //! One `Client` is shared by any number of threads; it keeps connections alive between calls.
 //! Every request carries `X-Service-Token`; redirects are not followed; answers are bounded in
 //! size; a proxy is used only when configured (never taken from the environment). `games` reads
-//! the `getGames` answer; `locale` checks and normalises locales.
+//! the `getGames` answer; `locale` checks and normalises locales; `tls` tells what a failed
+//! handshake was about and what to do.
 
 pub(crate) mod fetch;
 pub(crate) mod games;
 pub(crate) mod locale;
+mod tls;
 
 pub use fetch::FetchSettings;
 pub use games::Game;
+pub use tls::TlsProblem;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +22,7 @@ use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 
 use crate::callback::auth;
 use crate::callback::json::{checked_name, excerpt, excerpt_of, quoted};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Cause, Error, ErrorKind, Result};
 
 /// Where the client finds the certificate authorities it trusts, besides any extra ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -378,7 +381,7 @@ impl Client {
             let start = text.as_deref().map(|t| excerpt_of(t.trim(), 200)).unwrap_or_default();
             let problem = format!("the service answered HTTP {status}: {start}");
             return Err(FailedPost {
-                error: Error::field(ErrorKind::HttpStatus, action, problem),
+                error: Error::field(ErrorKind::HttpStatus, action, problem).with_cause(Cause::HttpStatus(status)),
                 http_status: Some(status),
             });
         }
@@ -420,64 +423,10 @@ fn transport_error(action: &str, error: ureq::Error) -> Error {
         ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..) => ErrorKind::BadResponse,
         _ => ErrorKind::Connect,
     };
-    match tls_hint(&error) {
-        Some(hint) => Error::field(kind, action, format!("{error}. {hint}")),
-        None => Error::field(kind, action, format!("{error}")),
+    let detail = error.to_string();
+    match TlsProblem::of(&error) {
+        Some(problem) => Error::field(kind, action, format!("{detail}. {}", problem.hint()))
+            .with_cause(Cause::Tls { problem, detail }),
+        None => Error::field(kind, action, detail),
     }
-}
-
-/// What to do about a TLS failure, when its cause is one a partner can act on: the rustls error
-/// inside the ureq error (as ureq returns it, or wrapped in an I/O error by the handshake).
-fn tls_hint(error: &ureq::Error) -> Option<&'static str> {
-    use rustls::CertificateError as Cert;
-    let tls = match error {
-        ureq::Error::Rustls(e) => e,
-        ureq::Error::Io(e) => e.get_ref()?.downcast_ref::<rustls::Error>()?,
-        _ => return None,
-    };
-    let rustls::Error::InvalidCertificate(cert) = tls else {
-        return match tls {
-            rustls::Error::InvalidMessage(_) => {
-                Some("Is a TLS server listening at this address? (a plain HTTP server answers https:// like this)")
-            }
-            _ => None,
-        };
-    };
-    Some(match cert {
-        Cert::UnknownIssuer => {
-            "The server's certificate is not signed by a certificate authority this client trusts: add that CA \
-             with ca_file / ca_pem (sp_client_config_add_ca_file, sp_client_config_add_ca_pem)"
-        }
-        Cert::Expired | Cert::ExpiredContext { .. } => {
-            "The server's certificate has expired (or this machine's clock is wrong): the server must renew it"
-        }
-        Cert::NotValidYet | Cert::NotValidYetContext { .. } => {
-            "The server's certificate is not valid yet: check this machine's clock (and the server's)"
-        }
-        Cert::NotValidForName | Cert::NotValidForNameContext { .. } => {
-            "The certificate does not name this host: use a host name the certificate names in base_url, or \
-             give the server a certificate that names this host"
-        }
-        Cert::InvalidPurpose | Cert::InvalidPurposeContext { .. } => {
-            "The server's certificate is not for TLS servers: its extended key usage must include serverAuth"
-        }
-        Cert::Revoked => "The server's certificate was revoked: the server needs a new one",
-        Cert::BadSignature => {
-            "The server's certificate chain does not verify: a certificate is not signed by its issuer"
-        }
-        Cert::Other(other) => {
-            // rustls passes webpki's other errors through as `Other`, of a type this crate does not
-            // depend on: its debug text names the webpki variant.
-            let detail = format!("{other:?}");
-            if detail.contains("CaUsedAsEndEntity") {
-                "The server presents a CA certificate as its own: sign a leaf certificate for the server's name \
-                 with that CA and serve it (followed by the CA)"
-            } else if detail.contains("EndEntityUsedAsCa") {
-                "The server's chain uses a leaf certificate as a CA: serve the leaf signed by a real CA"
-            } else {
-                return None;
-            }
-        }
-        _ => return None,
-    })
 }

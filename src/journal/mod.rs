@@ -43,6 +43,7 @@ mod write_gate;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::callback::json::{excerpt_of, quoted};
 use crate::error::{Error, ErrorKind, Result};
 
 pub use admin::{ConflictRecord, FetchOutcome, IndexJump, JumpKind, LockHolder, Resolution};
@@ -359,14 +360,19 @@ impl Journal {
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             postgres::Postgres::open(url, options)?
         } else {
-            let scheme = match url.split_once(':') {
-                Some((scheme, _)) if !scheme.is_empty() && scheme.len() <= 32 => format!("scheme {scheme:?}"),
-                _ => "no scheme".to_owned(),
+            let problem = match url.split_once(':') {
+                Some((scheme, _)) if !scheme.is_empty() && scheme.len() <= 32 => {
+                    format!("scheme {scheme:?} is not a journal")
+                }
+                // What follows the colon is not shown: it may hold a password.
+                Some(_) => "has no scheme before its first \":\"".to_owned(),
+                None if url.is_empty() => "is empty".to_owned(),
+                None => format!("{} has no scheme", quoted(&excerpt_of(url, 60))),
             };
             return Err(Error::field(
                 ErrorKind::InvalidArgument,
                 "journal_url",
-                format!("{scheme} is not a journal: expected sqlite:PATH or postgres://USER@HOST/DATABASE"),
+                format!("{problem}: expected sqlite:PATH or postgres://USER@HOST/DATABASE"),
             ));
         };
         Ok(Journal {

@@ -312,7 +312,17 @@ impl Postgres {
             if let Some(detail) = db.detail() {
                 message = format!("{message} ({detail})");
             }
-        } else if e.is_closed() || message.contains("error connecting") {
+        } else if message.contains("error connecting") {
+            // The client's text leaves out why: the resolver's or the system's words.
+            if let Some(why) = std::error::Error::source(e) {
+                message = format!("{message}: {why}");
+            }
+            message.push_str(if unresolved_host(e) {
+                " (the host name does not resolve: check the host in the journal URL)"
+            } else {
+                " (is the PostgreSQL server running and reachable?)"
+            });
+        } else if e.is_closed() {
             message.push_str(" (is the PostgreSQL server running and reachable?)");
         }
         Error::new(ErrorKind::Journal, message)
@@ -451,6 +461,20 @@ fn connection_lost(e: &postgres::Error) -> bool {
     e.is_closed()
         || e.code().is_some_and(|code| GONE.contains(code))
         || std::error::Error::source(e).is_some_and(|cause| cause.is::<std::io::Error>())
+}
+
+/// Whether connecting failed because the host name did not resolve. The resolver's failure has
+/// no `io::ErrorKind` of its own: the standard library words it "failed to lookup address
+/// information: ...", and that is what is looked for.
+fn unresolved_host(e: &postgres::Error) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(error) = next {
+        if error.to_string().starts_with("failed to lookup address information") {
+            return true;
+        }
+        next = error.source();
+    }
+    false
 }
 
 fn session_settings(options: &JournalOptions) -> String {
