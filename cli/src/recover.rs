@@ -9,6 +9,7 @@
 //! deliveries younger than `--min-age` are left for the next run, and are no bad news.
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -16,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use slotpartner::client::Client;
+use slotpartner::client::{Client, TlsProblem};
+use slotpartner::error::Cause;
 use slotpartner::journal::{FetchOutcome, RecordState, RecoveryLock, Status};
 use slotpartner::{ErrorKind, EventKind, Journal, Receiver};
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
@@ -36,6 +38,10 @@ const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 const REMAINING_RANGES: usize = 1000;
 /// The lock's lease beyond `--max-time`: time for the last index and the final reading.
 const LOCK_MARGIN: Duration = Duration::from_secs(60);
+/// Lines printed of each kind of failure (`not_found`, `service`, `endpoint_failed`, ...); the
+/// rest are counted, and one line at the end says how many more of that kind there were.
+/// `--json` keeps every index.
+const LINES_PER_FAILURE_KIND: u64 = 5;
 
 pub fn run(args: &RecoverArgs) -> Outcome {
     let endpoint = Endpoint::new(args)?;
@@ -81,16 +87,22 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         endpoint: &endpoint,
         service_unreachable: 0,
         endpoint_unreachable: 0,
+        token_refused: None,
     };
+    let taken_unfinished = pending.iter().filter(|index| unfinished.contains(index)).count() as u64;
+    let taken_missing = pending.len() as u64 - taken_unfinished;
     let mut report = Report {
         missing_before: before.missing,
         unfinished_before: before.unfinished,
         taken: pending.len() as u64,
+        taken_unfinished,
+        taken_missing,
+        missing_not_taken: before.missing.saturating_sub(taken_missing),
         max_time: duration_text(args.max_time),
         min_age: age_text(args.min_age),
         ..Report::default()
     };
-    let progress = Progress::new(pending.len() as u64, args.json);
+    let mut progress = Progress::new(pending.len() as u64, args.json);
     let mut note_failure = None;
     for (position, &index) in pending.iter().enumerate() {
         if Instant::now() >= deadline {
@@ -100,13 +112,22 @@ pub fn run(args: &RecoverArgs) -> Outcome {
             break;
         }
         let result = run.recover(index, unfinished.contains(&index));
-        if let Err(error) = journal.note_fetch(index, result.fetch_outcome()) {
-            note_failure.get_or_insert((index, error.message));
+        // A refused token says nothing about the index: nothing is noted for it.
+        if run.token_refused.is_none() {
+            if let Err(error) = journal.note_fetch(index, result.fetch_outcome()) {
+                note_failure.get_or_insert((index, error.message));
+            }
         }
         report.count(&result);
-        progress.show(&result, &report);
         report.results.push(result);
+        progress.show(&report);
         let left = pending.len() - position - 1;
+        if let Some(peer) = run.token_refused {
+            report.not_tried = left as u64;
+            report.stopped =
+                Some(format!("{}; the run stopped at index {index}, {left} indexes not tried", peer.token_refused()));
+            break;
+        }
         let unreachable =
             [("the service", run.service_unreachable), ("the callback endpoint", run.endpoint_unreachable)]
                 .into_iter()
@@ -166,7 +187,10 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     } else {
         report.print_summary();
     }
-    Ok(Verdict::bad_if(report.needs_attention))
+    match report.stopped.filter(|_| run.token_refused.is_some()) {
+        Some(stopped) => Err(Fail(stopped)),
+        None => Ok(Verdict::bad_if(report.needs_attention)),
+    }
 }
 
 /// `300s`, `1.5s`, `250ms`.
@@ -343,6 +367,62 @@ struct Run<'a> {
     /// Connection failures in a row, to the service and to the endpoint.
     service_unreachable: u32,
     endpoint_unreachable: u32,
+    /// Who answered HTTP 401 to the token: the run stops there.
+    token_refused: Option<Peer>,
+}
+
+/// The two servers the command talks to, for the options a failure calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    Service,
+    Endpoint,
+}
+
+impl Peer {
+    /// What to do about a TLS `problem` with this server, in the command's options and
+    /// variables where the library's advice names its configuration; the library's otherwise.
+    fn tls_hint(self, problem: TlsProblem) -> &'static str {
+        match (self, problem) {
+            (Peer::Service, TlsProblem::UnknownIssuer) => {
+                "The service's certificate is not signed by a certificate authority this command trusts: give \
+                 that CA's certificate with --ca-file PEM (or SLOTPARTNER_CA_FILE)"
+            }
+            (Peer::Endpoint, TlsProblem::UnknownIssuer) => {
+                "The callback endpoint's certificate is not signed by a certificate authority this command \
+                 trusts: give that CA's certificate with --callback-ca-file PEM (or SLOTPARTNER_CALLBACK_CA_FILE)"
+            }
+            (Peer::Service, TlsProblem::NotValidForName) => {
+                "The service's certificate does not name this host: use a host name it names in --base-url (or \
+                 SLOTPARTNER_BASE_URL)"
+            }
+            (Peer::Endpoint, TlsProblem::NotValidForName) => {
+                "The callback endpoint's certificate does not name this host: use a host name it names in \
+                 --callback-url (or SLOTPARTNER_CALLBACK_URL), or give the endpoint a certificate that names it"
+            }
+            (_, problem) => problem.hint(),
+        }
+    }
+
+    /// Why the run stops when this server answered HTTP 401.
+    fn token_refused(self) -> &'static str {
+        match self {
+            Peer::Service => "the service refused the token (HTTP 401): check --token (or SLOTPARTNER_TOKEN)",
+            Peer::Endpoint => {
+                "the callback endpoint refused the token (HTTP 401): the endpoint's partner token must be the \
+                 same as this command's --token (or SLOTPARTNER_TOKEN)"
+            }
+        }
+    }
+}
+
+/// The service's failure, its TLS advice in the command's terms (see `Peer::tls_hint`).
+fn service_error_text(error: &slotpartner::Error) -> String {
+    match error.cause.as_deref() {
+        Some(Cause::Tls { problem, detail }) => {
+            format!("{}: {detail}. {}", error.field, Peer::Service.tls_hint(*problem))
+        }
+        _ => error.message.clone(),
+    }
 }
 
 impl Run<'_> {
@@ -373,8 +453,11 @@ impl Run<'_> {
             Err(error) => {
                 let unreachable = matches!(error.kind, ErrorKind::Connect | ErrorKind::Tls | ErrorKind::Timeout);
                 self.service_unreachable = if unreachable { self.service_unreachable + 1 } else { 0 };
+                if matches!(error.cause.as_deref(), Some(Cause::HttpStatus(401))) {
+                    self.token_refused = Some(Peer::Service);
+                }
                 let reason = if error.kind == ErrorKind::BadResponse { "invalid_event" } else { "service" };
-                return item.not_fetched(reason, error.message);
+                return item.not_fetched(reason, service_error_text(&error));
             }
         };
         let event = match self.parser.parse(body.as_bytes()) {
@@ -429,10 +512,17 @@ impl Run<'_> {
             Err(error) => {
                 // No connection, a TLS failure or a time-out: each counts toward stopping.
                 self.endpoint_unreachable += 1;
-                return item.endpoint_failed(None, format!("no answer from the callback endpoint: {error}"));
+                let mut message = format!("no answer from the callback endpoint: {error}");
+                if let Some(problem) = TlsProblem::of(&error) {
+                    let _ = write!(message, ". {}", Peer::Endpoint.tls_hint(problem));
+                }
+                return item.endpoint_failed(None, message);
             }
         };
         item.http_status = Some(status);
+        if status == 401 {
+            self.token_refused = Some(Peer::Endpoint);
+        }
         if status != 200 {
             return item.endpoint_failed(Some(status), format!("HTTP {status}: {}", excerpt(&answer)));
         }
@@ -540,8 +630,13 @@ impl ItemResult {
         self
     }
 
-    fn is_success(&self) -> bool {
-        matches!(self.result, "recovered" | "handled_meanwhile")
+    /// The kind of failure, whose lines are summarised past `LINES_PER_FAILURE_KIND`: the reason
+    /// of a `not_fetched`, else the result; `None` for a success.
+    fn failure_kind(&self) -> Option<&'static str> {
+        match self.result {
+            "recovered" | "handled_meanwhile" => None,
+            result => Some(self.reason.unwrap_or(result)),
+        }
     }
 
     /// What the journal notes for the index: settled (recovered, handled meanwhile, or refused
@@ -605,7 +700,16 @@ struct Report {
     /// Deliveries claimed and never finished when the run began.
     unfinished_before: u64,
     /// Indexes this run took on (at most `--limit`): unfinished ones first, then missing ones.
+    /// It can exceed `missing_before`: unfinished deliveries are taken too, and their indexes
+    /// are not missing (`taken = taken_unfinished + taken_missing`).
     taken: u64,
+    /// Of them, indexes of deliveries claimed and never finished.
+    taken_unfinished: u64,
+    /// Of them, missing indexes.
+    taken_missing: u64,
+    /// Missing indexes this run did not take: found missing less than `--min-age` ago,
+    /// unrecoverable, or beyond `--limit` (0 when deliveries opened more gaps meanwhile).
+    missing_not_taken: u64,
     /// Fetched, delivered, and answered with success.
     recovered: u64,
     /// A late delivery handled it meanwhile: the endpoint answered from its journal.
@@ -661,6 +765,16 @@ impl Report {
         n.not_found + n.service + n.invalid_event + n.journal
     }
 
+    /// Indexes that did not end as a success.
+    fn failed(&self) -> u64 {
+        self.not_fetched_total() + self.endpoint_failures + self.refused + self.unsettled
+    }
+
+    /// Indexes tried so far, each counted once whatever it ended as.
+    fn tried(&self) -> u64 {
+        self.recovered + self.handled_meanwhile + self.failed()
+    }
+
     fn print_summary(&self) {
         println!(
             "summary missing_before={} unfinished_before={} taken={} recovered={} handled_meanwhile={} refused={} not_fetched={} endpoint_failures={} unsettled={} not_tried={}",
@@ -674,6 +788,10 @@ impl Report {
             self.endpoint_failures,
             self.unsettled,
             self.not_tried
+        );
+        println!(
+            "summary taken_unfinished={} taken_missing={} missing_not_taken={}",
+            self.taken_unfinished, self.taken_missing, self.missing_not_taken
         );
         let n = &self.not_fetched;
         println!(
@@ -706,33 +824,40 @@ impl Report {
     }
 }
 
-/// A progress bar on a terminal (stderr), one line per index on stdout otherwise.
+/// A progress bar on a terminal (stderr), one line per index on stdout otherwise; lines of
+/// failures beyond `LINES_PER_FAILURE_KIND` of a kind are counted instead (`Lines`).
 struct Progress {
+    total: u64,
     bar: Option<ProgressBar>,
     /// Lines for every index (stdout is not a terminal: a log), or only for failures.
     every_line: bool,
     quiet: bool,
+    lines: Lines,
 }
 
 impl Progress {
     fn new(total: u64, json: bool) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(total);
-            let style = ProgressStyle::with_template(
-                "{spinner} recovering [{elapsed_precise}] [{wide_bar}] {pos}/{len} (eta {eta}) {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+            // The position is also in the message, with the counts it goes with: a draw between
+            // two updates never shows one without the other.
+            let style =
+                ProgressStyle::with_template("{spinner} recovering [{elapsed_precise}] [{wide_bar}] {msg} (eta {eta})")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> ");
             bar.set_style(style);
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
         let every_line = !std::io::stdout().is_terminal() || bar.is_none();
-        Progress { bar, every_line, quiet: json }
+        Progress { total, bar, every_line, quiet: json, lines: Lines::default() }
     }
 
-    fn show(&self, item: &ItemResult, report: &Report) {
-        if !self.quiet && (self.every_line || !item.is_success()) {
+    /// Shows the last result of `report` (pushed, and counted).
+    fn show(&mut self, report: &Report) {
+        let Some(item) = report.results.last() else { return };
+        let kind = item.failure_kind();
+        if !self.quiet && (self.every_line || kind.is_some()) && self.lines.admit(kind) {
             let line = item.line();
             match &self.bar {
                 Some(bar) => bar.suspend(|| println!("{line}")),
@@ -740,22 +865,131 @@ impl Progress {
             }
         }
         if let Some(bar) = &self.bar {
-            let failed = report.not_fetched_total() + report.endpoint_failures + report.refused + report.unsettled;
-            bar.set_message(format!("recovered {}, failed {failed}", report.recovered + report.handled_meanwhile));
-            bar.inc(1);
+            let (position, message) = bar_state(report, self.total);
+            bar.set_position(position);
+            bar.set_message(message);
         }
     }
 
+    /// Clears the bar, and says how many lines of each kind were left out.
     fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+        for line in self.lines.left_out() {
+            println!("{line}");
+        }
+    }
+}
+
+/// The bar's position (indexes tried) and its message, from the counts of `report`.
+fn bar_state(report: &Report, total: u64) -> (u64, String) {
+    let tried = report.tried();
+    let recovered = report.recovered + report.handled_meanwhile;
+    (tried, format!("{tried}/{total} recovered {recovered}, failed {}", report.failed()))
+}
+
+/// Which result lines are printed: every success, the first `LINES_PER_FAILURE_KIND` failures
+/// of each kind; the others are counted by kind, in the order the kinds first came.
+#[derive(Debug, Default)]
+struct Lines {
+    /// Each kind of failure met, with how many of it came.
+    kinds: Vec<(&'static str, u64)>,
+}
+
+impl Lines {
+    /// Whether the line of a result of failure kind `kind` (`None`: a success) is printed.
+    fn admit(&mut self, kind: Option<&'static str>) -> bool {
+        let Some(kind) = kind else { return true };
+        let position = match self.kinds.iter().position(|(k, _)| *k == kind) {
+            Some(position) => position,
+            None => {
+                self.kinds.push((kind, 0));
+                self.kinds.len() - 1
+            }
+        };
+        self.kinds[position].1 += 1;
+        self.kinds[position].1 <= LINES_PER_FAILURE_KIND
+    }
+
+    /// `... and N more KIND` for each kind with lines left out.
+    fn left_out(&self) -> Vec<String> {
+        self.kinds
+            .iter()
+            .filter(|(_, count)| *count > LINES_PER_FAILURE_KIND)
+            .map(|(kind, count)| format!("... and {} more {kind}", count - LINES_PER_FAILURE_KIND))
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::check_callback_url;
+    use super::{ItemResult, LINES_PER_FAILURE_KIND, Lines, Report, bar_state, check_callback_url};
+
+    /// A report after results of `outcomes` (result, reason), counted as the run counts them.
+    fn report_of(outcomes: &[(&'static str, Option<&'static str>)]) -> Report {
+        let mut report = Report::default();
+        for (index, &(result, reason)) in outcomes.iter().enumerate() {
+            let mut item = ItemResult::new(index as i64 + 1);
+            item.result = result;
+            item.reason = reason;
+            report.count(&item);
+            report.results.push(item);
+        }
+        report
+    }
+
+    #[test]
+    fn the_bar_shows_the_indexes_tried_with_their_counts() {
+        assert_eq!(bar_state(&report_of(&[]), 600), (0, "0/600 recovered 0, failed 0".to_owned()));
+        let first = report_of(&[("recovered", None)]);
+        assert_eq!(bar_state(&first, 600), (1, "1/600 recovered 1, failed 0".to_owned()));
+        let outcomes = [
+            ("recovered", None),
+            ("not_fetched", Some("not_found")),
+            ("handled_meanwhile", None),
+            ("endpoint_failed", None),
+            ("refused", None),
+            ("unsettled", None),
+            ("not_fetched", Some("service")),
+            ("recovered", None),
+        ];
+        for done in 1..=outcomes.len() {
+            let report = report_of(&outcomes[..done]);
+            let (position, message) = bar_state(&report, 600);
+            assert_eq!(position, done as u64, "one step per index tried");
+            assert!(message.starts_with(&format!("{done}/600 ")), "{message}");
+        }
+        let (_, message) = bar_state(&report_of(&outcomes), 600);
+        assert_eq!(message, "8/600 recovered 3, failed 5");
+    }
+
+    #[test]
+    fn failures_of_a_kind_are_printed_up_to_the_limit_then_counted() {
+        let mut lines = Lines::default();
+        let limit = LINES_PER_FAILURE_KIND as usize;
+        let printed = (0..limit + 3).filter(|_| lines.admit(Some("not_found"))).count();
+        assert_eq!(printed, limit);
+        assert!(lines.admit(Some("service")), "another kind has lines of its own");
+        assert!((0..100).all(|_| lines.admit(None)), "every success is printed");
+        assert!(!lines.admit(Some("not_found")));
+        for _ in 0..limit {
+            lines.admit(Some("endpoint_failed"));
+        }
+        assert_eq!(lines.left_out(), ["... and 4 more not_found"], "a kind at the limit left nothing out");
+    }
+
+    #[test]
+    fn a_failure_kind_is_the_reason_of_not_fetched_else_the_result() {
+        let report = report_of(&[
+            ("recovered", None),
+            ("handled_meanwhile", None),
+            ("not_fetched", Some("not_found")),
+            ("endpoint_failed", None),
+        ]);
+        let kinds: Vec<_> = report.results.iter().map(ItemResult::failure_kind).collect();
+        assert_eq!(kinds, [None, None, Some("not_found"), Some("endpoint_failed")]);
+    }
 
     #[test]
     fn callback_urls() {
