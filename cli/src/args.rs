@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, Args, CommandFactory, Parser, Subcommand};
 use slotpartner::JournalOptions;
 
 /// The exit statuses, the same for every command.
@@ -23,6 +23,10 @@ const ABOUT: &str = "The operator command of the slotpartner library: the delive
 
 const MAIN_HELP: &str = concat!(
     "\
+The options above are shared by several commands: each may stand before or after the
+subcommand (`slotpartner --journal URL journal status`); a command that does not use one
+ignores it, and its own --help lists those it uses.
+
 Environment (an option given on the command line wins):
   SLOTPARTNER_JOURNAL            the journal URL: sqlite:PATH or postgres://USER@HOST/DATABASE
   SLOTPARTNER_BASE_URL           the service's base URL (https://...), for recover and games
@@ -44,10 +48,12 @@ Examples:
   slotpartner journal resolve 3-4 --note 'the service confirms no events 3 and 4'
   slotpartner journal backup /var/backups/partner/journal-2024-06-11.db
   slotpartner journal prune --older-than 90d
+  slotpartner check --callback-url https://127.0.0.1:8443/callback --callback-ca-file endpoint-ca.pem
   slotpartner recover --callback-url https://127.0.0.1:8443/callback
   slotpartner metrics --listen 127.0.0.1:9464
   slotpartner inspect body.json
   slotpartner games en-US
+  slotpartner completions bash > /usr/share/bash-completion/completions/slotpartner
 
 ",
     exit_status!()
@@ -61,6 +67,50 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The command line as parsed, completed and documented: `Cli`'s, where every option a
+/// subcommand marks `global` (an option several subcommands share: the journal, the service,
+/// the callback endpoint, the index field) is accepted anywhere on the line, before or after
+/// the subcommand. The top level takes a copy of each (without its variable: the subcommand
+/// that uses it reads that, so a variable is read where it matters only); a subcommand that does
+/// not use one accepts it hidden and ignores it, so that its `--help` lists only what it uses.
+/// A new, unbuilt command each call, owned by the caller.
+pub fn command() -> clap::Command {
+    let mut shared = Vec::new();
+    let cli = Cli::command();
+    shared_options(&cli, &mut shared);
+    let top: Vec<Arg> = shared.iter().map(|arg| arg.clone().env(None::<&str>)).collect();
+    with_hidden(cli.args(top), &shared)
+}
+
+/// Every option marked `global` in the subcommands of `command`, once each (the first definition).
+fn shared_options(command: &clap::Command, shared: &mut Vec<Arg>) {
+    for sub in command.get_subcommands() {
+        for arg in sub.get_arguments().filter(|a| a.is_global_set()) {
+            if !shared.iter().any(|s| s.get_id() == arg.get_id()) {
+                shared.push(arg.clone());
+            }
+        }
+        shared_options(sub, shared);
+    }
+}
+
+/// `command` with each subcommand (at any depth) given a hidden copy of the shared options it
+/// does not define itself.
+fn with_hidden(mut command: clap::Command, shared: &[Arg]) -> clap::Command {
+    let names: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+    for name in names {
+        command = command.mut_subcommand(name, |sub| {
+            let missing: Vec<Arg> = shared
+                .iter()
+                .filter(|arg| !sub.get_arguments().any(|own| own.get_id() == arg.get_id()))
+                .map(|arg| arg.clone().env(None::<&str>).hide(true))
+                .collect();
+            with_hidden(sub.args(missing), shared)
+        });
+    }
+    command
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What the delivery journal holds, and the operator's decisions about it
@@ -69,6 +119,9 @@ pub enum Command {
         #[command(subcommand)]
         command: JournalCommand,
     },
+    /// Whether everything is wired: your callback endpoint (one balance query), the journal, the service, the clocks
+    #[command(after_help = crate::check::CHECK_HELP)]
+    Check(crate::check::CheckArgs),
     /// Fetch every missing event from the service and deliver it to your own callback endpoint
     #[command(after_help = RECOVER_HELP)]
     Recover(RecoverArgs),
@@ -81,6 +134,12 @@ pub enum Command {
     /// The service's games in a locale (getGames), as a table or JSON
     #[command(after_help = GAMES_HELP)]
     Games(GamesArgs),
+    /// Print the completion script of a shell (bash, zsh, fish) on stdout
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Write the man pages: slotpartner.1 and one per subcommand (slotpartner-journal-status.1, ...)
+    #[command(hide = true)]
+    Man(ManArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -91,7 +150,7 @@ pub enum JournalCommand {
     /// The missing indexes as ranges, one per line (`3`, `6-8`), then what else needs a look
     #[command(after_help = GAPS_HELP)]
     Gaps(GapsArgs),
-    /// Every record the journal holds for a transactionId, and its open conflicts
+    /// Every record the journal holds for a transactionId (or an index: --index N), and its open conflicts
     #[command(after_help = SHOW_HELP)]
     Show(ShowArgs),
     /// The deliveries of a period as CSV or JSON Lines, for reconciliation with the service's reports
@@ -186,12 +245,13 @@ delivery at this index, the journal unreachable).";
 #[command(next_help_heading = "Journal")]
 pub struct JournalOpt {
     /// The delivery journal: sqlite:PATH (an existing file) or postgres://USER@HOST/DATABASE
-    #[arg(long, value_name = "URL", env = "SLOTPARTNER_JOURNAL", hide_env_values = true)]
+    #[arg(long, global = true, value_name = "URL", env = "SLOTPARTNER_JOURNAL", hide_env_values = true)]
     pub journal: Option<String>,
     /// How far beyond the highest index seen an index may land and still open a gap; beyond it,
     /// an index jump for the operator to decide (set it as your endpoint does)
     #[arg(
         long,
+        global = true,
         value_name = "N",
         env = "SLOTPARTNER_MAX_INDEX_JUMP",
         hide_env_values = true,
@@ -202,6 +262,7 @@ pub struct JournalOpt {
     /// Recovery runs answered HTTP 404 for an index before it is unrecoverable (no longer fetched)
     #[arg(
         long,
+        global = true,
         value_name = "N",
         env = "SLOTPARTNER_NOT_FOUND_LIMIT",
         hide_env_values = true,
@@ -216,19 +277,19 @@ pub struct JournalOpt {
 #[command(next_help_heading = "Service")]
 pub struct ServiceOpts {
     /// The service's base URL (https://...); actions go to {base_url}/rest/action
-    #[arg(long, value_name = "URL", env = "SLOTPARTNER_BASE_URL", hide_env_values = true)]
+    #[arg(long, global = true, value_name = "URL", env = "SLOTPARTNER_BASE_URL", hide_env_values = true)]
     pub base_url: Option<String>,
     /// The partner token (a UUID), sent as X-Service-Token
-    #[arg(long, value_name = "UUID", env = "SLOTPARTNER_TOKEN", hide_env_values = true)]
+    #[arg(long, global = true, value_name = "UUID", env = "SLOTPARTNER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Also trust the CA certificates in this PEM file for the service
-    #[arg(long, value_name = "PEM", env = "SLOTPARTNER_CA_FILE", hide_env_values = true)]
+    #[arg(long, global = true, value_name = "PEM", env = "SLOTPARTNER_CA_FILE", hide_env_values = true)]
     pub ca_file: Option<PathBuf>,
     /// Time allowed for one call to the service (and one delivery to the endpoint), answer included, in seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 15.0)]
     pub timeout: f64,
     /// Times a call is tried again after no connection, a time-out or a 5xx answer
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
+    #[arg(long, global = true, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
     pub retries: u32,
 }
 
@@ -351,20 +412,37 @@ pub struct PruneArgs {
 }
 
 const SHOW_HELP: &str = "\
+TRANSACTION_ID shows the records of a refund's or payout's transactionId; --index N those of the
+deliveries that carried the event index N (an index and a transactionId are both integers, so
+the option says which is meant: nothing is guessed). Give one of the two.
+
 Examples:
   slotpartner journal show 900002
   slotpartner journal show 900002 --json | jq '.[].reply'
+  slotpartner journal show --index 17
 
 Times are RFC 3339 in UTC. A refund and a payout may share a transactionId: each has its record.
-Open conflicts of the transaction follow its records (`--json`: each record's open_conflicts).
+Open conflicts follow their records (`--json`: each record's open_conflicts). With --index, a
+delivery that carries no transactionId (an event other than a refund or payout) shows its key,
+event, index and state only (`--json`: null for the rest); a delivery refused by validation is
+found by its transactionId only.
+
 Exit status: 0 when a record was found, 1 when the journal holds nothing for it, 2 when the
 journal could not be read.";
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// The refund's or payout's transactionId
-    #[arg(value_name = "TRANSACTION_ID", allow_negative_numbers = true)]
-    pub transaction_id: i64,
+    #[arg(
+        value_name = "TRANSACTION_ID",
+        allow_negative_numbers = true,
+        required_unless_present = "index",
+        conflicts_with = "index"
+    )]
+    pub transaction_id: Option<i64>,
+    /// Show the deliveries of this event index instead of a transactionId
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub index: Option<i64>,
     /// Print a JSON array of the records instead of lines
     #[arg(long)]
     pub json: bool,
@@ -691,10 +769,10 @@ it and since when).";
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
     /// Your own callback endpoint (https://, or http:// to a loopback address only)
-    #[arg(long, value_name = "URL", env = "SLOTPARTNER_CALLBACK_URL", hide_env_values = true)]
+    #[arg(long, global = true, value_name = "URL", env = "SLOTPARTNER_CALLBACK_URL", hide_env_values = true)]
     pub callback_url: Option<String>,
     /// Trust the CA certificates in this PEM file for the callback endpoint (besides the bundled roots)
-    #[arg(long, value_name = "PEM", env = "SLOTPARTNER_CALLBACK_CA_FILE", hide_env_values = true)]
+    #[arg(long, global = true, value_name = "PEM", env = "SLOTPARTNER_CALLBACK_CA_FILE", hide_env_values = true)]
     pub callback_ca_file: Option<PathBuf>,
     /// Take on at most this many missing indexes in this run (the rest wait for the next)
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -703,7 +781,7 @@ pub struct RecoverArgs {
     #[arg(long, value_name = "DURATION", default_value = "300s", env = "SLOTPARTNER_MAX_TIME", hide_env_values = true, value_parser = parse_duration)]
     pub max_time: Duration,
     /// Leave gaps and unfinished deliveries younger than this for the next run (0s: take all)
-    #[arg(long, value_name = "DURATION", default_value = "1m", env = "SLOTPARTNER_MIN_AGE", hide_env_values = true, value_parser = parse_age)]
+    #[arg(long, global = true, value_name = "DURATION", default_value = "1m", env = "SLOTPARTNER_MIN_AGE", hide_env_values = true, value_parser = parse_age)]
     pub min_age: Duration,
     /// List the indexes that would be fetched; fetch and deliver nothing
     #[arg(long)]
@@ -718,10 +796,17 @@ pub struct RecoverArgs {
     #[arg(long, value_name = "NAME")]
     pub fetch_event_key: Option<String>,
     /// The name of the event index field, as your endpoint reads it
-    #[arg(long, value_name = "NAME", default_value = "index", env = "SLOTPARTNER_INDEX_FIELD", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        default_value = "index",
+        env = "SLOTPARTNER_INDEX_FIELD",
+        hide_env_values = true
+    )]
     pub index_field: String,
     /// Refuse an event whose index field is not a non-negative integer
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub strict_index: bool,
     /// Print one JSON summary object instead of lines
     #[arg(long)]
@@ -783,10 +868,17 @@ pub struct InspectArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// The name of the event index field
-    #[arg(long, value_name = "NAME", default_value = "index", env = "SLOTPARTNER_INDEX_FIELD", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        default_value = "index",
+        env = "SLOTPARTNER_INDEX_FIELD",
+        hide_env_values = true
+    )]
     pub index_field: String,
     /// Refuse an event whose index field is not a non-negative integer
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub strict_index: bool,
     /// Print one JSON object instead of lines
     #[arg(long)]
@@ -798,8 +890,9 @@ Examples:
   slotpartner games en-US --base-url https://service.example --token 6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f
   slotpartner games de-DE 1003 --json
 
-Exit status: 0 when the service answered, 2 when it could not be asked or its answer is not
-valid (the message names the field).";
+Exit status: 0 when the service listed games, 1 when it listed none (no game GAME_ID, or none
+in the locale: nothing found), 2 when it could not be asked or its answer is not valid (the
+message names the field).";
 
 #[derive(Debug, Args)]
 pub struct GamesArgs {
@@ -819,6 +912,31 @@ pub struct GamesArgs {
     pub service: ServiceOpts,
 }
 
+const COMPLETIONS_HELP: &str = "\
+The script completes subcommands, options and their values, written from the same definitions
+as --help. Install it where the shell looks:
+
+Examples:
+  slotpartner completions bash > /usr/share/bash-completion/completions/slotpartner
+  slotpartner completions zsh > /usr/share/zsh/vendor-completions/_slotpartner
+  slotpartner completions fish > /usr/share/fish/vendor_completions.d/slotpartner.fish
+
+Exit status: 0 when the script was printed, 2 on usage errors.";
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh or fish (elvish and powershell too)
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The directory to write the pages into (made when missing; pages there are replaced)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -826,6 +944,43 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
+        super::command().debug_assert();
+    }
+
+    /// A shared option is one option: wherever a subcommand defines it, it reads the same
+    /// variable into the same type with the same default, so that its value may come from
+    /// before the subcommand.
+    #[test]
+    fn shared_options_agree_wherever_defined() {
+        fn visit(command: &clap::Command, seen: &mut Vec<(String, String)>) {
+            for sub in command.get_subcommands() {
+                for arg in sub.get_arguments() {
+                    let what = format!(
+                        "{:?} {:?} {:?} {:?} {:?} {:?}",
+                        arg.get_long(),
+                        arg.get_env(),
+                        arg.get_value_names(),
+                        arg.get_default_values(),
+                        arg.get_action(),
+                        arg.get_value_parser().type_id(),
+                    );
+                    match seen.iter().find(|(id, _)| id == arg.get_id().as_str()) {
+                        Some((_, first)) => assert_eq!(first, &what, "--{} in {}", arg.get_id(), sub.get_name()),
+                        None if arg.is_global_set() => seen.push((arg.get_id().to_string(), what)),
+                        None => {}
+                    }
+                }
+                visit(sub, seen);
+            }
+        }
+        let mut seen = Vec::new();
+        // Twice: the first pass finds the shared options, the second compares every definition.
+        visit(&super::Cli::command(), &mut seen);
+        visit(&super::Cli::command(), &mut seen);
+        let ids: Vec<&str> = seen.iter().map(|(id, _)| id.as_str()).collect();
+        for id in ["journal", "base_url", "token", "ca_file", "callback_url", "callback_ca_file", "index_field"] {
+            assert!(ids.contains(&id), "{id} is shared: {ids:?}");
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `games LOCALE [GAME_ID]`: the service's games as a table, or every field as JSON.
+//! `games LOCALE [GAME_ID]`: the service's games as a table, or every field as JSON; exit 1
+//! when the service lists none.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
@@ -21,14 +22,13 @@ pub fn run(args: &GamesArgs) -> Outcome {
         let shown = games.iter().map(GameJson::of).collect::<Result<Vec<_>, Fail>>()?;
         print_json(&shown)?;
     } else if games.is_empty() {
-        eprintln!(
-            "slotpartner: the service lists no game{}",
-            args.game_id.map_or(String::new(), |id| format!(" {id}"))
-        );
+        let game = args.game_id.map_or(String::new(), |id| format!(" {id}"));
+        eprintln!("slotpartner: the service lists no game{game} in {}", args.locale);
     } else {
         println!("{}", table(&games));
     }
-    Ok(Verdict::Good)
+    // Nothing found is bad news, as for `journal show`.
+    Ok(Verdict::bad_if(games.is_empty()))
 }
 
 fn table(games: &[Game]) -> Table {

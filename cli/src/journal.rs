@@ -8,7 +8,7 @@ use crate::args::{GapsArgs, ShowArgs, StatusArgs};
 use crate::config::open_journal;
 use crate::journal_admin::{ConflictJson, JumpJson, ResolutionJson, conflict_lines, jump_line, resolution_line};
 use crate::output::{age_text, elapsed_text, lossy, print_json};
-use crate::{Outcome, Verdict};
+use crate::{Fail, Outcome, Verdict};
 use slotpartner::journal::rfc3339_ms;
 
 #[derive(Serialize)]
@@ -263,10 +263,12 @@ struct RecordJson<'a> {
     event: Option<String>,
     index: Option<i64>,
     transaction_id: Option<i64>,
-    state: &'static str,
-    attempts: i64,
-    created: String,
-    updated: String,
+    state: String,
+    /// `null` (as `created` and `updated`) for a delivery found by index that carries no
+    /// transactionId: the journal tells only its key and state by index.
+    attempts: Option<i64>,
+    created: Option<String>,
+    updated: Option<String>,
     lease_until: Option<String>,
     finished: Option<String>,
     /// The stored reply as text (`done` records only).
@@ -282,30 +284,74 @@ impl RecordJson<'_> {
             event: r.name.clone(),
             index: r.index,
             transaction_id: r.transaction_id,
-            state: r.state.as_str(),
-            attempts: r.attempts,
-            created: rfc3339_ms(r.created_ms),
-            updated: rfc3339_ms(r.updated_ms),
+            state: r.state.as_str().to_owned(),
+            attempts: Some(r.attempts),
+            created: Some(rfc3339_ms(r.created_ms)),
+            updated: Some(rfc3339_ms(r.updated_ms)),
             lease_until: r.lease_until_ms.map(rfc3339_ms),
             finished: r.finished_ms.map(rfc3339_ms),
             reply: r.reply.as_deref().map(lossy),
             open_conflicts: Vec::new(),
         }
     }
+
+    /// A delivery at `index` without a transactionId, from its key (`event#17#bonusGranted`)
+    /// and state alone.
+    fn keyed(key: &str, state: &str, index: i64) -> Self {
+        RecordJson {
+            key: key.to_owned(),
+            event: key.rsplit_once('#').map(|(_, name)| name.to_owned()),
+            index: Some(index),
+            transaction_id: None,
+            state: state.to_owned(),
+            attempts: None,
+            created: None,
+            updated: None,
+            lease_until: None,
+            finished: None,
+            reply: None,
+            open_conflicts: Vec::new(),
+        }
+    }
 }
 
-/// Every record of a transactionId and its open conflicts; exit 1 when there is no record.
+/// The records of `--index N`: the deliveries whose first delivery carried N (found by their
+/// transactionId when they have one, so that every detail shows), and the refused deliveries
+/// at N of those transactions.
+fn records_at(journal: &Journal, index: i64) -> Result<Vec<RecordJson<'static>>, Fail> {
+    let at = journal.deliveries_at(index)?;
+    let mut transactions: Vec<i64> = at.iter().filter_map(|(_, _, id)| *id).collect();
+    transactions.sort_unstable();
+    transactions.dedup();
+    let mut shown = Vec::new();
+    for id in transactions {
+        shown.extend(journal.lookup(id)?.iter().filter(|r| r.index == Some(index)).map(RecordJson::of));
+    }
+    for (key, state, _) in at.iter().filter(|(_, _, id)| id.is_none()) {
+        shown.push(RecordJson::keyed(key, state, index));
+    }
+    Ok(shown)
+}
+
+/// Every record of a transactionId (or of an index) and its open conflicts; exit 1 when there
+/// is no record.
 pub fn show(args: &ShowArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
-    let records = journal.lookup(args.transaction_id)?;
+    let (mut shown, what) = match (args.index, args.transaction_id) {
+        (Some(index), _) => (records_at(&journal, index)?, format!("index {index}")),
+        (None, Some(id)) => (journal.lookup(id)?.iter().map(RecordJson::of).collect(), format!("transactionId {id}")),
+        (None, None) => return Err(Fail("give a TRANSACTION_ID or --index N".to_owned())),
+    };
+    // A conflict goes with the record of its key (the first delivery of that key); one of the
+    // transaction whose key has no record here (it should not happen) goes with the first.
     let conflicts: Vec<_> = journal
         .conflicts(false, usize::MAX)?
         .into_iter()
-        .filter(|c| c.transaction_id == Some(args.transaction_id))
+        .filter(|c| match args.index {
+            Some(_) => shown.iter().any(|r| r.key == c.key),
+            None => c.transaction_id == args.transaction_id,
+        })
         .collect();
-    let mut shown: Vec<RecordJson> = records.iter().map(RecordJson::of).collect();
-    // Each conflict goes with the record of its key (the first delivery of that key); one whose
-    // key has no record here (it should not happen) goes with the first record.
     for conflict in &conflicts {
         let at = shown.iter().position(|r| r.key == conflict.key).unwrap_or(0);
         if let Some(record) = shown.get_mut(at) {
@@ -315,7 +361,7 @@ pub fn show(args: &ShowArgs) -> Outcome {
     if args.json {
         print_json(&shown)?;
     } else if shown.is_empty() {
-        eprintln!("slotpartner: the journal holds no record of transactionId {}", args.transaction_id);
+        eprintln!("slotpartner: the journal holds no record of {what}");
     } else {
         for (i, r) in shown.iter().enumerate() {
             if i > 0 {
@@ -328,9 +374,9 @@ pub fn show(args: &ShowArgs) -> Outcome {
             println!("index:          {}", number(r.index));
             println!("transactionId:  {}", number(r.transaction_id));
             println!("state:          {}", r.state);
-            println!("attempts:       {}", r.attempts);
-            println!("created:        {}", r.created);
-            println!("updated:        {}", r.updated);
+            println!("attempts:       {}", number(r.attempts));
+            println!("created:        {}", or_none(&r.created));
+            println!("updated:        {}", or_none(&r.updated));
             if r.lease_until.is_some() {
                 println!("lease until:    {}", or_none(&r.lease_until));
             }
