@@ -175,6 +175,7 @@ const SUITE: &[(&str, Behaviour)] = &[
         an_unfinished_delivery_of_an_earlier_numbering_is_not_fetched,
     ),
     ("the_whole_index_range_resolved", the_whole_index_range_resolved),
+    ("the_clock_is_the_wall_clock_in_ms", the_clock_is_the_wall_clock_in_ms),
 ];
 
 /// Runs every behaviour, reporting each, and fails naming those that failed.
@@ -201,6 +202,17 @@ fn sqlite_conformance() {
 fn postgres_conformance() {
     let Some(cluster) = Cluster::start("PostgreSQL half") else { return };
     run_suite(&Postgres { cluster });
+}
+
+/// `Journal::clock_ms` reads the journal's wall clock (PostgreSQL's, this host's on SQLite) in
+/// ms since the epoch: the throw-away cluster runs on this host, so both clocks agree.
+fn the_clock_is_the_wall_clock_in_ms(b: &dyn Backend) {
+    let journal = open(&b.url("clock"));
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let before = now();
+    let clock = journal.clock_ms().unwrap();
+    let after = now();
+    assert!(before - 1000 <= clock && clock <= after + 1000, "{before} <= {clock} <= {after}");
 }
 
 fn new_done_replay(b: &dyn Backend) {

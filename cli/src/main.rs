@@ -3,8 +3,9 @@
 //! (`journal resolve`, `conflicts`, `jumps`, `renumber`, ...), a copy of a live SQLite journal
 //! (`journal backup`), retention (`journal prune`), recovery of lost events through the
 //! partner's own callback endpoint (`recover`), the journal's state for Prometheus (`metrics`,
-//! `journal status --prometheus`), a body read with the library's validation (`inspect`), and the
-//! service's games (`games`).
+//! `journal status --prometheus`), a body read with the library's validation (`inspect`), the
+//! service's games (`games`), and the command's own shell completions and man pages
+//! (`completions`, the hidden `man`).
 //!
 //! Exit statuses, the same for every command: 0 the answer is good news, 1 the answer is bad
 //! news (the journal needs attention: indexes missing, deliveries unfinished, conflicts or index
@@ -13,7 +14,10 @@
 //! line on stderr.
 
 mod args;
+mod check;
+mod completions;
 mod config;
+mod endpoint;
 mod games;
 mod inspect;
 mod journal;
@@ -21,6 +25,7 @@ mod journal_admin;
 mod journal_backup;
 mod journal_export;
 mod journal_prune;
+mod man;
 mod metrics;
 mod output;
 mod recover;
@@ -28,7 +33,7 @@ mod recover;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 use args::{Cli, Command, JournalCommand};
 
@@ -50,15 +55,16 @@ impl Verdict {
 pub struct Fail(pub String);
 
 impl From<slotpartner::Error> for Fail {
+    /// The library's message, its TLS advice in the command's terms.
     fn from(error: slotpartner::Error) -> Self {
-        Fail(error.message)
+        Fail(endpoint::library_error_text(&error))
     }
 }
 
 pub type Outcome = Result<Verdict, Fail>;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match args::command().try_get_matches().and_then(|matches| Cli::from_arg_matches(&matches)) {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),
     };
@@ -80,10 +86,13 @@ fn main() -> ExitCode {
             JournalCommand::Renumber(a) => journal_admin::renumber(&a),
             JournalCommand::Backup(a) => journal_backup::backup(&a),
         },
+        Command::Check(a) => check::run(&a),
         Command::Recover(a) => recover::run(&a),
         Command::Metrics(a) => metrics::serve(&a),
         Command::Inspect(a) => inspect::run(&a),
         Command::Games(a) => games::run(&a),
+        Command::Completions(a) => completions::run(&a),
+        Command::Man(a) => man::run(&a),
     };
     // A closed stdout (`| head`) is not worth a message; flush what is left.
     let _ = std::io::stdout().flush();
@@ -98,7 +107,8 @@ fn main() -> ExitCode {
 }
 
 /// `--help` and `--version` print as usual (exit 0); every other argument error is one line
-/// naming the problem and where to read more (exit 2).
+/// naming the problem, clap's tips (`a similar subcommand exists: 'journal'`) and where to read
+/// more (exit 2).
 fn usage_error(error: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match error.kind() {
@@ -112,7 +122,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         }
         _ => {
             // The problem is the first paragraph of clap's message (a list of missing arguments
-            // follows its line on indented lines); the usage and tips are left out.
+            // follows its line on indented lines), then its tips; the usage is left out.
             let rendered = error.render().to_string();
             let paragraph: Vec<&str> = rendered
                 .lines()
@@ -122,7 +132,9 @@ fn usage_error(error: &clap::Error) -> ExitCode {
                 .collect();
             let problem = paragraph.join(" ");
             let problem = problem.strip_prefix("error: ").unwrap_or(&problem);
-            eprintln!("slotpartner: {} (see '{} --help')", one_line(problem), command_path());
+            let tips: String =
+                rendered.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).map(|tip| format!("{tip}; ")).collect();
+            eprintln!("slotpartner: {} ({tips}see '{} --help')", one_line(problem), command_path());
             ExitCode::from(2)
         }
     }
@@ -130,11 +142,18 @@ fn usage_error(error: &clap::Error) -> ExitCode {
 
 /// The subcommand the arguments name (`slotpartner journal show`), for the pointer to its help.
 fn command_path() -> String {
-    use clap::CommandFactory;
-    let mut command = Cli::command();
+    let mut command = args::command();
     let mut path = vec![command.get_name().to_owned()];
-    for arg in std::env::args_os().skip(1) {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
         let Some(arg) = arg.to_str() else { break };
+        // A shared option may stand before the subcommand: its value (unless after `=`) too.
+        if let Some(long) = arg.strip_prefix("--") {
+            if command.get_arguments().any(|a| a.get_long() == Some(long) && a.get_action().takes_values()) {
+                args.next();
+            }
+            continue;
+        }
         match command.find_subcommand(arg) {
             Some(sub) => {
                 path.push(sub.get_name().to_owned());

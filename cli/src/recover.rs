@@ -11,7 +11,6 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,10 +20,10 @@ use slotpartner::client::{Client, TlsProblem};
 use slotpartner::error::Cause;
 use slotpartner::journal::{FetchOutcome, RecordState, RecoveryLock, Status};
 use slotpartner::{ErrorKind, EventKind, Journal, Receiver};
-use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsProvider};
 
 use crate::args::RecoverArgs;
 use crate::config::{client, open_journal, parser, seconds};
+use crate::endpoint::{Endpoint, Peer, excerpt, library_error_text};
 use crate::journal::{indexes_text, range_text};
 use crate::output::{age_text, print_json, quoted};
 use crate::{Fail, Outcome, Verdict};
@@ -32,8 +31,6 @@ use crate::{Fail, Outcome, Verdict};
 /// Connection failures or time-outs in a row (to the service or the endpoint) after which the
 /// run stops: they do not get better index by index.
 const MAX_CONNECT_FAILURES_IN_A_ROW: u32 = 3;
-/// The most bytes of the endpoint's answer read.
-const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 /// Missing ranges (and unrecoverable indexes) read at the end, to name what remains.
 const REMAINING_RANGES: usize = 1000;
 /// The lock's lease beyond `--max-time`: time for the last index and the final reading.
@@ -44,7 +41,7 @@ const LOCK_MARGIN: Duration = Duration::from_secs(60);
 const LINES_PER_FAILURE_KIND: u64 = 5;
 
 pub fn run(args: &RecoverArgs) -> Outcome {
-    let endpoint = Endpoint::new(args)?;
+    let endpoint = endpoint(args)?;
     let fetch = (args.fetch_action.as_deref(), args.fetch_index_param.as_deref(), args.fetch_event_key.as_deref());
     let client = client(&args.service, |config| {
         if let Some(action) = fetch.0 {
@@ -272,90 +269,15 @@ fn dry_run(
     Ok(Verdict::bad_if(attention.needed))
 }
 
-/// The partner's own callback endpoint and the agent that posts to it.
-struct Endpoint {
-    url: String,
-    token: String,
-    agent: ureq::Agent,
-}
-
-impl Endpoint {
-    fn new(args: &RecoverArgs) -> Result<Endpoint, Fail> {
-        let url = args
-            .callback_url
-            .as_deref()
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| Fail("no callback endpoint: give --callback-url URL".to_owned()))?;
-        check_callback_url(url)?;
-        let token = crate::config::token(&args.service)?.to_owned();
-        let mut roots: Vec<Certificate<'static>> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-            .iter()
-            .map(|c| Certificate::from_der(c.as_ref()).to_owned())
-            .collect();
-        if let Some(path) = &args.callback_ca_file {
-            let shown = path.display();
-            let pem = std::fs::read(path).map_err(|e| Fail(format!("callback_ca_file: cannot read {shown}: {e}")))?;
-            let before = roots.len();
-            for item in ureq::tls::parse_pem(&pem) {
-                match item {
-                    Ok(PemItem::Certificate(cert)) => roots.push(cert.to_owned()),
-                    Ok(_) => {}
-                    Err(e) => return Err(Fail(format!("callback_ca_file: {shown} is not valid PEM ({e})"))),
-                }
-            }
-            if roots.len() == before {
-                return Err(Fail(format!("callback_ca_file: {shown} holds no certificate")));
-            }
-        }
-        let tls =
-            TlsConfig::builder().provider(TlsProvider::Rustls).root_certs(RootCerts::Specific(Arc::new(roots))).build();
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .proxy(None)
-            .user_agent(concat!("slotpartner-recover/", env!("CARGO_PKG_VERSION")))
-            .timeout_connect(Some(Duration::from_secs(5)))
-            .timeout_global(Some(seconds("timeout", args.service.timeout)?))
-            .tls_config(tls)
-            .build()
-            .into();
-        Ok(Endpoint { url: url.to_owned(), token, agent })
-    }
-
-    /// POSTs `body` as the service would; the HTTP status and the answer's text.
-    fn deliver(&self, body: &str) -> Result<(u16, String), ureq::Error> {
-        let mut response = self
-            .agent
-            .post(&self.url)
-            .header("X-Service-Token", &self.token)
-            .header("Content-Type", "application/json; charset=utf-8")
-            .send(body)?;
-        let status = response.status().as_u16();
-        let text = response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_string()?;
-        Ok((status, text))
-    }
-}
-
-/// `https://` anywhere, `http://` only to a loopback host: the token must not travel in clear.
-fn check_callback_url(url: &str) -> Result<(), Fail> {
-    let bad = |problem: String| Err(Fail(format!("callback_url: {problem}")));
-    let uri: ureq::http::Uri = match url.parse() {
-        Ok(uri) => uri,
-        Err(e) => return bad(format!("{} is not a URL ({e})", quoted(url))),
-    };
-    let Some(host) = uri.host() else { return bad(format!("{} names no host", quoted(url))) };
-    match uri.scheme_str() {
-        Some("https") => Ok(()),
-        Some("http") => {
-            let ip = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>();
-            if host.eq_ignore_ascii_case("localhost") || ip.is_ok_and(|ip| ip.to_canonical().is_loopback()) {
-                Ok(())
-            } else {
-                bad(format!("http:// only to a loopback host (the token would travel in clear), got {}", quoted(url)))
-            }
-        }
-        _ => bad(format!("expected https:// (or http:// to a loopback host), got {}", quoted(url))),
-    }
+/// The partner's own callback endpoint, from `--callback-url` and `--callback-ca-file`.
+fn endpoint(args: &RecoverArgs) -> Result<Endpoint, Fail> {
+    let url = args
+        .callback_url
+        .as_deref()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| Fail("no callback endpoint: give --callback-url URL".to_owned()))?;
+    let token = crate::config::token(&args.service)?;
+    Endpoint::new(url, args.callback_ca_file.as_deref(), token, seconds("timeout", args.service.timeout)?, "recover")
 }
 
 /// One run's parts.
@@ -369,60 +291,6 @@ struct Run<'a> {
     endpoint_unreachable: u32,
     /// Who answered HTTP 401 to the token: the run stops there.
     token_refused: Option<Peer>,
-}
-
-/// The two servers the command talks to, for the options a failure calls for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Peer {
-    Service,
-    Endpoint,
-}
-
-impl Peer {
-    /// What to do about a TLS `problem` with this server, in the command's options and
-    /// variables where the library's advice names its configuration; the library's otherwise.
-    fn tls_hint(self, problem: TlsProblem) -> &'static str {
-        match (self, problem) {
-            (Peer::Service, TlsProblem::UnknownIssuer) => {
-                "The service's certificate is not signed by a certificate authority this command trusts: give \
-                 that CA's certificate with --ca-file PEM (or SLOTPARTNER_CA_FILE)"
-            }
-            (Peer::Endpoint, TlsProblem::UnknownIssuer) => {
-                "The callback endpoint's certificate is not signed by a certificate authority this command \
-                 trusts: give that CA's certificate with --callback-ca-file PEM (or SLOTPARTNER_CALLBACK_CA_FILE)"
-            }
-            (Peer::Service, TlsProblem::NotValidForName) => {
-                "The service's certificate does not name this host: use a host name it names in --base-url (or \
-                 SLOTPARTNER_BASE_URL)"
-            }
-            (Peer::Endpoint, TlsProblem::NotValidForName) => {
-                "The callback endpoint's certificate does not name this host: use a host name it names in \
-                 --callback-url (or SLOTPARTNER_CALLBACK_URL), or give the endpoint a certificate that names it"
-            }
-            (_, problem) => problem.hint(),
-        }
-    }
-
-    /// Why the run stops when this server answered HTTP 401.
-    fn token_refused(self) -> &'static str {
-        match self {
-            Peer::Service => "the service refused the token (HTTP 401): check --token (or SLOTPARTNER_TOKEN)",
-            Peer::Endpoint => {
-                "the callback endpoint refused the token (HTTP 401): the endpoint's partner token must be the \
-                 same as this command's --token (or SLOTPARTNER_TOKEN)"
-            }
-        }
-    }
-}
-
-/// The service's failure, its TLS advice in the command's terms (see `Peer::tls_hint`).
-fn service_error_text(error: &slotpartner::Error) -> String {
-    match error.cause.as_deref() {
-        Some(Cause::Tls { problem, detail }) => {
-            format!("{}: {detail}. {}", error.field, Peer::Service.tls_hint(*problem))
-        }
-        _ => error.message.clone(),
-    }
 }
 
 impl Run<'_> {
@@ -457,7 +325,7 @@ impl Run<'_> {
                     self.token_refused = Some(Peer::Service);
                 }
                 let reason = if error.kind == ErrorKind::BadResponse { "invalid_event" } else { "service" };
-                return item.not_fetched(reason, service_error_text(&error));
+                return item.not_fetched(reason, library_error_text(&error));
             }
         };
         let event = match self.parser.parse(body.as_bytes()) {
@@ -504,10 +372,10 @@ impl Run<'_> {
         });
         let wrapper =
             event.known().filter(|k| *k != slotpartner::KnownEvent::BalanceQuery).map(|k| self.parser.wrapper(k));
-        let (status, answer) = match self.endpoint.deliver(&body) {
+        let (status, answer) = match self.endpoint.post(&body) {
             Ok(answered) => {
                 self.endpoint_unreachable = 0;
-                answered
+                (answered.status, answered.text)
             }
             Err(error) => {
                 // No connection, a TLS failure or a time-out: each counts toward stopping.
@@ -571,15 +439,6 @@ impl Run<'_> {
             }
         }
         item
-    }
-}
-
-/// The start of a text, on one line.
-fn excerpt(text: &str) -> String {
-    let line = crate::one_line(text);
-    match line.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}...", &line[..cut]),
-        None => line,
     }
 }
 
@@ -924,7 +783,7 @@ impl Lines {
 
 #[cfg(test)]
 mod tests {
-    use super::{ItemResult, LINES_PER_FAILURE_KIND, Lines, Report, bar_state, check_callback_url};
+    use super::{ItemResult, LINES_PER_FAILURE_KIND, Lines, Report, bar_state};
 
     /// A report after results of `outcomes` (result, reason), counted as the run counts them.
     fn report_of(outcomes: &[(&'static str, Option<&'static str>)]) -> Report {
@@ -989,22 +848,5 @@ mod tests {
         ]);
         let kinds: Vec<_> = report.results.iter().map(ItemResult::failure_kind).collect();
         assert_eq!(kinds, [None, None, Some("not_found"), Some("endpoint_failed")]);
-    }
-
-    #[test]
-    fn callback_urls() {
-        for good in [
-            "https://partner.example/callback",
-            "http://127.0.0.1:8080/cb",
-            "http://localhost/cb",
-            "http://[::1]:9/cb",
-            "http://127.5.6.7/cb",
-        ] {
-            assert!(check_callback_url(good).is_ok(), "{good}");
-        }
-        for bad in ["http://partner.example/cb", "http://10.0.0.1/cb", "ftp://127.0.0.1/", "not a url", "/callback"] {
-            let error = check_callback_url(bad).unwrap_err();
-            assert!(error.0.starts_with("callback_url: "), "{bad}: {}", error.0);
-        }
     }
 }

@@ -838,7 +838,7 @@ fn recover_stops_when_the_endpoint_cannot_be_reached_and_checks_its_configuratio
     let bad = |args: &[&str]| run_with(args, &env, None).expect(2).one_error_line().to_owned();
     assert_eq!(bad(&["recover"]), "slotpartner: no callback endpoint: give --callback-url URL");
     let line = bad(&["recover", "--callback-url", "http://partner.example/cb"]);
-    assert!(line.starts_with("slotpartner: callback_url: http:// only to a loopback host"), "{line}");
+    assert!(line.starts_with("slotpartner: --callback-url: http:// only to a loopback host"), "{line}");
     let line = bad(&["recover", "--callback-url", &callback, "--base-url", "http://127.0.0.1:1"]);
     assert!(line.starts_with("slotpartner: base_url: must start with https://"), "{line}");
     let line = bad(&["recover", "--callback-url", &callback, "--token", "nope"]);

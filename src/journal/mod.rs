@@ -56,6 +56,10 @@ pub use lock::{RECOVERY_LOCK, RecoveryLock, host_name};
 pub use prune::{PruneOptions, PruneReport};
 pub use time::{parse_time, rfc3339_ms};
 
+/// The schema version this release writes; it migrates journals of versions 1 and 2 when it
+/// opens them and refuses newer ones.
+pub const SCHEMA_VERSION: i64 = schema::VERSION;
+
 use sql::Sql;
 
 /// How durably a stored reply is written (SQLite's `synchronous` for the transaction of `finish`).
@@ -522,6 +526,13 @@ impl Journal {
             return Ok(Vec::new());
         }
         self.read(|sql| admin::unfinished(sql, limit))
+    }
+
+    /// Now on the journal's wall clock, in ms since the Unix epoch: the PostgreSQL server's
+    /// (`clock_timestamp()`), the clock its stored times are read by; this host's on SQLite.
+    /// For comparing clocks (`slotpartner check`); leases never go by it.
+    pub fn clock_ms(&self) -> Result<i64> {
+        self.read(|sql| sql.now_ms())
     }
 
     /// Counts and gap figures.
