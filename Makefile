@@ -1,6 +1,7 @@
 # slotpartner: `make` builds the library and the C examples, `make test` runs every test suite,
-# `make demo` runs the sandbox demo, `make install` installs library, header, pkg-config file and
-# the operator command `slotpartner`.
+# `make demo` runs the sandbox demo, `make install` installs library, header, pkg-config file,
+# the operator command `slotpartner` (with its man pages and shell completions) and the sandbox
+# `slotpartner-sandbox`; `make deb` builds the Debian packages into target/deb/.
 
 CARGO   ?= cargo
 CC      ?= cc
@@ -10,6 +11,12 @@ BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DATADIR    ?= $(PREFIX)/share
+MAN1DIR    ?= $(DATADIR)/man/man1
+# Where Debian's bash-completion, zsh and fish look for the completions packages ship.
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR  ?= $(DATADIR)/zsh/vendor-completions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 # The package version (Cargo.toml) and the shared library's names: build.rs gives the library
 # the SONAME libslotpartner.so.<major>; make install lays out libslotpartner.so.<version> with
 # the links libslotpartner.so.<major> (what programs load) and libslotpartner.so (what -l finds).
@@ -27,7 +34,7 @@ SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # What a program linking the static library needs besides it (as `cargo rustc -- --print native-static-libs` says).
 STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: FORCE all lib cli sandbox test-miri test-cpp test-php test-python examples sanitized test test-rust test-c test-e2e header-check symbols-check header bench demo install uninstall test-install clean
+.PHONY: FORCE all lib cli sandbox test-miri test-cpp test-php test-python examples sanitized test test-rust test-c test-e2e header-check symbols-check header bench demo install uninstall deb test-install clean
 
 all: lib examples cli
 
@@ -230,6 +237,8 @@ bench: lib
 	@# The export's memory at 100,000 and at EXPORT_ROWS (default 5,000,000) deliveries (/usr/bin/time -v).
 	benches/export_memory.sh
 
+# The whole job on the sandbox, all on loopback (scripts/demo.sh): callbacks answered, a repeat
+# answered from the journal, a lossy burst, then `slotpartner recover` closing every gap.
 demo: all sandbox
 	scripts/demo.sh
 
@@ -238,17 +247,31 @@ sandbox:
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: the library as cargo-c lays it out (the
 # versioned file, the SONAME link programs load, the link -lslotpartner finds, the static
-# library), the header, the pkg-config file and the operator command; make uninstall removes
-# exactly these. install(1) replaces a file by a new one rather than writing into it, so
-# processes that have the old library mapped keep running.
-INSTALLED := $(BINDIR)/slotpartner $(LIBDIR)/libslotpartner.so.$(VERSION) $(LIBDIR)/$(SONAME) \
-	$(LIBDIR)/libslotpartner.so $(LIBDIR)/libslotpartner.a $(INCLUDEDIR)/slotpartner.h \
-	$(PKGCONFIGDIR)/slotpartner.pc
+# library), the header, the pkg-config file, the operator command with its man pages and its
+# bash, zsh and fish completions, and the sandbox (partners run it in their own integration
+# tests). The pages and completions come from the command just built (`slotpartner man --out
+# DIR`, `slotpartner completions SHELL`), so they always match it; they are written to
+# target/install/ first. make uninstall removes exactly these; the man pages it removes are the
+# ones the installed command writes (one a subcommand), asked again at uninstall time. install(1)
+# replaces a file by a new one rather than writing into it, so processes that have the old
+# library mapped keep running.
+INSTALLED := $(BINDIR)/slotpartner $(BINDIR)/slotpartner-sandbox $(LIBDIR)/libslotpartner.so.$(VERSION) \
+	$(LIBDIR)/$(SONAME) $(LIBDIR)/libslotpartner.so $(LIBDIR)/libslotpartner.a $(INCLUDEDIR)/slotpartner.h \
+	$(PKGCONFIGDIR)/slotpartner.pc $(BASHCOMPDIR)/slotpartner $(ZSHCOMPDIR)/_slotpartner \
+	$(FISHCOMPDIR)/slotpartner.fish
+GENERATED := target/install
 
 install:
 	$(BUILD_RELEASE)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	rm -rf $(GENERATED) && mkdir -p $(GENERATED)/man
+	$(RELEASE)/slotpartner man --out $(GENERATED)/man
+	$(RELEASE)/slotpartner completions bash > $(GENERATED)/slotpartner.bash
+	$(RELEASE)/slotpartner completions zsh > $(GENERATED)/_slotpartner
+	$(RELEASE)/slotpartner completions fish > $(GENERATED)/slotpartner.fish
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(MAN1DIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 $(RELEASE)/slotpartner $(DESTDIR)$(BINDIR)/slotpartner
+	install -m 755 $(RELEASE)/slotpartner-sandbox $(DESTDIR)$(BINDIR)/slotpartner-sandbox
 	install -m 755 $(RELEASE)/libslotpartner.so $(DESTDIR)$(LIBDIR)/libslotpartner.so.$(VERSION)
 	ln -sfn libslotpartner.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sfn libslotpartner.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libslotpartner.so
@@ -258,13 +281,46 @@ install:
 		-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
 		-e 's|@STATIC_LIBS@|$(STATIC_LIBS)|' slotpartner.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/slotpartner.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/slotpartner.pc
+	install -m 644 $(GENERATED)/man/*.1 $(DESTDIR)$(MAN1DIR)/
+	install -m 644 $(GENERATED)/slotpartner.bash $(DESTDIR)$(BASHCOMPDIR)/slotpartner
+	install -m 644 $(GENERATED)/_slotpartner $(DESTDIR)$(ZSHCOMPDIR)/_slotpartner
+	install -m 644 $(GENERATED)/slotpartner.fish $(DESTDIR)$(FISHCOMPDIR)/slotpartner.fish
 
+# The installed command names its man pages (the checkout's command if it is gone already);
+# when neither can, uninstall stops before removing anything.
 uninstall:
+	@command=$(DESTDIR)$(BINDIR)/slotpartner; [ -x "$$command" ] || command=$(RELEASE)/slotpartner; \
+	pages=$$(mktemp -d) && trap 'rm -rf "$$pages"' EXIT && \
+	"$$command" man --out "$$pages" || { echo "make uninstall: $$command cannot name its man pages" >&2; exit 1; }; \
+	for page in "$$pages"/*.1; do rm -f "$(DESTDIR)$(MAN1DIR)/$${page##*/}"; done
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+
+# Debian packages from this checkout, with debhelper (debian/rules says why and how) through
+# dpkg-buildpackage: binary packages only, unsigned, without the build-dependency check (-d)
+# because Rust comes from rustup, not from a Debian package. Everything lands in target/deb/
+# (the .deb files, .buildinfo, .changes), never beside the checkout; debian/ is left clean.
+# Then lintian where it is installed (its findings are printed, they never fail the build).
+DEB_ARCH = $(shell dpkg-architecture -qDEB_HOST_ARCH)
+DEB_OUT  := target/deb
+
+deb:
+	@command -v dpkg-buildpackage > /dev/null && command -v dh > /dev/null || \
+		{ echo "make deb: needs dpkg-buildpackage and dh (apt-get install dpkg-dev debhelper fakeroot)" >&2; exit 2; }
+	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)
+	dpkg-buildpackage -b -d --no-sign --post-clean \
+		--buildinfo-option=-u$(DEB_OUT) --buildinfo-file=$(DEB_OUT)/slotpartner_$(VERSION)_$(DEB_ARCH).buildinfo \
+		--changes-option=-u$(DEB_OUT) --changes-file=$(DEB_OUT)/slotpartner_$(VERSION)_$(DEB_ARCH).changes
+	@ls -1 $(DEB_OUT)/*.deb
+	@if command -v lintian > /dev/null; then echo "lintian $(DEB_OUT)/*.changes:"; \
+		lintian $(DEB_OUT)/slotpartner_$(VERSION)_$(DEB_ARCH).changes || true; \
+	else echo "lintian: SKIPPED (not installed: apt-get install lintian)"; fi
 
 # Installs into a temporary prefix and uses what it installed: C programs built through
 # pkg-config against the shared and the static library, the Python wheel in a fresh virtual
-# environment, the PHP package through Composer; then uninstalls. Prints "install: N passed, N failed".
+# environment, the PHP package through Composer; then uninstalls. As root with dpkg-dev and
+# debhelper present, builds the Debian packages (make deb), installs them on this machine with
+# apt, uses them the same way and purges them (SKIPPED, said so, otherwise). Prints
+# "install: N passed, N failed".
 test-install:
 	MAKE='$(MAKE)' tests/install/install_test.sh
 

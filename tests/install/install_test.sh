@@ -17,10 +17,18 @@
 #      parses a callback (with the checkout's library, with the installed one, and through the
 #      header of vendor/bin/slotpartner-preload-header under ffi.preload); the tool's arguments.
 #   5. `make uninstall PREFIX=PRIVATE` leaves nothing.
+#   6. `make deb`, then, as root on this machine, `apt install` of the four packages: the
+#      library's SONAME link, C programs built through pkg-config against the installed
+#      shared and static library and run, `slotpartner --version`, its man pages (the set the
+#      command writes) and completions, `slotpartner-sandbox`; `apt-get remove --purge` leaves
+#      none of their files. SKIPPED (said so) when not root or dpkg-buildpackage/debhelper are
+#      missing; .ci/run installs them and runs as root, so CI never skips it.
 #
 # Needs: make, cc, pkg-config, readelf/ldd, python3 with venv (Debian: python3-venv; pip fetches
-# setuptools from PyPI for the isolated build unless cached), php with FFI, composer.
-# Builds through `make install` (the library and the command). Prints "install: N passed, N failed" last.
+# setuptools from PyPI for the isolated build unless cached), php with FFI, composer; for 6,
+# root, dpkg-dev, debhelper, apt.
+# Builds through `make install` (the library, the command and the sandbox). Prints
+# "install: N passed, N failed" last.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
@@ -29,7 +37,15 @@ cc=${CC:-cc}
 python=${PYTHON:-python3}
 php=${PHP:-php}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+packages=(libslotpartner0 libslotpartner-dev slotpartner slotpartner-sandbox)
+installed_packages=no # part 6: yes while its packages are on this machine
+cleanup() {
+  if [ "$installed_packages" = yes ]; then
+    apt-get remove -y -qq --purge -o DPkg::Lock::Timeout=120 "${packages[@]}" > /dev/null 2>&1
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 passed=0 failed=0
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
@@ -61,15 +77,23 @@ unset SLOTPARTNER_LIB PKG_CONFIG_LIBDIR
 listing() { # DIR
   (cd "$1" && find . -mindepth 1 \( -type f -o -type l \) -printf '%y %m %P %l\n' | sort)
 }
+man_pages=() # the pages `slotpartner man --out DIR` writes, once the command is built
 expected_listing() {
-  printf '%s\n' \
-    "f 644 include/slotpartner.h " \
-    "f 644 lib/libslotpartner.a " \
-    "f 644 lib/pkgconfig/slotpartner.pc " \
-    "f 755 bin/slotpartner " \
-    "f 755 lib/libslotpartner.so.$version " \
-    "l 777 lib/$soname libslotpartner.so.$version" \
-    "l 777 lib/libslotpartner.so libslotpartner.so.$version" | sort
+  {
+    printf '%s\n' \
+      "f 644 include/slotpartner.h " \
+      "f 644 lib/libslotpartner.a " \
+      "f 644 lib/pkgconfig/slotpartner.pc " \
+      "f 755 bin/slotpartner " \
+      "f 755 bin/slotpartner-sandbox " \
+      "f 644 share/bash-completion/completions/slotpartner " \
+      "f 644 share/zsh/vendor-completions/_slotpartner " \
+      "f 644 share/fish/vendor_completions.d/slotpartner.fish " \
+      "f 755 lib/libslotpartner.so.$version " \
+      "l 777 lib/$soname libslotpartner.so.$version" \
+      "l 777 lib/libslotpartner.so libslotpartner.so.$version"
+    for page in "${man_pages[@]}"; do echo "f 644 share/man/man1/$page "; done
+  } | sort
 }
 pc() { pkg-config "$@" | sed 's/ *$//'; } # pkgconf ends its output with a space
 soname_of() { readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p'; }
@@ -77,6 +101,12 @@ soname_of() { readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p'; }
 echo "--- make install DESTDIR=... PREFIX=/usr/local (version $version, SONAME $soname)"
 stage=$work/stage
 if run install_staged "$make" --no-print-directory install DESTDIR="$stage" PREFIX=/usr/local; then
+  # The man pages: the command's own page and one a subcommand.
+  mkdir "$work/man" && target/release/slotpartner man --out "$work/man"
+  mapfile -t man_pages < <(cd "$work/man" && ls)
+  for page in slotpartner.1 slotpartner-journal-status.1 slotpartner-recover.1; do
+    check "man_page $page" "yes" "$(grep -q '^\.TH' "$work/man/$page" 2> /dev/null && echo yes)"
+  done
   check layout_staged "$(expected_listing)" "$(listing "$stage/usr/local")"
   check soname_staged "$soname" "$(soname_of "$stage/usr/local/lib/libslotpartner.so.$version")"
   check soname_build "$soname" "$(soname_of target/release/libslotpartner.so)"
@@ -88,6 +118,10 @@ if run install_staged "$make" --no-print-directory install DESTDIR="$stage" PREF
   check pc_relocated "-I$stage/usr/local/include" \
     "$(PKG_CONFIG_PATH=$stage/usr/local/lib/pkgconfig pc --define-prefix --cflags slotpartner)"
   check command_staged "slotpartner $version" "$("$stage/usr/local/bin/slotpartner" --version 2>&1)"
+  check sandbox_staged "slotpartner-sandbox $version" "$("$stage/usr/local/bin/slotpartner-sandbox" --version 2>&1)"
+  # bash takes the completion script: it registers a completion for the command.
+  check bash_completion_staged "slotpartner" "$(bash -c 'source "$1" && complete -p slotpartner' _ \
+    "$stage/usr/local/share/bash-completion/completions/slotpartner" 2>&1 | awk '{print $NF}')"
   # Installed over an older install whose libslotpartner.so was a file: becomes the link.
   rm "$stage/usr/local/lib/libslotpartner.so"
   cp target/release/libslotpartner.so "$stage/usr/local/lib/libslotpartner.so"
@@ -279,6 +313,101 @@ fi
 echo "--- make uninstall PREFIX=PRIVATE"
 run uninstall_private "$make" --no-print-directory uninstall PREFIX="$prefix"
 check uninstalled_private "" "$(listing "$prefix")"
+
+echo "--- make deb; apt install ./target/deb/*.deb on this machine; apt-get remove --purge"
+if [ "$(id -u)" != 0 ]; then
+  echo "deb: SKIPPED (not root: installing the packages on this machine needs root)"
+elif ! command -v dpkg-buildpackage > /dev/null || ! command -v dh > /dev/null || ! command -v apt > /dev/null; then
+  echo "deb: SKIPPED (dpkg-buildpackage, dh or apt missing: apt-get install dpkg-dev debhelper fakeroot)"
+else
+  export DEBIAN_FRONTEND=noninteractive
+  unset PKG_CONFIG_PATH
+  arch=$(dpkg --print-architecture)
+  multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+  libdir=/usr/lib/$multiarch
+  debs=()
+  for package in "${packages[@]}"; do debs+=("target/deb/${package}_${version}_$arch.deb"); done
+  # Files of the packages must not be here already (from another install): the test would
+  # replace them and then remove them.
+  present=$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2> /dev/null | grep ' installed$' || true)
+  strays=$(ls -d /usr/bin/slotpartner /usr/bin/slotpartner-sandbox /usr/include/slotpartner.h \
+    "$libdir"/libslotpartner* 2> /dev/null || true)
+  beside=$(cd .. && ls -d slotpartner_* libslotpartner* slotpartner-sandbox_* 2> /dev/null || true)
+  if [ -n "$present" ] || [ -n "$strays" ]; then
+    fail deb_clean_machine "already on this machine (remove them first: apt-get remove --purge ${packages[*]}): $present $strays"
+  elif run make_deb "$make" --no-print-directory deb; then
+    check deb_files "$(printf '%s\n' "${debs[@]}" | sort)" "$(ls target/deb/*.deb | sort)"
+    check deb_nothing_beside_checkout "$beside" "$(cd .. && ls -d slotpartner_* libslotpartner* slotpartner-sandbox_* 2> /dev/null)"
+    check deb_debian_clean "" "$(git status --porcelain --ignored debian 2> /dev/null | grep -v '^?? debian/$')"
+    # Every path the packages hold, and which of them this machine had before (directories
+    # such as /usr/bin): after the removal nothing else may be left.
+    for deb in "${debs[@]}"; do dpkg-deb -x "$deb" "$work/deb-tree"; done
+    (cd "$work/deb-tree" && find . -mindepth 1 | sed 's|^\.||' | sort) > "$work/deb-paths"
+    while read -r path; do [ -e "$path" ] && echo "$path"; done < "$work/deb-paths" > "$work/deb-before"
+    # apt waits up to 2 minutes for another package manager to release its lock.
+    if run apt_install apt install -y -o DPkg::Lock::Timeout=120 "${debs[@]/#/./}"; then
+      installed_packages=yes
+      check deb_installed "$(printf '%s install ok installed\n' "${packages[@]}")" \
+        "$(for p in "${packages[@]}"; do dpkg-query -W -f='${Package} ${Status}\n' "$p"; done)"
+      check deb_version "$version" "$(dpkg-query -W -f='${Version}' slotpartner)"
+      check deb_soname_link "libslotpartner.so.$version" "$(readlink "$libdir/$soname")"
+      check deb_dev_link "libslotpartner.so.$version" "$(readlink "$libdir/libslotpartner.so")"
+      check deb_soname "$soname" "$(soname_of "$libdir/libslotpartner.so.$version")"
+      check deb_owner_lib "libslotpartner0:$arch: $libdir/$soname" "$(dpkg -S "$libdir/$soname")"
+      check deb_owner_dev "libslotpartner-dev:$arch: $libdir/pkgconfig/slotpartner.pc" \
+        "$(dpkg -S "$libdir/pkgconfig/slotpartner.pc")"
+      check deb_ldconfig "yes" "$(ldconfig -p | grep -q "^[[:space:]]*$soname " && echo yes)"
+      check deb_pc_modversion "$version" "$(pc --modversion slotpartner)"
+
+      # The C examples built against the installed package through pkg-config, and run.
+      strict=(-std=c11 -Wall -Wextra -Werror -pedantic -O2)
+      bin=$work/deb-bin
+      mkdir -p "$bin"
+      # shellcheck disable=SC2046 # pkg-config's output is meant to be split into words
+      for program in inspect_event callback_cgi; do
+        run "deb_cc_shared_$program" "$cc" "${strict[@]}" "examples/c/$program.c" -o "$bin/${program}_shared" \
+          $(pkg-config --cflags --libs slotpartner)
+        run "deb_cc_static_$program" "$cc" "${strict[@]}" "examples/c/$program.c" -o "$bin/${program}_static" \
+          $(pkg-config --static --cflags --libs slotpartner | sed 's/-lslotpartner\b/-l:libslotpartner.a/')
+      done
+      # No run path, no LD_LIBRARY_PATH: the loader finds the SONAME through ld.so.cache.
+      check deb_ldd_shared "$libdir/libslotpartner.so.$version" \
+        "$(readlink -f "$(ldd "$bin/inspect_event_shared" | sed -n 's/^[[:space:]]*libslotpartner[^ ]* => \([^ ]*\).*/\1/p')")"
+      check deb_ldd_static "" "$(ldd "$bin/inspect_event_static" | grep libslotpartner)"
+      for kind in shared static; do
+        out=$("$bin/inspect_event_$kind" "$fixtures/refund.json" 2>&1; echo "exit: $?")
+        check "deb_inspect_$kind" "$(cat "$expected/inspect_refund.out")" "$out"
+        out=$(env -i PATH="$PATH" SLOTPARTNER_TOKEN=$token SLOTPARTNER_SOURCES=production \
+          GATEWAY_INTERFACE=CGI/1.1 REQUEST_METHOD=POST CONTENT_LENGTH="$(wc -c < "$fixtures/payout.json")" \
+          REMOTE_ADDR=18.203.30.17 HTTP_X_SERVICE_TOKEN=$token CONTENT_TYPE=application/json \
+          "$bin/callback_cgi_$kind" < "$fixtures/payout.json" 2> /dev/null | tr -d '\r'; echo "exit: ${PIPESTATUS[0]}")
+        check "deb_callback_$kind" "$(cat "$expected/cgi_payout.out")" "$out"
+      done
+
+      # The command, its man pages (compressed by the package build) and completions; the sandbox.
+      check deb_command "slotpartner $version" "$(/usr/bin/slotpartner --version 2>&1)"
+      check deb_sandbox "slotpartner-sandbox $version" "$(/usr/bin/slotpartner-sandbox --version 2>&1)"
+      check deb_man_pages "$(printf '%s.gz\n' "${man_pages[@]}" | sort)" \
+        "$(dpkg -L slotpartner | sed -n 's|^/usr/share/man/man1/||p' | sort)"
+      check deb_man_page "yes" "$(zcat /usr/share/man/man1/slotpartner-journal-status.1.gz | grep -q '^\.TH' && echo yes)"
+      check deb_bash_completion "slotpartner" "$(bash -c 'source /usr/share/bash-completion/completions/slotpartner \
+        && complete -p slotpartner' 2>&1 | awk '{print $NF}')"
+      check deb_zsh_completion "#compdef slotpartner" "$(head -n 1 /usr/share/zsh/vendor-completions/_slotpartner)"
+      check deb_fish_completion "yes" "$(grep -q '^complete -c slotpartner' /usr/share/fish/vendor_completions.d/slotpartner.fish && echo yes)"
+
+      if run apt_remove apt-get remove -y --purge -o DPkg::Lock::Timeout=120 "${packages[@]}"; then
+        installed_packages=no
+        check deb_removed "" "$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2> /dev/null | grep -v 'not-installed$')"
+        # Nothing the packages laid out is left: no file, link or directory of theirs.
+        check deb_nothing_left "" "$(while read -r path; do
+          if [ -e "$path" ] || [ -L "$path" ]; then echo "$path"; fi; done < "$work/deb-paths" |
+          comm -23 - "$work/deb-before")"
+        check deb_ldconfig_removed "" "$(ldconfig -p | grep libslotpartner)"
+        check deb_pc_removed "no" "$(pkg-config --exists slotpartner && echo yes || echo no)"
+      fi
+    fi
+  fi
+fi
 
 echo "install: $passed passed, $failed failed"
 [ "$failed" = 0 ]
