@@ -42,6 +42,8 @@ mod callback {
 }
 mod client {
     pub use super::{fetch, games};
+    // error.rs names it; its file needs rustls, so the library's own type stands in.
+    pub use slotpartner::client::TlsProblem;
 }
 
 use client::fetch::FetchSettings;
