@@ -82,6 +82,33 @@ pub fn command() -> clap::Command {
     with_hidden(cli.args(top), &shared)
 }
 
+/// The shared options given on the command line to a subcommand that does not use them
+/// (accepted there, see [`command`], and ignored): the subcommand's path (`journal gaps`) and
+/// each such option's `--name`, for a note on stderr. An option given before the subcommand
+/// counts as given to it.
+pub fn ignored_options(matches: &clap::ArgMatches) -> (String, Vec<String>) {
+    let (mut own, mut accepted) = (Cli::command(), command());
+    let mut leaf = matches;
+    let mut path = Vec::new();
+    while let Some((name, sub)) = leaf.subcommand() {
+        let (Some(next_own), Some(next_accepted)) =
+            (own.find_subcommand(name).cloned(), accepted.find_subcommand(name).cloned())
+        else {
+            break;
+        };
+        path.push(name.to_owned());
+        (own, accepted, leaf) = (next_own, next_accepted, sub);
+    }
+    // The ids of argument groups (a flattened struct's) are in the matches too: options only.
+    let ignored = accepted
+        .get_arguments()
+        .filter(|arg| !own.get_arguments().any(|o| o.get_id() == arg.get_id()))
+        .filter(|arg| leaf.value_source(arg.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
+        .collect();
+    (path.join(" "), ignored)
+}
+
 /// Every option marked `global` in the subcommands of `command`, once each (the first definition).
 fn shared_options(command: &clap::Command, shared: &mut Vec<Arg>) {
     for sub in command.get_subcommands() {

@@ -64,7 +64,13 @@ impl From<slotpartner::Error> for Fail {
 pub type Outcome = Result<Verdict, Fail>;
 
 fn main() -> ExitCode {
-    let cli = match args::command().try_get_matches().and_then(|matches| Cli::from_arg_matches(&matches)) {
+    let cli = match args::command().try_get_matches().and_then(|matches| {
+        let (subcommand, ignored) = args::ignored_options(&matches);
+        for option in ignored {
+            eprintln!("slotpartner: note: `{subcommand}` does not use {option}: ignored");
+        }
+        Cli::from_arg_matches(&matches)
+    }) {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),
     };

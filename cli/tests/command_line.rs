@@ -335,3 +335,24 @@ fn a_service_certificate_not_trusted_names_the_command_option() {
     assert!(line.contains("UnknownIssuer") && line.contains("--ca-file PEM (or SLOTPARTNER_CA_FILE)"), "{line}");
     assert!(!line.contains("ca_pem") && !line.contains("sp_client"), "{line}");
 }
+
+/// A shared option given to a subcommand that does not use it is ignored with a note, wherever
+/// it stands on the line; one the subcommand uses, or a variable, gets none.
+#[test]
+fn a_shared_option_a_subcommand_does_not_use_gets_a_note() {
+    let scratch = Scratch::new("ignored-note");
+    let url = prepared_journal(&scratch);
+    let note = "slotpartner: note: `journal gaps` does not use --min-age: ignored";
+    let after = run(&["journal", "gaps", "--journal", &url, "--min-age", "30d"]);
+    let before = run(&["--min-age", "30d", "--journal", &url, "journal", "gaps"]);
+    let plain = run(&["journal", "gaps", "--journal", &url]);
+    for out in [&after, &before] {
+        assert!(out.stderr.contains(note), "{}", out.stderr);
+        assert_eq!((out.code, &out.stdout), (plain.code, &plain.stdout), "the note changes nothing else");
+    }
+    assert!(!plain.stderr.contains("note:"), "{}", plain.stderr);
+    let by_variable = run_with(&["journal", "gaps", "--journal", &url], &[("SLOTPARTNER_MIN_AGE", "30d")], None);
+    assert!(!by_variable.stderr.contains("note:"), "{}", by_variable.stderr);
+    let used = run(&["journal", "gaps", "--journal", &url, "--older-than", "1s"]);
+    assert!(!used.stderr.contains("note:"), "{}", used.stderr);
+}
