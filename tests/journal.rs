@@ -12,7 +12,9 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use slotpartner::journal::{Begin, Claim, Delivery, FetchOutcome, Journal, JournalOptions, RecordState, Synchronous};
+use slotpartner::journal::{
+    Begin, Claim, Delivery, ExistingJournal, FetchOutcome, Journal, JournalOptions, RecordState, Synchronous,
+};
 use slotpartner::{ErrorKind, ParseOptions, parse};
 
 #[path = "e2e/cluster.rs"]
@@ -145,6 +147,7 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("gaps_from_a_configured_first", gaps_from_a_configured_first),
     ("watermark_survives_reopening", watermark_survives_reopening),
     ("unknown_schema_version_refused", unknown_schema_version_refused),
+    ("open_existing_creates_and_migrates_nothing", open_existing_creates_and_migrates_nothing),
     ("reply_over_the_limit_refused", reply_over_the_limit_refused),
     ("eight_threads_one_key", eight_threads_one_key),
     ("unfinished_lists_abandoned_and_expired_claims", unfinished_lists_abandoned_and_expired_claims),
@@ -480,6 +483,69 @@ fn unknown_schema_version_refused(b: &dyn Backend) {
     assert!(error.message.contains("schema version 99") && error.message.contains("newer"), "{error}");
     b.set_schema_version(&url, 1);
     assert_eq!(done_reply(&open(&url), &refund(1, Some(1), 7)), b"ok");
+}
+
+/// `Journal::open_existing` opens a current journal and nothing else: where there is none it
+/// creates none, and an older one stays at its version (`open` would migrate it).
+fn open_existing_creates_and_migrates_nothing(b: &dyn Backend) {
+    let url = b.url("open_existing");
+    let existing = || Journal::open_existing(&url, &JournalOptions::default());
+    for _ in 0..2 {
+        match existing() {
+            Ok(ExistingJournal::Absent { reason }) => {
+                assert!(reason.contains("sp_journal_meta") || reason.contains("no such file"), "{reason}");
+                assert!(!reason.contains("password"), "{reason}");
+            }
+            other => panic!("expected no journal, got {other:?}"),
+        }
+    }
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        assert!(!Path::new(path).exists(), "no file was created");
+    }
+    handle(&open(&url), &refund(1, Some(1), 7), b"ok");
+    handle(&open(&url), &refund(3, Some(3), 7), b"ok");
+    match existing() {
+        Ok(ExistingJournal::Current(journal)) => {
+            assert_eq!(done_reply(&journal, &refund(1, Some(1), 7)), b"ok");
+            assert_eq!(journal.status().unwrap().missing, 1);
+        }
+        other => panic!("expected the current journal, got {other:?}"),
+    }
+    b.set_schema_version(&url, 2);
+    for _ in 0..2 {
+        match existing() {
+            Ok(ExistingJournal::Older { version: 2 }) => {}
+            other => panic!("expected an older journal left at version 2, got {other:?}"),
+        }
+    }
+    b.set_schema_version(&url, 99);
+    let error = existing().unwrap_err();
+    assert!(error.message.contains("schema version 99") && error.message.contains("newer"), "{error}");
+    // Back at version 2, `open` migrates it as ever.
+    b.set_schema_version(&url, 2);
+    assert_eq!(done_reply(&open(&url), &refund(1, Some(1), 7)), b"ok");
+    assert!(matches!(existing(), Ok(ExistingJournal::Current(_))));
+}
+
+/// An empty file, and a SQLite database of no journal, stay byte for byte as they were when
+/// `open_existing` looks at them.
+#[test]
+fn open_existing_writes_nothing_into_a_sqlite_file_without_a_journal() {
+    let dir = TempDir::new("slotpartner-open-existing");
+    let empty = dir.0.join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let other = dir.0.join("other.db");
+    rusqlite::Connection::open(&other).unwrap().execute_batch("PRAGMA user_version = 7").unwrap();
+    for path in [&empty, &other] {
+        let before = std::fs::read(path).unwrap();
+        let url = format!("sqlite:{}", path.display());
+        match Journal::open_existing(&url, &JournalOptions::default()) {
+            Ok(ExistingJournal::Absent { reason }) => assert!(reason.contains("no sp_journal_meta"), "{reason}"),
+            other => panic!("expected no journal in {url}, got {other:?}"),
+        }
+        assert_eq!(std::fs::read(path).unwrap(), before, "{url}");
+    }
+    assert!(!dir.0.join("empty.db-wal").exists());
 }
 
 fn reply_over_the_limit_refused(b: &dyn Backend) {

@@ -318,6 +318,37 @@ pub(crate) trait Store: Send + Sync {
     fn backup(&self, dest: &std::path::Path, options: &JournalOptions) -> Result<BackupReport>;
 }
 
+/// What [`Journal::open_existing`] found at a URL.
+#[derive(Debug)]
+pub enum ExistingJournal {
+    /// A journal of this release's schema version, opened.
+    Current(Journal),
+    /// A journal of an older schema version (1 or 2), left as it is: [`Journal::open`] would
+    /// migrate it to [`SCHEMA_VERSION`].
+    Older { version: i64 },
+    /// No journal there, and nothing was created: why, naming the URL without its password
+    /// (`sqlite:/var/lib/j.db: an empty file, no sp_journal_meta`).
+    Absent { reason: String },
+}
+
+/// How a store prepares its storage when it is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prepare {
+    /// Creates the tables if absent, migrates an older schema (`Journal::open`).
+    CreateOrMigrate,
+    /// Neither: reports what it found (`Journal::open_existing`).
+    Existing,
+}
+
+/// What a store found when it was opened with `Prepare::Existing` (always `Current` with
+/// `Prepare::CreateOrMigrate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    Current,
+    Older(i64),
+    Absent(String),
+}
+
 /// A delivery journal. `Send + Sync`: share one across threads (`Arc`), or open the same URL in
 /// each; either way, connections are pooled per process and URL and kept across calls.
 pub struct Journal {
@@ -356,13 +387,42 @@ impl Journal {
     /// or option; `Journal` when the storage cannot be used (unreachable server, read-only or
     /// corrupt file, a journal of a newer schema version).
     pub fn open(url: &str, options: &JournalOptions) -> Result<Journal> {
+        match Journal::open_as(url, options, Prepare::CreateOrMigrate)? {
+            ExistingJournal::Current(journal) => Ok(journal),
+            // Created or migrated: never found absent or older.
+            ExistingJournal::Older { version } => Err(Error::new(
+                ErrorKind::Journal,
+                format!("journal_url: the journal stayed at schema version {version}"),
+            )),
+            ExistingJournal::Absent { reason } => Err(Error::new(ErrorKind::Journal, reason)),
+        }
+    }
+
+    /// Opens the journal at `url` only when one of this release's schema version is there,
+    /// creating and migrating nothing: what an inspection that must leave the storage as it found
+    /// it opens (`slotpartner check`). A missing or empty SQLite file, or a database without
+    /// `sp_journal_meta`, is [`ExistingJournal::Absent`] (read with a read-only connection, so
+    /// that nothing is written to it, not even SQLite's header); a journal of an older version
+    /// is [`ExistingJournal::Older`] and stays as it is ([`Journal::open`] would migrate it, and
+    /// endpoints of the older release would then refuse it). A current journal opens as with
+    /// `open` (a configured `first_index` is stored as `open` stores it).
+    ///
+    /// Errors as `open`'s: an unusable URL or option, unreachable storage, another program's
+    /// SQLite database, a journal of a newer schema version.
+    pub fn open_existing(url: &str, options: &JournalOptions) -> Result<ExistingJournal> {
+        Journal::open_as(url, options, Prepare::Existing)
+    }
+
+    fn open_as(url: &str, options: &JournalOptions, prepare: Prepare) -> Result<ExistingJournal> {
         options.check()?;
         fork_guard::install(options.lock_timeout)?;
         let _inside = fork_guard::enter()?;
-        let store: Arc<dyn Store> = if let Some(path) = url.strip_prefix("sqlite:") {
-            sqlite::Sqlite::open(path, options)?
+        let (store, found): (Arc<dyn Store>, Found) = if let Some(path) = url.strip_prefix("sqlite:") {
+            let (store, found) = sqlite::Sqlite::open(path, options, prepare)?;
+            (store, found)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            postgres::Postgres::open(url, options)?
+            let (store, found) = postgres::Postgres::open(url, options, prepare)?;
+            (store, found)
         } else {
             let problem = match url.split_once(':') {
                 Some((scheme, _)) if !scheme.is_empty() && scheme.len() <= 32 => {
@@ -371,7 +431,12 @@ impl Journal {
                 // What follows the colon is not shown: it may hold a password.
                 Some(_) => "has no scheme before its first \":\"".to_owned(),
                 None if url.is_empty() => "is empty".to_owned(),
-                None => format!("{} has no scheme", quoted(&excerpt_of(url, 60))),
+                // Shown up to a character that may start a secret (`user@`, `?password=`).
+                None => {
+                    let shown = url.split(['@', '?', '#', ';', '&', '=']).next().unwrap_or_default();
+                    let cut = if shown.len() < url.len() { "..." } else { "" };
+                    format!("{}{cut} has no scheme", quoted(&excerpt_of(shown, 60)))
+                }
             };
             return Err(Error::field(
                 ErrorKind::InvalidArgument,
@@ -379,11 +444,15 @@ impl Journal {
                 format!("{problem}: expected sqlite:PATH or postgres://USER@HOST/DATABASE"),
             ));
         };
-        Ok(Journal {
-            store,
-            options: options.clone(),
-            retention_ran_ms: std::sync::atomic::AtomicU64::new(0),
-            opened: Instant::now(),
+        Ok(match found {
+            Found::Current => ExistingJournal::Current(Journal {
+                store,
+                options: options.clone(),
+                retention_ran_ms: std::sync::atomic::AtomicU64::new(0),
+                opened: Instant::now(),
+            }),
+            Found::Older(version) => ExistingJournal::Older { version },
+            Found::Absent(reason) => ExistingJournal::Absent { reason },
         })
     }
 

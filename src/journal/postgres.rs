@@ -38,7 +38,7 @@ use super::key::{self, Delivery};
 use super::pool::{Pool, Pooled, Registry};
 use super::schema::{self, Counter};
 use super::sql::{LeaseClock, Sql, SqlRow, Value, dollar_params};
-use super::{AdminWork, Begin, JournalOptions, Record, Step, Synchronous};
+use super::{AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
 
 mod tls;
 
@@ -196,7 +196,7 @@ impl Tx<'_> {
 }
 
 impl Postgres {
-    pub fn open(url: &str, options: &JournalOptions) -> Result<Arc<Postgres>> {
+    pub fn open(url: &str, options: &JournalOptions, prepare: Prepare) -> Result<(Arc<Postgres>, Found)> {
         let store = REGISTRY.get_or_make(url.to_owned(), || {
             // `sslmode` and `sslrootcert` first: the `postgres` parser refuses libpq's
             // `verify-ca`, `verify-full` and `sslrootcert`.
@@ -220,15 +220,18 @@ impl Postgres {
                 generation: AtomicU64::new(0),
             })
         })?;
-        store.prepare(options)?;
-        Ok(store)
+        let found = store.prepare(options, prepare)?;
+        Ok((store, found))
     }
 
-    /// Creates the tables if absent, checks the schema version, stores a configured first index.
+    /// Creates the tables if absent, checks the schema version (migrating an older one), stores
+    /// a configured first index; with `Prepare::Existing`, reports a missing journal or an older
+    /// version instead of creating or migrating it (reading only, in a transaction of its own).
     /// Processes opening a new database at once serialise on an advisory lock; one that still
     /// finds the tables created under it (its catalog view predates the other's commit) rolls
     /// its attempt back and looks again.
-    fn prepare(&self, options: &JournalOptions) -> Result<()> {
+    fn prepare(&self, options: &JournalOptions, prepare: Prepare) -> Result<Found> {
+        let create = prepare == Prepare::CreateOrMigrate;
         for attempt in 1.. {
             let settled = self.transaction(options, Mode::Normal, |tx| {
                 let exists = |tx: &mut Tx<'_>| -> TxResult<bool> {
@@ -236,12 +239,21 @@ impl Postgres {
                     Ok(row.map(|r| r.try_get(0)).transpose()?.unwrap_or(false))
                 };
                 if !exists(tx)? {
+                    if !create {
+                        return Ok(Some(Found::Absent(format!(
+                            "{}: no sp_journal_meta in the database (or its search_path)",
+                            self.label
+                        ))));
+                    }
                     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
                     if !exists(tx)? && !create_schema(tx)? {
-                        return Ok(false);
+                        return Ok(None);
                     }
                 }
-                if schema::check_version(&self.label, tx.meta("schema_version")?)?.is_some() {
+                if let Some(older) = schema::check_version(&self.label, tx.meta("schema_version")?)? {
+                    if !create {
+                        return Ok(Some(Found::Older(older)));
+                    }
                     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
                     if let Some(from) = schema::check_version(&self.label, tx.meta("schema_version")?)? {
                         tx.client.batch_execute(schema::POSTGRES_V2)?;
@@ -257,13 +269,15 @@ impl Postgres {
                         )?;
                     }
                 }
-                Ok(true)
+                Ok(Some(Found::Current))
             })?;
-            if settled || attempt >= 5 {
-                break;
+            match settled {
+                Some(found) => return Ok(found),
+                None if attempt >= 5 => break,
+                None => {}
             }
         }
-        Ok(())
+        Ok(Found::Current)
     }
 
     fn connect(&self, options: &JournalOptions) -> Result<PgConn> {

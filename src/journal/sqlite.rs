@@ -30,7 +30,7 @@ use super::pool::{Pool, Registry};
 use super::schema::{self, Counter};
 use super::sql::{LeaseClock, Sql, SqlRow, Value};
 use super::write_gate::WriteGate;
-use super::{AdminWork, Begin, JournalOptions, Record, Step, Synchronous, now_ms};
+use super::{AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous, now_ms};
 
 /// Open files by path as given (`sqlite:PATH`), kept for the life of the process.
 static REGISTRY: Registry<String, Sqlite> = Registry::new();
@@ -71,7 +71,7 @@ impl From<Error> for Fail {
 type TxResult<T> = std::result::Result<T, Fail>;
 
 impl Sqlite {
-    pub fn open(path: &str, options: &JournalOptions) -> Result<Arc<Sqlite>> {
+    pub fn open(path: &str, options: &JournalOptions, prepare: Prepare) -> Result<(Arc<Sqlite>, Found)> {
         // `sqlite:///abs/path` and `sqlite://rel/path` as well as `sqlite:PATH`.
         let path = path.strip_prefix("//").unwrap_or(path);
         if path.is_empty() || path == ":memory:" || path.starts_with("file:") {
@@ -89,26 +89,66 @@ impl Sqlite {
                 writers: WriteGate::default(),
             })
         })?;
-        store.prepare(options)?;
-        Ok(store)
+        if prepare == Prepare::Existing {
+            let found = store.peek(options)?;
+            if found != Found::Current {
+                return Ok((store, found));
+            }
+        }
+        let found = store.prepare(options, prepare)?;
+        Ok((store, found))
     }
 
-    /// Creates the tables if absent, checks the schema version, stores a configured first index.
-    fn prepare(&self, options: &JournalOptions) -> Result<()> {
-        let mut conn = self.pool.get(|| self.connect(options))?;
-        let result = (|| -> TxResult<()> {
+    /// What the file holds, read with a read-only connection that neither creates the file nor
+    /// writes to it (a read-write connection would write SQLite's header into an empty file when
+    /// it sets WAL mode): no journal, a journal of an older schema version, or a current one.
+    /// Another program's database and a newer schema version are refused, as `prepare` refuses
+    /// them.
+    fn peek(&self, options: &JournalOptions) -> Result<Found> {
+        match std::fs::metadata(&self.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Found::Absent(format!("{}: no such file", self.label)));
+            }
+            Err(e) => return Err(Error::new(ErrorKind::Journal, format!("{}: cannot read the file: {e}", self.label))),
+            Ok(meta) if !meta.is_file() => {
+                return Err(Error::new(
+                    ErrorKind::Journal,
+                    format!("{}: not a regular file; a journal needs a file of its own", self.label),
+                ));
+            }
+            Ok(meta) if meta.len() == 0 => {
+                return Ok(Found::Absent(format!("{}: an empty file, no sp_journal_meta", self.label)));
+            }
+            Ok(_) => {}
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let db = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
+        db.busy_timeout(options.lock_timeout).map_err(|e| self.error(&e))?;
+        self.check_identity(&db)?;
+        if !has_meta(&db).map_err(|e| self.error(&e))? {
+            return Ok(Found::Absent(format!("{}: no sp_journal_meta in the database", self.label)));
+        }
+        let version = meta(&db, "schema_version").map_err(|e| self.error(&e))?;
+        Ok(match schema::check_version(&self.label, version)? {
+            Some(older) => Found::Older(older),
+            None => Found::Current,
+        })
+    }
+
+    /// Creates the tables if absent, checks the schema version (migrating an older one), stores
+    /// a configured first index; with `Prepare::Existing`, reports a missing journal or an older
+    /// version instead of creating or migrating it (the file exists: see `peek`).
+    fn prepare(&self, options: &JournalOptions, prepare: Prepare) -> Result<Found> {
+        let create = prepare == Prepare::CreateOrMigrate;
+        let mut conn = self.pool.get(|| self.connect_as(options, create))?;
+        let result = (|| -> TxResult<Found> {
             let db = &mut conn.db;
-            let exists = |db: &Connection| -> rusqlite::Result<bool> {
-                db.query_row(
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sp_journal_meta'",
-                    [],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map(|n| n > 0)
-            };
-            if !exists(db)? {
+            if !has_meta(db)? {
+                if !create {
+                    return Ok(Found::Absent(format!("{}: no sp_journal_meta in the database", self.label)));
+                }
                 let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                if !exists(&tx)? {
+                if !has_meta(&tx)? {
                     tx.execute_batch(schema::SQLITE)?;
                     add_v2(&tx)?;
                     add_v3(&tx)?;
@@ -117,7 +157,10 @@ impl Sqlite {
                 tx.commit()?;
             }
             let version = meta(db, "schema_version")?;
-            if schema::check_version(&self.label, version)?.is_some() {
+            if let Some(older) = schema::check_version(&self.label, version)? {
+                if !create {
+                    return Ok(Found::Older(older));
+                }
                 let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 if let Some(from) = schema::check_version(&self.label, meta(&tx, "schema_version")?)? {
                     add_v2(&tx)?;
@@ -135,14 +178,23 @@ impl Sqlite {
                     )?;
                 }
             }
-            Ok(())
+            Ok(Found::Current)
         })();
         self.done(&mut conn, result)
     }
 
     fn connect(&self, options: &JournalOptions) -> Result<Conn> {
-        self.create_private()?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        self.connect_as(options, true)
+    }
+
+    /// A read-write connection; `create`: creating the file when it does not exist (else a
+    /// missing file fails, for `Journal::open_existing`).
+    fn connect_as(&self, options: &JournalOptions, create: bool) -> Result<Conn> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            self.create_private()?;
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
         let db = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
         db.busy_timeout(options.lock_timeout).map_err(|e| self.error(&e))?;
         self.check_identity(&db)?;
@@ -355,6 +407,14 @@ pub(crate) fn close_idle_connections() {
             drop(conn);
         }
     }
+}
+
+/// Whether the database holds the journal's `sp_journal_meta`.
+fn has_meta(db: &Connection) -> rusqlite::Result<bool> {
+    db.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sp_journal_meta'", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map(|n| n > 0)
 }
 
 fn meta(db: &Connection, key: &str) -> rusqlite::Result<Option<i64>> {
