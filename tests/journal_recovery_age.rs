@@ -1,7 +1,8 @@
 //! The recovery plan with a minimum age (`Journal::recovery_plan_older_than`), on SQLite and on a
 //! throw-away PostgreSQL cluster (skipped with a message when PostgreSQL is not installed): gaps
 //! found missing and deliveries abandoned a moment ago are left for a later run, older ones are
-//! planned, and `recovery_plan(limit)` keeps planning everything.
+//! planned, and `recovery_plan(limit)` keeps planning everything. A time recorded on a clock
+//! ahead by more than a minute dates nothing: what it dates counts as old enough.
 //!
 //! Times are moved back with SQL behind the library's back.
 
@@ -58,6 +59,24 @@ fn check(url: &str, exec: &dyn Fn(&str)) {
     assert_eq!(journal.recovery_plan_older_than(100, minute).unwrap(), vec![5, 3, 2]);
     assert_eq!(journal.recovery_plan(100).unwrap(), vec![5, 3, 2, 6]);
     assert_eq!(journal.recovery_plan_older_than(100, Duration::from_secs(3600)).unwrap(), Vec::<i64>::new());
+
+    // A clock ahead: the host that first saw index 7 had its clock ahead. Half a minute ahead is
+    // a difference between hosts: gap 6 is as young as that time says.
+    let hour = Duration::from_secs(3600);
+    exec("UPDATE sp_journal_runs SET since_ms = since_ms + 30000 WHERE lo = 7");
+    assert_eq!(journal.recovery_plan_older_than(100, minute).unwrap(), vec![5, 3, 2]);
+    assert_eq!(journal.missing_older_than(minute, 100).unwrap(), vec![(2, 3)]);
+    // A day ahead dates nothing: gap 6 counts as old enough, whatever the minimum age.
+    exec("UPDATE sp_journal_runs SET since_ms = since_ms + 86400000 WHERE lo = 7");
+    assert_eq!(journal.recovery_plan_older_than(100, minute).unwrap(), vec![5, 3, 2, 6]);
+    assert_eq!(journal.recovery_plan_older_than(100, hour).unwrap(), vec![6]);
+    assert_eq!(journal.missing_older_than(hour, 100).unwrap(), vec![(6, 6)]);
+    assert_eq!(journal.missing_older_than(minute, 100).unwrap(), vec![(2, 3), (6, 6)]);
+    // The same for a delivery abandoned on a clock a day ahead.
+    exec("UPDATE sp_journal_delivery SET updated_ms = updated_ms + 86400000 WHERE first_index = 5");
+    assert_eq!(journal.recovery_plan_older_than(100, hour).unwrap(), vec![5, 6]);
+    // Without a minimum age, everything, as before.
+    assert_eq!(journal.recovery_plan(100).unwrap(), vec![5, 3, 2, 6]);
 }
 
 #[test]

@@ -263,14 +263,28 @@ fn gap_found_ms(sql: &mut dyn Sql, hi: i64, jumps: &[gaps::Jump]) -> Result<Opti
     int(sql, "SELECT MIN(since_ms) FROM sp_journal_runs WHERE lo > ?1 AND lo < ?2", &[hi.into(), below.into()])
 }
 
-/// The missing ranges found missing at least `age_ms` ago on the journal's clock, at most
-/// `limit`, in order (see `gap_found_ms`).
+/// How far ahead of the journal's clock a recorded time (when a gap was found, when a delivery
+/// was last claimed or abandoned) may lie and still be taken as it is: the clocks of the hosts
+/// sharing a journal differ by that much. A time further ahead was written by a host whose clock
+/// was ahead and dates nothing: what it dates counts as old enough for any minimum age. That is
+/// the safe side: fetching an event that was not lost only gets a repeat, answered from the
+/// journal, whereas a gap taken as young for as long as that clock was ahead hides a lost event.
+pub(crate) const AHEAD_TOLERANCE_MS: i64 = 60_000;
+
+/// Whether a time `at` recorded in the journal is at least `age_ms` old at `now` (both on the
+/// journal's clock), or lies more than `AHEAD_TOLERANCE_MS` ahead of it.
+fn old_enough(at: i64, now: i64, age_ms: i64) -> bool {
+    at <= now.saturating_sub(age_ms) || at > now.saturating_add(AHEAD_TOLERANCE_MS)
+}
+
+/// The missing ranges found missing at least `age_ms` ago on the journal's clock (or more than
+/// `AHEAD_TOLERANCE_MS` ahead of it), at most `limit`, in order (see `gap_found_ms`).
 pub(crate) fn missing_older_than(sql: &mut dyn Sql, age_ms: i64, limit: usize) -> Result<Vec<(i64, i64)>> {
-    let cutoff = sql.now_ms()?.saturating_sub(age_ms);
+    let now = sql.now_ms()?;
     let jumps = jumps(sql)?;
     let mut old = Vec::new();
     for (lo, hi) in missing(sql, limit)? {
-        if gap_found_ms(sql, hi, &jumps)?.is_some_and(|found| found <= cutoff) {
+        if gap_found_ms(sql, hi, &jumps)?.is_some_and(|found| old_enough(found, now, age_ms)) {
             old.push((lo, hi));
         }
     }
@@ -329,19 +343,20 @@ fn unfinished_params(sql: &mut dyn Sql) -> Result<[Value; 2]> {
 /// The indexes of unfinished deliveries of the current numbering (an index of an earlier one
 /// names no event now), in order, at most `limit`.
 pub(crate) fn unfinished(sql: &mut dyn Sql, limit: usize) -> Result<Vec<i64>> {
-    unfinished_updated_by(sql, limit, i64::MAX)
+    unfinished_updated_by(sql, limit, i64::MAX, i64::MAX)
 }
 
-/// `unfinished`, leaving out the deliveries updated (claimed, abandoned) after `updated_by` (ms
-/// since the Unix epoch, on the journal's clock).
-fn unfinished_updated_by(sql: &mut dyn Sql, limit: usize, updated_by: i64) -> Result<Vec<i64>> {
+/// `unfinished`, leaving out the deliveries updated (claimed, abandoned) after `updated_by` and
+/// by `ahead_by` (ms since the Unix epoch, on the journal's clock): an update after `ahead_by`
+/// was written by a host whose clock was ahead, and counts as old (see `AHEAD_TOLERANCE_MS`).
+fn unfinished_updated_by(sql: &mut dyn Sql, limit: usize, updated_by: i64, ahead_by: i64) -> Result<Vec<i64>> {
     let [now, boot] = unfinished_params(sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let since = meta(sql, "numbering_from_id")?.unwrap_or(0);
     let text = format!(
-        "SELECT first_index FROM sp_journal_delivery WHERE {UNFINISHED_WHERE} AND first_index IS NOT NULL AND id > ?4 AND updated_ms <= ?5 ORDER BY first_index LIMIT ?3"
+        "SELECT first_index FROM sp_journal_delivery WHERE {UNFINISHED_WHERE} AND first_index IS NOT NULL AND id > ?4 AND (updated_ms <= ?5 OR updated_ms > ?6) ORDER BY first_index LIMIT ?3"
     );
-    let params = [now, boot, limit.into(), since.into(), updated_by.into()];
+    let params = [now, boot, limit.into(), since.into(), updated_by.into(), ahead_by.into()];
     Ok(sql.rows(&text, &params)?.iter().filter_map(|r| num(r, 0)).collect())
 }
 
@@ -802,7 +817,8 @@ pub(crate) fn unrecoverable(sql: &mut dyn Sql, not_found_limit: u32, limit: usiz
 /// first indexes each time. With `min_age_ms` above zero, only what is at least that old on the
 /// journal's clock: indexes of gaps found missing that long ago (see `missing_older_than`) and
 /// unfinished deliveries last claimed or abandoned that long ago; younger ones are left for a
-/// later run (an event still on its way, the service's own retry).
+/// later run (an event still on its way, the service's own retry). A time recorded more than
+/// `AHEAD_TOLERANCE_MS` ahead of the journal's clock counts as old enough.
 pub(crate) fn recovery_plan(
     sql: &mut dyn Sql,
     limit: usize,
@@ -821,15 +837,19 @@ pub(crate) fn recovery_plan(
         .collect();
     let not_found_limit = i64::from(not_found_limit.max(1));
     let given_up = |index: &i64| tried.get(index).is_some_and(|(not_found, _)| *not_found >= not_found_limit);
-    // A missing index is old enough when its gap was found missing by the cutoff (see
-    // `gap_found_ms`); with no minimum age, every one.
-    let cutoff = if min_age_ms > 0 { Some(sql.now_ms()?.saturating_sub(min_age_ms)) } else { None };
-    let updated_by = cutoff.unwrap_or(i64::MAX);
+    // A missing index is old enough when its gap was found missing by the cutoff, or more than
+    // `AHEAD_TOLERANCE_MS` ahead of now (see `gap_found_ms`, `old_enough`); with no minimum age,
+    // every one.
+    let now = if min_age_ms > 0 { Some(sql.now_ms()?) } else { None };
+    let (updated_by, ahead_by) = match now {
+        Some(now) => (now.saturating_sub(min_age_ms), now.saturating_add(AHEAD_TOLERANCE_MS)),
+        None => (i64::MAX, i64::MAX),
+    };
     let jumps = jumps(sql)?;
     let old_gap = |sql: &mut dyn Sql, index: i64| -> Result<bool> {
-        Ok(match cutoff {
+        Ok(match now {
             None => true,
-            Some(cutoff) => gap_found_ms(sql, index, &jumps)?.is_some_and(|found| found <= cutoff),
+            Some(now) => gap_found_ms(sql, index, &jumps)?.is_some_and(|found| old_enough(found, now, min_age_ms)),
         })
     };
     let unfinished_now: std::collections::HashSet<i64> = if min_age_ms > 0 {
@@ -838,7 +858,7 @@ pub(crate) fn recovery_plan(
         std::collections::HashSet::new()
     };
     let mut plan: Vec<i64> =
-        unfinished_updated_by(sql, limit, updated_by)?.into_iter().filter(|index| !given_up(index)).collect();
+        unfinished_updated_by(sql, limit, updated_by, ahead_by)?.into_iter().filter(|index| !given_up(index)).collect();
     let unfinished_old: std::collections::HashSet<i64> = plan.iter().copied().collect();
     // Never tried: walk the gaps in order until the plan is full. Each range holds an untried
     // index unless every index of it was tried, so `limit` ranges more than were tried suffice.
@@ -865,7 +885,7 @@ pub(crate) fn recovery_plan(
     // given up on.
     // With a minimum age: an unfinished one only if old enough, a missing one only in an old gap.
     let mut in_old_gaps = std::collections::HashSet::new();
-    if cutoff.is_some() {
+    if now.is_some() {
         for &index in tried.keys() {
             if !unfinished_now.contains(&index) && !given_up(&index) && old_gap(sql, index)? {
                 in_old_gaps.insert(index);
