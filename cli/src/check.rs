@@ -4,24 +4,24 @@
 //! read, and written only with a lock row that is removed at once (no delivery reads locks); the
 //! service is asked for its games. Clocks are compared where an answer carries one.
 //!
-//! Every check ends `ok`, `warn`, `FAIL` or `skip` (its inputs are not configured, or an earlier
-//! check failed). Exit status: 0 no check failed, 1 at least one failed, 2 the command could not
+//! Every check ends `ok`, `warn`, `FAIL` or `skip` (its URL is not configured, or an earlier
+//! check failed). A group given its URL but not the token it sends does not run at all (exit 2). Exit status: 0 no check failed, 1 at least one failed, 2 the command could not
 //! run (usage, configuration, nothing configured to check).
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
 use slotpartner::client::TlsProblem;
 use slotpartner::error::Cause;
-use slotpartner::journal::{host_name, parse_time};
-use slotpartner::{ErrorKind, Journal, KnownEvent};
+use slotpartner::journal::{ExistingJournal, JournalOptions, host_name, parse_time};
+use slotpartner::{ErrorKind, Journal, KnownEvent, ReceiverConfig};
 
 use crate::args::{JournalOpt, ServiceOpts, parse_age, parse_duration};
-use crate::config::{client, open_journal, parser, seconds};
-use crate::endpoint::{Answer, Endpoint, Peer, excerpt};
-use crate::output::{age_text, print_json, quoted};
+use crate::config::{client, parser, seconds};
+use crate::endpoint::{Endpoint, Exchange, Peer, excerpt, shown_url};
+use crate::output::{age_text, elapsed_text, now_ms, print_json, quoted};
 use crate::{Fail, Outcome, Verdict};
 
 /// The journal schema version this release reads and writes.
@@ -45,16 +45,20 @@ with --token, Content-Type application/json; charset=utf-8; {\"action\":\"getPla
 \"playerIdentifier\":...,\"playerPartnerIdentifier\":...}, without an index, so that the
 endpoint's journal records nothing); read-only, no money moves. Judged: reachable, TLS (trust
 more CAs with --callback-ca-file), source (HTTP 403: this host is not on the endpoint's list),
-token (HTTP 401: the endpoint's token differs from --token), the reply (HTTP 200 with
-{\"playerBalance\":{\"money\":N,\"currencyISO4217\":\"EUR\",\"coins\":N,\"errorMessage\":\"\"}};
-a refusal {\"playerBalance\":{\"errorMessage\":\"...\"}} of an unknown --player warns), the
-time (warns above --slow, default 1s), the clock (its Date header, --clock-tolerance, default 5s).
+token (HTTP 401: the endpoint's token differs from --token; only a 2xx answer confirms it), the
+reply (HTTP 200 with
+{\"playerBalance\":{\"money\":N,\"currencyISO4217\":\"EUR\",\"coins\":N,\"errorMessage\":\"\"}},
+no key twice; a refusal {\"playerBalance\":{\"errorMessage\":\"...\"}} warns for the default
+player and fails for a --player given; a redirect fails), the time (warns above --slow, default
+1s), the clock (its Date header, --clock-tolerance, default 5s). The URL is shown without its
+password and query values.
 
-journal: reachable; schema version (a SQLite journal's is read read-only first: an older one is
-left unmigrated, and warns); writable (the lock `check`, written and removed: no delivery reads
-it); gaps (FAIL when indexes are missing for at least --min-age, default 1m; warn when all are
-younger); unfinished deliveries, open conflicts and index jumps (FAIL); a PostgreSQL server's
-clock (--clock-tolerance).
+journal: nothing is created or migrated. Reachable (a database without a journal fails); schema
+version (an older one fails and is left as it is: run the check of the release the endpoints
+run, or upgrade them first); writable (the lock `check`, written and removed: no delivery reads
+it); gaps (FAIL when indexes are missing for at least --min-age, default 1m, or were found
+missing in the future by a clock ahead; warn when all are younger); unfinished deliveries, open
+conflicts and index jumps (FAIL); a PostgreSQL server's clock (--clock-tolerance).
 
 service: getGames in --locale through the library's client: reachable, TLS (trust more CAs
 with --ca-file), token, the answer.
@@ -64,8 +68,9 @@ Examples:
   slotpartner check --player 4711 --json | jq '.checks[] | select(.verdict == \"FAIL\")'
 
 Exit status: 0 when no check failed (warnings and skips allowed), 1 when at least one failed,
-2 when the command could not run (usage, configuration: a bad URL, an unreadable CA file,
-nothing configured to check).";
+2 when the command could not run (usage, configuration: a bad URL, an unreadable CA file, no
+or a malformed --token where the callback or service checks send it, nothing configured to
+check).";
 
 /// `slotpartner check`: the endpoint, the journal and the service, from the usual options.
 #[derive(Debug, Args)]
@@ -76,9 +81,9 @@ pub struct CheckArgs {
     /// Trust the CA certificates in this PEM file for the callback endpoint (besides the bundled roots)
     #[arg(long, global = true, value_name = "PEM", env = "SLOTPARTNER_CALLBACK_CA_FILE", hide_env_values = true)]
     pub callback_ca_file: Option<PathBuf>,
-    /// The balance query's playerPartnerIdentifier (your player id); a player your endpoint knows gets a full balance reply checked
-    #[arg(long, value_name = "ID", default_value = DEFAULT_PLAYER)]
-    pub player: String,
+    /// The balance query's playerPartnerIdentifier (your player id; default slotpartner-check): a player your endpoint knows gets a full balance reply checked, and a refusal of it fails
+    #[arg(long, value_name = "ID")]
+    pub player: Option<String>,
     /// The balance query's playerIdentifier (the service's player id)
     #[arg(long, value_name = "ID", default_value = DEFAULT_PLAYER)]
     pub service_player: String,
@@ -193,34 +198,32 @@ const SERVICE_CHECKS: &[&str] =
 pub fn run(args: &CheckArgs) -> Outcome {
     // An empty option or variable counts as not given.
     let given = |value: &Option<String>| value.as_deref().is_some_and(|v| !v.is_empty());
-    let token = args.service.token.as_deref().filter(|t| !t.is_empty());
-    // Everything that can be wrong with the configuration is found before any check runs.
-    let endpoint = match (args.callback_url.as_deref().filter(|u| !u.is_empty()), token) {
-        (Some(url), Some(token)) => Some(BalanceCheck::new(args, url, token)?),
-        _ => None,
-    };
-    let service = match (given(&args.service.base_url), token) {
-        (true, Some(_)) => Some(client(&args.service, |_| Ok(()))?),
-        _ => None,
-    };
+    let callback_url = args.callback_url.as_deref().filter(|u| !u.is_empty());
     let journal_url = args.journal.journal.as_deref().filter(|u| !u.is_empty());
-    if !given(&args.callback_url) && !given(&args.service.base_url) && journal_url.is_none() {
+    // Everything that can be wrong with the configuration is found before any check runs.
+    if callback_url.is_none() && !given(&args.service.base_url) && journal_url.is_none() {
         return Err(Fail(
             "nothing to check: give --callback-url URL, --journal URL or --base-url URL (or SLOTPARTNER_CALLBACK_URL, SLOTPARTNER_JOURNAL, SLOTPARTNER_BASE_URL)".to_owned(),
         ));
     }
+    let token = partner_token(args, callback_url.is_some())?;
+    let endpoint = match (callback_url, token) {
+        (Some(url), Some(token)) => Some(BalanceCheck::new(args, url, token)?),
+        _ => None,
+    };
+    let service = match token {
+        Some(_) if given(&args.service.base_url) => Some(client(&args.service, |_| Ok(()))?),
+        _ => None,
+    };
     let mut lines = Lines::default();
 
-    match (&endpoint, given(&args.callback_url)) {
-        (Some(endpoint), _) => endpoint.check(args, &mut lines),
-        (None, false) => lines.skip(
+    match &endpoint {
+        Some(endpoint) => endpoint.check(args, &mut lines),
+        None => lines.skip(
             CALLBACK_CHECKS,
             "no callback endpoint configured",
             Some("give --callback-url URL or set SLOTPARTNER_CALLBACK_URL"),
         ),
-        (None, true) => {
-            lines.skip(CALLBACK_CHECKS, "no partner token to send", Some("give --token UUID or set SLOTPARTNER_TOKEN"))
-        }
     }
 
     match journal_url {
@@ -230,13 +233,10 @@ pub fn run(args: &CheckArgs) -> Outcome {
         }
     }
 
-    match (&service, given(&args.service.base_url)) {
-        (Some(client), _) => check_service(client, &args.locale, &mut lines),
-        (None, false) => {
+    match &service {
+        Some(client) => check_service(client, &args.locale, &mut lines),
+        None => {
             lines.skip(SERVICE_CHECKS, "no service configured", Some("give --base-url URL or set SLOTPARTNER_BASE_URL"))
-        }
-        (None, true) => {
-            lines.skip(SERVICE_CHECKS, "no partner token to send", Some("give --token UUID or set SLOTPARTNER_TOKEN"))
         }
     }
 
@@ -265,16 +265,38 @@ pub fn run(args: &CheckArgs) -> Outcome {
                 let label = if line.verdict == Mark::Skip { "enable" } else { "fix" };
                 text.push_str(&format!("; {label}: {}", crate::one_line(fix)));
             }
-            println!("{text}");
+            crate::outln!("{text}");
         }
     }
     Ok(Verdict::bad_if(failed > 0))
 }
 
-/// Now on this host's wall clock, in ms since the Unix epoch.
-fn now_ms() -> i64 {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+/// The partner token, when a group of checks sends it (the callback endpoint's, the service's):
+/// given and a UUID, or the command cannot run (exit 2), rather than skipping those checks
+/// into a result without a failure. `--timeout` is checked here too, its value clipped in the
+/// message.
+fn partner_token(args: &CheckArgs, callback: bool) -> Result<Option<&str>, Fail> {
+    let service = args.service.base_url.as_deref().is_some_and(|u| !u.is_empty());
+    if !callback && !service {
+        return Ok(None);
+    }
+    seconds("--timeout", args.service.timeout)?;
+    let needs = match (callback, service) {
+        (true, true) => "the callback and service checks send it",
+        (true, false) => "the callback checks send it to --callback-url",
+        _ => "the service checks send it to --base-url",
+    };
+    let Some(token) = args.service.token.as_deref().filter(|t| !t.is_empty()) else {
+        return Err(Fail(format!("no partner token: give --token UUID or set SLOTPARTNER_TOKEN ({needs})")));
+    };
+    // The library's own rule for a partner token (a UUID): a trailing newline or space copied
+    // with it is refused here, not sent as a header that cannot be.
+    if ReceiverConfig::default().add_token(token).is_err() {
+        return Err(Fail(
+            "--token (or SLOTPARTNER_TOKEN): expected a UUID like 6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f, without spaces or line ends".to_owned(),
+        ));
+    }
+    Ok(Some(token))
 }
 
 /// Judges a clock read between `before_ms` and `after_ms` (this host's clock) that said
@@ -290,7 +312,11 @@ fn clock_difference(
     let tolerance_ms = i64::try_from(tolerance.as_millis()).unwrap_or(i64::MAX);
     let ahead = other_ms - after_ms;
     let behind = before_ms - (other_ms + resolution_ms);
-    let words = |ms: i64| age_text(Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+    let words = |ms: i64| {
+        let duration = Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+        // Whole units beyond a minute (`2h 5m`); below, to the millisecond (`5.3s`).
+        if duration >= Duration::from_secs(60) { elapsed_text(duration) } else { age_text(duration) }
+    };
     if ahead > tolerance_ms {
         Some(format!("{} ahead of this host's clock", words(ahead)))
     } else if behind > tolerance_ms {
@@ -319,7 +345,7 @@ struct BalanceCheck {
 
 /// What the endpoint answered, and when.
 struct Timed {
-    answer: Answer,
+    answer: Exchange,
     took: Duration,
     sent_ms: i64,
     answered_ms: i64,
@@ -329,9 +355,9 @@ impl BalanceCheck {
     fn new(args: &CheckArgs, url: &str, token: &str) -> Result<BalanceCheck, Fail> {
         crate::endpoint::check_url(url)?;
         for (option, value) in [
-            ("--player", &args.player),
-            ("--service-player", &args.service_player),
-            ("--balance-wrapper", &args.balance_wrapper),
+            ("--player", args.player.as_deref().unwrap_or(DEFAULT_PLAYER)),
+            ("--service-player", args.service_player.as_str()),
+            ("--balance-wrapper", args.balance_wrapper.as_str()),
         ] {
             if value.is_empty() || value.chars().any(char::is_control) {
                 return Err(Fail(format!(
@@ -343,7 +369,7 @@ impl BalanceCheck {
         let body = format!(
             r#"{{"action":"getPlayerBalance","playerIdentifier":{},"playerPartnerIdentifier":{}}}"#,
             quoted(&args.service_player),
-            quoted(&args.player)
+            quoted(args.player.as_deref().unwrap_or(DEFAULT_PLAYER))
         );
         // The query must be what the service sends: the library's own validation says so.
         let parsed = parser("index", false)?;
@@ -355,7 +381,7 @@ impl BalanceCheck {
                 return Err(Fail(format!("{option}: {}", error.message)));
             }
         }
-        let timeout = seconds("timeout", args.service.timeout)?;
+        let timeout = seconds("--timeout", args.service.timeout)?;
         let endpoint = Endpoint::new(url, args.callback_ca_file.as_deref(), token, timeout, "check")?;
         Ok(BalanceCheck { endpoint, body })
     }
@@ -364,12 +390,12 @@ impl BalanceCheck {
     fn ask(&self) -> Result<Timed, ureq::Error> {
         let sent_ms = now_ms();
         let started = Instant::now();
-        let answer = self.endpoint.post(&self.body)?;
+        let answer = self.endpoint.exchange(&self.body)?;
         Ok(Timed { answer, took: started.elapsed(), sent_ms, answered_ms: now_ms() })
     }
 
     fn check(&self, args: &CheckArgs, lines: &mut Lines) {
-        let url = &self.endpoint.url;
+        let url = shown_url(&self.endpoint.url);
         let timed = match self.ask() {
             Ok(timed) => timed,
             Err(error) if is_tls_error(&error) => {
@@ -392,17 +418,25 @@ impl BalanceCheck {
             }
         };
         let answer = &timed.answer;
-        lines.ok("callback reachable", format!("{url} answered HTTP {}", answer.status));
+        let status = answer.status;
+        // What the answer said, on one line: its start, or why it could not be read.
+        let said = match &answer.text {
+            Ok(text) => excerpt(text),
+            Err(problem) => format!("(the answer could not be read: {problem})"),
+        };
+        lines.ok("callback reachable", format!("{url} answered HTTP {status}"));
         if self.endpoint.https {
             lines.ok("callback tls", "the endpoint's certificate is trusted");
         } else {
             lines.skip(&["callback tls"], "http:// to a loopback address: no TLS", None);
         }
-        match answer.status {
+        let explicit_player = args.player.is_some();
+        let player = args.player.as_deref().unwrap_or(DEFAULT_PLAYER);
+        match status {
             403 => {
                 lines.fail(
                     "callback source",
-                    format!("the endpoint refused this host's address (HTTP 403): {}", excerpt(&answer.text)),
+                    format!("the endpoint refused this host's address (HTTP 403): {said}"),
                     "add this host's address to the endpoint's sources (one address, never a range), or run `slotpartner check` and `recover` on the endpoint's host against a loopback listener that allows 127.0.0.1 (README, Lost events)",
                 );
                 lines.skip(&["callback token", "callback reply"], "the source was refused first", None);
@@ -411,29 +445,66 @@ impl BalanceCheck {
                 lines.ok("callback source", "this host's address was let through");
                 lines.fail(
                     "callback token",
-                    format!("the endpoint refused the token (HTTP 401): {}", excerpt(&answer.text)),
+                    format!("the endpoint refused the token (HTTP 401): {said}"),
                     "the endpoint's token differs from --token / SLOTPARTNER_TOKEN: give both the partner token the service operator issued",
                 );
                 lines.skip(&["callback reply"], "the token was refused", None);
             }
+            300..=399 => {
+                let to =
+                    answer.location.as_deref().map(|l| format!(" to {}", quoted(&shown_url(l)))).unwrap_or_default();
+                lines.skip(
+                    &["callback source", "callback token"],
+                    &format!("not confirmed: the endpoint redirects (HTTP {status}) instead of answering"),
+                    None,
+                );
+                lines.fail(
+                    "callback reply",
+                    format!("HTTP {status}: the endpoint redirects{to}; the service does not follow redirects"),
+                    "the endpoint redirects: give --callback-url the final URL (the one that answers the balance query itself), and register that URL with the service",
+                );
+            }
             _ => {
-                lines.ok("callback source", "this host's address was let through");
-                lines.ok("callback token", "the endpoint accepted the token");
-                match judge_reply(&args.balance_wrapper, answer.status, &answer.text) {
+                lines.ok("callback source", format!("this host's address was let through (HTTP {status}, not 403)"));
+                if (200..300).contains(&status) {
+                    lines.ok("callback token", format!("the endpoint accepted the token (HTTP {status})"));
+                } else {
+                    lines.warn(
+                        "callback token",
+                        format!("not confirmed: the endpoint answered HTTP {status}; only a 2xx answer confirms the token"),
+                        "make the endpoint answer a balance query HTTP 200, and check that its partner token is --token / SLOTPARTNER_TOKEN (a refusal of the token is HTTP 401)",
+                    );
+                }
+                let reply = match &answer.text {
+                    Ok(text) => judge_reply(&args.balance_wrapper, status, text),
+                    Err(problem) => Reply::Bad(format!("the answer could not be read ({problem})")),
+                };
+                match reply {
                     Reply::Balance(detail) => lines.ok("callback reply", detail),
+                    Reply::Refused(message) if explicit_player => lines.fail(
+                        "callback reply",
+                        format!(
+                            "HTTP {status}: the endpoint refused the balance query of player {}, which --player names as a player it knows: {}",
+                            quoted(player),
+                            quoted(&message)
+                        ),
+                        "give --player (and --service-player) a test player your endpoint knows, and check that the endpoint's token is --token / SLOTPARTNER_TOKEN (a refusal can hide a wrong token)",
+                    ),
                     Reply::Refused(message) => lines.warn(
                         "callback reply",
                         format!(
-                            "HTTP {}: the endpoint refused the balance query of player {}: {} (a refusal in the expected shape)",
-                            answer.status,
-                            quoted(&args.player),
+                            "HTTP {status}: the endpoint refused the balance query of player {}: {} (a refusal in the expected shape)",
+                            quoted(player),
                             quoted(&message)
                         ),
                         "give --player (and --service-player) with a test player your endpoint knows, to check a full balance reply",
                     ),
                     Reply::Bad(problem) => lines.fail(
                         "callback reply",
-                        format!("HTTP {}: {problem}: {}", answer.status, excerpt(&answer.text)),
+                        match &answer.text {
+                            Ok(text) => format!("HTTP {status}: {problem}: {}", excerpt(text)),
+                            Err(_) => format!("answered HTTP {status}, {problem}"),
+                        },
                         format!(
                             "answer a balance query HTTP 200 with {{\"{}\":{{\"money\":N,\"currencyISO4217\":\"EUR\",\"coins\":N,\"errorMessage\":\"\"}}}} (the library's balance reply builds it; --balance-wrapper names another wrapper)",
                             args.balance_wrapper
@@ -519,8 +590,10 @@ enum Reply {
 /// `{"<wrapper>":{"errorMessage":"..."}}` (any status, as the library's receiver may answer one
 /// with 200 or an error status).
 fn judge_reply(wrapper: &str, status: u16, text: &str) -> Reply {
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
-        return Reply::Bad("the answer is not JSON".to_owned());
+    let value = match serde_json::from_str::<Strict>(text) {
+        Ok(Strict(value)) => value,
+        Err(e) if e.is_data() => return Reply::Bad(format!("the answer is not strict JSON: {e}")),
+        Err(_) => return Reply::Bad("the answer is not JSON".to_owned()),
     };
     let Some(top) = value.as_object() else { return Reply::Bad("the answer is not a JSON object".to_owned()) };
     if top.len() != 1 || !top.contains_key(wrapper) {
@@ -563,67 +636,120 @@ fn judge_reply(wrapper: &str, status: u16, text: &str) -> Reply {
     Reply::Balance(format!("HTTP 200, a balance reply: money {money} {currency}, coins {coins}"))
 }
 
-/// The journal's checks. A SQLite journal's schema version is read first, read-only: a journal
-/// of an older version is not opened (the library migrates it when it opens it).
+/// A JSON value read strictly: an object that names a key twice is refused, at every level
+/// (serde_json's own `Value` keeps the last, so that `{"w":{bad},"w":{good}}` would pass).
+struct Strict(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Strict, D::Error> {
+        use serde::de::{Error, MapAccess, SeqAccess, Visitor};
+        use serde_json::Value;
+        struct Strictly;
+        impl<'de> Visitor<'de> for Strictly {
+            type Value = Strict;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_bool<E: Error>(self, v: bool) -> Result<Strict, E> {
+                Ok(Strict(Value::Bool(v)))
+            }
+            fn visit_i64<E: Error>(self, v: i64) -> Result<Strict, E> {
+                Ok(Strict(Value::from(v)))
+            }
+            fn visit_u64<E: Error>(self, v: u64) -> Result<Strict, E> {
+                Ok(Strict(Value::from(v)))
+            }
+            fn visit_f64<E: Error>(self, v: f64) -> Result<Strict, E> {
+                Ok(Strict(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)))
+            }
+            fn visit_str<E: Error>(self, v: &str) -> Result<Strict, E> {
+                Ok(Strict(Value::String(v.to_owned())))
+            }
+            fn visit_string<E: Error>(self, v: String) -> Result<Strict, E> {
+                Ok(Strict(Value::String(v)))
+            }
+            fn visit_unit<E: Error>(self) -> Result<Strict, E> {
+                Ok(Strict(Value::Null))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+                let mut items = Vec::new();
+                while let Some(Strict(item)) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Strict(Value::Array(items)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+                let mut object = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if object.contains_key(&key) {
+                        return Err(A::Error::custom(format!("the key {} appears twice", quoted(&key))));
+                    }
+                    let Strict(value) = map.next_value()?;
+                    object.insert(key, value);
+                }
+                Ok(Strict(Value::Object(object)))
+            }
+        }
+        deserializer.deserialize_any(Strictly)
+    }
+}
+
+/// The journal's checks. The journal is opened only when one of this release's schema version
+/// is there (`Journal::open_existing`): nothing is created or migrated, on either backend.
 fn check_journal(args: &CheckArgs, url: &str, lines: &mut Lines) {
     let checks = &JOURNAL_CHECKS[1..];
-    let peeked = match sqlite_schema_version(url) {
-        Ok(peeked) => peeked,
-        Err(problem) => {
+    let options = JournalOptions {
+        max_index_jump: args.journal.max_index_jump,
+        not_found_limit: args.journal.not_found_limit,
+        ..JournalOptions::default()
+    };
+    let journal = match Journal::open_existing(url, &options) {
+        Ok(ExistingJournal::Current(journal)) => journal,
+        Ok(ExistingJournal::Absent { reason }) => {
             lines.fail(
                 "journal reachable",
-                problem,
-                "correct --journal / SLOTPARTNER_JOURNAL, or the file's owner and mode",
+                format!("not a journal (no sp_journal_meta): {reason}; nothing was created"),
+                "check --journal / SLOTPARTNER_JOURNAL: it must name the journal your endpoints write (they create it on their first delivery)",
             );
-            lines.skip(checks, "the journal could not be read", None);
+            lines.skip(checks, "no journal there", None);
             return;
         }
-    };
-    if let Some(version) = peeked.filter(|v| *v != CURRENT_SCHEMA) {
-        lines.ok("journal reachable", "the file is a journal");
-        if version > CURRENT_SCHEMA {
+        Ok(ExistingJournal::Older { version }) => {
+            lines.ok("journal reachable", "a journal is there");
             lines.fail(
                 "journal schema",
-                format!(
-                    "version {version}, newer than this release of slotpartner understands (version {CURRENT_SCHEMA})"
-                ),
+                format!("version {version}, older than this release's {CURRENT_SCHEMA}: this release of check cannot judge a version-{version} journal without migrating it, which would lock out endpoints of the older release; left as it is"),
+                "run the check of the release the endpoints run, or upgrade them first (their first delivery migrates the journal)",
+            );
+            lines.skip(&checks[1..], "the journal was not opened (see its schema)", None);
+            return;
+        }
+        Err(error) if error.kind == ErrorKind::Journal && error.message.contains("newer than this release") => {
+            lines.ok("journal reachable", "a journal is there");
+            lines.fail(
+                "journal schema",
+                error.message,
                 "upgrade slotpartner (this command and every endpoint) to the release that wrote the journal",
             );
-        } else {
-            lines.warn(
-                "journal schema",
-                format!("version {version}: needs migration to version {CURRENT_SCHEMA}, which this release does when it opens the journal; left as it is"),
-                "upgrade every endpoint to this release first: its first delivery migrates the journal (so does `slotpartner journal status`)",
-            );
+            lines.skip(&checks[1..], "the journal was not opened (see its schema)", None);
+            return;
         }
-        lines.skip(&checks[1..], "the journal was not opened (see its schema)", None);
-        return;
-    }
-    let journal = match open_journal(&args.journal) {
-        Ok(journal) => journal,
-        Err(Fail(message)) => {
+        Err(error) => {
             lines.fail(
                 "journal reachable",
-                message,
-                "correct --journal / SLOTPARTNER_JOURNAL, or start the database and check the user's rights",
+                crate::endpoint::library_error_text(&error),
+                "correct --journal / SLOTPARTNER_JOURNAL, or start the database and check the user's rights (the file's owner and mode)",
             );
             lines.skip(checks, "the journal could not be opened", None);
             return;
         }
     };
     lines.ok("journal reachable", "the journal opened");
-    let detail = if url.starts_with("sqlite:") {
-        format!("version {CURRENT_SCHEMA} (current)")
-    } else {
-        format!(
-            "version {CURRENT_SCHEMA} (current; an older PostgreSQL journal is migrated when this release opens it)"
-        )
-    };
-    lines.ok("journal schema", detail);
+    lines.ok("journal schema", format!("version {CURRENT_SCHEMA} (current)"));
     probe_writable(&journal, lines);
     let postgres = !url.starts_with("sqlite:");
     match journal.status() {
-        Ok(status) => judge_status(&journal, &status, args.min_age, lines),
+        Ok(status) => judge_status(&journal, &status, args, lines),
         Err(error) => {
             lines.fail(
                 "journal gaps",
@@ -664,31 +790,6 @@ fn check_journal(args: &CheckArgs, url: &str, lines: &mut Lines) {
     }
 }
 
-/// The schema version of a SQLite journal, read without changing anything (`None` for a
-/// PostgreSQL journal, or a file the library will judge when it opens it).
-fn sqlite_schema_version(url: &str) -> Result<Option<i64>, String> {
-    use rusqlite::{Connection, OpenFlags, OptionalExtension};
-    let Some(path) = url.strip_prefix("sqlite:") else { return Ok(None) };
-    let path = path.strip_prefix("//").unwrap_or(path);
-    if path.is_empty() || !Path::new(path).is_file() {
-        return Ok(None);
-    }
-    let read = || -> rusqlite::Result<Option<i64>> {
-        let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
-        db.busy_timeout(Duration::from_secs(5))?;
-        let has_meta: i64 = db.query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sp_journal_meta'",
-            [],
-            |r| r.get(0),
-        )?;
-        if has_meta == 0 {
-            return Ok(None);
-        }
-        db.query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0)).optional()
-    };
-    read().map_err(|e| format!("journal_url: {path} cannot be read: {e}"))
-}
-
 /// Writes to the journal what no delivery reads: the lock `check`, taken and released at once.
 fn probe_writable(journal: &Journal, lines: &mut Lines) {
     let holder = format!("slotpartner check, pid {} on {}", std::process::id(), host_name());
@@ -720,7 +821,8 @@ fn server_clock(journal: &Journal) -> Result<(i64, i64, i64), String> {
 }
 
 /// Gaps, unfinished deliveries, open conflicts and index jumps.
-fn judge_status(journal: &Journal, status: &slotpartner::journal::Status, min_age: Duration, lines: &mut Lines) {
+fn judge_status(journal: &Journal, status: &slotpartner::journal::Status, args: &CheckArgs, lines: &mut Lines) {
+    let min_age = args.min_age;
     if status.missing == 0 {
         lines.ok("journal gaps", "no index is missing");
     } else {
@@ -735,7 +837,23 @@ fn judge_status(journal: &Journal, status: &slotpartner::journal::Status, min_ag
         } else {
             String::new()
         };
+        // A gap found missing "in the future" (beyond --clock-tolerance on the journal's own clock)
+        // was dated by a clock that ran ahead: its age is unknown, and it must pass neither as
+        // young nor as "missing for at least --min-age". The oldest gap's time is the earliest:
+        // when it lies ahead, all do.
+        let tolerance_ms = i64::try_from(args.clock_tolerance.as_millis()).unwrap_or(i64::MAX);
+        let journal_now = journal.clock_ms().unwrap_or_else(|_| now_ms());
+        let ahead = status.oldest_gap_ms.map(|found| found - journal_now).filter(|&ahead| ahead > tolerance_ms);
         match old {
+            Ok(_) if ahead.is_some() => lines.fail(
+                "journal gaps",
+                format!(
+                    "{} indexes missing, found missing in the future: a clock was ahead (the oldest {} ahead of the journal's clock){unrecoverable}; their age is unknown",
+                    status.missing,
+                    elapsed_text(Duration::from_millis(u64::try_from(ahead.unwrap_or(0)).unwrap_or(0)))
+                ),
+                "`slotpartner journal gaps` lists them; `slotpartner recover --min-age 0s --callback-url URL` fetches them whatever their age; synchronise the hosts' clocks (NTP)",
+            ),
             Ok(0) => lines.warn(
                 "journal gaps",
                 format!(
@@ -834,7 +952,15 @@ fn check_service(client: &slotpartner::client::Client, locale: &str, lines: &mut
             _ => {
                 lines.ok("service reachable", "the service answered");
                 lines.ok("service tls", "the service's certificate is trusted");
-                lines.ok("service token", "the token was not refused");
+                match error.cause.as_deref() {
+                    // Only an answer of 200 confirms the token; a redirect or a server error does not.
+                    Some(Cause::HttpStatus(status)) => lines.warn(
+                        "service token",
+                        format!("not confirmed: the service answered HTTP {status}"),
+                        "run `slotpartner check` again once the service answers getGames (see service games)",
+                    ),
+                    _ => lines.ok("service token", "the service answered HTTP 200: the token was accepted"),
+                }
                 lines.fail(
                     "service games",
                     format!("getGames failed: {}", error.message),
@@ -874,6 +1000,9 @@ mod tests {
         assert_eq!(clock_difference(15_000, 1000, 10_200, 10_400, tolerance), None);
         assert!(clock_difference(16_000, 1000, 10_200, 10_400, tolerance).unwrap().contains("ahead"));
         assert!(clock_difference(3_000, 1000, 10_200, 10_400, tolerance).unwrap().contains("behind"));
+        // Far ahead: in days and hours, not a count of seconds.
+        let far = clock_difference(2_144_196_835_495 + 10_400, 1000, 10_200, 10_400, tolerance).unwrap();
+        assert_eq!(far, "24817d 2h ahead of this host's clock");
     }
 
     #[test]
@@ -894,6 +1023,16 @@ mod tests {
             r#"{"playerBalance":{"money":1,"currencyISO4217":"EUR","coins":0,"errorMessage":"","x":1}}"#,
         ] {
             assert!(matches!(judge_reply("playerBalance", 200, bad), Reply::Bad(_)), "{bad}");
+        }
+        // A key named twice, at either level: refused, whichever comes last.
+        for twice in [
+            r#"{"playerBalance":{"money":-5,"currencyISO4217":"EUR","coins":0,"errorMessage":"blocked"},"playerBalance":{"money":12050,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}"#,
+            r#"{"playerBalance":{"money":-5,"money":12050,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}"#,
+        ] {
+            assert!(
+                matches!(judge_reply("playerBalance", 200, twice), Reply::Bad(m) if m.contains("appears twice")),
+                "{twice}"
+            );
         }
     }
 }

@@ -49,7 +49,7 @@ pub fn client(
         .ok_or_else(|| Fail("no service: give --base-url URL or set SLOTPARTNER_BASE_URL".to_owned()))?;
     let token = token(opts)?;
     let mut config = ClientConfig::new(base_url, token)?;
-    config.set_timeout(seconds("timeout", opts.timeout)?)?;
+    config.set_timeout(seconds("--timeout", opts.timeout)?)?;
     config.set_retries(opts.retries, Duration::from_millis(200))?;
     if let Some(path) = &opts.ca_file {
         config.add_ca_file(&path.to_string_lossy())?;
@@ -78,7 +78,10 @@ pub fn parser(index_field: &str, strict_index: bool) -> Result<Receiver, Fail> {
 /// A positive number of seconds as a duration.
 pub fn seconds(field: &str, value: f64) -> Result<Duration, Fail> {
     if !value.is_finite() || !(0.001..=3600.0).contains(&value) {
-        return Err(Fail(format!("{field}: expected 0.001 to 3600 seconds, got {value}")));
+        // `1e300` is echoed as such, not as its 301 digits.
+        let text = value.to_string();
+        let shown = if text.len() > 20 { format!("{value:e}") } else { text };
+        return Err(Fail(format!("{field}: expected 0.001 to 3600 seconds, got {shown}")));
     }
     Ok(Duration::from_secs_f64(value))
 }

@@ -29,9 +29,13 @@ pub struct Endpoint {
 /// What the endpoint answered.
 pub struct Answer {
     pub status: u16,
-    /// The body as text, at most 64 KiB of it.
+    /// The body as text, at most 64 KiB of it; empty when it could not be read (`unread`).
     pub text: String,
-    /// The `Date` header, when it sent one.
+    /// Why the body could not be read once the status line had arrived (`over 64 KiB`, `not
+    /// UTF-8`, the connection dropped mid-body): the endpoint answered `status` all the same.
+    pub unread: Option<String>,
+    /// The `Date` header, when it sent one (`check` reads it through [`Endpoint::exchange`]).
+    #[allow(dead_code)]
     pub date: Option<String>,
 }
 
@@ -73,9 +77,87 @@ impl Endpoint {
             .send(body)?;
         let status = response.status().as_u16();
         let date = response.headers().get("date").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let text = response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_string()?;
-        Ok(Answer { status, text, date })
+        // The status line arrived: the endpoint answered, whatever its body holds.
+        let (text, unread) = match response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_vec() {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => (text, None),
+                Err(_) => (String::new(), Some("not UTF-8".to_owned())),
+            },
+            Err(ureq::Error::BodyExceedsLimit(_)) => (String::new(), Some("over 64 KiB".to_owned())),
+            Err(error) => (String::new(), Some(error.to_string())),
+        };
+        Ok(Answer { status, text, unread, date })
     }
+}
+
+/// What the endpoint answered, its body read apart from its status: an answer whose body cannot
+/// be read (over 64 KiB, not UTF-8, never ending within the time-out) still tells its status.
+pub struct Exchange {
+    pub status: u16,
+    /// The `Date` header, when it sent one.
+    pub date: Option<String>,
+    /// The `Location` header, when it sent one (a redirect).
+    pub location: Option<String>,
+    /// The body as text, at most 64 KiB of it; or why it could not be read.
+    pub text: Result<String, String>,
+}
+
+impl Endpoint {
+    /// POSTs `body` as [`Endpoint::post`] does, failing only when no answer came; a body that
+    /// cannot be read is told in [`Exchange::text`].
+    pub fn exchange(&self, body: &str) -> Result<Exchange, ureq::Error> {
+        let mut response = self
+            .agent
+            .post(&self.url)
+            .header("X-Service-Token", &self.token)
+            .header("Content-Type", "application/json; charset=utf-8")
+            .send(body)?;
+        let status = response.status().as_u16();
+        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let (date, location) = (header("date"), header("location"));
+        let text = match response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_vec() {
+            Ok(bytes) => String::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned()),
+            Err(ureq::Error::BodyExceedsLimit(_)) => Err(format!("over {} KiB", MAX_ANSWER_BYTES / 1024)),
+            Err(ureq::Error::Timeout(_)) => Err("it did not end within --timeout".to_owned()),
+            Err(e) => Err(e.to_string()),
+        };
+        Ok(Exchange { status, date, location, text })
+    }
+}
+
+/// A URL as the command shows it: without its user and password (`user:password@`), each query
+/// value replaced by `...` (`?key=...`), without its fragment: a URL may carry a secret there,
+/// and output is copied into tickets and logs. Text that is not a URL is shown up to its
+/// authority's end, so that nothing after it leaks either.
+pub fn shown_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
+    };
+    let rest = rest.split('#').next().unwrap_or_default();
+    let (before_query, query) = match rest.split_once('?') {
+        Some((before, query)) => (before, Some(query)),
+        None => (rest, None),
+    };
+    let (authority, path) = match before_query.find('/') {
+        Some(at) => before_query.split_at(at),
+        None => (before_query, ""),
+    };
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let mut shown = format!("{scheme}{host}{path}");
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) => format!("{key}=..."),
+                None if pair.is_empty() => String::new(),
+                None => "...".to_owned(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&pairs.join("&"));
+    }
+    shown
 }
 
 /// `https://` anywhere, `http://` only to a loopback host (the token must not travel in
@@ -84,9 +166,9 @@ pub fn check_url(url: &str) -> Result<bool, Fail> {
     let bad = |problem: String| Err(Fail(format!("--callback-url: {problem}")));
     let uri: ureq::http::Uri = match url.parse() {
         Ok(uri) => uri,
-        Err(e) => return bad(format!("{} is not a URL ({e})", quoted(url))),
+        Err(e) => return bad(format!("{} is not a URL ({e})", quoted(&shown_url(url)))),
     };
-    let Some(host) = uri.host() else { return bad(format!("{} names no host", quoted(url))) };
+    let Some(host) = uri.host() else { return bad(format!("{} names no host", quoted(&shown_url(url)))) };
     match uri.scheme_str() {
         Some("https") => Ok(true),
         Some("http") => {
@@ -94,10 +176,13 @@ pub fn check_url(url: &str) -> Result<bool, Fail> {
             if host.eq_ignore_ascii_case("localhost") || ip.is_ok_and(|ip| ip.to_canonical().is_loopback()) {
                 Ok(false)
             } else {
-                bad(format!("http:// only to a loopback host (the token would travel in clear), got {}", quoted(url)))
+                bad(format!(
+                    "http:// only to a loopback host (the token would travel in clear), got {}",
+                    quoted(&shown_url(url))
+                ))
             }
         }
-        _ => bad(format!("expected https:// (or http:// to a loopback host), got {}", quoted(url))),
+        _ => bad(format!("expected https:// (or http:// to a loopback host), got {}", quoted(&shown_url(url)))),
     }
 }
 
@@ -189,7 +274,20 @@ pub fn library_error_text(error: &slotpartner::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::check_url;
+    use super::{check_url, shown_url};
+
+    #[test]
+    fn shown_urls_keep_no_secret() {
+        for (url, shown) in [
+            ("https://partner.example/callback", "https://partner.example/callback"),
+            ("http://partner:CBSECRET@127.0.0.1:18200/cb?key=QSECRET", "http://127.0.0.1:18200/cb?key=..."),
+            ("https://a:b@c@host/p?x=1&y&z=2#frag", "https://host/p?x=...&...&z=..."),
+            ("https://user@host?k=v", "https://host?k=..."),
+            ("not a url?secret=1", "not a url?secret=..."),
+        ] {
+            assert_eq!(shown_url(url), shown, "{url}");
+        }
+    }
 
     #[test]
     fn callback_urls() {
@@ -206,5 +304,8 @@ mod tests {
             let error = check_url(bad).unwrap_err();
             assert!(error.0.starts_with("--callback-url: "), "{bad}: {}", error.0);
         }
+        // A refused URL is shown without its secrets.
+        let error = check_url("http://partner:CBSECRET@10.0.0.1/cb?key=QSECRET").unwrap_err();
+        assert!(!error.0.contains("SECRET") && error.0.contains("10.0.0.1/cb?key=..."), "{}", error.0);
     }
 }

@@ -25,7 +25,7 @@ pub fn run(args: &GamesArgs) -> Outcome {
         let game = args.game_id.map_or(String::new(), |id| format!(" {id}"));
         eprintln!("slotpartner: the service lists no game{game} in {}", args.locale);
     } else {
-        println!("{}", table(&games));
+        crate::outln!("{}", table(&games));
     }
     // Nothing found is bad news, as for `journal show`.
     Ok(Verdict::bad_if(games.is_empty()))

@@ -33,19 +33,19 @@ pub fn run(args: &InspectArgs) -> Outcome {
             if args.json {
                 print_json(&ErrorJson::of(&error, answer.http_status, &answer.body))?;
             } else {
-                println!("error: {} ({})", status_name(&error), error.kind.code());
-                println!("field: {}", if error.field.is_empty() { "(none)" } else { &error.field });
-                println!("message: {}", crate::one_line(&error.message));
+                crate::outln!("error: {} ({})", status_name(&error), error.kind.code());
+                crate::outln!("field: {}", if error.field.is_empty() { "(none)" } else { &error.field });
+                crate::outln!("message: {}", crate::one_line(&error.message));
                 if let Some(ids) = error.ids.as_deref() {
                     let number = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
                     let name = ids.name.as_deref().map_or_else(|| "-".to_owned(), quoted);
-                    println!(
+                    crate::outln!(
                         "read: event={name} index={} transactionId={}",
                         number(ids.index),
                         number(ids.transaction_id)
                     );
                 }
-                println!("answer: HTTP {} {}", answer.http_status, answer.body);
+                crate::outln!("answer: HTTP {} {}", answer.http_status, answer.body);
             }
             Ok(Verdict::Bad)
         }
@@ -162,17 +162,17 @@ fn kind_name(event: &Event<'_>) -> &'static str {
 }
 
 fn print_event(event: &Event<'_>, fields: &[(&'static str, Value)]) {
-    println!("event: {} ({})", event.name, kind_name(event));
+    crate::outln!("event: {} ({})", event.name, kind_name(event));
     match event.index {
-        Some(index) => println!("index: {index}"),
-        None if event.index_unreadable => println!("index: (unreadable: not a non-negative integer; see extra)"),
-        None => println!("index: (absent)"),
+        Some(index) => crate::outln!("index: {index}"),
+        None if event.index_unreadable => crate::outln!("index: (unreadable: not a non-negative integer; see extra)"),
+        None => crate::outln!("index: (absent)"),
     }
     for (name, value) in fields {
-        println!("  {name}: {}", value.text());
+        crate::outln!("  {name}: {}", value.text());
     }
     for field in &event.extra {
-        println!("extra: {} = {}", field.name, field.raw.get());
+        crate::outln!("extra: {} = {}", field.name, field.raw.get());
     }
 }
 

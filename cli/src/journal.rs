@@ -84,14 +84,20 @@ impl From<Status> for StatusJson {
 
 /// How long ago `ms` (ms since the Unix epoch) was, on this host's clock; zero for a time ahead.
 fn age_of(ms: i64) -> std::time::Duration {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
-    std::time::Duration::from_millis(u64::try_from(now_ms.saturating_sub(ms)).unwrap_or(0))
+    std::time::Duration::from_millis(u64::try_from(crate::output::now_ms().saturating_sub(ms)).unwrap_or(0))
 }
 
-/// `2024-06-11T08:30:05.123Z (12m 5s ago)`, or `none`.
+/// `2024-06-11T08:30:05.123Z (12m 5s ago)`, or `none`; a time ahead of this host's clock (a
+/// clock that was ahead wrote it) says so: `(3h 0m ahead of this host's clock)`.
 fn time_and_age(ms: Option<i64>) -> String {
-    ms.map_or_else(|| "none".to_owned(), |ms| format!("{} ({} ago)", rfc3339_ms(ms), elapsed_text(age_of(ms))))
+    let Some(ms) = ms else { return "none".to_owned() };
+    let ahead =
+        std::time::Duration::from_millis(u64::try_from(ms.saturating_sub(crate::output::now_ms())).unwrap_or(0));
+    if ahead >= std::time::Duration::from_secs(1) {
+        format!("{} ({} ahead of this host's clock)", rfc3339_ms(ms), elapsed_text(ahead))
+    } else {
+        format!("{} ({} ago)", rfc3339_ms(ms), elapsed_text(age_of(ms)))
+    }
 }
 
 /// Counts and gap figures; exit 1 when the journal needs attention.
@@ -107,27 +113,30 @@ pub fn status(args: &StatusArgs) -> Outcome {
         return Ok(verdict);
     }
     let optional = |value: Option<i64>| value.map_or_else(|| "none".to_owned(), |v| v.to_string());
-    println!("handled:        {}", status.handled);
-    println!("replayed:       {}", status.replayed);
-    println!("conflicts:      {}", status.conflicts);
-    println!("open conflicts: {}", status.open_conflicts);
-    println!("refused:        {}", status.refused);
-    println!("in progress:    {}", status.in_progress);
-    println!("unfinished:     {}", status.unfinished);
-    println!("missing:        {}", status.missing);
-    println!("unrecoverable:  {}", status.unrecoverable);
-    println!("resolved:       {}", status.resolved);
-    println!("index jumps:    {}", status.index_jumps);
-    println!("numbering:      {}", status.numbering);
-    println!("first index:    {}", optional(status.first_index));
-    println!("highest index:  {}", optional(status.highest_index));
-    println!("watermark:      {}", optional(status.watermark));
-    println!("pruned:         {}", status.pruned);
-    println!("forgotten:      {}", status.forgotten);
-    println!("size:           {}", status.size_bytes.map_or_else(|| "unknown".to_owned(), |b| format!("{b} bytes")));
-    println!("oldest reply:   {}", time_and_age(status.oldest_record_ms));
-    println!("last new index: {}", time_and_age(status.last_delivery_ms));
-    println!("oldest gap:     {}", time_and_age(status.oldest_gap_ms));
+    crate::outln!("handled:        {}", status.handled);
+    crate::outln!("replayed:       {}", status.replayed);
+    crate::outln!("conflicts:      {}", status.conflicts);
+    crate::outln!("open conflicts: {}", status.open_conflicts);
+    crate::outln!("refused:        {}", status.refused);
+    crate::outln!("in progress:    {}", status.in_progress);
+    crate::outln!("unfinished:     {}", status.unfinished);
+    crate::outln!("missing:        {}", status.missing);
+    crate::outln!("unrecoverable:  {}", status.unrecoverable);
+    crate::outln!("resolved:       {}", status.resolved);
+    crate::outln!("index jumps:    {}", status.index_jumps);
+    crate::outln!("numbering:      {}", status.numbering);
+    crate::outln!("first index:    {}", optional(status.first_index));
+    crate::outln!("highest index:  {}", optional(status.highest_index));
+    crate::outln!("watermark:      {}", optional(status.watermark));
+    crate::outln!("pruned:         {}", status.pruned);
+    crate::outln!("forgotten:      {}", status.forgotten);
+    crate::outln!(
+        "size:           {}",
+        status.size_bytes.map_or_else(|| "unknown".to_owned(), |b| format!("{b} bytes"))
+    );
+    crate::outln!("oldest reply:   {}", time_and_age(status.oldest_record_ms));
+    crate::outln!("last new index: {}", time_and_age(status.last_delivery_ms));
+    crate::outln!("oldest gap:     {}", time_and_age(status.oldest_gap_ms));
     Ok(verdict)
 }
 
@@ -226,22 +235,22 @@ pub fn gaps(args: &GapsArgs) -> Outcome {
         })?;
     } else {
         for &(first, last) in &missing {
-            println!("{}", range_text(first, last));
+            crate::outln!("{}", range_text(first, last));
         }
         if !unrecoverable.is_empty() {
-            println!("unrecoverable: {}", indexes_text(&unrecoverable));
+            crate::outln!("unrecoverable: {}", indexes_text(&unrecoverable));
         }
         if !unfinished.is_empty() {
-            println!("unfinished: {}", indexes_text(&unfinished));
+            crate::outln!("unfinished: {}", indexes_text(&unfinished));
         }
         for jump in &jumps {
-            println!("jump: {}", jump_line(jump));
+            crate::outln!("jump: {}", jump_line(jump));
         }
         if status.open_conflicts > 0 {
-            println!("conflicts: {} open (see 'slotpartner journal conflicts')", status.open_conflicts);
+            crate::outln!("conflicts: {} open (see 'slotpartner journal conflicts')", status.open_conflicts);
         }
         for resolution in &resolutions {
-            println!("resolved: {}", resolution_line(resolution));
+            crate::outln!("resolved: {}", resolution_line(resolution));
         }
         if truncated {
             eprintln!(
@@ -365,27 +374,27 @@ pub fn show(args: &ShowArgs) -> Outcome {
     } else {
         for (i, r) in shown.iter().enumerate() {
             if i > 0 {
-                println!();
+                crate::outln!();
             }
             let or_none = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
             let number = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
-            println!("key:            {}", r.key);
-            println!("event:          {}", or_none(&r.event));
-            println!("index:          {}", number(r.index));
-            println!("transactionId:  {}", number(r.transaction_id));
-            println!("state:          {}", r.state);
-            println!("attempts:       {}", number(r.attempts));
-            println!("created:        {}", or_none(&r.created));
-            println!("updated:        {}", or_none(&r.updated));
+            crate::outln!("key:            {}", r.key);
+            crate::outln!("event:          {}", or_none(&r.event));
+            crate::outln!("index:          {}", number(r.index));
+            crate::outln!("transactionId:  {}", number(r.transaction_id));
+            crate::outln!("state:          {}", r.state);
+            crate::outln!("attempts:       {}", number(r.attempts));
+            crate::outln!("created:        {}", or_none(&r.created));
+            crate::outln!("updated:        {}", or_none(&r.updated));
             if r.lease_until.is_some() {
-                println!("lease until:    {}", or_none(&r.lease_until));
+                crate::outln!("lease until:    {}", or_none(&r.lease_until));
             }
-            println!("finished:       {}", or_none(&r.finished));
-            println!("reply:          {}", or_none(&r.reply));
+            crate::outln!("finished:       {}", or_none(&r.finished));
+            crate::outln!("reply:          {}", or_none(&r.reply));
             for conflict in &r.open_conflicts {
-                println!();
+                crate::outln!();
                 for line in conflict_lines(conflict.record) {
-                    println!("{line}");
+                    crate::outln!("{line}");
                 }
             }
         }

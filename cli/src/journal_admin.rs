@@ -178,9 +178,11 @@ pub fn resolve(args: &ResolveArgs) -> Outcome {
     let missing = journal.status()?.missing;
     let range = range_text(first, last);
     match closed {
-        0 => println!("resolved {range}: none of its indexes was missing; the note is kept ({missing} missing now)"),
-        1 => println!("resolved {range}: 1 missing index closed ({missing} missing now)"),
-        n => println!("resolved {range}: {n} missing indexes closed ({missing} missing now)"),
+        0 => {
+            crate::outln!("resolved {range}: none of its indexes was missing; the note is kept ({missing} missing now)")
+        }
+        1 => crate::outln!("resolved {range}: 1 missing index closed ({missing} missing now)"),
+        n => crate::outln!("resolved {range}: {n} missing indexes closed ({missing} missing now)"),
     }
     Ok(Verdict::Good)
 }
@@ -194,7 +196,7 @@ pub fn resolutions(args: &ResolutionsArgs) -> Outcome {
         print_json(&list.iter().map(ResolutionJson::of).collect::<Vec<_>>())?;
     } else {
         for r in &list {
-            println!("{}", resolution_line(r));
+            crate::outln!("{}", resolution_line(r));
         }
     }
     note_more(more, limit, "resolutions");
@@ -211,10 +213,10 @@ pub fn conflicts(args: &ConflictsArgs) -> Outcome {
     } else {
         for (i, c) in list.iter().enumerate() {
             if i > 0 {
-                println!();
+                crate::outln!();
             }
             for line in conflict_lines(c) {
-                println!("{line}");
+                crate::outln!("{line}");
             }
         }
     }
@@ -228,7 +230,7 @@ pub fn resolve_conflict(args: &DecideArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     journal.resolve_conflict(args.id, &args.note)?;
     let open = journal.status()?.open_conflicts;
-    println!("conflict {} resolved ({open} open now)", args.id);
+    crate::outln!("conflict {} resolved ({open} open now)", args.id);
     Ok(Verdict::Good)
 }
 
@@ -237,7 +239,7 @@ pub fn close_unfinished(args: &DecideArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     let closed = journal.close_unfinished(args.id, &args.note)?;
     let left = journal.status()?.unfinished;
-    println!("closed {closed} unfinished deliveries at index {} ({left} unfinished now)", args.id);
+    crate::outln!("closed {closed} unfinished deliveries at index {} ({left} unfinished now)", args.id);
     Ok(Verdict::Good)
 }
 
@@ -250,7 +252,7 @@ pub fn jumps(args: &JumpsArgs) -> Outcome {
         print_json(&list.iter().map(JumpJson::of).collect::<Vec<_>>())?;
     } else {
         for j in &list {
-            println!("{}", jump_line(j));
+            crate::outln!("{}", jump_line(j));
         }
     }
     note_more(more, limit, "index jumps");
@@ -263,7 +265,12 @@ pub fn accept_jump(args: &DecideArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     journal.accept_jump(args.id, &args.note)?;
     let status = journal.status()?;
-    println!("index jump {} accepted ({} open now, {} indexes missing)", args.id, status.index_jumps, status.missing);
+    crate::outln!(
+        "index jump {} accepted ({} open now, {} indexes missing)",
+        args.id,
+        status.index_jumps,
+        status.missing
+    );
     Ok(Verdict::Good)
 }
 
@@ -272,9 +279,11 @@ pub fn jump_is_gap(args: &DecideArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     journal.jump_is_gap(args.id, &args.note)?;
     let status = journal.status()?;
-    println!(
+    crate::outln!(
         "index jump {} is a gap: its stretch counts as missing ({} open now, {} indexes missing)",
-        args.id, status.index_jumps, status.missing
+        args.id,
+        status.index_jumps,
+        status.missing
     );
     Ok(Verdict::Good)
 }
@@ -283,6 +292,6 @@ pub fn jump_is_gap(args: &DecideArgs) -> Outcome {
 pub fn renumber(args: &RenumberArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
     let numbering = journal.renumber(args.first, &args.note)?;
-    println!("numbering {numbering} starts at index {}", args.first);
+    crate::outln!("numbering {numbering} starts at index {}", args.first);
     Ok(Verdict::Good)
 }

@@ -25,7 +25,7 @@ pub fn backup(args: &BackupArgs) -> Outcome {
     if args.json {
         print_json(&BackupJson { file, pages: report.pages, bytes: report.bytes, elapsed_ms })?;
     } else {
-        println!(
+        crate::outln!(
             "backup written: file={} pages={} bytes={} elapsed_ms={elapsed_ms}",
             quoted(&file),
             report.pages,

@@ -62,14 +62,14 @@ pub fn prune(args: &PruneArgs) -> Outcome {
         print_json(&json_of(args, &report))?;
         return Ok(verdict);
     }
-    println!("compacted:         {}", report.compacted);
-    println!("forgotten:         {}", report.forgotten);
-    println!("refused removed:   {}", report.refused_removed);
-    println!("conflicts removed: {}", report.conflicts_removed);
-    println!("batches:           {}", report.batches);
-    println!("longest batch:     {}", millis_text(report.longest_batch));
-    println!("bytes returned:    {}", report.bytes_returned);
-    println!("complete:          {}", if report.complete { "yes" } else { "no" });
+    crate::outln!("compacted:         {}", report.compacted);
+    crate::outln!("forgotten:         {}", report.forgotten);
+    crate::outln!("refused removed:   {}", report.refused_removed);
+    crate::outln!("conflicts removed: {}", report.conflicts_removed);
+    crate::outln!("batches:           {}", report.batches);
+    crate::outln!("longest batch:     {}", millis_text(report.longest_batch));
+    crate::outln!("bytes returned:    {}", report.bytes_returned);
+    crate::outln!("complete:          {}", if report.complete { "yes" } else { "no" });
     if !report.complete {
         let why = match report.stopped_by.as_deref() {
             Some("max_time") | None => format!("at --max-time {}", args.max_time.map(age_text).unwrap_or_default()),

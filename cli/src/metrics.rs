@@ -45,7 +45,7 @@ const MAX_HEAD: usize = 32 * 1024;
 pub fn print(opt: &JournalOpt) -> Outcome {
     let url = journal_url(opt)?;
     let (text, error) = render(opt, url);
-    print!("{text}");
+    crate::out!("{text}");
     if let Some(error) = error {
         eprintln!("slotpartner: warning: journal unreadable: {error}");
     }

@@ -6,10 +6,38 @@ use serde::Serialize;
 
 use crate::Fail;
 
+/// `print!` to stdout that survives a closed stdout (`slotpartner recover | head -1`): a write
+/// error is ignored, so that a run moving money is never cut short by its reader going away.
+/// The exit status still says how the run went.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(::std::format_args!($($arg)*))
+    };
+}
+
+/// `println!` to stdout that survives a closed stdout (see `out!`).
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::output::write_stdout(::std::format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(::std::format_args!("{}\n", ::std::format_args!($($arg)*)))
+    };
+}
+
+/// Writes to stdout, ignoring a failure (a reader gone, a full disk): what `out!` and `outln!`
+/// call.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_fmt(args);
+}
+
 /// Prints `value` as pretty JSON on stdout, followed by a newline.
 pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<(), Fail> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Fail(format!("cannot write JSON: {e}")))?;
-    println!("{text}");
+    crate::outln!("{text}");
     Ok(())
 }
 
@@ -64,6 +92,12 @@ pub fn elapsed_text(duration: Duration) -> String {
         .map(|(n, unit)| format!("{n}{unit}"))
         .collect();
     shown.join(" ")
+}
+
+/// Now on this host's wall clock, in ms since the Unix epoch.
+pub fn now_ms() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use slotpartner::{ErrorKind, EventKind, Journal, Receiver};
 
 use crate::args::RecoverArgs;
 use crate::config::{client, open_journal, parser, seconds};
-use crate::endpoint::{Endpoint, Peer, excerpt, library_error_text};
+use crate::endpoint::{Endpoint, Peer, excerpt, library_error_text, shown_url};
 use crate::journal::{indexes_text, range_text};
 use crate::output::{age_text, print_json, quoted};
 use crate::{Fail, Outcome, Verdict};
@@ -74,8 +74,14 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         Err(error) => return Err(error.into()),
     };
     let before = journal.status()?;
-    let unfinished: HashSet<i64> = journal.unfinished(limit)?.into_iter().collect();
-    let pending = journal.recovery_plan_older_than(limit, args.min_age)?;
+    // Every unfinished delivery, however young, whatever its index: the plan takes only the old
+    // ones, and not necessarily the lowest, so each index it took is told by this set.
+    let unfinished: HashSet<i64> = journal.unfinished(usize::MAX)?.into_iter().collect();
+    let pending: Vec<(i64, bool)> = journal
+        .recovery_plan_older_than(limit, args.min_age)?
+        .into_iter()
+        .map(|index| (index, unfinished.contains(&index)))
+        .collect();
 
     let mut run = Run {
         journal: &journal,
@@ -84,9 +90,10 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         endpoint: &endpoint,
         service_unreachable: 0,
         endpoint_unreachable: 0,
-        token_refused: None,
+        endpoint_accepted: false,
+        refused: None,
     };
-    let taken_unfinished = pending.iter().filter(|index| unfinished.contains(index)).count() as u64;
+    let taken_unfinished = pending.iter().filter(|(_, unfinished)| *unfinished).count() as u64;
     let taken_missing = pending.len() as u64 - taken_unfinished;
     let mut report = Report {
         missing_before: before.missing,
@@ -101,16 +108,16 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     };
     let mut progress = Progress::new(pending.len() as u64, args.json);
     let mut note_failure = None;
-    for (position, &index) in pending.iter().enumerate() {
+    for (position, &(index, unfinished)) in pending.iter().enumerate() {
         if Instant::now() >= deadline {
             let left = pending.len() - position;
             report.not_tried = left as u64;
             report.stopped = Some(format!("the run reached --max-time {}; {left} indexes not tried", report.max_time));
             break;
         }
-        let result = run.recover(index, unfinished.contains(&index));
+        let result = run.recover(index, unfinished);
         // A refused token says nothing about the index: nothing is noted for it.
-        if run.token_refused.is_none() {
+        if run.refused.is_none() {
             if let Err(error) = journal.note_fetch(index, result.fetch_outcome()) {
                 note_failure.get_or_insert((index, error.message));
             }
@@ -119,10 +126,10 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         report.results.push(result);
         progress.show(&report);
         let left = pending.len() - position - 1;
-        if let Some(peer) = run.token_refused {
+        if let Some(refused) = run.refused {
             report.not_tried = left as u64;
             report.stopped =
-                Some(format!("{}; the run stopped at index {index}, {left} indexes not tried", peer.token_refused()));
+                Some(format!("{}; the run stopped at index {index}, {left} indexes not tried", refused.reason()));
             break;
         }
         let unreachable =
@@ -172,19 +179,21 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         .filter(|r| matches!(r.result, "recovered" | "handled_meanwhile" | "refused"))
         .find(|r| remaining.iter().any(|&(first, last)| (first..=last).contains(&r.index)));
     if let Some(r) = delivered_but_missing {
-        // The URL of the journal is not repeated: it may hold a password.
+        // Neither URL is repeated whole: the journal's may hold a password, the endpoint's a
+        // password or a secret in its query.
         eprintln!(
             "slotpartner: warning: index {} was delivered to {} but is still missing from the journal: does that endpoint use the journal given here?",
-            r.index, endpoint.url
+            r.index,
+            shown_url(&endpoint.url)
         );
     }
     if args.json {
-        report.callback_url = endpoint.url.clone();
+        report.callback_url = shown_url(&endpoint.url);
         print_json(&report)?;
     } else {
         report.print_summary();
     }
-    match report.stopped.filter(|_| run.token_refused.is_some()) {
+    match report.stopped.filter(|_| run.refused.is_some()) {
         Some(stopped) => Err(Fail(stopped)),
         None => Ok(Verdict::bad_if(report.needs_attention)),
     }
@@ -255,9 +264,9 @@ fn dry_run(
         })?;
     } else {
         for index in pending {
-            println!("index={index} result=would_fetch");
+            crate::outln!("index={index} result=would_fetch");
         }
-        println!(
+        crate::outln!(
             "summary dry_run=true missing_before={} unfinished_before={} gaps_too_young={} would_fetch={} unrecoverable={}",
             status.missing,
             status.unfinished,
@@ -277,7 +286,7 @@ fn endpoint(args: &RecoverArgs) -> Result<Endpoint, Fail> {
         .filter(|u| !u.is_empty())
         .ok_or_else(|| Fail("no callback endpoint: give --callback-url URL".to_owned()))?;
     let token = crate::config::token(&args.service)?;
-    Endpoint::new(url, args.callback_ca_file.as_deref(), token, seconds("timeout", args.service.timeout)?, "recover")
+    Endpoint::new(url, args.callback_ca_file.as_deref(), token, seconds("--timeout", args.service.timeout)?, "recover")
 }
 
 /// One run's parts.
@@ -289,9 +298,37 @@ struct Run<'a> {
     /// Connection failures in a row, to the service and to the endpoint.
     service_unreachable: u32,
     endpoint_unreachable: u32,
-    /// Who answered HTTP 401 to the token: the run stops there.
-    token_refused: Option<Peer>,
+    /// Whether the endpoint accepted the token in this run: it answered a delivery with HTTP 200,
+    /// or the balance query of `confirm_token` with anything but HTTP 401.
+    endpoint_accepted: bool,
+    /// Who refused the command's token, or its requests: the run stops there.
+    refused: Option<Refusal>,
 }
+
+/// What stops a run at the first index: it is true of every index after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// HTTP 401 from the service, or from the endpoint before it accepted the token in this run.
+    Token(Peer),
+    /// HTTP 403 from the service: its interface defines no refusal of one event, so it refuses
+    /// this command (its token, or this host), not the index.
+    ServiceForbidden,
+}
+
+impl Refusal {
+    fn reason(self) -> String {
+        match self {
+            Refusal::Token(peer) => peer.token_refused().to_owned(),
+            Refusal::ServiceForbidden => "the service refused the request (HTTP 403 Forbidden): check --token (or \
+                 SLOTPARTNER_TOKEN), and that the service lets this host's address in"
+                .to_owned(),
+        }
+    }
+}
+
+/// The balance query that asks the endpoint whether it accepts the token (`confirm_token`), as
+/// `check` sends it: no index, so that the endpoint's journal records nothing, and no money moves.
+const TOKEN_QUERY: &str = r#"{"action":"getPlayerBalance","playerIdentifier":"slotpartner-recover","playerPartnerIdentifier":"slotpartner-recover"}"#;
 
 impl Run<'_> {
     /// Fetches and delivers `index` (`unfinished`: a delivery claimed there was never finished).
@@ -304,6 +341,16 @@ impl Run<'_> {
                 Some(format!("{message}; the delivery claimed at index {index} stays unfinished (nothing stored)"));
         }
         item
+    }
+
+    /// Whether the endpoint accepts the token, asked with a balance query (`TOKEN_QUERY`) after
+    /// the first delivery of the run was refused with HTTP 401: any answer but HTTP 401 says it
+    /// does, and the refusal was of that event only. No answer says nothing: the run stops as
+    /// for a refused token.
+    fn confirm_token(&mut self) -> bool {
+        let accepted = self.endpoint.post(TOKEN_QUERY).is_ok_and(|answer| answer.status != 401);
+        self.endpoint_accepted = accepted;
+        accepted
     }
 
     fn try_recover(&mut self, index: i64) -> ItemResult {
@@ -321,8 +368,10 @@ impl Run<'_> {
             Err(error) => {
                 let unreachable = matches!(error.kind, ErrorKind::Connect | ErrorKind::Tls | ErrorKind::Timeout);
                 self.service_unreachable = if unreachable { self.service_unreachable + 1 } else { 0 };
-                if matches!(error.cause.as_deref(), Some(Cause::HttpStatus(401))) {
-                    self.token_refused = Some(Peer::Service);
+                match error.cause.as_deref() {
+                    Some(Cause::HttpStatus(401)) => self.refused = Some(Refusal::Token(Peer::Service)),
+                    Some(Cause::HttpStatus(403)) => self.refused = Some(Refusal::ServiceForbidden),
+                    _ => {}
                 }
                 let reason = if error.kind == ErrorKind::BadResponse { "invalid_event" } else { "service" };
                 return item.not_fetched(reason, library_error_text(&error));
@@ -372,10 +421,11 @@ impl Run<'_> {
         });
         let wrapper =
             event.known().filter(|k| *k != slotpartner::KnownEvent::BalanceQuery).map(|k| self.parser.wrapper(k));
-        let (status, answer) = match self.endpoint.post(&body) {
+        let (status, answer, unread) = match self.endpoint.post(&body) {
+            // The status line arrived: the endpoint answered, whatever its body holds.
             Ok(answered) => {
                 self.endpoint_unreachable = 0;
-                (answered.status, answered.text)
+                (answered.status, answered.text, answered.unread)
             }
             Err(error) => {
                 // No connection, a TLS failure or a time-out: each counts toward stopping.
@@ -389,7 +439,23 @@ impl Run<'_> {
         };
         item.http_status = Some(status);
         if status == 401 {
-            self.token_refused = Some(Peer::Endpoint);
+            // The token is the same for every delivery: a refusal of it stops the run, unless the
+            // endpoint accepted it in this run, before or in answer to a balance query now.
+            let message = if self.endpoint_accepted {
+                "the callback endpoint refused the token for this event only (HTTP 401), though it accepted it before in this run"
+            } else if self.confirm_token() {
+                "the callback endpoint refused the token for this event only (HTTP 401), though it accepted it for a balance query just after"
+            } else {
+                self.refused = Some(Refusal::Token(Peer::Endpoint));
+                return item.endpoint_failed(Some(status), format!("HTTP {status}: {}", excerpt(&answer)));
+            };
+            return item.endpoint_failed(Some(status), format!("{message}: {}", excerpt(&answer)));
+        }
+        // HTTP 200: the endpoint handled the delivery, so it took the token.
+        self.endpoint_accepted |= status == 200;
+        if let Some(why) = unread {
+            let message = format!("answered HTTP {status}, the answer could not be read ({why})");
+            return item.endpoint_failed(Some(status), message);
         }
         if status != 200 {
             return item.endpoint_failed(Some(status), format!("HTTP {status}: {}", excerpt(&answer)));
@@ -577,7 +643,8 @@ struct Report {
     refused: u64,
     /// Not fetched (or fetched and not delivered), by reason.
     not_fetched: NotFetched,
-    /// Fetched, but the endpoint failed (no answer, not HTTP 200, not a reply).
+    /// Fetched, but the endpoint failed (no answer, not HTTP 200, not a reply, an answer that
+    /// could not be read, a refusal of the token for that event only).
     endpoint_failures: u64,
     /// Answered, yet the journal still holds an unfinished delivery at the index.
     unsettled: u64,
@@ -635,7 +702,7 @@ impl Report {
     }
 
     fn print_summary(&self) {
-        println!(
+        crate::outln!(
             "summary missing_before={} unfinished_before={} taken={} recovered={} handled_meanwhile={} refused={} not_fetched={} endpoint_failures={} unsettled={} not_tried={}",
             self.missing_before,
             self.unfinished_before,
@@ -648,20 +715,25 @@ impl Report {
             self.unsettled,
             self.not_tried
         );
-        println!(
+        crate::outln!(
             "summary taken_unfinished={} taken_missing={} missing_not_taken={}",
-            self.taken_unfinished, self.taken_missing, self.missing_not_taken
+            self.taken_unfinished,
+            self.taken_missing,
+            self.missing_not_taken
         );
         let n = &self.not_fetched;
-        println!(
+        crate::outln!(
             "summary not_found={} service={} invalid_event={} journal={}",
-            n.not_found, n.service, n.invalid_event, n.journal
+            n.not_found,
+            n.service,
+            n.invalid_event,
+            n.journal
         );
         if let Some(stopped) = &self.stopped {
-            println!("summary stopped={}", quoted(stopped));
+            crate::outln!("summary stopped={}", quoted(stopped));
         }
         let more = if self.unrecoverable_count > self.unrecoverable.len() as u64 { ",..." } else { "" };
-        println!(
+        crate::outln!(
             "summary unrecoverable={}{more} unfinished_remaining={} open_conflicts={} index_jumps={}",
             indexes_text(&self.unrecoverable),
             self.unfinished_remaining,
@@ -676,9 +748,10 @@ impl Report {
             (true, 0) => "attention_needed",
             (true, _) => "gaps_remain",
         };
-        println!(
+        crate::outln!(
             "summary gaps_remaining={} gaps_too_young={} remaining={remaining} result={result}",
-            self.gaps_remaining, self.gaps_too_young
+            self.gaps_remaining,
+            self.gaps_too_young
         );
     }
 }
@@ -719,8 +792,8 @@ impl Progress {
         if !self.quiet && (self.every_line || kind.is_some()) && self.lines.admit(kind) {
             let line = item.line();
             match &self.bar {
-                Some(bar) => bar.suspend(|| println!("{line}")),
-                None => println!("{line}"),
+                Some(bar) => bar.suspend(|| crate::outln!("{line}")),
+                None => crate::outln!("{line}"),
             }
         }
         if let Some(bar) = &self.bar {
@@ -736,7 +809,7 @@ impl Progress {
             bar.finish_and_clear();
         }
         for line in self.lines.left_out() {
-            println!("{line}");
+            crate::outln!("{line}");
         }
     }
 }

@@ -11,10 +11,17 @@ use std::path::PathBuf;
 use slotpartner::journal::{Begin, Delivery, Journal};
 use slotpartner::{ParseOptions, parse};
 
-use balance::{BalanceEndpoint, KNOWN_PLAYER, Setup};
+use balance::{BalanceEndpoint, KNOWN_PLAYER, RawAnswer, Setup};
 use support::*;
 
 const OTHER_TOKEN: &str = "11111111-2222-4333-8444-555555555555";
+/// A full balance reply, as the library builds it.
+const GOOD_REPLY: &str = r#"{"playerBalance":{"money":12050,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}"#;
+
+/// An endpoint answering `raw` to every request, over plain HTTP on loopback.
+fn raw_endpoint(raw: RawAnswer) -> BalanceEndpoint {
+    BalanceEndpoint::start(Setup { tls: false, raw_answer: Some(raw), ..Setup::default() })
+}
 
 /// A journal of refunds at the indexes 1 to `last` but those in `skip`.
 fn journal_of_refunds(scratch: &Scratch, last: i64, skip: &[i64]) -> (String, std::sync::Arc<Journal>) {
@@ -290,28 +297,237 @@ fn journal_gaps_warn_while_young_and_fail_once_older_than_min_age() {
 #[test]
 fn a_journal_of_another_schema_version_is_not_opened() {
     let scratch = Scratch::new("check-schema");
-    let (url, journal) = journal_of_refunds(&scratch, 2, &[]);
+    let (url, journal) = journal_of_refunds(&scratch, 5, &[3]);
     drop(journal);
     let db = rusqlite::Connection::open(scratch.path("journal.db")).unwrap();
     let version = |db: &rusqlite::Connection| -> i64 {
         db.query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap()
     };
     assert_eq!(version(&db), 3);
-    // An older version: left as it is (the library would migrate it on opening).
+    // An older version, with a gap found missing an hour ago: left as it is (the library would
+    // migrate it on opening), and not a green result either: the check cannot judge it.
+    db.execute("UPDATE sp_journal_runs SET since_ms = since_ms - 3600000", []).unwrap();
     db.execute("UPDATE sp_journal_meta SET value = 2 WHERE key = 'schema_version'", []).unwrap();
-    let out = run(&["check", "--journal", &url]).expect(0);
+    let out = run(&["check", "--journal", &url]).expect(1);
     let schema = line(&out, "journal schema");
     assert!(
-        schema.starts_with("warn") && schema.contains("version 2") && schema.contains("needs migration"),
+        schema.starts_with("FAIL")
+            && schema.contains("version 2")
+            && schema.contains("cannot judge a version-2 journal without migrating it")
+            && schema.contains("upgrade them first"),
         "{schema}"
     );
-    assert_eq!(verdict(&out, "journal writable"), "skip");
+    assert_eq!(verdict(&out, "journal reachable"), "ok");
+    for check in ["journal writable", "journal gaps", "journal unfinished"] {
+        assert_eq!(verdict(&out, check), "skip", "{check}");
+    }
+    assert_eq!(version(&db), 2, "the check migrated nothing");
+    let json = run(&["check", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!(json["result"], "FAIL");
     assert_eq!(version(&db), 2, "the check migrated nothing");
     // A newer one: this release cannot read it.
     db.execute("UPDATE sp_journal_meta SET value = 4 WHERE key = 'schema_version'", []).unwrap();
     let out = run(&["check", "--journal", &url]).expect(1);
     let schema = line(&out, "journal schema");
     assert!(schema.starts_with("FAIL") && schema.contains("upgrade slotpartner"), "{schema}");
+    assert_eq!(version(&db), 4);
+}
+
+#[test]
+fn check_creates_no_journal_where_there_is_none() {
+    let scratch = Scratch::new("check-no-journal");
+    let not_a_journal = |out: &Run| {
+        let reachable = line(out, "journal reachable");
+        assert!(
+            reachable.starts_with("FAIL")
+                && reachable.contains("not a journal (no sp_journal_meta)")
+                && reachable.contains("check --journal"),
+            "{reachable}"
+        );
+        for check in ["journal schema", "journal writable", "journal gaps"] {
+            assert_eq!(verdict(out, check), "skip", "{check}");
+        }
+    };
+    // A file of 0 bytes stays one: no schema, not even SQLite's header.
+    let empty = scratch.write("empty.db", b"");
+    let url = format!("sqlite:{}", path_str(&empty));
+    not_a_journal(&run(&["check", "--journal", &url]).expect(1));
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+    assert!(!scratch.path("empty.db-wal").exists());
+    let json = run(&["check", "--journal", &url, "--json"]).expect(1).json();
+    assert_eq!((json["result"].as_str(), json["failed"].as_u64()), (Some("FAIL"), Some(1)));
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+
+    // A SQLite database without a journal: byte for byte as it was.
+    let other = scratch.path("other.db");
+    rusqlite::Connection::open(&other).unwrap().execute_batch("PRAGMA user_version = 7").unwrap();
+    let before = std::fs::read(&other).unwrap();
+    not_a_journal(&run(&["check", "--journal", &format!("sqlite:{}", path_str(&other))]).expect(1));
+    assert_eq!(std::fs::read(&other).unwrap(), before);
+    let tables: i64 = rusqlite::Connection::open(&other)
+        .unwrap()
+        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tables, 0);
+
+    // No file at all: not created.
+    let missing = scratch.path("missing.db");
+    let out = run(&["check", "--journal", &format!("sqlite:{}", path_str(&missing))]).expect(1);
+    assert!(line(&out, "journal reachable").starts_with("FAIL"), "{}", out.stdout);
+    assert!(!missing.exists());
+}
+
+#[test]
+fn gaps_found_missing_in_the_future_fail() {
+    let scratch = Scratch::new("check-future-gaps");
+    let (url, journal) = journal_of_refunds(&scratch, 5, &[3]);
+    drop(journal);
+    // The host that recorded them had its clock a day ahead.
+    let db = rusqlite::Connection::open(scratch.path("journal.db")).unwrap();
+    db.execute("UPDATE sp_journal_runs SET since_ms = since_ms + 86400000, last_ms = last_ms + 86400000", []).unwrap();
+    let out = run(&["check", "--journal", &url]).expect(1);
+    let gaps = line(&out, "journal gaps");
+    assert!(
+        gaps.starts_with("FAIL")
+            && gaps.contains("found missing in the future: a clock was ahead")
+            && gaps.contains("--min-age 0s"),
+        "{gaps}"
+    );
+    assert!(!gaps.contains("less than --min-age"), "{gaps}");
+}
+
+#[test]
+fn checks_that_send_the_token_cannot_run_without_one() {
+    let scratch = Scratch::new("check-no-token");
+    let no_token = |out: &Run| {
+        let error = out.one_error_line();
+        assert!(error.contains("--token") && error.contains("SLOTPARTNER_TOKEN"), "{error}");
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+    };
+    let callback = ["check", "--callback-url", "http://127.0.0.1:9/callback"];
+    no_token(&run(&callback).expect(2));
+    no_token(&run(&[&callback[..], &["--token", ""]].concat()).expect(2));
+    no_token(&run_with(&callback, &[("SLOTPARTNER_TOKEN", "")], None).expect(2));
+    no_token(&run(&["check", "--base-url", "https://127.0.0.1:9/"]).expect(2));
+    // With a journal to check as well: still not a result without the callback's checks.
+    let (url, journal) = journal_of_refunds(&scratch, 2, &[]);
+    drop(journal);
+    no_token(&run(&[&callback[..], &["--journal", &url]].concat()).expect(2));
+    // The journal alone needs no token.
+    run(&["check", "--journal", &url]).expect(0);
+
+    // A token copied with its line end: refused before anything is sent, naming the option.
+    let endpoint = raw_endpoint(RawAnswer::new(200, GOOD_REPLY));
+    for bad in [format!("{TOKEN}\r\n"), format!("{TOKEN}\n"), format!(" {TOKEN}")] {
+        let out = run_with(&["check", "--callback-url", &endpoint.url], &[("SLOTPARTNER_TOKEN", &bad)], None).expect(2);
+        let error = out.one_error_line();
+        assert!(error.contains("--token") && error.contains("UUID"), "{error}");
+        assert!(!error.contains("header"), "{error}");
+    }
+    assert!(endpoint.seen().is_empty(), "nothing was sent");
+
+    // --timeout out of range: the echoed value is clipped.
+    let out = run(&[&callback[..], &["--token", TOKEN, "--timeout", "1e300"]].concat()).expect(2);
+    let error = out.one_error_line();
+    assert!(error.contains("--timeout") && error.contains("1e300") && error.len() < 200, "{error}");
+}
+
+#[test]
+fn only_a_2xx_answer_confirms_the_callback_token() {
+    // A hand-written endpoint that refuses a wrong token inside the balance shape, HTTP 500.
+    let refusal = r#"{"playerBalance":{"errorMessage":"authentication failed: wrong token"}}"#;
+    let endpoint = raw_endpoint(RawAnswer::new(500, refusal));
+    let out = check_endpoint(&endpoint, &[]).expect(0);
+    let token = line(&out, "callback token");
+    assert!(token.starts_with("warn") && token.contains("not confirmed") && token.contains("HTTP 500"), "{token}");
+    assert_eq!(verdict(&out, "callback reply"), "warn");
+    // The operator named a player the endpoint knows: its refusal fails.
+    let out = check_endpoint(&endpoint, &["--player", KNOWN_PLAYER]).expect(1);
+    let reply = line(&out, "callback reply");
+    assert!(reply.starts_with("FAIL") && reply.contains("wrong token") && reply.contains("--player"), "{reply}");
+    assert_eq!(verdict(&out, "callback token"), "warn");
+
+    // A redirect confirms nothing, and is no reply.
+    let endpoint = raw_endpoint(RawAnswer {
+        status: 302,
+        headers: vec![("Location", "http://127.0.0.1:1/login?session=SECRET".to_owned())],
+        body: Vec::new(),
+    });
+    let out = check_endpoint(&endpoint, &[]).expect(1);
+    assert_eq!(verdict(&out, "callback reachable"), "ok");
+    let token = line(&out, "callback token");
+    assert!(token.starts_with("skip") && token.contains("not confirmed"), "{token}");
+    let reply = line(&out, "callback reply");
+    assert!(reply.starts_with("FAIL") && reply.contains("redirects") && reply.contains("final URL"), "{reply}");
+    assert!(!out.stdout.contains("SECRET"), "{}", out.stdout);
+
+    // 200 with a full balance: confirmed.
+    let endpoint = raw_endpoint(RawAnswer::new(200, GOOD_REPLY));
+    let out = check_endpoint(&endpoint, &["--player", KNOWN_PLAYER]).expect(0);
+    assert_eq!(verdict(&out, "callback token"), "ok");
+    assert_eq!(verdict(&out, "callback reply"), "ok");
+}
+
+#[test]
+fn a_reply_naming_a_key_twice_fails() {
+    let twice = r#"{"playerBalance":{"money":-5,"currencyISO4217":"EUR","coins":0,"errorMessage":"blocked"},"playerBalance":{"money":12050,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}"#;
+    let endpoint = raw_endpoint(RawAnswer::new(200, twice));
+    let out = check_endpoint(&endpoint, &["--player", KNOWN_PLAYER]).expect(1);
+    let reply = line(&out, "callback reply");
+    assert!(reply.starts_with("FAIL") && reply.contains("appears twice"), "{reply}");
+    let inner = r#"{"playerBalance":{"money":-5,"currencyISO4217":"EUR","coins":0,"errorMessage":"","money":12050}}"#;
+    let endpoint = raw_endpoint(RawAnswer::new(200, inner));
+    let out = check_endpoint(&endpoint, &["--player", KNOWN_PLAYER]).expect(1);
+    assert!(line(&out, "callback reply").contains("appears twice"), "{}", out.stdout);
+}
+
+#[test]
+fn an_answer_that_cannot_be_read_is_not_called_unreachable() {
+    let mut big = GOOD_REPLY.as_bytes().to_vec();
+    big.extend(std::iter::repeat_n(b' ', 70 * 1024));
+    let not_utf8 =
+        b"{\"playerBalance\":{\"money\":1,\"currencyISO4217\":\"EUR\",\"coins\":0,\"errorMessage\":\"\xff\"}}";
+    for (body, problem) in [(big, "over 64 KiB"), (not_utf8.to_vec(), "not UTF-8")] {
+        let endpoint = raw_endpoint(RawAnswer::new(200, body));
+        let out = check_endpoint(&endpoint, &["--player", KNOWN_PLAYER]).expect(1);
+        let reachable = line(&out, "callback reachable");
+        assert!(reachable.starts_with("ok") && reachable.contains("answered HTTP 200"), "{reachable}");
+        let reply = line(&out, "callback reply");
+        assert!(
+            reply.starts_with("FAIL")
+                && reply.contains("answered HTTP 200, the answer could not be read")
+                && reply.contains(problem),
+            "{reply}"
+        );
+        assert!(!out.stdout.contains("start the endpoint"), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn secrets_in_the_callback_url_are_not_shown() {
+    let endpoint = raw_endpoint(RawAnswer::new(200, GOOD_REPLY));
+    let url = format!("{}?key=QSECRET", endpoint.url.replacen("http://", "http://partner:CBSECRET@", 1));
+    let env = [("SLOTPARTNER_TOKEN", TOKEN), ("SLOTPARTNER_CALLBACK_URL", url.as_str())];
+    let out = run_with(&["check", "--player", KNOWN_PLAYER], &env, None).expect(0);
+    let reachable = line(&out, "callback reachable");
+    assert!(reachable.contains("/callback?key=...") && reachable.contains("http://127.0.0.1:"), "{reachable}");
+    let json = run_with(&["check", "--player", KNOWN_PLAYER, "--json"], &env, None).expect(0);
+    for text in [&out.stdout, &out.stderr, &json.stdout, &json.stderr] {
+        assert!(!text.contains("CBSECRET") && !text.contains("QSECRET") && !text.contains("partner:"), "{text}");
+    }
+}
+
+#[test]
+fn a_service_answering_an_error_does_not_confirm_the_token() {
+    let scratch = Scratch::new("check-service-500");
+    let service = BalanceEndpoint::start(Setup { raw_answer: Some(RawAnswer::new(500, "{}")), ..Setup::default() });
+    let ca = write_ca(&scratch, &service);
+    let base = service.url.trim_end_matches("/callback").to_owned();
+    let out =
+        run(&["check", "--base-url", &base, "--token", TOKEN, "--ca-file", path_str(&ca), "--retries", "0"]).expect(1);
+    let token = line(&out, "service token");
+    assert!(token.starts_with("warn") && token.contains("not confirmed") && token.contains("HTTP 500"), "{token}");
+    assert_eq!(verdict(&out, "service games"), "FAIL");
 }
 
 #[test]

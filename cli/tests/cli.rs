@@ -1323,6 +1323,15 @@ fn journal_status_tells_size_ages_and_upkeep() {
     }
     assert!(json["oldest_gap_age_seconds"].as_u64().unwrap() < 600, "{json}");
 
+    // A gap found on a clock that was a day ahead: the time says so, never "0s ago".
+    let db = rusqlite::Connection::open(scratch.path("journal.db")).unwrap();
+    db.execute("UPDATE sp_journal_runs SET since_ms = since_ms + 86400000, last_ms = last_ms + 86400000", []).unwrap();
+    drop(db);
+    let out = run(&["journal", "status", "--journal", &url]).expect(1);
+    let gap = out.stdout.lines().find_map(|l| l.strip_prefix("oldest gap:     ")).unwrap().to_owned();
+    assert!(gap.ends_with(" ahead of this host's clock)"), "{gap}");
+    assert!(gap.contains("(23h 59m") || gap.contains("(1d"), "{gap}");
+
     // Nothing missing: no oldest gap.
     let full = Scratch::new("status-vitals-full");
     journal_of_refunds(&full, 3, &[]);

@@ -1,16 +1,19 @@
 //! What `slotpartner recover` says, as an operator reads it: hints in the command's own options
 //! and variables, a refused token that stops the run, repeated failures summarised, the
 //! summary's counts explained; and the journal URL's messages. The built binary runs as a
-//! process against the sandbox and a partner's endpoint on loopback, over real HTTPS.
+//! process against the sandbox and a partner's endpoint on loopback, over real HTTPS; a proxy on
+//! loopback in front of the endpoint changes its answers where a test says so (`Proxy`).
 
 mod support;
 
-use std::net::TcpListener;
-use std::sync::Arc;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use slotpartner::journal::{Begin, Delivery};
-use slotpartner::{ParseOptions, parse};
+use slotpartner::{ParseOptions, Receiver, ReceiverConfig, Request, parse};
 use slotpartner_sandbox::burst::{self, EventMix, EventSet};
 use slotpartner_sandbox::http::{self, ListenerHandle};
 use slotpartner_sandbox::{ServerConfig, actions};
@@ -175,7 +178,8 @@ fn a_token_the_endpoint_refuses_stops_the_run_at_the_first_401() {
     args.extend(["--ca-file", path_str(&ca)]);
     let out = run_with(&args, &[("SLOTPARTNER_TOKEN", OTHER_TOKEN)], None).expect(2);
 
-    assert_eq!(endpoint.requests(), 1, "one delivery, then nothing");
+    // The first delivery is refused: a balance query asks whether the token is; refused too.
+    assert_eq!(endpoint.requests(), 2, "one delivery, one balance query, then nothing");
     assert!(endpoint.credits().is_empty());
     let lines = index_lines(&out);
     assert_eq!(lines.len(), 1, "{}", out.stdout);
@@ -184,6 +188,395 @@ fn a_token_the_endpoint_refuses_stops_the_run_at_the_first_401() {
     assert_eq!(out.stderr, format!("slotpartner: {stopped}\n"));
     assert!(out.stdout.contains(&format!("summary stopped=\"{stopped}\"")), "{}", out.stdout);
     assert_eq!(summary(&out)["gaps_remaining"], "4");
+}
+
+/// How the proxy in front of the endpoint changes its answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The endpoint's answers as they are.
+    Pass,
+    /// HTTP 401 for the delivery of this index (a blocked player, a rule of the partner's own);
+    /// the endpoint never sees it.
+    RefuseIndex(i64),
+    /// The endpoint's answer, with 70 KiB of spaces after it.
+    Big,
+    /// The endpoint's answer, with a byte that is not UTF-8 after it.
+    NotUtf8,
+}
+
+/// A proxy on loopback in front of the endpoint at `target`: every request is passed on and
+/// answered with the endpoint's answer, changed as `mode` says. A balance query is not passed on
+/// (the test endpoint handles refunds and payouts only): it is answered HTTP 200 when the
+/// library's receiver accepts its token and source, with its refusal otherwise.
+struct Proxy {
+    url: String,
+    mode: Arc<Mutex<Mode>>,
+    balance_queries: Arc<AtomicU64>,
+}
+
+impl Proxy {
+    fn start(target: &str, mode: Mode) -> Proxy {
+        let target = target.strip_prefix("http://").unwrap().split('/').next().unwrap().to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/callback", listener.local_addr().unwrap());
+        let mode = Arc::new(Mutex::new(mode));
+        let balance_queries = Arc::new(AtomicU64::new(0));
+        let mut config = ReceiverConfig::default();
+        config.add_token(TOKEN).unwrap();
+        config.set_sources("127.0.0.1,::1").unwrap();
+        let receiver = Arc::new(Receiver::new(config).unwrap());
+        let (thread_mode, queries) = (Arc::clone(&mode), Arc::clone(&balance_queries));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (mode, queries, receiver, target) =
+                    (*thread_mode.lock().unwrap(), Arc::clone(&queries), Arc::clone(&receiver), target.clone());
+                std::thread::spawn(move || proxy_one(stream, &target, mode, &receiver, &queries));
+            }
+        });
+        Proxy { url, mode, balance_queries }
+    }
+
+    fn set(&self, mode: Mode) {
+        *self.mode.lock().unwrap() = mode;
+    }
+}
+
+/// One request through the proxy (the client sends one per connection, as the endpoint answers
+/// with `Connection: close`).
+fn proxy_one(stream: TcpStream, target: &str, mode: Mode, receiver: &Receiver, balance_queries: &AtomicU64) {
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    let (mut length, mut token) = (0usize, None::<String>);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if let Some((name, value)) = line.trim_end().split_once(':') {
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "x-service-token" => token = Some(value.trim().to_owned()),
+                _ => {}
+            }
+        }
+        let end = line == "\r\n";
+        head.push_str(&line);
+        if end {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let (status, answer) = if json["action"] == "getPlayerBalance" {
+        balance_queries.fetch_add(1, Ordering::SeqCst);
+        let request = Request {
+            token: token.as_deref().map(str::as_bytes),
+            remote_addr: Some(b"127.0.0.1"),
+            forwarded_for: None,
+            body: &body,
+        };
+        match receiver.handle(&request) {
+            Ok(_) => (200, br#"{"balance":0}"#.to_vec()),
+            Err(error) => {
+                let response = receiver.error_response(&error);
+                (response.http_status, response.body.into_bytes())
+            }
+        }
+    } else if mode == Mode::RefuseIndex(json["index"].as_i64().unwrap_or(-1)) {
+        (401, br#"{"error":"player blocked"}"#.to_vec())
+    } else {
+        let mut upstream = TcpStream::connect(target).unwrap();
+        upstream.write_all(head.as_bytes()).and_then(|()| upstream.write_all(&body)).unwrap();
+        let mut response = Vec::new();
+        upstream.read_to_end(&mut response).unwrap();
+        let split = response.windows(4).position(|w| w == b"\r\n\r\n").expect("a whole answer") + 4;
+        let status: u16 = String::from_utf8_lossy(&response[9..12]).parse().unwrap();
+        let mut answer = response[split..].to_vec();
+        match mode {
+            Mode::Big => answer.extend(vec![b' '; 70 * 1024]),
+            Mode::NotUtf8 => answer.push(0xff),
+            _ => {}
+        }
+        (status, answer)
+    };
+    let stream = reader.get_mut();
+    let head = format!(
+        "HTTP/1.1 {status} Answer\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        answer.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&answer)).and_then(|()| stream.flush());
+}
+
+#[test]
+fn an_endpoint_refusing_one_event_with_401_after_accepting_the_token_does_not_stop_the_run() {
+    let scratch = Scratch::new("msg-endpoint-401-one");
+    let url = journal_of(&scratch, &[1, 12], &[]);
+    let service = sandbox(1, 12);
+    let ca = ca_file(&scratch, &service);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let proxy = Proxy::start(&endpoint.url, Mode::RefuseIndex(5));
+    let base = service.base_url();
+    let mut args = recover_args(&url, &base, &proxy.url);
+    args.extend(["--ca-file", path_str(&ca), "--token", TOKEN]);
+
+    // 2 to 4 are accepted first: the 401 for 5 is that event's, and 6 to 11 are recovered.
+    let out = run(&args).expect(1);
+    assert!(out.stderr.is_empty(), "no stop, no error line: {}", out.stderr);
+    let line = index_lines(&out).into_iter().find(|l| l.starts_with("index=5 ")).unwrap();
+    assert!(line.starts_with("index=5 result=endpoint_failed ") && line.contains(" http=401 "), "{line}");
+    assert!(
+        line.contains("the callback endpoint refused the token for this event only (HTTP 401), though it accepted it before in this run: "),
+        "{line}"
+    );
+    let s = summary(&out);
+    assert_eq!((s["recovered"].as_str(), s["endpoint_failures"].as_str(), s["not_tried"].as_str()), ("9", "1", "0"));
+    assert!(!s.contains_key("stopped"), "{}", out.stdout);
+    assert_eq!((s["gaps_remaining"].as_str(), s["remaining"].as_str()), ("1", "5"));
+    assert_eq!(endpoint.credits().len(), 9);
+    assert!(endpoint.credits().values().all(|c| c.times == 1));
+    assert_eq!(proxy.balance_queries.load(Ordering::SeqCst), 0, "the token was accepted in this run already");
+
+    // The next run delivers 5 first: refused before anything was accepted, the token is asked
+    // about with a balance query, which the endpoint accepts: 5 is that event's failure again,
+    // noted, and the run does not blame the token.
+    let out = run(&args).expect(1);
+    assert!(out.stderr.is_empty(), "no stop, no error line: {}", out.stderr);
+    let lines = index_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    assert!(
+        lines[0].contains(
+            "refused the token for this event only (HTTP 401), though it accepted it for a balance query just after"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(proxy.balance_queries.load(Ordering::SeqCst), 1);
+
+    // Once the endpoint takes it, nothing remains.
+    proxy.set(Mode::Pass);
+    let out = run(&args).expect(0);
+    assert_eq!(summary(&out)["recovered"], "1");
+    assert_eq!(endpoint.credits().len(), 10);
+    assert!(endpoint.credits().values().all(|c| c.times == 1));
+}
+
+#[test]
+fn a_service_answering_403_stops_the_run_naming_the_cause() {
+    let scratch = Scratch::new("msg-service-403");
+    let url = journal_of(&scratch, &[1, 6], &[]);
+    slotpartner_sandbox::quiet_logs();
+    let certs = slotpartner_sandbox::tls::generate().unwrap();
+    let requests = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&requests);
+    let handler: http::Handler = Arc::new(move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        http::Response::error(403, "forbidden", "this partner may not fetch events")
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let service = http::spawn(listener, Some(Arc::clone(&certs.server_config)), "https", handler).unwrap();
+    let ca = scratch.write("service-ca.pem", certs.ca_pem.as_bytes());
+    let endpoint = Endpoint::start(open_journal(&url));
+    let base = format!("https://{}", service.addr());
+    let mut args = recover_args(&url, &base, &endpoint.url);
+    args.extend(["--ca-file", path_str(&ca), "--token", TOKEN]);
+    let out = run(&args).expect(2);
+    assert_eq!(requests.load(Ordering::SeqCst), 1, "one request, then nothing");
+    assert_eq!(endpoint.requests(), 0);
+    let stopped = "the service refused the request (HTTP 403 Forbidden): check --token (or SLOTPARTNER_TOKEN), and that the service lets this host's address in; the run stopped at index 2, 3 indexes not tried";
+    assert_eq!(out.stderr, format!("slotpartner: {stopped}\n"));
+    let lines = index_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    assert!(
+        lines[0].starts_with("index=2 result=not_fetched reason=service ") && lines[0].contains("403"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn an_answer_that_cannot_be_read_is_the_index_failure_not_no_answer() {
+    for (mode, why) in [(Mode::Big, "over 64 KiB"), (Mode::NotUtf8, "not UTF-8")] {
+        let scratch = Scratch::new(&format!("msg-unread-{why}"));
+        let url = journal_of(&scratch, &[1, 6], &[]);
+        let service = sandbox(1, 6);
+        let ca = ca_file(&scratch, &service);
+        let endpoint = Endpoint::start(open_journal(&url));
+        let proxy = Proxy::start(&endpoint.url, mode);
+        let base = service.base_url();
+        let mut args = recover_args(&url, &base, &proxy.url);
+        args.extend(["--ca-file", path_str(&ca), "--token", TOKEN]);
+        // The endpoint handled all four: the journal needs nothing.
+        let out = run(&args).expect(0);
+        let lines = index_lines(&out);
+        assert_eq!(lines.len(), 4, "four indexes tried, none left for a connection failure: {}", out.stdout);
+        for line in lines {
+            assert!(line.contains(" result=endpoint_failed ") && line.contains(" http=200 "), "{line}");
+            let said = format!("message=\"answered HTTP 200, the answer could not be read ({why})\"");
+            assert!(line.ends_with(&said), "{line}");
+            assert!(!line.contains("no answer"), "{line}");
+        }
+        let s = summary(&out);
+        assert_eq!((s["endpoint_failures"].as_str(), s["not_tried"].as_str()), ("4", "0"), "{}", out.stdout);
+        assert!(!s.contains_key("stopped"), "{}", out.stdout);
+        assert_eq!(s["gaps_remaining"], "0");
+        assert_eq!(endpoint.credits().len(), 4, "{why}");
+    }
+}
+
+#[test]
+fn the_taken_unfinished_are_those_the_plan_took() {
+    let scratch = Scratch::new("msg-taken-unfinished");
+    // 1 and 9 handled; 2 to 5 abandoned, 4 and 5 two hours ago; 6 to 8 missing (found now).
+    let url = journal_of(&scratch, &[1, 9], &[2, 3, 4, 5]);
+    let db = rusqlite::Connection::open(scratch.path("journal.db")).unwrap();
+    db.execute_batch("UPDATE sp_journal_delivery SET updated_ms = updated_ms - 7200000 WHERE first_index IN (4, 5)")
+        .unwrap();
+    drop(db);
+    let service = sandbox(1, 9);
+    let ca = ca_file(&scratch, &service);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let base = service.base_url();
+    let mut args = recover_args_aged(&url, &base, &endpoint.url, "1h");
+    args.extend(["--ca-file", path_str(&ca), "--token", TOKEN, "--limit", "2"]);
+    let out = run(&args).expect(1);
+    let s = summary(&out);
+    assert_eq!((s["unfinished_before"].as_str(), s["taken"].as_str()), ("4", "2"), "{}", out.stdout);
+    assert_eq!(
+        (s["taken_unfinished"].as_str(), s["taken_missing"].as_str(), s["missing_not_taken"].as_str()),
+        ("2", "0", "3"),
+        "{}",
+        out.stdout
+    );
+    let lines = index_lines(&out);
+    assert_eq!(lines.len(), 2, "{}", out.stdout);
+    for (line, index) in lines.iter().zip([4, 5]) {
+        assert!(line.starts_with(&format!("index={index} result=recovered ")), "{line}");
+        assert!(line.contains(" unfinished=true"), "{line}");
+    }
+
+    let mut json_args = args.clone();
+    json_args.push("--json");
+    let json = run(&json_args).expect(1).json();
+    assert_eq!((json["taken_unfinished"].as_u64(), json["taken_missing"].as_u64()), (Some(0), Some(0)));
+}
+
+#[test]
+fn gaps_found_on_a_clock_ahead_are_old_enough() {
+    let scratch = Scratch::new("msg-clock-ahead");
+    let url = journal_of(&scratch, &[1, 4], &[]);
+    // The host that wrote 4 had its clock a day ahead: gap 2-3 was "found" tomorrow.
+    let db = rusqlite::Connection::open(scratch.path("journal.db")).unwrap();
+    db.execute_batch("UPDATE sp_journal_runs SET since_ms = since_ms + 86400000, last_ms = last_ms + 86400000")
+        .unwrap();
+    drop(db);
+    let service = sandbox(1, 4);
+    let ca = ca_file(&scratch, &service);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let base = service.base_url();
+    let mut args = recover_args_aged(&url, &base, &endpoint.url, "1h");
+    args.extend(["--ca-file", path_str(&ca), "--token", TOKEN]);
+
+    let mut dry = args.clone();
+    dry.push("--dry-run");
+    let out = run(&dry).expect(1);
+    assert_eq!(index_lines(&out), ["index=2 result=would_fetch", "index=3 result=would_fetch"], "{}", out.stdout);
+    assert!(out.stdout.contains(" gaps_too_young=0 "), "{}", out.stdout);
+
+    let out = run(&args).expect(0);
+    let s = summary(&out);
+    assert_eq!((s["taken"].as_str(), s["recovered"].as_str(), s["gaps_too_young"].as_str()), ("2", "2", "0"));
+    assert_eq!(endpoint.credits().len(), 2);
+}
+
+#[test]
+fn the_callback_url_s_secrets_are_never_shown() {
+    let scratch = Scratch::new("msg-secrets");
+    let url = journal_of(&scratch, &[1, 4], &[]);
+    let service = sandbox(1, 4);
+    let ca = ca_file(&scratch, &service);
+    // The endpoint uses another journal: the run warns that delivered indexes are still missing,
+    // naming the endpoint.
+    let other = Scratch::new("msg-secrets-other");
+    let endpoint = Endpoint::start(open_journal(&other.journal_url()));
+    let address = endpoint.url.strip_prefix("http://").unwrap().strip_suffix("/callback").unwrap();
+    let callback = format!("http://partner:CBSECRET@{address}/callback?key=QSECRET&sig=QSIG");
+    let shown = format!("http://{address}/callback?key=...&sig=...");
+    let base = service.base_url();
+    let mut args = recover_args(&url, &base, &callback);
+    args.extend(["--ca-file", path_str(&ca), "--token", TOKEN]);
+    for json in [false, true] {
+        let mut args = args.clone();
+        if json {
+            args.push("--json");
+        }
+        let out = run(&args).expect(1);
+        assert_eq!(endpoint.credits().len(), 2, "delivered: {}{}", out.stdout, out.stderr);
+        for secret in ["CBSECRET", "QSECRET", "QSIG", "@127.0.0.1"] {
+            assert!(
+                !out.stdout.contains(secret) && !out.stderr.contains(secret),
+                "{secret}: {}{}",
+                out.stdout,
+                out.stderr
+            );
+        }
+        assert!(out.stderr.contains(&format!("was delivered to {shown} but is still missing")), "{}", out.stderr);
+        if json {
+            assert_eq!(out.json()["callback_url"], shown.as_str());
+        }
+    }
+}
+
+/// Runs the command with stdout a pipe whose reader is gone before anything is written
+/// (`slotpartner ... | head -0`): its exit status and stderr.
+fn run_with_stdout_closed(args: &[&str]) -> (i32, String) {
+    let mut command = Command::new(BIN);
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (name, _) in std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v))) {
+        if name.starts_with("SLOTPARTNER_") {
+            command.env_remove(name);
+        }
+    }
+    let mut child = command.spawn().unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    (output.status.code().expect("exited, not killed"), String::from_utf8(output.stderr).unwrap())
+}
+
+#[test]
+fn a_closed_stdout_stops_no_run() {
+    let scratch = Scratch::new("msg-closed-stdout");
+    let url = journal_of(&scratch, &[1, 8], &[]);
+    let service = sandbox(1, 8);
+    let ca = ca_file(&scratch, &service);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let base = service.base_url();
+    let mut args = recover_args(&url, &base, &endpoint.url);
+    args.extend(["--ca-file", path_str(&ca), "--token", TOKEN]);
+    let (code, stderr) = run_with_stdout_closed(&args);
+    assert_eq!((code, stderr.as_str()), (0, ""), "the run finished as it would have");
+    assert_eq!(endpoint.credits().len(), 6, "every index recovered");
+    assert!(endpoint.credits().values().all(|c| c.times == 1));
+
+    for json in [false, true] {
+        let mut args = vec!["journal", "status", "--journal", &url];
+        if json {
+            args.push("--json");
+        }
+        assert_eq!(run_with_stdout_closed(&args), (0, String::new()), "{args:?}");
+    }
+    // `check` the same: the exit status it has with its lines read.
+    let check = ["check", "--journal", &url, "--base-url", &base, "--ca-file", path_str(&ca), "--token", TOKEN];
+    let read = run(&check);
+    assert!(!read.stdout.is_empty() && !read.stderr.contains("panicked"), "{}{}", read.stdout, read.stderr);
+    assert_eq!(run_with_stdout_closed(&check), (read.code, read.stderr));
+    // With attention needed, the exit status still says so.
+    let gaps = Scratch::new("msg-closed-stdout-gaps");
+    let other = journal_of(&gaps, &[1, 3], &[]);
+    assert_eq!(run_with_stdout_closed(&["journal", "status", "--journal", &other]), (1, String::new()));
 }
 
 #[test]
@@ -273,6 +666,13 @@ fn a_journal_url_without_a_scheme_says_what_is_expected() {
         line,
         r#"slotpartner: journal_url: has no scheme before its first ":": expected sqlite:PATH or postgres://USER@HOST/DATABASE"#
     );
+    // Without a colon, it is shown up to what may start a secret.
+    let line = bad("postgresql//partner@127.0.0.1/db?password=s3cret");
+    assert_eq!(
+        line,
+        r#"slotpartner: journal_url: "postgresql//partner"... has no scheme: expected sqlite:PATH or postgres://USER@HOST/DATABASE"#
+    );
+    assert!(!bad("db?password=s3cret").contains("s3cret"));
 }
 
 #[test]

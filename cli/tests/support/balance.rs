@@ -28,6 +28,22 @@ pub struct Setup {
     pub journal: Option<Arc<Journal>>,
     /// How far its clock, as its `Date` header tells, is ahead of the host's (in seconds).
     pub clock_ahead: u64,
+    /// Answers every request with this, whatever it sent (a hand-written endpoint's answer).
+    pub raw_answer: Option<RawAnswer>,
+}
+
+/// An answer given as it is: its status, more headers, and the body's bytes.
+#[derive(Clone)]
+pub struct RawAnswer {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RawAnswer {
+    pub fn new(status: u16, body: impl Into<Vec<u8>>) -> RawAnswer {
+        RawAnswer { status, headers: Vec::new(), body: body.into() }
+    }
 }
 
 impl Default for Setup {
@@ -39,6 +55,7 @@ impl Default for Setup {
             tls: true,
             journal: None,
             clock_ahead: 0,
+            raw_answer: None,
         }
     }
 }
@@ -68,6 +85,7 @@ struct State {
     fixed_answer: Option<&'static str>,
     journal: Option<Arc<Journal>>,
     clock_ahead: Duration,
+    raw_answer: Option<RawAnswer>,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
@@ -88,6 +106,7 @@ impl BalanceEndpoint {
             fixed_answer: setup.fixed_answer,
             journal: setup.journal,
             clock_ahead: Duration::from_secs(setup.clock_ahead),
+            raw_answer: setup.raw_answer,
             seen: Arc::clone(&seen),
         });
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -158,6 +177,23 @@ fn serve<S: Read + Write>(stream: S, peer: &str, state: &State) {
     }
     let mut body = vec![0; length];
     if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    if let Some(raw) = &state.raw_answer {
+        state.seen.lock().unwrap().push(Seen {
+            token,
+            content_type,
+            body: String::from_utf8_lossy(&body).into_owned(),
+            outcome: format!("raw {}", raw.status),
+        });
+        let mut head = format!("HTTP/1.1 {} Answer\r\nDate: {}\r\n", raw.status, http_date(SystemTime::now()));
+        for (name, value) in &raw.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n", raw.body.len()));
+        let stream = reader.get_mut();
+        let _ =
+            stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&raw.body)).and_then(|()| stream.flush());
         return;
     }
     let (status, answer, outcome) = handle(state, token.as_deref(), peer, &body);
