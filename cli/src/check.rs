@@ -20,7 +20,7 @@ use slotpartner::{ErrorKind, Journal, KnownEvent, ReceiverConfig};
 
 use crate::args::{JournalOpt, ServiceOpts, parse_age, parse_duration};
 use crate::config::{client, parser, seconds};
-use crate::endpoint::{Endpoint, Exchange, Peer, excerpt, shown_url};
+use crate::endpoint::{Answer, Endpoint, Peer, excerpt, shown_url};
 use crate::output::{age_text, elapsed_text, now_ms, print_json, quoted};
 use crate::{Fail, Outcome, Verdict};
 
@@ -345,7 +345,7 @@ struct BalanceCheck {
 
 /// What the endpoint answered, and when.
 struct Timed {
-    answer: Exchange,
+    answer: Answer,
     took: Duration,
     sent_ms: i64,
     answered_ms: i64,
@@ -390,7 +390,7 @@ impl BalanceCheck {
     fn ask(&self) -> Result<Timed, ureq::Error> {
         let sent_ms = now_ms();
         let started = Instant::now();
-        let answer = self.endpoint.exchange(&self.body)?;
+        let answer = self.endpoint.post(&self.body)?;
         Ok(Timed { answer, took: started.elapsed(), sent_ms, answered_ms: now_ms() })
     }
 

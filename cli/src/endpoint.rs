@@ -26,19 +26,6 @@ pub struct Endpoint {
     agent: ureq::Agent,
 }
 
-/// What the endpoint answered.
-pub struct Answer {
-    pub status: u16,
-    /// The body as text, at most 64 KiB of it; empty when it could not be read (`unread`).
-    pub text: String,
-    /// Why the body could not be read once the status line had arrived (`over 64 KiB`, `not
-    /// UTF-8`, the connection dropped mid-body): the endpoint answered `status` all the same.
-    pub unread: Option<String>,
-    /// The `Date` header, when it sent one (`check` reads it through [`Endpoint::exchange`]).
-    #[allow(dead_code)]
-    pub date: Option<String>,
-}
-
 impl Endpoint {
     /// An endpoint at `url` (checked by [`check_url`]), trusting the bundled roots and those of
     /// `ca_file`; every request gives up after `timeout`. `command` names the caller in the
@@ -66,33 +53,11 @@ impl Endpoint {
             .into();
         Ok(Endpoint { url: url.to_owned(), https, token: token.to_owned(), agent })
     }
-
-    /// POSTs `body` as the service would: its token in `X-Service-Token`, JSON in UTF-8.
-    pub fn post(&self, body: &str) -> Result<Answer, ureq::Error> {
-        let mut response = self
-            .agent
-            .post(&self.url)
-            .header("X-Service-Token", &self.token)
-            .header("Content-Type", "application/json; charset=utf-8")
-            .send(body)?;
-        let status = response.status().as_u16();
-        let date = response.headers().get("date").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        // The status line arrived: the endpoint answered, whatever its body holds.
-        let (text, unread) = match response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_vec() {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => (text, None),
-                Err(_) => (String::new(), Some("not UTF-8".to_owned())),
-            },
-            Err(ureq::Error::BodyExceedsLimit(_)) => (String::new(), Some("over 64 KiB".to_owned())),
-            Err(error) => (String::new(), Some(error.to_string())),
-        };
-        Ok(Answer { status, text, unread, date })
-    }
 }
 
 /// What the endpoint answered, its body read apart from its status: an answer whose body cannot
 /// be read (over 64 KiB, not UTF-8, never ending within the time-out) still tells its status.
-pub struct Exchange {
+pub struct Answer {
     pub status: u16,
     /// The `Date` header, when it sent one.
     pub date: Option<String>,
@@ -103,9 +68,9 @@ pub struct Exchange {
 }
 
 impl Endpoint {
-    /// POSTs `body` as [`Endpoint::post`] does, failing only when no answer came; a body that
-    /// cannot be read is told in [`Exchange::text`].
-    pub fn exchange(&self, body: &str) -> Result<Exchange, ureq::Error> {
+    /// POSTs `body` as the service would (its token in `X-Service-Token`, JSON in UTF-8),
+    /// failing only when no answer came; a body that cannot be read is told in [`Answer::text`].
+    pub fn post(&self, body: &str) -> Result<Answer, ureq::Error> {
         let mut response = self
             .agent
             .post(&self.url)
@@ -121,7 +86,7 @@ impl Endpoint {
             Err(ureq::Error::Timeout(_)) => Err("it did not end within --timeout".to_owned()),
             Err(e) => Err(e.to_string()),
         };
-        Ok(Exchange { status, date, location, text })
+        Ok(Answer { status, date, location, text })
     }
 }
 

@@ -425,7 +425,11 @@ impl Run<'_> {
             // The status line arrived: the endpoint answered, whatever its body holds.
             Ok(answered) => {
                 self.endpoint_unreachable = 0;
-                (answered.status, answered.text, answered.unread)
+                let (text, unread) = match answered.text {
+                    Ok(text) => (text, None),
+                    Err(why) => (String::new(), Some(why)),
+                };
+                (answered.status, text, unread)
             }
             Err(error) => {
                 // No connection, a TLS failure or a time-out: each counts toward stopping.
