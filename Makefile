@@ -236,6 +236,20 @@ bench: lib
 	python3 bindings/python/bench.py
 	@# The export's memory at 100,000 and at EXPORT_ROWS (default 5,000,000) deliveries (/usr/bin/time -v).
 	benches/export_memory.sh
+	$(MAKE) bench-e2e
+
+# End to end on loopback (benches/e2e/run.py): nginx + PHP-FPM serving the PHP example with its
+# journal and a ledger table, beside a hand-written PHP integration, then the Python example under
+# gunicorn beside a hand-written WSGI app, on SQLite and on a throw-away PostgreSQL cluster, loaded
+# by `slotpartner-sandbox send --burst` at 1, 4 and 16 connections in alternating rounds. Installs
+# what it lacks (nginx, PHP-FPM, PDO SQLite/PostgreSQL, gunicorn, psycopg) with apt-get as root.
+# E2E_EVENTS (3000 a round), E2E_ROUNDS (3), E2E_CONCURRENCY (1,4,16), E2E_STACKS (php,python),
+# E2E_BACKENDS (sqlite,postgres); `E2E_EVENTS=200 E2E_ROUNDS=1 make bench-e2e` is a smoke run of
+# about a minute.
+bench-e2e: lib sandbox
+	python3 benches/e2e/run.py
+
+.PHONY: bench-e2e
 
 # The whole job on the sandbox, all on loopback (scripts/demo.sh): callbacks answered, a repeat
 # answered from the journal, a lossy burst, then `slotpartner recover` closing every gap.

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use rand::seq::index::sample;
 use rand::{RngExt, SeedableRng};
@@ -360,11 +361,16 @@ pub struct BurstOptions {
     pub expect_success: Option<bool>,
     /// Print only the deliveries that failed a check (and the summary).
     pub quiet: bool,
+    /// Time every request and report the rate and the latency percentiles
+    /// ([`BurstReport::latency`], one more summary line). Off by default, so that the same seed
+    /// gives the same output and report; [`BurstOptions::new`] turns it on when [`LATENCY_ENV`]
+    /// is set.
+    pub latency: bool,
 }
 
 impl BurstOptions {
     /// Defaults: index 1, mixed kinds, seed 1, nothing lost, repeated or
-    /// reordered, one connection.
+    /// reordered, one connection, latency not timed.
     pub fn new(url: &str, count: u64) -> BurstOptions {
         BurstOptions {
             url: url.to_string(),
@@ -378,6 +384,7 @@ impl BurstOptions {
             concurrency: 1,
             expect_success: None,
             quiet: false,
+            latency: false,
         }
     }
 
@@ -465,6 +472,49 @@ pub struct BurstReport {
     pub failures: Vec<Failure>,
     /// No check failed.
     pub ok: bool,
+    /// The rate and the requests' latency, when [`BurstOptions::latency`] asked for them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+}
+
+/// How fast a burst's requests were answered: every delivery timed from the moment its worker
+/// began the request to the moment the whole reply was read (connecting included when a
+/// connection had to be made), failed requests too.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Latency {
+    /// From the first request's start to the last reply's end.
+    pub elapsed_ms: f64,
+    /// Deliveries (POST requests) a second over `elapsed_ms`.
+    pub per_second: f64,
+    pub mean_us: u64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+impl Latency {
+    /// The figures of `times` (one per request, any order) over `elapsed`.
+    pub fn of(mut times: Vec<Duration>, elapsed: Duration) -> Latency {
+        times.sort_unstable();
+        let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        // The nearest-rank percentile: the smallest time at or above p% of the requests.
+        let rank = |p: usize| match times.len() {
+            0 => 0,
+            n => us(times[(n * p).div_ceil(100).clamp(1, n) - 1]),
+        };
+        let total: Duration = times.iter().sum();
+        let seconds = elapsed.as_secs_f64();
+        Latency {
+            elapsed_ms: (seconds * 1e6).round() / 1e3,
+            per_second: if seconds > 0.0 { (times.len() as f64 / seconds * 10.0).round() / 10.0 } else { 0.0 },
+            mean_us: if times.is_empty() { 0 } else { us(total) / times.len() as u64 },
+            p50_us: rank(50),
+            p90_us: rank(90),
+            p99_us: rank(99),
+            max_us: times.last().map_or(0, |&d| us(d)),
+        }
+    }
 }
 
 impl BurstReport {
@@ -478,7 +528,7 @@ impl BurstReport {
         let list = |v: &[u64]| {
             if v.is_empty() { "-".to_string() } else { v.iter().map(u64::to_string).collect::<Vec<_>>().join(",") }
         };
-        vec![
+        let mut lines = vec![
             format!(
                 "summary seed={} kind={} indexes={}..{} sent={} delivered={} deliveries={}",
                 self.seed,
@@ -500,15 +550,22 @@ impl BurstReport {
                 "summary delivered_payouts={} delivered_refunds={} delivered_money_total={} currency={}",
                 self.delivered_payouts, self.delivered_refunds, self.delivered_money_total, self.currency
             ),
-            format!(
-                "summary replies_ok={} request_failures={} verdict_failures={} repeat_mismatches={} result={}",
-                self.replies_ok,
-                self.request_failures,
-                self.verdict_failures,
-                self.repeat_mismatches,
-                if self.ok { "ok" } else { "FAILED" }
-            ),
-        ]
+        ];
+        if let Some(l) = &self.latency {
+            lines.push(format!(
+                "summary concurrency={} elapsed_ms={:.1} per_second={:.1} latency_mean_us={} latency_p50_us={} latency_p90_us={} latency_p99_us={} latency_max_us={}",
+                self.concurrency, l.elapsed_ms, l.per_second, l.mean_us, l.p50_us, l.p90_us, l.p99_us, l.max_us
+            ));
+        }
+        lines.push(format!(
+            "summary replies_ok={} request_failures={} verdict_failures={} repeat_mismatches={} result={}",
+            self.replies_ok,
+            self.request_failures,
+            self.verdict_failures,
+            self.repeat_mismatches,
+            if self.ok { "ok" } else { "FAILED" }
+        ));
+        lines
     }
 }
 
@@ -517,6 +574,8 @@ struct Outcome {
     kind: EventKind,
     /// Err: the request failed; Ok((status, Err)): reading the reply failed.
     reply: Result<(u16, Result<Vec<u8>, String>), String>,
+    /// From the request's start to the reply's end, when timed.
+    took: Option<Duration>,
 }
 
 fn post(agent: &ureq::Agent, opts: &BurstOptions, body: &str) -> Result<(u16, Result<Vec<u8>, String>), String> {
@@ -573,6 +632,7 @@ pub fn run(opts: &BurstOptions, out: &mut dyn Write) -> Result<BurstReport, Stri
         repeat_mismatches: 0,
         failures: Vec::new(),
         ok: true,
+        latency: None,
     };
     let mut lost = plan.lost.iter().peekable();
     for index in opts.first_index..=report.last_index {
@@ -606,6 +666,9 @@ pub fn run(opts: &BurstOptions, out: &mut dyn Write) -> Result<BurstReport, Stri
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<Outcome>();
     let mut write_error = None;
+    let mut times: Vec<Duration> = Vec::with_capacity(if opts.latency { plan.deliveries.len() } else { 0 });
+    let started = Instant::now();
+    let mut last_reply = started;
     thread::scope(|scope| {
         for _ in 0..opts.concurrency {
             let tx = tx.clone();
@@ -613,8 +676,10 @@ pub fn run(opts: &BurstOptions, out: &mut dyn Write) -> Result<BurstReport, Stri
             scope.spawn(move || {
                 while let Some(&delivery) = plan.deliveries.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let event = burst_event(set.seed, set.mix, delivery.index);
+                    let start = opts.latency.then(Instant::now);
                     let reply = post(agent, opts, &event.body);
-                    if tx.send(Outcome { delivery, kind: event.kind, reply }).is_err() {
+                    let took = start.map(|s| s.elapsed());
+                    if tx.send(Outcome { delivery, kind: event.kind, reply, took }).is_err() {
                         break;
                     }
                 }
@@ -624,6 +689,10 @@ pub fn run(opts: &BurstOptions, out: &mut dyn Write) -> Result<BurstReport, Stri
         // First reply (status, body, delivery) per repeated index, in order of arrival.
         let mut first: HashMap<u64, (u16, Vec<u8>, u32)> = HashMap::new();
         for outcome in rx {
+            if let Some(took) = outcome.took {
+                times.push(took);
+                last_reply = Instant::now();
+            }
             let Delivery { index, copy } = outcome.delivery;
             let mut problems: Vec<(&'static str, String)> = Vec::new();
             let (status_text, shown) = match outcome.reply {
@@ -687,6 +756,9 @@ pub fn run(opts: &BurstOptions, out: &mut dyn Write) -> Result<BurstReport, Stri
         return Err(format!("cannot write output: {e}"));
     }
     report.ok = report.failures.is_empty();
+    if opts.latency {
+        report.latency = Some(Latency::of(times, last_reply - started));
+    }
     for line in report.summary_lines() {
         writeln!(out, "{line}").map_err(|e| format!("cannot write output: {e}"))?;
     }
@@ -762,6 +834,19 @@ mod tests {
         let none = schedule(1, 3, shares(1.0, 1.0, 1.0), 1);
         assert!(none.deliveries.is_empty());
         assert_eq!(none.lost, [1, 2, 3]);
+    }
+
+    #[test]
+    fn latency_percentiles_by_nearest_rank() {
+        let ms = |n: u64| Duration::from_millis(n);
+        let l = Latency::of((1..=200).rev().map(ms).collect(), Duration::from_secs(2));
+        assert_eq!((l.p50_us, l.p90_us, l.p99_us, l.max_us), (100_000, 180_000, 198_000, 200_000));
+        assert_eq!((l.per_second, l.elapsed_ms), (100.0, 2000.0));
+        assert_eq!(l.mean_us, 100_500);
+        let one = Latency::of(vec![ms(3)], ms(4));
+        assert_eq!((one.p50_us, one.p99_us, one.per_second), (3000, 3000, 250.0));
+        let none = Latency::of(Vec::new(), Duration::ZERO);
+        assert_eq!((none.p50_us, none.max_us, none.per_second), (0, 0, 0.0));
     }
 
     #[test]

@@ -28,7 +28,7 @@ USAGE:
                            refund|payout|balance|raw
   slotpartner-sandbox send --url URL --burst N [--token UUID] [--ca-file PEM] [--index I]
                            [--seed S] [--lose P] [--repeat P] [--reorder P]
-                           [--concurrency K] [--report-json FILE] [--quiet]
+                           [--concurrency K] [--report-json FILE] [--quiet] [--latency]
                            [--expect-success true|false]
                            mixed|refund|payout
   slotpartner-sandbox --help | --version
@@ -77,6 +77,8 @@ send --burst N: N refund/payout events with indexes I..I+N-1 (transactionId
   --concurrency K      send over K connections at once (1..{max_k}, default 1)
   --report-json FILE   write the report (lost/repeated indexes, totals) as JSON
   --quiet              print only failed deliveries and the summary
+  --latency            time every request: the rate and the latency percentiles (p50, p90,
+                       p99, max) on one more summary line and in --report-json
   mixed|refund|payout  both kinds (each index either, by the seed) or one
   Exit status: 0 every check passed, 1 otherwise, 2 usage error.
 ",
@@ -315,6 +317,10 @@ fn send_cmd(mut args: Args) -> Result<ExitCode, Failure> {
             }
             Arg::Opt(name, None) if name == "--quiet" => {
                 bopts.quiet = true;
+                burst_only = Some(name);
+            }
+            Arg::Opt(name, None) if name == "--latency" => {
+                bopts.latency = true;
                 burst_only = Some(name);
             }
             Arg::Opt(name, None) if name == "--print-body" => opts.print_body = true,
