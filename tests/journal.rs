@@ -179,6 +179,7 @@ const SUITE: &[(&str, Behaviour)] = &[
     ),
     ("the_whole_index_range_resolved", the_whole_index_range_resolved),
     ("the_clock_is_the_wall_clock_in_ms", the_clock_is_the_wall_clock_in_ms),
+    ("an_open_again_with_another_first_index_stores_it", an_open_again_with_another_first_index_stores_it),
 ];
 
 /// Runs every behaviour, reporting each, and fails naming those that failed.
@@ -447,6 +448,19 @@ fn gaps_from_a_configured_first(b: &dyn Backend) {
     let status = later.status().unwrap();
     assert_eq!((status.first_index, status.watermark, status.missing), (Some(5), Some(8), 0));
     assert_eq!(later.missing(10).unwrap(), vec![]);
+}
+
+/// A journal opened again in the same process (as PHP-FPM opens one every request) skips the
+/// checks an earlier open settled, but not a first index that open did not store.
+fn an_open_again_with_another_first_index_stores_it(b: &dyn Backend) {
+    let url = b.url("open_again_first_index");
+    for _ in 0..3 {
+        assert_eq!(open(&url).status().unwrap().first_index, None);
+    }
+    let configured = open_with(&url, JournalOptions { first_index: Some(7), ..Default::default() });
+    assert_eq!(configured.status().unwrap().first_index, Some(7));
+    let again = open_with(&url, JournalOptions { first_index: Some(9), ..Default::default() });
+    assert_eq!(again.status().unwrap().first_index, Some(9));
 }
 
 fn handle_or_replay(journal: &Journal, delivery: &Delivery) {

@@ -232,6 +232,9 @@ impl Postgres {
     /// its attempt back and looks again.
     fn prepare(&self, options: &JournalOptions, prepare: Prepare) -> Result<Found> {
         let create = prepare == Prepare::CreateOrMigrate;
+        if create && self.settled(options)? {
+            return Ok(Found::Current);
+        }
         for attempt in 1.. {
             let settled = self.transaction(options, Mode::Normal, |tx| {
                 let exists = |tx: &mut Tx<'_>| -> TxResult<bool> {
@@ -278,6 +281,30 @@ impl Postgres {
             }
         }
         Ok(Found::Current)
+    }
+
+    /// Whether the journal is current and holds the configured first index, read in one
+    /// statement in autocommit (prepared once a connection): the usual case of an open, a
+    /// journal opened again (PHP-FPM opens one for every request), costs a round trip instead
+    /// of a transaction of four. `false` sends the open down the full path, which decides.
+    fn settled(&self, options: &JournalOptions) -> Result<bool> {
+        const SETTLED: &str = "SELECT (SELECT value FROM sp_journal_meta WHERE key = 'schema_version'), \
+            (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), \
+            (SELECT value FROM sp_journal_meta WHERE key = 'first_index')";
+        self.transaction(options, Mode::Single, |tx| {
+            let row = match tx.query_one(SETTLED, &[]) {
+                Ok(row) => row,
+                Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => return Ok(false),
+                Err(e) => return Err(Fail::Db(e)),
+            };
+            let (version, numbering, first): (Option<i64>, Option<i64>, Option<i64>) =
+                (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            let first_stored = match options.first_index {
+                None => true,
+                Some(wanted) => numbering.unwrap_or(1) != 1 || first == Some(wanted),
+            };
+            Ok(version == Some(schema::VERSION) && first_stored)
+        })
     }
 
     fn connect(&self, options: &JournalOptions) -> Result<PgConn> {
