@@ -527,6 +527,8 @@ fn session_settings(options: &JournalOptions) -> String {
 fn label(config: &Config) -> String {
     use postgres::config::Host;
     let host = match config.get_hosts().first() {
+        // An IPv6 address in brackets, as a URL writes it (`[::1]:5432`).
+        Some(Host::Tcp(host)) if host.contains(':') => format!("[{host}]"),
         Some(Host::Tcp(host)) => host.clone(),
         Some(Host::Unix(path)) => path.display().to_string(),
         None => "localhost".to_owned(),
@@ -1067,5 +1069,21 @@ impl super::Store for Postgres {
     /// Not the library's to do: PostgreSQL has its own tools, and the message names them.
     fn backup(&self, _dest: &std::path::Path, _options: &JournalOptions) -> Result<super::BackupReport> {
         Err(Error::field(ErrorKind::InvalidArgument, "journal_url", super::backup::POSTGRES_HINT))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Config, label};
+
+    #[test]
+    fn labels_name_user_host_port_and_database_only() {
+        let label_of = |url: &str| label(&url.parse::<Config>().unwrap());
+        assert_eq!(
+            label_of("postgres://partner:secret@db.internal/journal"),
+            "postgres://partner@db.internal:5432/journal"
+        );
+        assert_eq!(label_of("postgres://partner@[::1]:5433/journal"), "postgres://partner@[::1]:5433/journal");
+        assert_eq!(label_of("postgres://127.0.0.1/journal"), "postgres://127.0.0.1:5432/journal");
     }
 }
