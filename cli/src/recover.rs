@@ -299,7 +299,7 @@ struct Run<'a> {
     service_unreachable: u32,
     endpoint_unreachable: u32,
     /// Whether the endpoint accepted the token in this run: it answered a delivery with HTTP 200,
-    /// or the balance query of `confirm_token` with anything but HTTP 401.
+    /// or the balance query of `confirm_endpoint` with anything but the refusal's status.
     endpoint_accepted: bool,
     /// Who refused the command's token, or its requests: the run stops there.
     refused: Option<Refusal>,
@@ -313,6 +313,9 @@ enum Refusal {
     /// HTTP 403 from the service: its interface defines no refusal of one event, so it refuses
     /// this command (its token, or this host), not the index.
     ServiceForbidden,
+    /// HTTP 403 from the endpoint before it accepted a delivery in this run, and to a balance
+    /// query: it does not let this host's address in.
+    EndpointForbidden,
 }
 
 impl Refusal {
@@ -322,11 +325,15 @@ impl Refusal {
             Refusal::ServiceForbidden => "the service refused the request (HTTP 403 Forbidden): check --token (or \
                  SLOTPARTNER_TOKEN), and that the service lets this host's address in"
                 .to_owned(),
+            Refusal::EndpointForbidden => "the callback endpoint refused this host's address (HTTP 403): add it to \
+                 the endpoint's sources (one address, never a range), or run recover on the endpoint's host against \
+                 a listener on 127.0.0.1"
+                .to_owned(),
         }
     }
 }
 
-/// The balance query that asks the endpoint whether it accepts the token (`confirm_token`), as
+/// The balance query that asks the endpoint whether it accepts the token and this host (`confirm_endpoint`), as
 /// `check` sends it: no index, so that the endpoint's journal records nothing, and no money moves.
 const TOKEN_QUERY: &str = r#"{"action":"getPlayerBalance","playerIdentifier":"slotpartner-recover","playerPartnerIdentifier":"slotpartner-recover"}"#;
 
@@ -343,12 +350,12 @@ impl Run<'_> {
         item
     }
 
-    /// Whether the endpoint accepts the token, asked with a balance query (`TOKEN_QUERY`) after
-    /// the first delivery of the run was refused with HTTP 401: any answer but HTTP 401 says it
-    /// does, and the refusal was of that event only. No answer says nothing: the run stops as
-    /// for a refused token.
-    fn confirm_token(&mut self) -> bool {
-        let accepted = self.endpoint.post(TOKEN_QUERY).is_ok_and(|answer| answer.status != 401);
+    /// Whether the endpoint accepts the token and this host, asked with a balance query
+    /// (`TOKEN_QUERY`) after the first delivery of the run was refused with `refused_with` (HTTP
+    /// 401 or 403): any other answer says it does, and the refusal was of that event only. No
+    /// answer says nothing: the run stops as for a refusal of every event.
+    fn confirm_endpoint(&mut self, refused_with: u16) -> bool {
+        let accepted = self.endpoint.post(TOKEN_QUERY).is_ok_and(|answer| answer.status != refused_with);
         self.endpoint_accepted = accepted;
         accepted
     }
@@ -442,15 +449,23 @@ impl Run<'_> {
             }
         };
         item.http_status = Some(status);
-        if status == 401 {
-            // The token is the same for every delivery: a refusal of it stops the run, unless the
-            // endpoint accepted it in this run, before or in answer to a balance query now.
+        if status == 401 || status == 403 {
+            // The token and this host's address are the same for every delivery: a refusal of
+            // either (401, or 403 as the library's receiver answers a source it does not allow)
+            // stops the run, unless the endpoint accepted a delivery in this run, before or as a
+            // balance query now: then the refusal was of this event only.
+            let what = if status == 401 { "the token" } else { "this host's address" };
             let message = if self.endpoint_accepted {
-                "the callback endpoint refused the token for this event only (HTTP 401), though it accepted it before in this run"
-            } else if self.confirm_token() {
-                "the callback endpoint refused the token for this event only (HTTP 401), though it accepted it for a balance query just after"
+                format!(
+                    "the callback endpoint refused {what} for this event only (HTTP {status}), though it accepted it before in this run"
+                )
+            } else if self.confirm_endpoint(status) {
+                format!(
+                    "the callback endpoint refused {what} for this event only (HTTP {status}), though it accepted it for a balance query just after"
+                )
             } else {
-                self.refused = Some(Refusal::Token(Peer::Endpoint));
+                self.refused =
+                    Some(if status == 401 { Refusal::Token(Peer::Endpoint) } else { Refusal::EndpointForbidden });
                 return item.endpoint_failed(Some(status), format!("HTTP {status}: {}", excerpt(&answer)));
             };
             return item.endpoint_failed(Some(status), format!("{message}: {}", excerpt(&answer)));

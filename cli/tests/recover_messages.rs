@@ -202,6 +202,9 @@ enum Mode {
     Big,
     /// The endpoint's answer, with a byte that is not UTF-8 after it.
     NotUtf8,
+    /// HTTP 403 for every request, balance queries too (an endpoint that does not list this
+    /// host among its sources); the endpoint never sees one.
+    ForbidAll,
 }
 
 /// A proxy on loopback in front of the endpoint at `target`: every request is passed on and
@@ -271,7 +274,12 @@ fn proxy_one(stream: TcpStream, target: &str, mode: Mode, receiver: &Receiver, b
         return;
     }
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-    let (status, answer) = if json["action"] == "getPlayerBalance" {
+    let (status, answer) = if mode == Mode::ForbidAll {
+        if json["action"] == "getPlayerBalance" {
+            balance_queries.fetch_add(1, Ordering::SeqCst);
+        }
+        (403, br#"{"error":"source not allowed"}"#.to_vec())
+    } else if json["action"] == "getPlayerBalance" {
         balance_queries.fetch_add(1, Ordering::SeqCst);
         let request = Request {
             token: token.as_deref().map(str::as_bytes),
@@ -309,6 +317,34 @@ fn proxy_one(stream: TcpStream, target: &str, mode: Mode, receiver: &Receiver, b
         answer.len()
     );
     let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&answer)).and_then(|()| stream.flush());
+}
+
+/// An endpoint that does not let this host in answers 403 to every delivery: the run stops at
+/// the first, once a balance query is refused too, and says what to do; nothing is noted.
+#[test]
+fn an_endpoint_refusing_this_host_stops_the_run_at_the_first_403() {
+    let scratch = Scratch::new("msg-endpoint-403");
+    let url = journal_of(&scratch, &[1, 8], &[]);
+    let service = sandbox(1, 8);
+    let ca = ca_file(&scratch, &service);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let proxy = Proxy::start(&endpoint.url, Mode::ForbidAll);
+    let base = service.base_url();
+    let mut args = recover_args(&url, &base, &proxy.url);
+    args.extend(["--ca-file", path_str(&ca), "--token", TOKEN]);
+    let out = run(&args).expect(2);
+    assert_eq!(proxy.balance_queries.load(Ordering::SeqCst), 1);
+    let lines = index_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    assert!(lines[0].starts_with("index=2 result=endpoint_failed ") && lines[0].contains(" http=403"), "{}", lines[0]);
+    let stderr = &out.stderr;
+    assert!(
+        stderr
+            .contains("the callback endpoint refused this host's address (HTTP 403): add it to the endpoint's sources"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the run stopped at index 2"), "{stderr}");
+    assert!(endpoint.credits().is_empty());
 }
 
 #[test]
