@@ -300,14 +300,17 @@ install:
 	install -m 644 $(GENERATED)/_slotpartner $(DESTDIR)$(ZSHCOMPDIR)/_slotpartner
 	install -m 644 $(GENERATED)/slotpartner.fish $(DESTDIR)$(FISHCOMPDIR)/slotpartner.fish
 
-# The installed command names its man pages (the checkout's command if it is gone already);
-# when neither can, uninstall stops before removing anything.
+# Removes what make install laid out under these names: the files of INSTALLED and the man
+# pages `slotpartner.1` and `slotpartner-*.1` (whichever release of the command wrote them). A
+# file a Debian package owns (the packages of make deb install into /usr) is left, with a line
+# saying which package: `apt remove` removes it, and dpkg's records stay true.
 uninstall:
-	@command=$(DESTDIR)$(BINDIR)/slotpartner; [ -x "$$command" ] || command=$(RELEASE)/slotpartner; \
-	pages=$$(mktemp -d) && trap 'rm -rf "$$pages"' EXIT && \
-	"$$command" man --out "$$pages" || { echo "make uninstall: $$command cannot name its man pages" >&2; exit 1; }; \
-	for page in "$$pages"/*.1; do rm -f "$(DESTDIR)$(MAN1DIR)/$${page##*/}"; done
-	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	@for file in $(addprefix $(DESTDIR),$(INSTALLED)) $(DESTDIR)$(MAN1DIR)/slotpartner.1 $(DESTDIR)$(MAN1DIR)/slotpartner-*.1; do \
+		[ -e "$$file" ] || [ -L "$$file" ] || continue; \
+		if [ -z "$(DESTDIR)" ] && owner=$$(dpkg-query -S "$$file" 2> /dev/null); then \
+			echo "make uninstall: $$file belongs to the Debian package $${owner%%:*}: left (apt remove $${owner%%:*})"; \
+		else rm -f "$$file" && echo "removed $$file"; fi; \
+	done
 
 # Debian packages from this checkout, with debhelper (debian/rules says why and how) through
 # dpkg-buildpackage: binary packages only, unsigned, without the build-dependency check (-d)

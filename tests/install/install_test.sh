@@ -128,6 +128,9 @@ if run install_staged "$make" --no-print-directory install DESTDIR="$stage" PREF
   run reinstall_staged "$make" --no-print-directory install DESTDIR="$stage" PREFIX=/usr/local &&
     check layout_reinstalled "$(expected_listing)" "$(listing "$stage/usr/local")"
 fi
+# The installed command of a release that cannot write man pages (or none at all): uninstall
+# removes everything all the same.
+printf '#!/bin/sh\nexit 2\n' > "$stage/usr/local/bin/slotpartner"
 run uninstall_staged "$make" --no-print-directory uninstall DESTDIR="$stage" PREFIX=/usr/local
 check uninstalled_staged "" "$(listing "$stage")"
 
@@ -394,6 +397,11 @@ else
         && complete -p slotpartner' 2>&1 | awk '{print $NF}')"
       check deb_zsh_completion "#compdef slotpartner" "$(head -n 1 /usr/share/zsh/vendor-completions/_slotpartner)"
       check deb_fish_completion "yes" "$(grep -q '^complete -c slotpartner' /usr/share/fish/vendor_completions.d/slotpartner.fish && echo yes)"
+
+      # make uninstall PREFIX=/usr leaves what the packages own (dpkg's records stay true).
+      run deb_uninstall_leaves_packages "$make" --no-print-directory uninstall PREFIX=/usr \
+        LIBDIR="/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)"
+      check deb_verify_after_uninstall "" "$(dpkg --verify "${packages[@]}" 2>&1)"
 
       if run apt_remove apt-get remove -y --purge -o DPkg::Lock::Timeout=120 "${packages[@]}"; then
         installed_packages=no
