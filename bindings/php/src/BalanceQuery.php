@@ -59,8 +59,12 @@ final class BalanceQuery extends Event
      *
      * @throws SlotPartnerException
      */
-    public function replyBalance(int $money, ?string $currency = null, int $coins = 0): string
+    public function replyBalance(mixed $money, ?string $currency = null, mixed $coins = 0): string
     {
+        // Declared mixed so that PHP never coerces an amount (without strict_types, 1299.99 or
+        // "1299.99" would silently become 1299): anything but an int is refused naming it.
+        $money = Native::amount($money, 'money');
+        $coins = Native::amount($coins, 'coins');
         $kept = $this->keptReplies();
         if ($kept !== null && $money >= 0 && $money <= self::MAX_AMOUNT && $coins >= 0 && $coins <= self::MAX_AMOUNT) {
             $key = 'balance ' . ($currency ?? '');

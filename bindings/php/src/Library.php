@@ -110,9 +110,12 @@ final class Library
     }
 
     /**
-     * Checks that $library exists and loads, with one trivial declaration (sp_version), before
-     * anything names it (the preload header). Throws ConfigurationException naming the path and
-     * why it does not load.
+     * Checks that $library exists and loads, and that it provides every function the binding
+     * declares (FFI::cdef of the same declarations the preload header holds, which resolves each
+     * of them), before anything names it (the preload header): an older library lacking a newer
+     * function would otherwise stop the server's start with PHP's "cannot resolve C function".
+     * Throws ConfigurationException naming the path and why it does not load, or the first
+     * missing function PHP names.
      */
     public static function probe(string $library): void
     {
@@ -123,10 +126,60 @@ final class Library
             throw new ConfigurationException('cannot load ' . $library . ': no such file', Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', 'library');
         }
         try {
-            FFI::cdef('const char *sp_version(void);', $library)->sp_version();
+            $version = (string) FFI::cdef('const char *sp_version(void);', $library)->sp_version();
         } catch (FFI\Exception $e) {
             throw new ConfigurationException('cannot load ' . $library . ': ' . $e->getMessage(), Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', 'library', null, null, $e);
         }
+        $declarations = self::declarations();
+        try {
+            FFI::cdef($declarations, $library);
+        } catch (FFI\Exception $e) {
+            $missing = preg_match("~C function '([A-Za-z0-9_]+)'~", $e->getMessage(), $m) === 1 ? $m[1] : null;
+            throw new ConfigurationException(
+                'cannot load ' . $library . ': '
+                    . ($missing !== null ? 'it lacks ' . $missing . ', which this binding declares' : 'it does not provide every function this binding declares')
+                    . ' (' . $e->getMessage() . '); the library is version ' . $version
+                    . ', older than this binding: install the library of the same release as the binding',
+                Status::INVALID_ARGUMENT,
+                'SP_ERR_INVALID_ARGUMENT',
+                'library',
+                null,
+                null,
+                $e,
+            );
+        }
+    }
+
+    /**
+     * The file the dynamic loader finds for the bare library name $name through LD_LIBRARY_PATH
+     * ($searchPath, the current process's when null), as an absolute path with links kept; null
+     * when $name is a path, LD_LIBRARY_PATH is unset or empty, or none of its folders holds it
+     * (the ldconfig cache, which every process sees, then finds it). An empty entry is the
+     * current folder, as for the loader.
+     */
+    public static function findInLoaderPath(string $name, ?string $searchPath = null): ?string
+    {
+        if (str_contains($name, '/')) {
+            return null;
+        }
+        $searchPath ??= (string) getenv('LD_LIBRARY_PATH');
+        if ($searchPath === '') {
+            return null;
+        }
+        $cwd = getcwd();
+        foreach (preg_split('~[:;]~', $searchPath) ?: [] as $dir) {
+            if ($dir === '' || !str_starts_with($dir, '/')) {
+                if ($cwd === false) {
+                    continue;
+                }
+                $dir = rtrim($cwd, '/') . ($dir === '' ? '' : '/' . $dir);
+            }
+            $candidate = rtrim($dir, '/') . '/' . $name;
+            if (is_file($candidate)) {
+                return $candidate;
+            }
+        }
+        return null;
     }
 
     /** The library a built checkout holds, when the package sits in its bindings/php. */

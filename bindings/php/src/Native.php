@@ -228,6 +228,21 @@ final class Native
     }
 
     /**
+     * $value when it is an int. An amount parameter is declared mixed so that PHP never coerces
+     * it (without strict_types, 1299.99 or "1299.99" would silently become 1299): anything but
+     * an int (a float, a numeric string, a bool, null) is refused naming $field.
+     *
+     * @throws ConfigurationException
+     */
+    public static function amount(mixed $value, string $field): int
+    {
+        if (!is_int($value)) {
+            throw self::wrongType($field, $value, 'an int');
+        }
+        return $value;
+    }
+
+    /**
      * `<field>: must be a string, not null`: a string argument of another type, found by the
      * binding where C would be handed NULL. It carries the answer the library gives a NULL
      * string in C (HTTP 500, an `invalid_argument` JSON body), so that an endpoint answers it as

@@ -44,10 +44,16 @@ final class Reply
      * `{"<wrapper>":{"errorMessage":"<errorMessage>"}}` ($money, $currency and $coins unused):
      * send it with an error status (a Receiver uses its balanceFailureHttpStatus, 500 by default).
      *
+     * $money and $coins must be ints: they are declared mixed so that PHP does not coerce them
+     * in a file without strict_types (1299.99 or "1299.99" would become 1299); a float, a
+     * string, a bool or null is refused naming the argument (ConfigurationException).
+     *
      * @throws ConfigurationException
      */
-    public static function balance(int $money, string $currency = 'EUR', int $coins = 0, ?string $errorMessage = null, string $wrapper = 'playerBalance'): string
+    public static function balance(mixed $money, string $currency = 'EUR', mixed $coins = 0, ?string $errorMessage = null, string $wrapper = 'playerBalance'): string
     {
+        $money = Native::amount($money, 'money');
+        $coins = Native::amount($coins, 'coins');
         $native = Native::get();
         $out = $native->out('sp_buffer');
         $native->check($native->ffi->sp_reply_balance_new(

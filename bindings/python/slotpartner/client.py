@@ -10,7 +10,7 @@ from typing import Any
 
 from . import _lib
 from ._guard import GuardedHandle
-from .errors import ServiceError, argument_error, last_error
+from .errors import ServiceError, argument_error, bytes_like, check_int, encoded, last_error
 from .replies import c_text
 
 _LIB = _lib.lib
@@ -183,14 +183,19 @@ class Client(GuardedHandle):
                 raise argument_error(
                     "trust_roots", f"expected one of {', '.join(_lib.TRUST_ROOTS)}, got {trust_roots!r}"
                 )
-        if retries is not None and not 0 <= retries < 2**32:
+        if retries is not None and not 0 <= check_int(retries, "retries") < 2**32:
             raise argument_error("retries", f"expected 0 to 10, got {retries}")
-        if max_response_bytes is not None and not 0 <= max_response_bytes < 2**64:
+        if max_response_bytes is not None and not 0 <= check_int(max_response_bytes, "max_response_bytes") < 2**64:
             raise argument_error("max_response_bytes", f"expected a positive integer, got {max_response_bytes}")
         backoff_ms = None
         if retry_backoff is not None:
             backoff_ms = 0 if retry_backoff == 0 else _milliseconds(retry_backoff, "retry_backoff")
-        pem = ca_pem.encode() if isinstance(ca_pem, str) else ca_pem
+        if ca_pem is None:
+            pem = None
+        elif isinstance(ca_pem, str):
+            pem = encoded(ca_pem, "ca_pem")
+        else:
+            pem = bytes_like(ca_pem, "ca_pem", "a str or bytes")
         lib = _LIB
         # (setter, arguments) for each setting given; None keeps the library's default.
         steps: list[tuple[Any, tuple[Any, ...]]] = []
@@ -252,7 +257,7 @@ class Client(GuardedHandle):
         answer, the field named), TransportError (connect, time-out, TLS, answer too large) or
         ConfigurationError (a locale that is not one).
         """
-        if game_id is not None and not 0 <= game_id < 2**63:
+        if game_id is not None and not 0 <= check_int(game_id, "game_id") < 2**63:
             raise argument_error("game_id", f"expected a non-negative integer, got {game_id}")
         locale_c = c_text(locale, "locale")
         out = ctypes.c_void_p()

@@ -217,22 +217,61 @@ def last_error(status: int) -> SlotPartnerError:
     )
 
 
-def argument_error(field: str, problem: str) -> ConfigurationError:
-    """A status-1 error found by the binding before calling the library (no HTTP answer)."""
-    return ConfigurationError(_lib.SP_ERR_INVALID_ARGUMENT, field, f"{field}: {problem}")
-
-
-def wrong_type(field: str, value: object, expected: str = "a str") -> ConfigurationError:
-    """``<field>: must be a str, not None`` (or ``not int``...): a string argument of another
-    type, found by the binding where C would be handed NULL or nothing usable. It carries the
-    answer the library gives a NULL string in C (HTTP 500, an ``invalid_argument`` JSON body),
-    so that an endpoint answers it as it answers any refused setting."""
-    message = f"{field}: must be {expected}, not {'None' if value is None else type(value).__name__}"
+def _invalid_argument(field: str, message: str) -> ConfigurationError:
+    """A status-1 error found by the binding before calling the library, with the answer the
+    library gives a bad argument (HTTP 500, an ``invalid_argument`` JSON body), so that an
+    endpoint answers it as it answers any refused setting (``http_status`` is never None)."""
     body = {"error": {"code": "invalid_argument", "field": field, "message": message}}
     return ConfigurationError(
         _lib.SP_ERR_INVALID_ARGUMENT,
         field,
         message,
         http_status=500,
-        response_body=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
+        response_body=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace"),
     )
+
+
+def argument_error(field: str, problem: str) -> ConfigurationError:
+    """``<field>: <problem>``: a status-1 error found by the binding before calling the library,
+    with the library's answer to a bad argument (HTTP 500, an ``invalid_argument`` body)."""
+    return _invalid_argument(field, f"{field}: {problem}")
+
+
+def wrong_type(field: str, value: object, expected: str = "a str") -> ConfigurationError:
+    """``<field>: must be a str, not None`` (or ``not int``...): an argument of another type,
+    found by the binding where C would be handed NULL or nothing usable. It carries the answer
+    the library gives a NULL string in C (HTTP 500, an ``invalid_argument`` JSON body)."""
+    message = f"{field}: must be {expected}, not {'None' if value is None else type(value).__name__}"
+    return _invalid_argument(field, message)
+
+
+def encoded(value: str, field: str) -> bytes:
+    """``value`` as UTF-8 (surrogate escapes kept as the bytes they stand for); a str that
+    cannot be encoded (a lone surrogate such as ``"\\ud800"``) is refused naming ``field``."""
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as error:
+        raise argument_error(field, f"cannot be encoded as UTF-8 ({error.reason} at position {error.start})") from None
+
+
+def check_int(value: object, field: str) -> int:
+    """``value`` when it is an int; anything else (a bool, a float, a str, None) is refused
+    naming ``field``, rather than being rounded, guessed or failing inside ctypes."""
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise wrong_type(field, value, "an int")
+    return value  # type: ignore[return-value]
+
+
+def bytes_like(value: object, field: str, expected: str = "bytes") -> bytes:
+    """A bytes-like ``value`` (bytes, bytearray, memoryview...) as bytes; anything else (an int,
+    which ``bytes()`` would turn into that many NUL bytes, a str, None) is refused naming
+    ``field``."""
+    if value.__class__ is bytes:
+        return value  # type: ignore[return-value]
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    try:
+        with memoryview(value) as view:  # type: ignore[arg-type]
+            return view.tobytes()
+    except TypeError:
+        raise wrong_type(field, value, expected) from None

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from . import _lib
-from .errors import ClaimLostError, SlotPartnerError, ValidationError, argument_error, last_error
+from .errors import ClaimLostError, SlotPartnerError, ValidationError, argument_error, bytes_like, last_error
 from .replies import c_text, check_amount, reply_balance, reply_result
 
 _LIB = _lib.lib
@@ -314,7 +314,7 @@ class Event:
         if reply is None:
             status = _event_finish(ptr, None, 0)
         else:
-            data = reply if reply.__class__ is bytes else bytes(reply)
+            data = reply if reply.__class__ is bytes else bytes_like(reply, "reply")
             status = _event_finish(ptr, data, len(data))
         if not status:
             self._journal = _SETTLED
@@ -657,9 +657,9 @@ class BalanceQuery(Event):
         out = _OUT
         status = _event_reply_balance(
             ptr,
-            money if -(2**63) <= money < 2**63 else check_amount(money, "money"),
+            money if type(money) is int and -(2**63) <= money < 2**63 else check_amount(money, "money"),
             c_text(currency, "currency") if currency is not None else None,
-            coins if -(2**63) <= coins < 2**63 else check_amount(coins, "coins"),
+            coins if type(coins) is int and -(2**63) <= coins < 2**63 else check_amount(coins, "coins"),
             out.text_address,
         )
         if status:

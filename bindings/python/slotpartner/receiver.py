@@ -8,7 +8,7 @@ from ctypes import c_size_t
 from typing import Any
 
 from . import _lib
-from .errors import argument_error, last_error, wrong_type
+from .errors import argument_error, bytes_like, check_int, encoded, last_error, wrong_type
 from .events import DEFAULT_REPLY_SETTINGS, Event, OtherEvent, ReplySettings, read_event, read_record
 from .journal import Journal
 from .replies import c_text
@@ -23,21 +23,27 @@ _OTHER = _lib.SP_EVENT_KIND_OTHER
 _INVALID_ARGUMENT = _lib.SP_ERR_INVALID_ARGUMENT
 
 
-def _header(value: str | bytes | bytearray | memoryview | None) -> bytes | None:
+def _header(value: object, field: str) -> bytes | None:
     """A header or address as C string bytes. A NUL cannot travel in a C string: it becomes
-    0xFF (never valid UTF-8), so that a value with a NUL is refused rather than cut short."""
+    0xFF (never valid UTF-8), so that a value with a NUL is refused rather than cut short.
+    Anything but None, a str or a bytes-like object (an int, which ``bytes()`` would turn into
+    that many NUL bytes, a float, any other object) is refused naming ``field``, as is a str
+    that cannot be encoded as UTF-8 (a lone surrogate)."""
     if value is None:
         return None
-    data = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
+    if isinstance(value, str):
+        data = encoded(value, field)
+    else:
+        data = bytes_like(value, field, "a str or bytes")
     return data.replace(b"\0", b"\xff") if b"\0" in data else data
 
 
 def _body(value: object) -> bytes:
     """A body given as another bytes-like object (bytearray, memoryview) as bytes; None, a str
     or an int (which ``bytes()`` would turn into that many NUL bytes) is refused naming ``body``."""
-    if value is None or isinstance(value, (str, int)):
+    if value is None or isinstance(value, str):
         raise wrong_type("body", value, "bytes")
-    return bytes(value)  # type: ignore[call-overload]
+    return bytes_like(value, "body")
 
 
 #: Tokens and remote addresses as C strings, by the str they came as: a service calls from a
@@ -47,12 +53,12 @@ _HEADERS: dict[str, bytes] = {}
 _MAX_HEADERS = 256
 
 
-def _encoded(value: str) -> bytes:
-    """``_header(value)``, kept in ``_HEADERS`` while there is room."""
-    encoded: bytes = _header(value)  # type: ignore[assignment]
+def _encoded(value: str, field: str) -> bytes:
+    """``_header(value, field)``, kept in ``_HEADERS`` while there is room."""
+    data: bytes = _header(value, field)  # type: ignore[assignment]
     if len(_HEADERS) < _MAX_HEADERS:
-        _HEADERS[value] = encoded
-    return encoded
+        _HEADERS[value] = data
+    return data
 
 #: What a list-valued setting's blanks are trimmed of (the same characters in every binding).
 _BLANKS = " \t\r\n\f\v"
@@ -197,10 +203,12 @@ class Receiver(_lib.SharedHandle):
             ("max_depth", max_depth),
             ("max_identifier_bytes", max_identifier_bytes),
         ):
-            if value is not None and not 0 <= value < 2**63:
+            if value is not None and not 0 <= check_int(value, name) < 2**63:
                 raise argument_error(name, f"expected a non-negative integer, got {value}")
         # A uint16_t in C: a larger value would wrap silently (65736 -> 200), so refuse it here.
-        if balance_failure_http_status is not None and not 0 <= balance_failure_http_status <= 0xFFFF:
+        if balance_failure_http_status is not None and not (
+            0 <= check_int(balance_failure_http_status, "balance_failure_http_status") <= 0xFFFF
+        ):
             raise argument_error(
                 "balance_failure_http_status",
                 f"expected 200 or an error status from 400 to 599, got {balance_failure_http_status}",
@@ -303,15 +311,15 @@ class Receiver(_lib.SharedHandle):
         # The common cases (a str seen before, bytes without NUL) inline, anything else through
         # _header.
         if token.__class__ is str:
-            token = _HEADERS.get(token) or _encoded(token)
+            token = _HEADERS.get(token) or _encoded(token, "X-Service-Token")
         elif token.__class__ is not bytes or b"\0" in token:
-            token = _header(token)
+            token = _header(token, "X-Service-Token")
         if remote_addr.__class__ is str:
-            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr)
+            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr, "remote_addr")
         elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
-            remote_addr = _header(remote_addr)
+            remote_addr = _header(remote_addr, "remote_addr")
         out = _OUT
-        forwarded = _header(forwarded_for) if forwarded_for is not None else None
+        forwarded = _header(forwarded_for, "X-Forwarded-For") if forwarded_for is not None else None
         if self._keeps_events:
             status = _handle(self._ptr, token, remote_addr, forwarded, body, len(body), out.pointer_address)
             if status:
@@ -355,14 +363,14 @@ class Receiver(_lib.SharedHandle):
                 ``response_body``.
         """
         if token.__class__ is str:
-            token = _HEADERS.get(token) or _encoded(token)
+            token = _HEADERS.get(token) or _encoded(token, "X-Service-Token")
         elif token.__class__ is not bytes or b"\0" in token:
-            token = _header(token)
+            token = _header(token, "X-Service-Token")
         if remote_addr.__class__ is str:
-            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr)
+            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr, "remote_addr")
         elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
-            remote_addr = _header(remote_addr)
-        forwarded = _header(forwarded_for) if forwarded_for is not None else None
+            remote_addr = _header(remote_addr, "remote_addr")
+        forwarded = _header(forwarded_for, "X-Forwarded-For") if forwarded_for is not None else None
         status = _authenticate(self._ptr, token, remote_addr, forwarded)
         if status:
             raise last_error(status)

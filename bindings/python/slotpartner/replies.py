@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 
 from . import _lib
-from .errors import argument_error, last_error, wrong_type
+from .errors import argument_error, check_int, encoded, last_error, wrong_type
 
 _lib_ = _lib.lib
 _result_new = _lib_.sp_reply_result_new
@@ -33,14 +33,17 @@ def c_text(value: str, field: str) -> bytes:
     """
     if not isinstance(value, str):
         raise wrong_type(field, value)
-    data = value.encode("utf-8", "surrogateescape")
+    data = encoded(value, field)
     if b"\0" in data:
         raise argument_error(field, "must not contain a NUL character")
     return data
 
 
 def check_amount(value: int, field: str) -> int:
-    """``value`` unchanged when it fits an ``int64_t``; the library checks the real range."""
+    """``value`` unchanged when it is an int (a bool, a float, a str, a Decimal or None is
+    refused naming ``field``: an amount is never rounded or guessed) that fits an ``int64_t``;
+    the library checks the real range."""
+    check_int(value, field)
     if not -(2**63) <= value < 2**63:
         raise argument_error(field, f"expected an integer from 0 to {MAX_AMOUNT}, got {value}")
     return value
