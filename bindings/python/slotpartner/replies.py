@@ -74,6 +74,9 @@ def reply_result(wrapper: str, success: bool = True, message: str = "", omit_emp
     A success reply is built by the library once per wrapper and setting, then reused (no
     foreign call).
     """
+    # `success` decides whether money was moved: only True or False, never a truthy "false".
+    if not isinstance(success, bool):
+        raise wrong_type("success", success, "a bool")
     if success and not message:
         known = _SUCCESSES.get((wrapper, omit_empty_message))
         if known is not None:

@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from support import TOKEN
 
-from slotpartner import Client, ConfigurationError, Receiver, reply_balance
+from slotpartner import Client, ConfigurationError, Receiver, reply_balance, reply_result
 
 
 class Unprintable:
@@ -34,6 +34,13 @@ class ArgumentTypes(unittest.TestCase):
         self.assertEqual(body["error"]["code"], "invalid_argument")
         self.assertEqual(body["error"]["field"], field)
         return error
+
+    def test_a_result_reply_takes_success_as_a_bool_only(self) -> None:
+        # "false" is truthy: taken as a success it would tell the service money moved.
+        for value in ("false", "0", 0, 1, None):
+            self.assert_refused("success", lambda v=value: reply_result("refund", v, "declined"), "must be a bool")
+        self.assertEqual(json.loads(reply_result("refund", False, "declined"))["refund"]["success"], False)
+        self.assertEqual(json.loads(reply_result("payout", True))["payout"]["success"], True)
 
     def test_headers_of_another_type_are_refused_without_allocating(self) -> None:
         receiver = Receiver(TOKEN, sources="any")
