@@ -82,27 +82,21 @@ pub fn command() -> clap::Command {
     with_hidden(cli.args(top), &shared)
 }
 
-/// The shared options given on the command line to a subcommand that does not use them
-/// (accepted there, see [`command`], and ignored): the subcommand's path (`journal gaps`) and
-/// each such option's `--name`, for a note on stderr. An option given before the subcommand
-/// counts as given to it.
-pub fn ignored_options(matches: &clap::ArgMatches) -> (String, Vec<String>) {
-    let (mut own, mut accepted) = (Cli::command(), command());
-    let mut leaf = matches;
+/// The shared options given on the command line to a subcommand that does not use them: the
+/// hidden copies [`command`] gave it (`command` is what parsed `matches`). The subcommand's
+/// path (`journal gaps`) and each such option's `--name`, for a note on stderr. An option given
+/// before the subcommand counts as given to it.
+pub fn ignored_options(command: &clap::Command, matches: &clap::ArgMatches) -> (String, Vec<String>) {
+    let (mut leaf_command, mut leaf) = (command, matches);
     let mut path = Vec::new();
     while let Some((name, sub)) = leaf.subcommand() {
-        let (Some(next_own), Some(next_accepted)) =
-            (own.find_subcommand(name).cloned(), accepted.find_subcommand(name).cloned())
-        else {
-            break;
-        };
+        let Some(next) = leaf_command.find_subcommand(name) else { break };
         path.push(name.to_owned());
-        (own, accepted, leaf) = (next_own, next_accepted, sub);
+        (leaf_command, leaf) = (next, sub);
     }
-    // The ids of argument groups (a flattened struct's) are in the matches too: options only.
-    let ignored = accepted
+    let ignored = leaf_command
         .get_arguments()
-        .filter(|arg| !own.get_arguments().any(|o| o.get_id() == arg.get_id()))
+        .filter(|arg| arg.is_global_set() && arg.is_hide_set())
         .filter(|arg| leaf.value_source(arg.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine))
         .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
         .collect();
@@ -793,14 +787,21 @@ that needs attention); gaps younger than --min-age are counted (`gaps_too_young`
 news; 2 on usage or configuration errors, or when another run holds the lock (the message names
 it and since when).";
 
+/// The partner's own callback endpoint, as `recover` delivers to it and `check` asks it.
 #[derive(Debug, Args)]
-pub struct RecoverArgs {
+pub struct CallbackOpts {
     /// Your own callback endpoint (https://, or http:// to a loopback address only)
     #[arg(long, global = true, value_name = "URL", env = "SLOTPARTNER_CALLBACK_URL", hide_env_values = true)]
     pub callback_url: Option<String>,
     /// Trust the CA certificates in this PEM file for the callback endpoint (besides the bundled roots)
     #[arg(long, global = true, value_name = "PEM", env = "SLOTPARTNER_CALLBACK_CA_FILE", hide_env_values = true)]
     pub callback_ca_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    #[command(flatten)]
+    pub callback: CallbackOpts,
     /// Take on at most this many missing indexes in this run (the rest wait for the next)
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub limit: u64,

@@ -8,20 +8,19 @@
 //! check failed). A group given its URL but not the token it sends does not run at all (exit 2). Exit status: 0 no check failed, 1 at least one failed, 2 the command could not
 //! run (usage, configuration, nothing configured to check).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
 use slotpartner::client::TlsProblem;
 use slotpartner::error::Cause;
-use slotpartner::journal::{ExistingJournal, JournalOptions, host_name, parse_time};
+use slotpartner::journal::{ExistingJournal, JournalOptions, host_name, now_ms, parse_time};
 use slotpartner::{ErrorKind, Journal, KnownEvent, ReceiverConfig};
 
-use crate::args::{JournalOpt, ServiceOpts, parse_age, parse_duration};
+use crate::args::{CallbackOpts, JournalOpt, ServiceOpts, parse_age, parse_duration};
 use crate::config::{client, parser, seconds};
 use crate::endpoint::{Answer, Endpoint, Peer, excerpt, shown_url};
-use crate::output::{age_text, elapsed_text, now_ms, print_json, quoted};
+use crate::output::{age_text, elapsed_text, print_json, quoted};
 use crate::{Fail, Outcome, Verdict};
 
 /// The journal schema version this release reads and writes.
@@ -75,12 +74,9 @@ check).";
 /// `slotpartner check`: the endpoint, the journal and the service, from the usual options.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Your own callback endpoint (https://, or http:// to a loopback address only): it gets one balance query
-    #[arg(long, global = true, value_name = "URL", env = "SLOTPARTNER_CALLBACK_URL", hide_env_values = true)]
-    pub callback_url: Option<String>,
-    /// Trust the CA certificates in this PEM file for the callback endpoint (besides the bundled roots)
-    #[arg(long, global = true, value_name = "PEM", env = "SLOTPARTNER_CALLBACK_CA_FILE", hide_env_values = true)]
-    pub callback_ca_file: Option<PathBuf>,
+    // The endpoint that gets one balance query.
+    #[command(flatten)]
+    pub callback: CallbackOpts,
     /// The balance query's playerPartnerIdentifier (your player id; default slotpartner-check): a player your endpoint knows gets a full balance reply checked, and a refusal of it fails
     #[arg(long, value_name = "ID")]
     pub player: Option<String>,
@@ -198,7 +194,7 @@ const SERVICE_CHECKS: &[&str] =
 pub fn run(args: &CheckArgs) -> Outcome {
     // An empty option or variable counts as not given.
     let given = |value: &Option<String>| value.as_deref().is_some_and(|v| !v.is_empty());
-    let callback_url = args.callback_url.as_deref().filter(|u| !u.is_empty());
+    let callback_url = args.callback.callback_url.as_deref().filter(|u| !u.is_empty());
     let journal_url = args.journal.journal.as_deref().filter(|u| !u.is_empty());
     // Everything that can be wrong with the configuration is found before any check runs.
     if callback_url.is_none() && !given(&args.service.base_url) && journal_url.is_none() {
@@ -382,7 +378,7 @@ impl BalanceCheck {
             }
         }
         let timeout = seconds("--timeout", args.service.timeout)?;
-        let endpoint = Endpoint::new(url, args.callback_ca_file.as_deref(), token, timeout, "check")?;
+        let endpoint = Endpoint::new(url, args.callback.callback_ca_file.as_deref(), token, timeout, "check")?;
         Ok(BalanceCheck { endpoint, body })
     }
 

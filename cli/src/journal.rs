@@ -84,7 +84,7 @@ impl From<Status> for StatusJson {
 
 /// How long ago `ms` (ms since the Unix epoch) was, on this host's clock; zero for a time ahead.
 fn age_of(ms: i64) -> std::time::Duration {
-    std::time::Duration::from_millis(u64::try_from(crate::output::now_ms().saturating_sub(ms)).unwrap_or(0))
+    std::time::Duration::from_millis(u64::try_from(slotpartner::journal::now_ms().saturating_sub(ms)).unwrap_or(0))
 }
 
 /// `2024-06-11T08:30:05.123Z (12m 5s ago)`, or `none`; a time ahead of this host's clock (a
@@ -92,7 +92,7 @@ fn age_of(ms: i64) -> std::time::Duration {
 fn time_and_age(ms: Option<i64>) -> String {
     let Some(ms) = ms else { return "none".to_owned() };
     let ahead =
-        std::time::Duration::from_millis(u64::try_from(ms.saturating_sub(crate::output::now_ms())).unwrap_or(0));
+        std::time::Duration::from_millis(u64::try_from(ms.saturating_sub(slotpartner::journal::now_ms())).unwrap_or(0));
     if ahead >= std::time::Duration::from_secs(1) {
         format!("{} ({} ahead of this host's clock)", rfc3339_ms(ms), elapsed_text(ahead))
     } else {

@@ -64,8 +64,9 @@ impl From<slotpartner::Error> for Fail {
 pub type Outcome = Result<Verdict, Fail>;
 
 fn main() -> ExitCode {
-    let cli = match args::command().try_get_matches().and_then(|matches| {
-        let (subcommand, ignored) = args::ignored_options(&matches);
+    let mut command = args::command();
+    let cli = match command.try_get_matches_from_mut(std::env::args_os()).and_then(|matches| {
+        let (subcommand, ignored) = args::ignored_options(&command, &matches);
         for option in ignored {
             eprintln!("slotpartner: note: `{subcommand}` does not use {option}: ignored");
         }

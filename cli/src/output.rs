@@ -94,12 +94,6 @@ pub fn elapsed_text(duration: Duration) -> String {
     shown.join(" ")
 }
 
-/// Now on this host's wall clock, in ms since the Unix epoch.
-pub fn now_ms() -> i64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

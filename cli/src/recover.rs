@@ -281,12 +281,19 @@ fn dry_run(
 /// The partner's own callback endpoint, from `--callback-url` and `--callback-ca-file`.
 fn endpoint(args: &RecoverArgs) -> Result<Endpoint, Fail> {
     let url = args
+        .callback
         .callback_url
         .as_deref()
         .filter(|u| !u.is_empty())
         .ok_or_else(|| Fail("no callback endpoint: give --callback-url URL".to_owned()))?;
     let token = crate::config::token(&args.service)?;
-    Endpoint::new(url, args.callback_ca_file.as_deref(), token, seconds("--timeout", args.service.timeout)?, "recover")
+    Endpoint::new(
+        url,
+        args.callback.callback_ca_file.as_deref(),
+        token,
+        seconds("--timeout", args.service.timeout)?,
+        "recover",
+    )
 }
 
 /// One run's parts.

@@ -8,7 +8,7 @@ mod support;
 
 use std::path::PathBuf;
 
-use slotpartner::journal::{Begin, Delivery, Journal};
+use slotpartner::journal::{Begin, Delivery};
 use slotpartner::{ParseOptions, parse};
 
 use balance::{BalanceEndpoint, KNOWN_PLAYER, RawAnswer, Setup};
@@ -21,23 +21,6 @@ const GOOD_REPLY: &str = r#"{"playerBalance":{"money":12050,"currencyISO4217":"E
 /// An endpoint answering `raw` to every request, over plain HTTP on loopback.
 fn raw_endpoint(raw: RawAnswer) -> BalanceEndpoint {
     BalanceEndpoint::start(Setup { tls: false, raw_answer: Some(raw), ..Setup::default() })
-}
-
-/// A journal of refunds at the indexes 1 to `last` but those in `skip`.
-fn journal_of_refunds(scratch: &Scratch, last: i64, skip: &[i64]) -> (String, std::sync::Arc<Journal>) {
-    let url = scratch.journal_url();
-    let journal = open_journal(&url);
-    for index in (1..=last).filter(|i| !skip.contains(i)) {
-        let body = format!(
-            r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{index}","playerIdentifier":"player-1","transactionId":{},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{index}","gameId":1001,"isMobile":false,"index":{index}}}"#,
-            700 + index,
-            1700 + index
-        );
-        let event = parse(body.as_bytes(), &ParseOptions::default()).unwrap();
-        let Begin::New(claim) = journal.begin(&Delivery::of(&event)).unwrap() else { panic!("new") };
-        journal.finish(&claim, br#"{"refund":{"success":true,"errorMessage":""}}"#).unwrap();
-    }
-    (url, journal)
 }
 
 /// The line of `check` (`callback tls`) in the text output; it must be there once.

@@ -8,8 +8,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use slotpartner::journal::{Begin, Delivery};
-use slotpartner::{ParseOptions, parse};
+use slotpartner::journal::Begin;
 use slotpartner_sandbox::burst::{self, BurstOptions, EventMix, Shares};
 
 use support::*;
@@ -17,22 +16,11 @@ use support::*;
 // ---------------------------------------------------------------------------------------------
 // Bodies
 
-fn refund_body(transaction_id: i64, index: i64) -> String {
-    format!(
-        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{transaction_id}","playerIdentifier":"player-1","transactionId":{transaction_id},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{transaction_id}","gameId":1001,"isMobile":false,"index":{index}}}"#,
-        transaction_id + 1_000_000
-    )
-}
-
 fn payout_body(transaction_id: i64, index: i64, money: i64) -> String {
     format!(
         r#"{{"event":"jackpotPayout","jackpotIdentifier":"jp-1","playerIdentifier":"player-1","currencyISO4217":"EUR","moneyWon":{money},"coinsWon":0,"isMoney":true,"epochReleasedMillis":1718064000000,"isPrimary":true,"transactionId":{transaction_id},"buyTransactionId":{},"partnerGameRequestIdentifier":"req-{transaction_id}","gameSessionId":5,"gameId":1002,"index":{index},"note":{{"a":[1, 2]}}}}"#,
         transaction_id + 1_000_000
     )
-}
-
-fn delivery(body: &str) -> Delivery {
-    Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).unwrap())
 }
 
 /// A journal with: 1 a refund done, 2 a payout done, 3-4 missing, 5 refused, 6 claimed (in
@@ -381,17 +369,6 @@ fn journal_export_refuses_bad_dates_and_options_with_exit_2() {
     }
 }
 
-/// A journal with refunds 1..=`last` done, except those in `skip`.
-fn journal_of_refunds(scratch: &Scratch, last: i64, skip: &[i64]) -> (String, std::sync::Arc<slotpartner::Journal>) {
-    let url = scratch.journal_url();
-    let journal = open_journal(&url);
-    for index in (1..=last).filter(|i| !skip.contains(i)) {
-        let Begin::New(claim) = journal.begin(&delivery(&refund_body(700 + index, index))).unwrap() else { panic!() };
-        journal.finish(&claim, b"{}").unwrap();
-    }
-    (url, journal)
-}
-
 #[test]
 fn journal_resolve_closes_gaps_by_hand_and_keeps_the_note() {
     let scratch = Scratch::new("resolve");
@@ -611,16 +588,6 @@ fn recover_args<'a>(journal: &'a str, base_url: &'a str, ca: &'a str, endpoint: 
         "--min-age",
         "0s",
     ]
-}
-
-/// A summary line's `key=value` pairs.
-fn summary(out: &Run) -> std::collections::HashMap<String, String> {
-    out.stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("summary "))
-        .flat_map(|l| l.split(' '))
-        .filter_map(|pair| pair.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
-        .collect()
 }
 
 /// The seed of a burst of `count` whose last event is delivered (a lost last event cannot be

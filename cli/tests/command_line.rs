@@ -8,27 +8,15 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use slotpartner::journal::{Begin, Delivery};
-use slotpartner::{ParseOptions, parse};
+use slotpartner::journal::Begin;
 
 use support::*;
-
-fn refund_body(transaction_id: i64, index: i64) -> String {
-    format!(
-        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{transaction_id}","playerIdentifier":"player-1","transactionId":{transaction_id},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{transaction_id}","gameId":1001,"isMobile":false,"index":{index}}}"#,
-        transaction_id + 1_000_000
-    )
-}
 
 fn payout_body(transaction_id: i64, index: i64, money: i64) -> String {
     format!(
         r#"{{"event":"jackpotPayout","jackpotIdentifier":"jp-1","playerIdentifier":"player-1","currencyISO4217":"EUR","moneyWon":{money},"coinsWon":0,"isMoney":true,"epochReleasedMillis":1718064000000,"isPrimary":true,"transactionId":{transaction_id},"buyTransactionId":{},"partnerGameRequestIdentifier":"req-{transaction_id}","gameSessionId":5,"gameId":1002,"index":{index}}}"#,
         transaction_id + 1_000_000
     )
-}
-
-fn delivery(body: &str) -> Delivery {
-    Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).unwrap())
 }
 
 /// A journal with: 1 a refund done (900001), 2 a payout done (900002), 3 an event without a

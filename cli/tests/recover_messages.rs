@@ -6,14 +6,14 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use slotpartner::journal::{Begin, Delivery};
-use slotpartner::{ParseOptions, Receiver, ReceiverConfig, Request, parse};
+use slotpartner::journal::Begin;
+use slotpartner::{Receiver, ReceiverConfig, Request};
 use slotpartner_sandbox::burst::{self, EventMix, EventSet};
 use slotpartner_sandbox::http::{self, ListenerHandle};
 use slotpartner_sandbox::{ServerConfig, actions};
@@ -22,10 +22,6 @@ use support::*;
 
 /// A token the sandbox or the endpoint does not know.
 const OTHER_TOKEN: &str = "0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f";
-
-fn delivery(body: &str) -> Delivery {
-    Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).unwrap())
-}
 
 /// A journal of the sandbox's own events (seed 1, mixed): those of `done` handled, those of
 /// `abandoned` claimed and abandoned (unfinished); the indexes between missing.
@@ -55,16 +51,6 @@ fn recover_args_aged<'a>(journal: &'a str, base_url: &'a str, callback: &'a str,
 /// `recover_args_aged`, taking gaps however young (those of these tests were made a moment ago).
 fn recover_args<'a>(journal: &'a str, base_url: &'a str, callback: &'a str) -> Vec<&'a str> {
     recover_args_aged(journal, base_url, callback, "0s")
-}
-
-/// A summary line's `key=value` pairs.
-fn summary(out: &Run) -> std::collections::HashMap<String, String> {
-    out.stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("summary "))
-        .flat_map(|l| l.split(' '))
-        .filter_map(|pair| pair.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
-        .collect()
 }
 
 fn index_lines(out: &Run) -> Vec<&str> {
@@ -249,30 +235,8 @@ impl Proxy {
 /// with `Connection: close`).
 fn proxy_one(stream: TcpStream, target: &str, mode: Mode, receiver: &Receiver, balance_queries: &AtomicU64) {
     let mut reader = BufReader::new(stream);
-    let mut head = String::new();
-    let (mut length, mut token) = (0usize, None::<String>);
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        if let Some((name, value)) = line.trim_end().split_once(':') {
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = value.trim().parse().unwrap_or(0),
-                "x-service-token" => token = Some(value.trim().to_owned()),
-                _ => {}
-            }
-        }
-        let end = line == "\r\n";
-        head.push_str(&line);
-        if end {
-            break;
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+    let Some(HttpRequest { head, headers, body }) = HttpRequest::read(&mut reader) else { return };
+    let token = headers.get("x-service-token").map(String::as_str);
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let (status, answer) = if mode == Mode::ForbidAll {
         if json["action"] == "getPlayerBalance" {
@@ -282,7 +246,7 @@ fn proxy_one(stream: TcpStream, target: &str, mode: Mode, receiver: &Receiver, b
     } else if json["action"] == "getPlayerBalance" {
         balance_queries.fetch_add(1, Ordering::SeqCst);
         let request = Request {
-            token: token.as_deref().map(str::as_bytes),
+            token: token.map(str::as_bytes),
             remote_addr: Some(b"127.0.0.1"),
             forwarded_for: None,
             body: &body,

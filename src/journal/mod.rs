@@ -934,8 +934,9 @@ impl Journal {
 }
 
 /// Milliseconds since the Unix epoch on this host's wall clock (shifted on this thread by
-/// `shift_wall_clock_for_tests`): the times kept for people, never a lease.
-pub(crate) fn now_ms() -> i64 {
+/// `shift_wall_clock_for_tests`): the clock the times kept for people are read against (the
+/// journal's own, never a lease's), as [`rfc3339_ms`] writes them.
+pub fn now_ms() -> i64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX).saturating_add(WALL_CLOCK_SHIFT_MS.with(std::cell::Cell::get))
 }

@@ -2,7 +2,7 @@
 //! running the library's `Receiver` (and journal) that answers balance queries, with a `Date`
 //! header, and keeps every request it got. How it answers is chosen at start (`Setup`).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,6 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use slotpartner::journal::{Begin, Delivery, Journal};
 use slotpartner::{EventKind, Receiver, ReceiverConfig, Request};
+
+use crate::support::HttpRequest;
 
 /// The player the endpoint knows (its balance 12050 EUR, 0 coins); any other is refused.
 pub const KNOWN_PLAYER: &str = "4711";
@@ -151,34 +153,10 @@ impl Drop for BalanceEndpoint {
 /// One request per connection, answered with `Connection: close` and a `Date` header.
 fn serve<S: Read + Write>(stream: S, peer: &str, state: &State) {
     let mut reader = BufReader::new(stream);
-    let (mut length, mut token, mut content_type) = (0usize, None::<String>, None::<String>);
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
-    }
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let header = line.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            let value = Some(value.trim().to_owned());
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = value.and_then(|v| v.parse().ok()).unwrap_or(0),
-                "x-service-token" => token = value,
-                "content-type" => content_type = value,
-                _ => {}
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+    let Some(request) = HttpRequest::read(&mut reader) else { return };
+    let token = request.header("x-service-token").map(str::to_owned);
+    let content_type = request.header("content-type").map(str::to_owned);
+    let body = request.body;
     if let Some(raw) = &state.raw_answer {
         state.seen.lock().unwrap().push(Seen {
             token,

@@ -252,37 +252,51 @@ impl Drop for Endpoint {
     }
 }
 
+/// One HTTP/1.1 request as the test servers read it (one a connection): its head as it came
+/// (request line and headers), the headers by lower-case name, and the `Content-Length` bytes
+/// of its body.
+pub struct HttpRequest {
+    pub head: String,
+    pub headers: HashMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+impl HttpRequest {
+    /// The next request on `reader`; `None` when the client went away before all of it came.
+    pub fn read(reader: &mut impl BufRead) -> Option<HttpRequest> {
+        let (mut head, mut headers) = (String::new(), HashMap::new());
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            head.push_str(&line);
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+            }
+        }
+        let length = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        Some(HttpRequest { head, headers, body })
+    }
+
+    /// The header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+}
+
 /// One request per connection, answered with `Connection: close`.
 fn serve<S: Read + Write>(stream: S, peer: &str, state: &State) {
     let mut reader = BufReader::new(stream);
-    let (mut length, mut token) = (0usize, None::<String>);
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
-    }
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let header = line.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = value.trim().parse().unwrap_or(0),
-                "x-service-token" => token = Some(value.trim().to_owned()),
-                _ => {}
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+    let Some(request) = HttpRequest::read(&mut reader) else { return };
     *state.requests.lock().unwrap() += 1;
-    let (status, answer) = handle(state, token.as_deref(), peer, &body);
+    let (status, answer) = handle(state, request.header("x-service-token"), peer, &request.body);
     let reason = if status == 200 { "OK" } else { "Error" };
     let response = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
@@ -351,4 +365,39 @@ pub fn ca_file(scratch: &Scratch, sandbox: &ServerHandle) -> PathBuf {
 
 pub fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
+}
+
+/// A refund body: `transaction_id` at `index` (its buyTransactionId a million above).
+pub fn refund_body(transaction_id: i64, index: i64) -> String {
+    format!(
+        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{transaction_id}","playerIdentifier":"player-1","transactionId":{transaction_id},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{transaction_id}","gameId":1001,"isMobile":false,"index":{index}}}"#,
+        transaction_id + 1_000_000
+    )
+}
+
+/// The journal's delivery of a body the library accepts.
+pub fn delivery(body: &str) -> Delivery {
+    Delivery::of(&slotpartner::parse(body.as_bytes(), &slotpartner::ParseOptions::default()).unwrap())
+}
+
+/// A journal of refunds (transactionId 700 + index) handled at the indexes 1 to `last` but those
+/// in `skip`.
+pub fn journal_of_refunds(scratch: &Scratch, last: i64, skip: &[i64]) -> (String, Arc<Journal>) {
+    let url = scratch.journal_url();
+    let journal = open_journal(&url);
+    for index in (1..=last).filter(|i| !skip.contains(i)) {
+        let Begin::New(claim) = journal.begin(&delivery(&refund_body(700 + index, index))).unwrap() else { panic!() };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    (url, journal)
+}
+
+/// A summary line's `key=value` pairs (`recover`'s text output).
+pub fn summary(out: &Run) -> HashMap<String, String> {
+    out.stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("summary "))
+        .flat_map(|l| l.split(' '))
+        .filter_map(|pair| pair.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect()
 }
