@@ -293,6 +293,30 @@ typedef enum sp_export_format {
 } sp_export_format;
 
 /**
+ * What an `sp_sql_value` holds.
+ */
+typedef enum sp_sql_kind {
+  /**
+   * SQL `NULL`; `int_value`, `bytes` and `len` are not read.
+   */
+  SP_SQL_NULL = 0,
+  /**
+   * `int_value`, a 64-bit integer (an amount in minor units, an id).
+   */
+  SP_SQL_INT = 1,
+  /**
+   * `len` bytes of UTF-8 text at `bytes` (no NUL needed; NULL with `len` 0 is the empty
+   * text). On PostgreSQL sent in text format, so that the server reads it as the parameter's
+   * type (`numeric`, `timestamptz`, `uuid`, ...).
+   */
+  SP_SQL_TEXT = 2,
+  /**
+   * `len` bytes at `bytes` (`bytea` on PostgreSQL, a blob on SQLite).
+   */
+  SP_SQL_BLOB = 3,
+} sp_sql_kind;
+
+/**
  * A client of the service. Created by `sp_client_new`, freed by `sp_client_free`. Immutable
  * and thread-safe: share one client among all threads; it keeps connections alive between
  * calls.
@@ -861,6 +885,18 @@ typedef struct sp_recovery_summary {
 } sp_recovery_summary;
 
 /**
+ * One parameter of a staged statement, read by `sp_event_stage` and copied: the caller's memory
+ * is not kept. `kind` is an `sp_sql_kind` held as an integer, so that any value a host writes is
+ * read safely: another value is refused.
+ */
+typedef struct sp_sql_value {
+  uint32_t kind;
+  int64_t int_value;
+  const uint8_t *bytes;
+  size_t len;
+} sp_sql_value;
+
+/**
  * The header of a record written by `sp_receiver_handle_record`: every number and flag of the
  * event, with `strings_len` bytes of strings right after it (at
  * `(const uint8_t *)record + sizeof(sp_record)`), laid out as `sp_event.strings` describes: the
@@ -1270,6 +1306,10 @@ bool sp_event_reply_pruned(const struct sp_event *event);
 /**
  * Stores the reply of a claimed event in the journal, once the partner committed its own work:
  * every later delivery of the same event gets it, byte for byte (a `success:false` reply too).
+ * The statements staged on the event (`sp_event_stage`) run in the same transaction, after the
+ * claim is confirmed this event's: the partner's work and the reply commit together, or
+ * neither. A staged statement that fails gives `SP_ERR_JOURNAL` (field `statements[N]`):
+ * nothing was stored, the claim stays held and the statements stay staged.
  * `reply`/`len` is the reply to store, or NULL (with `len` 0) for the reply last built for the
  * event (`sp_event_reply`, `sp_event_reply_balance`), which is what a host sends. Does nothing
  * and succeeds for an event answered from the journal (`SP_BEGIN_DONE`), not journaled
@@ -1281,7 +1321,8 @@ bool sp_event_reply_pruned(const struct sp_event *event);
  *   partner's logic again);
  * - "taken over by attempt N": its lease expired and another delivery claimed it as attempt N.
  *   The partner's work was done, so send the reply all the same (the other delivery finds the
- *   credit in the ledger).
+ *   credit in the ledger); but when statements were staged, none of them ran: answer 503, and
+ *   the delivery holding the key runs the logic.
  *
  * Fails with `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or
  * when no reply was built (the claim stays: finish it again or abandon it), or when the event
@@ -2140,6 +2181,44 @@ enum sp_status sp_receiver_reply_balance(const struct sp_receiver *receiver,
  * used afterwards.
  */
 void sp_buffer_free(struct sp_buffer *buffer);
+
+/**
+ * Stages a statement of the partner's own (its ledger's credit, say) on the claim `event` holds,
+ * to run when `sp_event_finish` stores the reply: in the same transaction, after the claim is
+ * confirmed this event's, in the order staged. The credit and the stored reply then commit
+ * together, with one durable commit, or not at all; exactly once no longer rests on the ledger's
+ * own unique key. Use it when the ledger lives in the journal's database.
+ *
+ * `sql` (`sql_len` bytes of UTF-8, no NUL needed) is the database's own dialect with its own
+ * positional placeholders (`$1` on PostgreSQL, `?` or `?1` on SQLite); `params` holds
+ * `params_len` values bound to them, never spliced into the text. Both are copied. A statement
+ * is run for its effect: its rows, if any, are not read, so a reply cannot depend on them
+ * (logic that must read first keeps its own transaction and the ledger's unique key).
+ *
+ * `sp_event_finish` runs them all or none: when one fails it answers `SP_ERR_JOURNAL`, field
+ * `statements[N]` (from 0), naming the statement and the database's error; nothing was stored,
+ * the claim is still held and the statements stay staged (finish again, or abandon).
+ * `SP_ERR_CLAIM_LOST` from `sp_event_finish` means no staged statement ran: answer 503 and let
+ * the delivery that holds the key now run the logic. `sp_event_abandon` and `sp_event_free`
+ * drop them unrun.
+ *
+ * Fails with `SP_ERR_INVALID_ARGUMENT`, staging nothing: field `event` when it holds no claim
+ * (not begun, answered from the journal, not journaled, finished or abandoned: no finish would
+ * run the statement); field `sql` when it is NULL, empty, not UTF-8, longer than 1 MiB, begins
+ * transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `SET TRANSACTION`...: the
+ * journal's), or 1,000 statements are staged already; field `params` when `params_len` exceeds
+ * 65,535 or `params` is NULL with `params_len` above 0; field `params[N].kind` for an unknown
+ * kind, `params[N].bytes` for text that is not UTF-8 or bytes NULL with `len` above 0.
+ *
+ * # Safety
+ * `event` is NULL or live and used by no other thread; `sql` is NULL or `sql_len` readable bytes;
+ * `params` is NULL or `params_len` readable values, each `bytes` NULL or `len` readable bytes.
+ */
+enum sp_status sp_event_stage(struct sp_event *event,
+                              const char *sql,
+                              size_t sql_len,
+                              const struct sp_sql_value *params,
+                              size_t params_len);
 
 /**
  * The name of a status code, such as `"SP_ERR_WRONG_TYPE"`: a static NUL-terminated string,

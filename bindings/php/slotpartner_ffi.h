@@ -71,6 +71,13 @@ typedef enum sp_export_format {
   SP_EXPORT_JSONL = 2,
 } sp_export_format;
 
+typedef enum sp_sql_kind {
+  SP_SQL_NULL = 0,
+  SP_SQL_INT = 1,
+  SP_SQL_TEXT = 2,
+  SP_SQL_BLOB = 3,
+} sp_sql_kind;
+
 typedef struct sp_client sp_client;
 
 typedef struct sp_client_config sp_client_config;
@@ -277,6 +284,13 @@ typedef struct sp_recovery_summary {
   size_t failures_len;
   size_t unrecoverable;
 } sp_recovery_summary;
+
+typedef struct sp_sql_value {
+  uint32_t kind;
+  int64_t int_value;
+  const uint8_t *bytes;
+  size_t len;
+} sp_sql_value;
 
 typedef struct sp_record {
   size_t size;
@@ -590,6 +604,12 @@ enum sp_status sp_receiver_reply_balance(const struct sp_receiver *receiver,
                                          size_t *len);
 
 void sp_buffer_free(struct sp_buffer *buffer);
+
+enum sp_status sp_event_stage(struct sp_event *event,
+                              const char *sql,
+                              size_t sql_len,
+                              const struct sp_sql_value *params,
+                              size_t params_len);
 
 const char *sp_status_name(int32_t code);
 

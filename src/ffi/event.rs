@@ -12,7 +12,7 @@ use crate::ffi::args;
 use crate::ffi::owned;
 use crate::ffi::status::sp_status;
 use crate::ffi::str::{Arena, sp_str};
-use crate::journal::{Begin, Claim, Delivery};
+use crate::journal::{Begin, Claim, Delivery, Staged};
 
 /// Which typed struct an `sp_event` carries.
 #[repr(C)]
@@ -168,6 +168,9 @@ struct EventBox {
     /// `Claim::reply_pruned` of the event's claim. Set when the event is claimed and kept after
     /// it settles.
     reply_pruned: bool,
+    /// The partner's statements staged on the claim (`sp_event_stage`), run by `sp_event_finish`
+    /// in the transaction that stores the reply; dropped when the claim ends any other way.
+    staged: Vec<Staged>,
 }
 
 /// `Claim::differing` as the NUL-terminated text `sp_event_differing` views.
@@ -405,6 +408,7 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
         differing: differing_text(&journaled),
         reply_pruned: matches!(&journaled, Journaled::Claimed(claim) if claim.reply_pruned()),
         journaled,
+        staged: Vec::new(),
     });
     // The box is handed out first and its views taken from the pointer handed out, by address
     // alone, so that neither a later move nor a later borrow of the box invalidates them.
@@ -543,6 +547,27 @@ pub unsafe extern "C" fn sp_event_free(event: *mut sp_event) {
 unsafe fn event_box_mut<'a>(event: *mut sp_event) -> crate::Result<&'a mut EventBox> {
     // SAFETY: sp_event is the first field of the repr(C) EventBox that into_raw allocated.
     unsafe { args::object_mut("event", event.cast::<EventBox>()) }
+}
+
+/// Stages `statement` on the claim `event` holds (see `sp_event_stage`). Errors:
+/// `InvalidArgument` (field `event`) when the event holds no claim, or (field `sql`) when
+/// `MAX_STAGED` statements are staged already.
+///
+/// # Safety
+/// As for `event_box_mut`.
+pub(super) unsafe fn stage(event: *mut sp_event, statement: Staged) -> crate::Result<()> {
+    // SAFETY: the caller's promise, passed on.
+    let b = unsafe { event_box_mut(event)? };
+    if !matches!(b.journaled, Journaled::Claimed(_)) {
+        let problem = match b.journaled {
+            Journaled::NotBegun => "was not begun (sp_event_begin): only a claimed delivery (SP_BEGIN_NEW) runs staged statements",
+            _ => "holds no claim (answered from the journal, not journaled, finished, abandoned or lost): no finish would run the statement",
+        };
+        return Err(Error::field(ErrorKind::InvalidArgument, "event", problem));
+    }
+    crate::journal::check_staged_room(b.staged.len())?;
+    b.staged.push(statement);
+    Ok(())
 }
 
 /// The box behind an event pointer, to read it: a shared reference, so that threads reading one
@@ -758,6 +783,10 @@ pub unsafe extern "C" fn sp_event_reply_pruned(event: *const sp_event) -> bool {
 
 /// Stores the reply of a claimed event in the journal, once the partner committed its own work:
 /// every later delivery of the same event gets it, byte for byte (a `success:false` reply too).
+/// The statements staged on the event (`sp_event_stage`) run in the same transaction, after the
+/// claim is confirmed this event's: the partner's work and the reply commit together, or
+/// neither. A staged statement that fails gives `SP_ERR_JOURNAL` (field `statements[N]`):
+/// nothing was stored, the claim stays held and the statements stay staged.
 /// `reply`/`len` is the reply to store, or NULL (with `len` 0) for the reply last built for the
 /// event (`sp_event_reply`, `sp_event_reply_balance`), which is what a host sends. Does nothing
 /// and succeeds for an event answered from the journal (`SP_BEGIN_DONE`), not journaled
@@ -769,7 +798,8 @@ pub unsafe extern "C" fn sp_event_reply_pruned(event: *const sp_event) -> bool {
 ///   partner's logic again);
 /// - "taken over by attempt N": its lease expired and another delivery claimed it as attempt N.
 ///   The partner's work was done, so send the reply all the same (the other delivery finds the
-///   credit in the ledger).
+///   credit in the ledger); but when statements were staged, none of them ran: answer 503, and
+///   the delivery holding the key runs the logic.
 ///
 /// Fails with `SP_ERR_INVALID_ARGUMENT` (field `reply`) for a reply over the journal's limit or
 /// when no reply was built (the claim stays: finish it again or abandon it), or when the event
@@ -792,14 +822,16 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
             return Err(Error::field(ErrorKind::InvalidArgument, "reply", problem).into());
         }
         let journal = b.receiver.journal().expect("a claimed event's receiver has a journal");
-        match journal.finish(claim, reply) {
+        match journal.finish_with(claim, reply, &b.staged) {
             Ok(()) => {
                 b.journaled = Journaled::Settled;
+                b.staged = Vec::new();
                 Ok(())
             }
             Err(error) => {
                 if error.kind == ErrorKind::ClaimLost {
                     b.journaled = Journaled::Lost { error: error.clone(), verb: "finish" };
+                    b.staged = Vec::new();
                 }
                 Err(error.into())
             }
@@ -834,11 +866,13 @@ pub unsafe extern "C" fn sp_event_abandon(event: *mut sp_event) -> sp_status {
         match journal.abandon(claim) {
             Ok(()) => {
                 b.journaled = Journaled::Abandoned(abandoned_error(claim));
+                b.staged = Vec::new();
                 Ok(())
             }
             Err(error) => {
                 if error.kind == ErrorKind::ClaimLost {
                     b.journaled = Journaled::Lost { error: error.clone(), verb: "abandon" };
+                    b.staged = Vec::new();
                 }
                 Err(error.into())
             }

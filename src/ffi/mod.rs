@@ -17,6 +17,7 @@ pub mod receiver;
 pub mod record;
 pub mod recovery;
 pub mod reply;
+pub mod staged;
 
 pub mod status;
 pub mod str;

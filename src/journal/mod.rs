@@ -37,6 +37,7 @@ pub mod recovery;
 mod schema;
 mod sql;
 mod sqlite;
+mod staged;
 mod time;
 mod write_gate;
 
@@ -54,6 +55,7 @@ pub use export_format::{COLUMNS as EXPORT_COLUMNS, ExportFormat, ExportWriter};
 pub use key::{DECISIVE, Delivery, decisive_differences};
 pub use lock::{RECOVERY_LOCK, RecoveryLock, host_name};
 pub use prune::{PruneOptions, PruneReport};
+pub use staged::{MAX_PARAMS, MAX_SQL_BYTES, MAX_STAGED, SqlValue, Staged, check_room as check_staged_room};
 pub use time::{parse_time, rfc3339_ms};
 
 /// The schema version this release writes; it migrates journals of versions 1 and 2 when it
@@ -296,7 +298,7 @@ pub(crate) trait Store: Send + Sync {
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step>;
     /// Records the index of a delivery that is not claimed.
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()>;
-    fn finish(&self, claim: &Claim, reply: &[u8], options: &JournalOptions) -> Result<()>;
+    fn finish(&self, claim: &Claim, reply: &[u8], staged: &[Staged], options: &JournalOptions) -> Result<()>;
     fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()>;
     fn record_refused(
         &self,
@@ -504,6 +506,19 @@ impl Journal {
     /// no longer this worker's (its lease expired and another delivery took it over): nothing
     /// is stored; `Journal` when the storage fails.
     pub fn finish(&self, claim: &Claim, reply: &[u8]) -> Result<()> {
+        self.finish_with(claim, reply, &[])
+    }
+
+    /// `finish`, running the partner's `staged` statements (its ledger's credit, say) in the
+    /// same transaction, after the claim is confirmed this worker's and before the reply is
+    /// committed with it: the credit and the stored reply are made together, with one durable
+    /// commit, or not at all (see `Staged`). Exactly once then holds without the ledger's own
+    /// unique key: a worker dying before the commit leaves neither, and the next delivery runs
+    /// the logic again.
+    /// Errors: as `finish`; `Journal` (field `statements[N]`) when a staged statement fails:
+    /// nothing was stored, no statement took effect, the claim is still held (finish again, or
+    /// abandon it); `ClaimLost`: no staged statement was run.
+    pub fn finish_with(&self, claim: &Claim, reply: &[u8], staged: &[Staged]) -> Result<()> {
         if !claim.held_by_this_process() {
             return Err(claim.not_this_process("finish"));
         }
@@ -521,7 +536,7 @@ impl Journal {
         }
         {
             let _inside = self.pass()?;
-            self.store.finish(claim, reply, &self.options)?;
+            self.store.finish(claim, reply, staged, &self.options)?;
         }
         self.run_retention();
         Ok(())

@@ -37,9 +37,11 @@ use super::gaps::{self, Run, Runs};
 use super::key::{self, Delivery};
 use super::pool::{Pool, Pooled, Registry};
 use super::schema::{self, Counter};
+use super::staged::Staged;
 use super::sql::{LeaseClock, Sql, SqlRow, Value, dollar_params};
 use super::{AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
 
+mod staged;
 mod tls;
 
 /// Journals by URL, kept for the life of the process.
@@ -97,6 +99,8 @@ pub(crate) struct Postgres {
 struct PgConn {
     client: Client,
     statements: HashMap<&'static str, Statement>,
+    /// The partner's staged statements prepared on this connection.
+    staged: staged::Prepared,
     lock_timeout: Duration,
     /// `Postgres::generation` when it was opened.
     generation: u64,
@@ -147,6 +151,7 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 struct Tx<'a> {
     client: &'a mut Client,
     statements: &'a mut HashMap<&'static str, Statement>,
+    staged: &'a mut staged::Prepared,
 }
 
 impl Tx<'_> {
@@ -321,7 +326,7 @@ impl Postgres {
             error
         })?;
         client.batch_execute(&session_settings(options)).map_err(|e| self.error(&e))?;
-        Ok(PgConn { client, statements: HashMap::new(), lock_timeout: options.lock_timeout, generation })
+        Ok(PgConn { client, statements: HashMap::new(), staged: staged::Prepared::default(), lock_timeout: options.lock_timeout, generation })
     }
 
     /// A connection for one transaction: a kept one, unless it is closed or was opened before a
@@ -414,8 +419,8 @@ impl Postgres {
                 return Err(self.error(&e));
             }
             let result = {
-                let PgConn { client, statements, .. } = &mut *conn;
-                let mut tx = Tx { client, statements };
+                let PgConn { client, statements, staged, .. } = &mut *conn;
+                let mut tx = Tx { client, statements, staged };
                 work(&mut tx)
             };
             // Whether a failure leaves the outcome unknown: it came at a single statement or at
@@ -941,14 +946,23 @@ impl super::Store for Postgres {
         Ok(())
     }
 
-    fn finish(&self, claim: &Claim, reply: &[u8], options: &JournalOptions) -> Result<()> {
+    fn finish(&self, claim: &Claim, reply: &[u8], staged: &[Staged], options: &JournalOptions) -> Result<()> {
         let shard = self.shard();
         let commit = match options.synchronous {
             Synchronous::Full => "on",
             Synchronous::Normal => "off",
         };
-        let (done, retried) = self.transaction_retried(options, Mode::Single, |tx| {
-            Ok(counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?)? == 1)
+        // With staged statements, one transaction: the reply stored first (which confirms the
+        // claim is this worker's), then the partner's statements, committed durably together.
+        // Run again after a lost connection as `Single` is: a second run finds the reply stored
+        // by the first (if that committed) and runs nothing.
+        let mode = if staged.is_empty() { Mode::Single } else { Mode::Normal };
+        let (done, retried) = self.transaction_retried(options, mode, |tx| {
+            let done = counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?)? == 1;
+            if done && !staged.is_empty() {
+                staged::run(tx.client, tx.staged, staged)?;
+            }
+            Ok(done)
         })?;
         if done {
             return Ok(());

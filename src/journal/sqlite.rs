@@ -28,6 +28,7 @@ use super::gaps::{self, Run, Runs};
 use super::key::{self, Delivery};
 use super::pool::{Pool, Registry};
 use super::schema::{self, Counter};
+use super::staged::{self, SqlValue, Staged};
 use super::sql::{LeaseClock, Sql, SqlRow, Value};
 use super::write_gate::WriteGate;
 use super::{AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous, now_ms};
@@ -366,6 +367,32 @@ impl Sqlite {
         })();
         self.done(&mut conn, result)
     }
+}
+
+/// Runs the partner's staged statements in order inside `tx` (the transaction of `finish`);
+/// the first failure names its statement, and the caller's rollback undoes them all.
+fn run_staged(tx: &Transaction<'_>, staged: &[Staged]) -> TxResult<()> {
+    use rusqlite::types::Value as Bound;
+    for (at, statement) in staged.iter().enumerate() {
+        let bound = statement.params().iter().map(|value| match value {
+            SqlValue::Null => Bound::Null,
+            SqlValue::Int(v) => Bound::Integer(*v),
+            SqlValue::Text(v) => Bound::Text(v.clone()),
+            SqlValue::Blob(v) => Bound::Blob(v.clone()),
+        });
+        let ran = tx
+            .prepare_cached(statement.sql())
+            .and_then(|mut prepared| prepared.execute(rusqlite::params_from_iter(bound)));
+        if let Err(e) = ran {
+            return Err(Fail::Journal(staged::failed(at + 1, statement, &e.to_string())));
+        }
+        if tx.is_autocommit() {
+            // Ended the transaction by a way the text check cannot see (a statement in a trigger
+            // cannot, but a future dialect might): refuse rather than commit half.
+            return Err(Fail::Journal(staged::failed(at + 1, statement, "it ended the journal's transaction")));
+        }
+    }
+    Ok(())
 }
 
 /// Creates what version 2 adds (`schema::SQLITE_V2`, then each of `schema::SQLITE_V2_COLUMNS`
@@ -743,13 +770,14 @@ impl super::Store for Sqlite {
         self.transaction(options, true, false, |tx| record_index(tx, &self.label, index, None, None, options).map(drop))
     }
 
-    fn finish(&self, claim: &Claim, reply: &[u8], options: &JournalOptions) -> Result<()> {
+    fn finish(&self, claim: &Claim, reply: &[u8], staged: &[Staged], options: &JournalOptions) -> Result<()> {
         let lost = self.transaction(options, true, true, |tx| {
             let sql = "UPDATE sp_journal_delivery SET state = 'done', reply = ?3, token = NULL, updated_ms = ?4, finished_ms = ?4 WHERE key = ?1 AND state = 'claimed' AND token = ?2";
             let now = now_ms();
             if tx.prepare_cached(sql)?.execute(params![claim.key, &claim.token[..], reply, now])? == 1 {
                 let sql = "UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = 0";
                 tx.prepare_cached(sql)?.execute([])?;
+                run_staged(tx, staged)?;
                 return Ok(None);
             }
             lost_state(tx, claim).map(Some)

@@ -1,0 +1,183 @@
+//! Statements of the partner's own, staged on a claim and run inside the transaction that stores
+//! its reply (`Journal::finish_with`): the ledger's credit and the stored reply commit together,
+//! with one durable commit, or not at all.
+//!
+//! They are queued, not run through a callback: the partner decides its reply first, stages the
+//! writes that go with it (a ledger row, a balance update), and `finish` runs them in order after
+//! it has confirmed that the claim is still this worker's. A statement that fails rolls back the
+//! whole transaction: no credit, no stored reply, the claim still held. The partner cannot read
+//! a staged statement's result before deciding the reply; logic that must read first keeps its
+//! own transaction and the ledger's unique key (see the module documentation of `journal`).
+//!
+//! The SQL is the database's own dialect, with its own positional placeholders: `$1, $2` on
+//! PostgreSQL, `?` or `?1` on SQLite. Parameters are bound, never spliced into the text.
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The most statements one claim may stage.
+pub const MAX_STAGED: usize = 1000;
+/// The most parameters one statement may bind (PostgreSQL's protocol limit).
+pub const MAX_PARAMS: usize = 65_535;
+/// The longest statement text, in bytes.
+pub const MAX_SQL_BYTES: usize = 1 << 20;
+
+/// A value bound to a staged statement's parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SqlValue {
+    /// SQL `NULL`.
+    Null,
+    /// A 64-bit integer (an amount in minor units, an id).
+    Int(i64),
+    /// UTF-8 text; on PostgreSQL sent in text format, so that the server converts it to the
+    /// column's type (`numeric`, `timestamptz`, `uuid`, ...).
+    Text(String),
+    /// Bytes (`bytea` on PostgreSQL, a blob on SQLite).
+    Blob(Vec<u8>),
+}
+
+/// One statement of the partner's, with its parameters, staged on a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Staged {
+    sql: String,
+    params: Vec<SqlValue>,
+}
+
+impl Staged {
+    /// Checks and keeps `sql` with `params`. Errors: `InvalidArgument` naming `sql` (empty, over
+    /// `MAX_SQL_BYTES`, or transaction control such as `COMMIT`, which is the journal's) or
+    /// `params` (more than `MAX_PARAMS`).
+    pub fn new(sql: impl Into<String>, params: Vec<SqlValue>) -> Result<Staged> {
+        let sql = sql.into();
+        let invalid = |field: &str, problem: String| Err(Error::field(ErrorKind::InvalidArgument, field, problem));
+        if sql.trim().is_empty() {
+            return invalid("sql", "is empty".to_owned());
+        }
+        if sql.len() > MAX_SQL_BYTES {
+            return invalid("sql", format!("is {} bytes, more than the limit of {MAX_SQL_BYTES}", sql.len()));
+        }
+        if let Some(word) = transaction_control(&sql) {
+            return invalid(
+                "sql",
+                format!("starts with {word}: the journal begins and commits the transaction staged statements run in"),
+            );
+        }
+        if params.len() > MAX_PARAMS {
+            return invalid("params", format!("has {} values, more than the limit of {MAX_PARAMS}", params.len()));
+        }
+        Ok(Staged { sql, params })
+    }
+
+    /// The statement's text.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// The statement's parameters, in order.
+    pub fn params(&self) -> &[SqlValue] {
+        &self.params
+    }
+}
+
+/// Checks that one more statement may be staged beside `already` others.
+pub fn check_room(already: usize) -> Result<()> {
+    if already >= MAX_STAGED {
+        return Err(Error::field(
+            ErrorKind::InvalidArgument,
+            "sql",
+            format!("{MAX_STAGED} statements are staged already, the most one claim may carry"),
+        ));
+    }
+    Ok(())
+}
+
+/// The error of staged statement `number` (from 1) failing with the database's `problem`:
+/// nothing was stored and the claim is still held.
+pub(crate) fn failed(number: usize, staged: &Staged, problem: &str) -> Error {
+    Error::field(
+        ErrorKind::Journal,
+        format!("statements[{}]", number - 1),
+        format!(
+            "staged statement {number} ({}) failed: {problem}; the transaction was rolled back: nothing was stored, no staged statement took effect, and the claim is still held (finish again or abandon it)",
+            sql_excerpt(&staged.sql)
+        ),
+    )
+}
+
+/// The first 60 characters of `sql` on one line, for messages.
+fn sql_excerpt(sql: &str) -> String {
+    let one_line: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(60) {
+        Some((at, _)) => format!("{}...", &one_line[..at]),
+        None => one_line,
+    }
+}
+
+/// The transaction-control keyword `sql` starts with, after blanks and comments, if any.
+fn transaction_control(sql: &str) -> Option<String> {
+    const CONTROL: [&str; 10] =
+        ["BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE", "PREPARE", "SET"];
+    let word: String = skip_blanks_and_comments(sql).chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let upper = word.to_ascii_uppercase();
+    if !CONTROL.contains(&upper.as_str()) {
+        return None;
+    }
+    if upper == "SET" {
+        // SET TRANSACTION / SET SESSION CHARACTERISTICS change the journal's transaction; other
+        // settings are the partner's to make.
+        let rest = skip_blanks_and_comments(&skip_blanks_and_comments(sql)[word.len()..]).to_ascii_uppercase();
+        if !(rest.starts_with("TRANSACTION") || rest.starts_with("SESSION CHARACTERISTICS")) {
+            return None;
+        }
+        return Some("SET TRANSACTION".to_owned());
+    }
+    Some(upper)
+}
+
+/// `sql` past leading white space, `-- line` comments and `/* block */` comments.
+fn skip_blanks_and_comments(mut sql: &str) -> &str {
+    loop {
+        let trimmed = sql.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("--") {
+            sql = rest.find('\n').map_or("", |at| &rest[at + 1..]);
+        } else if let Some(rest) = trimmed.strip_prefix("/*") {
+            sql = rest.find("*/").map_or("", |at| &rest[at + 2..]);
+        } else {
+            return trimmed;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_transaction_control_behind_blanks_and_comments() {
+        for sql in ["COMMIT", "  commit;", "/* x */ -- y\n Rollback", "begin", "SAVEPOINT a", "set transaction read only"] {
+            let error = Staged::new(sql, vec![]).unwrap_err();
+            assert_eq!(error.field, "sql", "{sql}");
+            assert!(error.message.contains("the journal begins and commits"), "{sql}: {}", error.message);
+        }
+        for sql in ["INSERT INTO credits VALUES (1)", "SET search_path = ledger", "UPDATE ends SET x = 1", "/* COMMIT */ DELETE FROM t"] {
+            assert!(Staged::new(sql, vec![]).is_ok(), "{sql}");
+        }
+    }
+
+    #[test]
+    fn refuses_empty_and_oversized() {
+        assert_eq!(Staged::new(" \n", vec![]).unwrap_err().field, "sql");
+        let error = Staged::new("SELECT 1", vec![SqlValue::Null; MAX_PARAMS + 1]).unwrap_err();
+        assert_eq!(error.field, "params");
+        assert!(check_room(MAX_STAGED - 1).is_ok());
+        assert!(check_room(MAX_STAGED).is_err());
+    }
+
+    #[test]
+    fn failure_names_the_statement_and_what_stays() {
+        let staged = Staged::new("INSERT   INTO credits\n (a) VALUES ($1)", vec![SqlValue::Int(1)]).unwrap();
+        let error = failed(2, &staged, "duplicate key");
+        assert_eq!(error.field, "statements[1]");
+        assert!(error.message.contains("staged statement 2 (INSERT INTO credits (a) VALUES ($1)) failed: duplicate key"));
+        assert!(error.message.contains("the claim is still held"));
+    }
+}
