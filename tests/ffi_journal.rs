@@ -1599,3 +1599,154 @@ fn a_backup_answers_repeats_and_never_replaces_a_file() {
     free_journal(rc, copy);
     free_journal(r, journal);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Staged statements: the partner's SQL run by `sp_event_finish` with the reply.
+
+use slotpartner::ffi::staged::{sp_event_stage, sp_sql_kind, sp_sql_value};
+
+fn sql_int(v: i64) -> sp_sql_value {
+    sp_sql_value { kind: sp_sql_kind::SP_SQL_INT as u32, int_value: v, bytes: ptr::null(), len: 0 }
+}
+
+fn sql_text(v: &[u8]) -> sp_sql_value {
+    sp_sql_value { kind: sp_sql_kind::SP_SQL_TEXT as u32, int_value: 0, bytes: v.as_ptr(), len: v.len() }
+}
+
+fn stage(ev: *mut sp_event, sql: &str, params: &[sp_sql_value]) -> sp_status {
+    // SAFETY: a live event (or NULL), readable text and values.
+    unsafe { sp_event_stage(ev, sql.as_ptr().cast(), sql.len(), params.as_ptr(), params.len()) }
+}
+
+/// The status and field of a refused call.
+fn refused_naming(got: sp_status, status: sp_status, field: &str) {
+    assert_eq!(got, status, "expected {status:?} naming {field}");
+    let e = last_error();
+    assert_eq!(text(e.field), field, "{}", text(e.message));
+}
+
+fn ledger_rows(dir: &TempDir) -> Vec<(i64, String)> {
+    let db = rusqlite::Connection::open(dir.0.join("journal.db")).unwrap();
+    let mut rows = db.prepare("SELECT transaction_id, note FROM ledger ORDER BY rowid").unwrap();
+    rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+}
+
+/// Staged statements run once, with the reply, in order; a failing one stores nothing and keeps
+/// the claim and the statements; an event holding no claim stages nothing; freeing a claimed
+/// event drops its statements unrun.
+#[test]
+fn staged_statements_run_with_the_reply_or_not_at_all() {
+    let dir = TempDir::new("staged");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let db = rusqlite::Connection::open(dir.0.join("journal.db")).unwrap();
+    db.execute_batch("CREATE TABLE ledger (transaction_id INTEGER UNIQUE, note TEXT)").unwrap();
+    let r = receiver(journal);
+    let insert = "INSERT INTO ledger (transaction_id, note) VALUES (?1, ?2)";
+
+    // Not begun: refused, naming the event.
+    let ev = handle(r, &refund(1, 1, 1)).unwrap();
+    refused_naming(stage(ev, insert, &[sql_int(1), sql_text(b"a")]), SP_ERR_INVALID_ARGUMENT, "event");
+    assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_NEW);
+    reply(ev, true, None);
+    assert_eq!(stage(ev, insert, &[sql_int(1), sql_text(b"first")]), SP_OK);
+    // The second fails at finish: nothing of the first stays, the claim and both stay staged.
+    assert_eq!(
+        stage(ev, "INSERT INTO ledger (transaction_id, note) VALUES (?1, ?2)", &[sql_int(1), sql_text(b"dup")]),
+        SP_OK
+    );
+    refused_naming(finish(ev), SP_ERR_JOURNAL, "statements[1]");
+    assert!(text(last_error().message).contains("UNIQUE"), "the database's words");
+    assert_eq!(last_error().http_status, 503);
+    assert!(ledger_rows(&dir).is_empty());
+    free(ev); // abandons the claim: its statements never run
+    assert!(ledger_rows(&dir).is_empty());
+
+    // Attempt 2 stages one good statement and finishes; then the event holds no claim.
+    let ev = handle(r, &refund(1, 1, 1)).unwrap();
+    let claim = begin(ev).unwrap();
+    assert_eq!((claim.outcome, claim.attempt), (sp_begin::SP_BEGIN_NEW, 2));
+    reply(ev, true, None);
+    assert_eq!(stage(ev, insert, &[sql_int(1), sql_text("Grüße".as_bytes())]), SP_OK);
+    assert_eq!(finish(ev), SP_OK);
+    assert_eq!(ledger_rows(&dir), vec![(1, "Grüße".to_owned())]);
+    refused_naming(stage(ev, insert, &[sql_int(1), sql_text(b"late")]), SP_ERR_INVALID_ARGUMENT, "event");
+    free(ev);
+    // A repeat is answered from the journal and stages nothing.
+    let ev = handle(r, &refund(1, 1, 1)).unwrap();
+    assert_eq!(begin(ev).unwrap().outcome, sp_begin::SP_BEGIN_DONE);
+    refused_naming(stage(ev, insert, &[sql_int(1), sql_text(b"again")]), SP_ERR_INVALID_ARGUMENT, "event");
+    free(ev);
+    assert_eq!(ledger_rows(&dir).len(), 1);
+
+    // Abandoned: the staged statement is dropped, and finishing fails as for any abandon.
+    let ev = handle(r, &refund(2, 2, 1)).unwrap();
+    begin(ev).unwrap();
+    reply(ev, true, None);
+    assert_eq!(stage(ev, insert, &[sql_int(2), sql_text(b"x")]), SP_OK);
+    assert_eq!(abandon(ev), SP_OK);
+    assert_eq!(finish(ev), SP_ERR_CLAIM_LOST);
+    free(ev);
+    assert_eq!(ledger_rows(&dir).len(), 1);
+    free_journal(r, journal);
+}
+
+/// What a careless host hands `sp_event_stage`: NULL everywhere, `SIZE_MAX` lengths, unknown
+/// kinds, text that is not UTF-8, transaction control, and the library's own last error message
+/// as the SQL. Each is refused naming its argument, and nothing is staged.
+#[test]
+fn staging_refuses_careless_arguments() {
+    let dir = TempDir::new("staged-careless");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    let ev = handle(r, &refund(3, 3, 1)).unwrap();
+    begin(ev).unwrap();
+    reply(ev, true, None);
+    let ok = "SELECT 1";
+    refused_naming(stage(ptr::null_mut(), ok, &[]), SP_ERR_INVALID_ARGUMENT, "event");
+    // SAFETY (each call): pointers NULL or readable for the lengths given, except where the
+    // length is refused before anything is read.
+    unsafe {
+        refused_naming(sp_event_stage(ev, ptr::null(), 0, ptr::null(), 0), SP_ERR_INVALID_ARGUMENT, "sql");
+        refused_naming(
+            sp_event_stage(ev, ok.as_ptr().cast(), usize::MAX, ptr::null(), 0),
+            SP_ERR_INVALID_ARGUMENT,
+            "sql",
+        );
+        refused_naming(
+            sp_event_stage(ev, ok.as_ptr().cast(), ok.len(), ptr::null(), 2),
+            SP_ERR_INVALID_ARGUMENT,
+            "params",
+        );
+        let one = [sql_int(1)];
+        refused_naming(
+            sp_event_stage(ev, ok.as_ptr().cast(), ok.len(), one.as_ptr(), usize::MAX),
+            SP_ERR_INVALID_ARGUMENT,
+            "params",
+        );
+    }
+    refused_naming(stage(ev, "  ", &[]), SP_ERR_INVALID_ARGUMENT, "sql");
+    refused_naming(stage(ev, "/* now */ COMMIT", &[]), SP_ERR_INVALID_ARGUMENT, "sql");
+    let bad_utf8 = b"SELECT '\xff'";
+    // SAFETY: readable bytes.
+    let got = unsafe { sp_event_stage(ev, bad_utf8.as_ptr().cast(), bad_utf8.len(), ptr::null(), 0) };
+    refused_naming(got, SP_ERR_INVALID_ARGUMENT, "sql");
+    let unknown = sp_sql_value { kind: 99, int_value: 0, bytes: ptr::null(), len: 0 };
+    refused_naming(stage(ev, ok, &[sql_int(1), unknown]), SP_ERR_INVALID_ARGUMENT, "params[1].kind");
+    let dangling = sp_sql_value { kind: sp_sql_kind::SP_SQL_TEXT as u32, int_value: 0, bytes: ptr::null(), len: 5 };
+    refused_naming(stage(ev, ok, &[dangling]), SP_ERR_INVALID_ARGUMENT, "params[0].bytes");
+    let huge =
+        sp_sql_value { kind: sp_sql_kind::SP_SQL_BLOB as u32, int_value: 0, bytes: ok.as_ptr(), len: usize::MAX };
+    refused_naming(stage(ev, ok, &[huge]), SP_ERR_INVALID_ARGUMENT, "params[0].bytes");
+    refused_naming(stage(ev, ok, &[sql_int(1), sql_text(b"\xc3")]), SP_ERR_INVALID_ARGUMENT, "params[1].bytes");
+    // Nothing of the above was staged: the finish runs no statement and succeeds.
+    // The last error's own message handed back as the SQL: copied before anything else, staged,
+    // and refused by the database at finish, naming the statement.
+    let message = sp_last_error_message();
+    // SAFETY: the view the library handed out, valid until this call returns.
+    assert_eq!(unsafe { sp_event_stage(ev, message.ptr, message.len, ptr::null(), 0) }, SP_OK);
+    refused_naming(finish(ev), SP_ERR_JOURNAL, "statements[0]");
+    assert!(text(last_error().message).contains("syntax error"), "{}", text(last_error().message));
+    assert_eq!(abandon(ev), SP_OK);
+    free(ev);
+    free_journal(r, journal);
+}

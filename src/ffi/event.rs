@@ -560,8 +560,12 @@ pub(super) unsafe fn stage(event: *mut sp_event, statement: Staged) -> crate::Re
     let b = unsafe { event_box_mut(event)? };
     if !matches!(b.journaled, Journaled::Claimed(_)) {
         let problem = match b.journaled {
-            Journaled::NotBegun => "was not begun (sp_event_begin): only a claimed delivery (SP_BEGIN_NEW) runs staged statements",
-            _ => "holds no claim (answered from the journal, not journaled, finished, abandoned or lost): no finish would run the statement",
+            Journaled::NotBegun => {
+                "was not begun (sp_event_begin): only a claimed delivery (SP_BEGIN_NEW) runs staged statements"
+            }
+            _ => {
+                "holds no claim (answered from the journal, not journaled, finished, abandoned or lost): no finish would run the statement"
+            }
         };
         return Err(Error::field(ErrorKind::InvalidArgument, "event", problem));
     }

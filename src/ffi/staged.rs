@@ -140,13 +140,18 @@ unsafe fn read_value(at: usize, value: &sp_sql_value) -> Result<SqlValue> {
         k if k == sp_sql_kind::SP_SQL_TEXT as u32 => {
             let field = format!("params[{at}].bytes");
             let text = std::str::from_utf8(bytes(&field)?).map_err(|e| {
-                Error::field(ErrorKind::InvalidArgument, &field, format!("text is not valid UTF-8 at byte {}", e.valid_up_to()))
+                Error::field(
+                    ErrorKind::InvalidArgument,
+                    &field,
+                    format!("text is not valid UTF-8 at byte {}", e.valid_up_to()),
+                )
             })?;
             SqlValue::Text(text.to_owned())
         }
         k if k == sp_sql_kind::SP_SQL_BLOB as u32 => SqlValue::Blob(bytes(&format!("params[{at}].bytes"))?.to_vec()),
         other => {
-            let problem = format!("{other} is not a kind of value (SP_SQL_NULL 0, SP_SQL_INT 1, SP_SQL_TEXT 2, SP_SQL_BLOB 3)");
+            let problem =
+                format!("{other} is not a kind of value (SP_SQL_NULL 0, SP_SQL_INT 1, SP_SQL_TEXT 2, SP_SQL_BLOB 3)");
             return Err(Error::field(ErrorKind::InvalidArgument, format!("params[{at}].kind"), problem));
         }
     })

@@ -37,8 +37,8 @@ use super::gaps::{self, Run, Runs};
 use super::key::{self, Delivery};
 use super::pool::{Pool, Pooled, Registry};
 use super::schema::{self, Counter};
-use super::staged::Staged;
 use super::sql::{LeaseClock, Sql, SqlRow, Value, dollar_params};
+use super::staged::Staged;
 use super::{AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
 
 mod staged;
@@ -326,7 +326,13 @@ impl Postgres {
             error
         })?;
         client.batch_execute(&session_settings(options)).map_err(|e| self.error(&e))?;
-        Ok(PgConn { client, statements: HashMap::new(), staged: staged::Prepared::default(), lock_timeout: options.lock_timeout, generation })
+        Ok(PgConn {
+            client,
+            statements: HashMap::new(),
+            staged: staged::Prepared::default(),
+            lock_timeout: options.lock_timeout,
+            generation,
+        })
     }
 
     /// A connection for one transaction: a kept one, unless it is closed or was opened before a

@@ -28,8 +28,8 @@ use super::gaps::{self, Run, Runs};
 use super::key::{self, Delivery};
 use super::pool::{Pool, Registry};
 use super::schema::{self, Counter};
-use super::staged::{self, SqlValue, Staged};
 use super::sql::{LeaseClock, Sql, SqlRow, Value};
+use super::staged::{self, SqlValue, Staged};
 use super::write_gate::WriteGate;
 use super::{AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous, now_ms};
 

@@ -153,12 +153,19 @@ mod tests {
 
     #[test]
     fn refuses_transaction_control_behind_blanks_and_comments() {
-        for sql in ["COMMIT", "  commit;", "/* x */ -- y\n Rollback", "begin", "SAVEPOINT a", "set transaction read only"] {
+        for sql in
+            ["COMMIT", "  commit;", "/* x */ -- y\n Rollback", "begin", "SAVEPOINT a", "set transaction read only"]
+        {
             let error = Staged::new(sql, vec![]).unwrap_err();
             assert_eq!(error.field, "sql", "{sql}");
             assert!(error.message.contains("the journal begins and commits"), "{sql}: {}", error.message);
         }
-        for sql in ["INSERT INTO credits VALUES (1)", "SET search_path = ledger", "UPDATE ends SET x = 1", "/* COMMIT */ DELETE FROM t"] {
+        for sql in [
+            "INSERT INTO credits VALUES (1)",
+            "SET search_path = ledger",
+            "UPDATE ends SET x = 1",
+            "/* COMMIT */ DELETE FROM t",
+        ] {
             assert!(Staged::new(sql, vec![]).is_ok(), "{sql}");
         }
     }
@@ -177,7 +184,9 @@ mod tests {
         let staged = Staged::new("INSERT   INTO credits\n (a) VALUES ($1)", vec![SqlValue::Int(1)]).unwrap();
         let error = failed(2, &staged, "duplicate key");
         assert_eq!(error.field, "statements[1]");
-        assert!(error.message.contains("staged statement 2 (INSERT INTO credits (a) VALUES ($1)) failed: duplicate key"));
+        assert!(
+            error.message.contains("staged statement 2 (INSERT INTO credits (a) VALUES ($1)) failed: duplicate key")
+        );
         assert!(error.message.contains("the claim is still held"));
     }
 }

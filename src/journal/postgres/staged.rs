@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::error::Error as StdError;
 
-use postgres::error::SqlState;
 use bytes::BytesMut;
+use postgres::error::SqlState;
 use postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, Statement};
 
@@ -72,7 +72,10 @@ pub(super) fn run(client: &mut Client, prepared: &mut Prepared, staged: &[Staged
             }
             let problem = match e.as_db_error() {
                 Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
-                None => e.to_string(),
+                None => match StdError::source(&e) {
+                    Some(cause) => format!("{e}: {cause}"),
+                    None => e.to_string(),
+                },
             };
             return Err(Fail::Journal(staged::failed(at + 1, statement, &problem)));
         }

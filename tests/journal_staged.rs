@@ -1,0 +1,282 @@
+//! Staged statements (`Journal::finish_with`), on SQLite and on a throw-away PostgreSQL cluster
+//! (skipped with a message when PostgreSQL is not installed): the partner's statements commit
+//! with the stored reply or not at all, run once however often the event is delivered, never
+//! run for a claim lost to another delivery, bind every kind of value to the column's own type,
+//! and survive a connection lost in their middle (PostgreSQL: the whole transaction runs again
+//! on a fresh connection, and the credit is made once).
+
+use std::time::{Duration, Instant};
+
+use slotpartner::ErrorKind;
+use slotpartner::journal::{Begin, Journal, JournalOptions, RecordState, SqlValue, Staged};
+
+#[path = "e2e/cluster.rs"]
+mod cluster;
+use cluster::{Cluster, TempDir};
+
+#[path = "e2e/refunds.rs"]
+mod refunds;
+use refunds::{new_claim, plain_refund, reply, state_of};
+
+// ---------------------------------------------------------------------------------------------
+// Backends
+
+trait Backend {
+    fn name(&self) -> &'static str;
+    fn url(&self, behaviour: &str) -> String;
+    /// Runs `sql` (statements separated by `;`) on the database at `url`, behind the library.
+    fn exec(&self, url: &str, sql: &str);
+    /// The single integer `sql` answers.
+    fn count(&self, url: &str, sql: &str) -> i64;
+    /// The placeholder of parameter `n` (from 1) in this database's dialect.
+    fn param(&self, n: usize) -> String;
+}
+
+struct Sqlite(TempDir);
+
+impl Backend for Sqlite {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+    fn url(&self, behaviour: &str) -> String {
+        format!("sqlite:{}", self.0.0.join(format!("{behaviour}.db")).display())
+    }
+    fn exec(&self, url: &str, sql: &str) {
+        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
+        db.execute_batch(sql).unwrap();
+    }
+    fn count(&self, url: &str, sql: &str) -> i64 {
+        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
+        db.query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+    fn param(&self, n: usize) -> String {
+        format!("?{n}")
+    }
+}
+
+struct Postgres(Cluster);
+
+impl Backend for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+    fn url(&self, behaviour: &str) -> String {
+        self.0.schema_url(behaviour)
+    }
+    fn exec(&self, url: &str, sql: &str) {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client.batch_execute(sql).unwrap();
+    }
+    fn count(&self, url: &str, sql: &str) -> i64 {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client.query_one(sql, &[]).unwrap().get(0)
+    }
+    fn param(&self, n: usize) -> String {
+        format!("${n}")
+    }
+}
+
+/// A journal at `url` with the partner's ledger table beside it.
+fn journal_with_ledger(b: &dyn Backend, url: &str, options: &JournalOptions) -> Journal {
+    let journal = Journal::open(url, options).unwrap_or_else(|e| panic!("open {url}: {e}"));
+    b.exec(url, "CREATE TABLE credits (transaction_id BIGINT PRIMARY KEY, amount BIGINT NOT NULL, note TEXT)");
+    journal
+}
+
+/// The ledger's credit of refund `n`.
+fn credit(b: &dyn Backend, n: i64, amount: i64) -> Staged {
+    let sql = format!("INSERT INTO credits (transaction_id, amount) VALUES ({}, {})", b.param(1), b.param(2));
+    Staged::new(sql, vec![SqlValue::Int(n), SqlValue::Int(amount)]).unwrap()
+}
+
+fn credits(b: &dyn Backend, url: &str) -> i64 {
+    b.count(url, "SELECT count(*) FROM credits")
+}
+
+type Behaviour = fn(&dyn Backend);
+
+const SUITE: &[(&str, Behaviour)] = &[
+    ("staged_statements_commit_with_the_reply_and_run_once", staged_statements_commit_with_the_reply_and_run_once),
+    ("a_failing_statement_leaves_nothing_and_the_claim_held", a_failing_statement_leaves_nothing_and_the_claim_held),
+    ("a_claim_lost_to_another_delivery_runs_nothing", a_claim_lost_to_another_delivery_runs_nothing),
+    ("every_kind_of_value_reaches_its_column", every_kind_of_value_reaches_its_column),
+];
+
+fn run_suite(backend: &dyn Backend) {
+    let mut failed = Vec::new();
+    for (name, behaviour) in SUITE {
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| behaviour(backend)));
+        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
+        println!("{} {name}: {verdict} ({} ms)", backend.name(), started.elapsed().as_millis());
+        if result.is_err() {
+            failed.push(*name);
+        }
+    }
+    assert!(failed.is_empty(), "{} failed: {failed:?}", backend.name());
+}
+
+#[test]
+fn sqlite_staged() {
+    run_suite(&Sqlite(TempDir::new("slotpartner-staged")));
+}
+
+#[test]
+fn postgres_staged() {
+    let Some(cluster) = Cluster::start("PostgreSQL staged statements") else { return };
+    let backend = Postgres(cluster);
+    run_suite(&backend);
+    a_connection_lost_among_the_statements_runs_them_again_once(&backend);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Behaviours
+
+fn staged_statements_commit_with_the_reply_and_run_once(b: &dyn Backend) {
+    let url = b.url("commit_once");
+    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
+    let claim = new_claim(&journal, &plain_refund(1));
+    let note = format!("UPDATE credits SET note = {} WHERE transaction_id = {}", b.param(1), b.param(2));
+    let staged =
+        [credit(b, 1, 1299), Staged::new(note, vec![SqlValue::Text("first".into()), SqlValue::Int(1)]).unwrap()];
+    journal.finish_with(&claim, &reply(1), &staged).expect("finish_with");
+    // In order: the UPDATE found the INSERT's row.
+    assert_eq!(
+        b.count(&url, "SELECT count(*) FROM credits WHERE transaction_id = 1 AND amount = 1299 AND note = 'first'"),
+        1
+    );
+    assert_eq!(state_of(&journal, 1), RecordState::Done);
+    // Every later delivery gets the stored reply and runs nothing: the credit stays one.
+    for _ in 0..3 {
+        match journal.begin(&plain_refund(1)).expect("begin") {
+            Begin::Done(stored) => assert_eq!(stored, reply(1)),
+            other => panic!("expected Done, got {other:?}"),
+        }
+    }
+    assert_eq!(credits(b, &url), 1);
+    // No statements: finish_with is finish.
+    let claim = new_claim(&journal, &plain_refund(2));
+    journal.finish_with(&claim, &reply(2), &[]).expect("finish_with nothing");
+    assert_eq!(state_of(&journal, 2), RecordState::Done);
+    assert_eq!(credits(b, &url), 1);
+}
+
+fn a_failing_statement_leaves_nothing_and_the_claim_held(b: &dyn Backend) {
+    let url = b.url("failing");
+    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
+    let claim = new_claim(&journal, &plain_refund(1));
+    let missing = Staged::new("INSERT INTO no_such_table (x) VALUES (1)", vec![]).unwrap();
+    let error = journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500), missing]).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal, "{error}");
+    assert_eq!(error.field, "statements[1]", "{error}");
+    assert!(error.message.contains("staged statement 2 (INSERT INTO no_such_table"), "{error}");
+    assert!(error.message.contains("no_such_table"), "the database's words: {error}");
+    // The first statement's credit went with the rollback; no reply was stored.
+    assert_eq!(credits(b, &url), 0);
+    assert_eq!(state_of(&journal, 1), RecordState::Claimed);
+    // A unique violation is refused the same way, naming the first statement.
+    b.exec(&url, "INSERT INTO credits (transaction_id, amount) VALUES (1, 1)");
+    let error = journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500)]).unwrap_err();
+    assert_eq!(error.field, "statements[0]", "{error}");
+    assert_eq!(state_of(&journal, 1), RecordState::Claimed);
+    b.exec(&url, "DELETE FROM credits");
+    // The claim is still this worker's: finishing again with good statements stores both.
+    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500)]).expect("finish again");
+    assert_eq!(credits(b, &url), 1);
+    assert_eq!(state_of(&journal, 1), RecordState::Done);
+}
+
+fn a_claim_lost_to_another_delivery_runs_nothing(b: &dyn Backend) {
+    let url = b.url("lost");
+    let options = JournalOptions { lease: Duration::from_millis(50), ..JournalOptions::default() };
+    let journal = journal_with_ledger(b, &url, &options);
+    let first = new_claim(&journal, &plain_refund(1));
+    std::thread::sleep(Duration::from_millis(120));
+    let second = new_claim(&journal, &plain_refund(1));
+    assert_eq!(second.attempt(), 2);
+    let error = journal.finish_with(&first, &reply(1), &[credit(b, 1, 700)]).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    assert_eq!(credits(b, &url), 0, "the lost claim's statement never ran");
+    journal.finish_with(&second, &reply(1), &[credit(b, 1, 700)]).expect("the holder finishes");
+    assert_eq!(credits(b, &url), 1);
+}
+
+fn every_kind_of_value_reaches_its_column(b: &dyn Backend) {
+    let url = b.url("kinds");
+    let journal = Journal::open(&url, &JournalOptions::default()).unwrap();
+    let postgres = b.name() == "postgres";
+    // On PostgreSQL, text reaches numeric, uuid and timestamptz columns, and an integer a
+    // smaller integer column: the server reads each in text format as its column's type.
+    let table = if postgres {
+        "CREATE TABLE kinds (small INTEGER, big BIGINT, txt TEXT, raw BYTEA, amount NUMERIC(12,2), id UUID, at TIMESTAMPTZ, flag BOOLEAN)"
+    } else {
+        "CREATE TABLE kinds (small INTEGER, big BIGINT, txt TEXT, raw BLOB, amount TEXT, id TEXT, at TEXT, flag INTEGER)"
+    };
+    b.exec(&url, table);
+    let placeholders: Vec<String> = (1..=8).map(|n| b.param(n)).collect();
+    let sql = format!("INSERT INTO kinds VALUES ({})", placeholders.join(", "));
+    let rows = [
+        vec![
+            SqlValue::Int(7),
+            SqlValue::Int(i64::MIN),
+            SqlValue::Text("Grüße, 'quoted' \\ \"x\"".into()),
+            SqlValue::Blob(vec![0, 1, 0xff, b'\\', b'x']),
+            SqlValue::Text("12.34".into()),
+            SqlValue::Text("123e4567-e89b-12d3-a456-426614174000".into()),
+            SqlValue::Text("2026-11-26T08:00:00Z".into()),
+            SqlValue::Int(1),
+        ],
+        vec![
+            SqlValue::Null,
+            SqlValue::Int(i64::MAX),
+            SqlValue::Text(String::new()),
+            SqlValue::Blob(Vec::new()),
+            SqlValue::Null,
+            SqlValue::Null,
+            SqlValue::Null,
+            SqlValue::Int(0),
+        ],
+    ];
+    let claim = new_claim(&journal, &plain_refund(1));
+    let staged: Vec<Staged> = rows.iter().map(|row| Staged::new(sql.clone(), row.clone()).unwrap()).collect();
+    journal.finish_with(&claim, &reply(1), &staged).expect("finish_with");
+    let checks = [
+        "SELECT count(*) FROM kinds WHERE small = 7 AND big = -9223372036854775808 AND txt = 'Grüße, ''quoted'' \\ \"x\"'",
+        "SELECT count(*) FROM kinds WHERE small IS NULL AND big = 9223372036854775807 AND txt = '' AND amount IS NULL",
+    ];
+    for check in checks {
+        assert_eq!(b.count(&url, check), 1, "{check}");
+    }
+    if postgres {
+        let typed = "SELECT count(*) FROM kinds WHERE raw = '\\x0001ff5c78'::bytea AND amount = 12.34 AND id = '123e4567-e89b-12d3-a456-426614174000' AND at = '2026-11-26 08:00:00+00' AND flag";
+        assert_eq!(b.count(&url, typed), 1);
+        assert_eq!(b.count(&url, "SELECT count(*) FROM kinds WHERE raw = ''::bytea AND NOT flag"), 1);
+        // Bytes bound to a column that is not bytea are refused, naming the statement.
+        let claim = new_claim(&journal, &plain_refund(2));
+        let wrong = Staged::new("INSERT INTO kinds (txt) VALUES ($1)", vec![SqlValue::Blob(vec![1])]).unwrap();
+        let error = journal.finish_with(&claim, &reply(2), &[wrong]).unwrap_err();
+        assert_eq!(error.field, "statements[0]", "{error}");
+        assert!(error.message.contains("bytes cannot be bound to a parameter of type text"), "{error}");
+    } else {
+        assert_eq!(b.count(&url, "SELECT count(*) FROM kinds WHERE raw = x'0001ff5c78' AND amount = '12.34'"), 1);
+        assert_eq!(b.count(&url, "SELECT count(*) FROM kinds WHERE typeof(raw) = 'blob' AND length(raw) = 0"), 1);
+    }
+}
+
+/// A statement that ends its own connection the first time it runs (a sequence counts the runs:
+/// sequences are not rolled back): the transaction is run again whole on a fresh connection, the
+/// reply and the credit are stored once.
+fn a_connection_lost_among_the_statements_runs_them_again_once(b: &Postgres) {
+    let url = b.url("connection_lost");
+    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
+    b.exec(&url, "CREATE SEQUENCE runs");
+    let claim = new_claim(&journal, &plain_refund(1));
+    let kill_once =
+        Staged::new("SELECT CASE WHEN nextval('runs') = 1 THEN pg_terminate_backend(pg_backend_pid()) END", vec![])
+            .unwrap();
+    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 900), kill_once]).expect("finish_with, run again");
+    assert_eq!(b.count(&url, "SELECT last_value FROM runs"), 2, "run twice: the first connection died");
+    assert_eq!(credits(b, &url), 1);
+    assert_eq!(state_of(&journal, 1), RecordState::Done);
+    println!("postgres a_connection_lost_among_the_statements_runs_them_again_once: ok");
+}
