@@ -898,6 +898,117 @@ static void retention_carelessly(void) {
     check(rmdir(dir) == 0, "the temporary directory is left empty");
 }
 
+/* Staged statements handed in carelessly: parameters on the stack of a function that returned
+   and text in a buffer freed before the finish (the library copies both: the sanitizers see any
+   read of them later), a kind of garbage, the last error's message as the SQL, a SIZE_MAX
+   length, and an event freed with its statements staged (nothing leaks, nothing runs). */
+static int stage_credit(struct sp_event *event, int64_t id) {
+    char *player = malloc(16);
+    if (player == NULL) return 0;
+    memcpy(player, "player-\xc3\xa9", 9);
+    struct sp_sql_value params[] = {
+        {SP_SQL_INT, id, NULL, 0},
+        {SP_SQL_TEXT, 0, (const uint8_t *)player, 9},
+    };
+    static const char sql[] = "INSERT INTO credits (id, player) VALUES (?1, ?2)";
+    sp_status got = sp_event_stage(event, sql, sizeof sql - 1, params, 2);
+    memset(player, 'X', 16);
+    free(player);
+    memset(params, 0xAB, sizeof params);
+    return got == SP_OK;
+}
+
+static void staged_carelessly(void) {
+    char dir[] = "/tmp/sp-staged-XXXXXX", path[64], url[sizeof "sqlite:" + sizeof path], name[96];
+    if (mkdtemp(dir) == NULL) {
+        check(0, "a temporary directory");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/journal.db", dir);
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    struct sp_journal_config *config = NULL;
+    struct sp_journal *journal = NULL;
+    struct sp_receiver_config *receiver_config = NULL;
+    struct sp_receiver *receiver = NULL;
+    check(sp_journal_config_new(url, &config) == SP_OK && sp_journal_open(config, &journal) == SP_OK, "a journal");
+    sp_journal_config_free(config);
+    check(sp_receiver_config_new(&receiver_config) == SP_OK && sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
+              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
+              (journal == NULL || sp_receiver_config_set_journal(receiver_config, journal) == SP_OK) &&
+              sp_receiver_new(receiver_config, &receiver) == SP_OK,
+          "a journaled receiver");
+    sp_receiver_config_free(receiver_config);
+    if (journal == NULL || receiver == NULL) {
+        sp_receiver_free(receiver);
+        sp_journal_free(journal);
+        return;
+    }
+    static const char first[] =
+        "{\"event\":\"gameSessionBuyRefund\",\"index\":1,\"gameSessionIdentifier\":\"gs-1\","
+        "\"playerIdentifier\":\"p-1\",\"transactionId\":900001,\"buyTransactionId\":1,\"gameSessionId\":5,"
+        "\"partnerGameRequestIdentifier\":\"r\",\"gameId\":1,\"isMobile\":false}";
+    static const char second[] =
+        "{\"event\":\"gameSessionBuyRefund\",\"index\":2,\"gameSessionIdentifier\":\"gs-1\","
+        "\"playerIdentifier\":\"p-1\",\"transactionId\":900002,\"buyTransactionId\":1,\"gameSessionId\":5,"
+        "\"partnerGameRequestIdentifier\":\"r\",\"gameId\":1,\"isMobile\":false}";
+    struct sp_str reply = {0};
+    static const char create[] = "CREATE TABLE IF NOT EXISTS credits (id INTEGER PRIMARY KEY, player TEXT NOT NULL)";
+
+    struct sp_event *event = handled(receiver, first);
+    check(sp_event_stage(event, create, sizeof create - 1, NULL, 0) == SP_ERR_INVALID_ARGUMENT && last_field_is("event"),
+          "staging before begin is refused, naming the event");
+    check(begun(event, SP_BEGIN_NEW) == 1, "attempt 1");
+    check(sp_event_reply(event, true, NULL, &reply) == SP_OK, "a reply");
+    check(sp_event_stage(event, create, sizeof create - 1, NULL, 0) == SP_OK, "a table created with the reply");
+    check(stage_credit(event, 900001), "a credit staged from memory freed right after");
+    struct sp_sql_value garbage;
+    memset(&garbage, 0xA5, sizeof garbage);
+    garbage.bytes = NULL;
+    check(sp_event_stage(event, create, sizeof create - 1, &garbage, 1) == SP_ERR_INVALID_ARGUMENT &&
+              last_field_is("params[0].kind"),
+          "a kind of garbage is refused, naming it");
+    check(sp_event_stage(event, create, SIZE_MAX, NULL, 0) == SP_ERR_INVALID_ARGUMENT && last_field_is("sql"),
+          "a SIZE_MAX length is refused, naming sql");
+    struct sp_str message = sp_last_error_message();
+    check(sp_event_stage(event, message.ptr, message.len, NULL, 0) == SP_OK,
+          "the last error's message as the SQL is copied and staged");
+    check(sp_event_finish(event, NULL, 0) == SP_ERR_JOURNAL && last_field_is("statements[2]"),
+          "finish refuses the message as SQL, naming the third statement");
+    sp_event_free(event); /* abandons: nothing ran, nothing leaks */
+
+    event = handled(receiver, first);
+    check(begun(event, SP_BEGIN_NEW) == 2, "attempt 2");
+    check(sp_event_reply(event, true, NULL, &reply) == SP_OK, "a reply");
+    check(sp_event_stage(event, create, sizeof create - 1, NULL, 0) == SP_OK && stage_credit(event, 900001),
+          "the table and the credit staged again");
+    check(sp_event_finish(event, NULL, 0) == SP_OK, "finish runs them with the reply");
+    sp_event_free(event);
+
+    /* The credit is there once, byte for byte: staging it again on a repeat is refused. */
+    event = handled(receiver, first);
+    check(begun(event, SP_BEGIN_DONE) == 0 && !stage_credit(event, 900001) && last_field_is("event"),
+          "a repeat stages nothing");
+    sp_event_free(event);
+    event = handled(receiver, second);
+    check(begun(event, SP_BEGIN_NEW) == 1 && sp_event_reply(event, true, NULL, &reply) == SP_OK, "another refund");
+    static const char count[] =
+        "INSERT INTO credits (id, player) VALUES (1, CASE WHEN (SELECT count(*) FROM credits WHERE id = 900001 AND "
+        "player = 'player-\xc3\xa9') = 1 THEN 'once' END)"; /* NULL, refused, unless the first credit is there once */
+    check(sp_event_stage(event, count, sizeof count - 1, NULL, 0) == SP_OK && sp_event_finish(event, NULL, 0) == SP_OK,
+          "the first credit is there once, with the text as staged");
+    sp_event_free(event);
+    struct sp_journal_stats s;
+    check(sp_journal_status(journal, &s) == SP_OK && s.handled == 2, "two handled");
+    sp_receiver_free(receiver);
+    sp_journal_free(journal);
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(name, sizeof name, "%s%s", path, suffixes[i]);
+        remove(name);
+    }
+    check(rmdir(dir) == 0, "the temporary directory is left empty");
+}
+
 int main(void) {
     struct sp_receiver *receiver = new_receiver();
     if (receiver == NULL) return 1;
@@ -911,6 +1022,7 @@ int main(void) {
     journal_operators();
     no_longer_yours();
     retention_carelessly();
+    staged_carelessly();
     sp_receiver_free(receiver);
     printf("careless_host: %d passed, %d failed\n", passed, failed);
     return failed != 0;
