@@ -8,21 +8,29 @@ declare(strict_types=1);
  * without a journal checks the source and token, then the journal is opened and a receiver with
  * it handles, claims, runs the logic and finishes), with two changes:
  *
- *   - the ledger is a table in the journal's own database, written through PDO (a persistent
- *     connection, a prepared INSERT ... ON CONFLICT DO NOTHING keyed by kind and transactionId,
- *     one transaction of its own: the journal's claim and finish are the library's) instead of
- *     the example's directory of files;
+ *   - the ledger is a table in the journal's own database (`credits`, keyed by kind and
+ *     transactionId; benches/e2e/db.php creates it) instead of the example's directory of files,
+ *     and its credit is staged on the claim (Event::stage(): a plain INSERT with the journal's
+ *     placeholders, $1..$4 on PostgreSQL, ? on SQLite) rather than written through a connection
+ *     of this script's: finish() runs it in the transaction that stores the reply, after
+ *     confirming the claim, so the credit and the reply commit together with one durable
+ *     commit, or neither (a second credit for a key would fail that finish(), never pass
+ *     unseen). No PDO connection: the journal's pooled one does all the writing. A
+ *     finish() that fails (a staged statement refused, the storage down, the claim lost) credited
+ *     nothing: the claim is released (abandon(), unless it was lost already) and the answer is
+ *     503 with the ledger_unavailable body and Retry-After, so that the service delivers again;
  *   - the demo's line per event on stderr is left out (benches/e2e/handwritten.php logs none
  *     either); refusals and failures are still logged.
  *
  * Configuration (the FastCGI parameters nginx passes, read with getenv() as the example reads
  * its environment): SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES, SLOTPARTNER_JOURNAL as in the
- * example; E2E_LEDGER_DSN, the PDO DSN of the ledger's database (sqlite:PATH, the journal's
- * file; or pgsql:host=...;port=...;dbname=..., the journal's database), E2E_LEDGER_USER.
+ * example, the journal required (sqlite:PATH or postgres://...: the ledger's database too).
+ * E2E_LEDGER_DSN and E2E_LEDGER_USER, which run.py also passes, are not read.
  */
 
 use SlotPartner\BalanceQuery;
 use SlotPartner\BuyRefund;
+use SlotPartner\ClaimLostException;
 use SlotPartner\Event;
 use SlotPartner\JackpotPayout;
 use SlotPartner\Journal;
@@ -34,10 +42,6 @@ require dirname(__DIR__, 2) . '/bindings/php/autoload.php';
 
 const MAX_BODY_BYTES = 65536;
 const LEDGER_DOWN = '{"error":{"code":"ledger_unavailable","field":"","message":"the ledger is unavailable; deliver again later"}}';
-
-final class LedgerDown extends RuntimeException
-{
-}
 
 function respond(int $status, string $body, ?string $extraHeader = null): void
 {
@@ -64,46 +68,18 @@ function logLine(string $line): void
     error_log('library.php: ' . $line);
 }
 
-/** The ledger's persistent connection (one per PHP-FPM worker and DSN). */
-function ledger(): PDO
-{
-    $dsn = (string) getenv('E2E_LEDGER_DSN');
-    $user = getenv('E2E_LEDGER_USER');
-    $options = [PDO::ATTR_PERSISTENT => true, PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION];
-    if (str_starts_with($dsn, 'pgsql:')) {
-        $options[PDO::PGSQL_ATTR_DISABLE_PREPARES] = true;   // one round trip a statement
-    }
-    $pdo = new PDO($dsn, $user === false ? null : $user, null, $options);
-    if (str_starts_with($dsn, 'sqlite:')) {
-        $pdo->exec('PRAGMA synchronous = FULL');   // per connection; WAL mode is the file's
-        $pdo->setAttribute(PDO::ATTR_TIMEOUT, 5);
-    }
-    return $pdo;
-}
-
 /**
- * The ledger: credits $amount for $kind/$transactionId once (the unique key refuses a second
- * credit, such as a delivery run again after its worker died between the credit and finish()).
+ * The example's business logic, its credit staged on the claim: $credit is the ledger's INSERT in
+ * the journal database's dialect, run by finish() with the reply.
  */
-function credit(string $kind, int $transactionId, string $player, int $amount): void
-{
-    try {
-        ledger()->prepare('INSERT INTO credits (kind, transaction_id, player, amount) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING')
-            ->execute([$kind, $transactionId, $player, $amount]);
-    } catch (PDOException $e) {
-        throw new LedgerDown($e->getMessage());
-    }
-}
-
-/** The example's business logic, crediting through the ledger table. */
-function handleEvent(Event $event): string
+function handleEvent(Event $event, string $credit): string
 {
     if ($event instanceof BuyRefund) {
-        credit('refund', $event->transactionId, $event->playerPartnerIdentifier ?? $event->playerIdentifier, 0);
+        $event->stage($credit, ['refund', $event->transactionId, $event->playerPartnerIdentifier ?? $event->playerIdentifier, 0]);
         return $event->reply(true);
     }
     if ($event instanceof JackpotPayout) {
-        credit('payout', $event->transactionId, $event->playerPartnerIdentifier ?? $event->playerIdentifier, $event->moneyWon);
+        $event->stage($credit, ['payout', $event->transactionId, $event->playerPartnerIdentifier ?? $event->playerIdentifier, $event->moneyWon]);
         return $event->reply(true);
     }
     if ($event instanceof BalanceQuery) {
@@ -156,7 +132,15 @@ function makeReceiver(?Journal $journal = null): Receiver
 }
 
 $journalUrl = (string) getenv('SLOTPARTNER_JOURNAL');
-$journal = null;
+if ($journalUrl === '') {
+    // The credit is staged on the journal's claim: no journal, no ledger.
+    logLine('configuration: SLOTPARTNER_JOURNAL is not set (the ledger lives in the journal\'s database)');
+    respond(500, '{"error":{"code":"internal_error","field":"","message":"the endpoint is not configured"}}');
+    return;
+}
+// The ledger's credit in the journal database's own dialect.
+$credit = 'INSERT INTO credits (kind, transaction_id, player, amount) VALUES '
+    . (str_starts_with($journalUrl, 'postgres') ? '($1, $2, $3, $4)' : '(?, ?, ?, ?)');
 try {
     $receiver = makeReceiver();
 } catch (SlotPartnerException $e) {
@@ -181,15 +165,12 @@ try {
     respondError($e);
     return;
 }
-if ($journalUrl !== '') {
-    try {
-        $journal = new Journal($journalUrl);
-        $receiver = makeReceiver($journal);
-    } catch (SlotPartnerException $e) {
-        logLine('journal: ' . $e->getMessage());
-        respondError($e);
-        return;
-    }
+try {
+    $receiver = makeReceiver(new Journal($journalUrl));
+} catch (SlotPartnerException $e) {
+    logLine('journal: ' . $e->getMessage());
+    respondError($e);
+    return;
 }
 try {
     $event = $receiver->handle($token, $remoteAddr, $body, $forwardedFor);
@@ -198,42 +179,39 @@ try {
     respondError($e);
     return;
 }
-if ($journal !== null) {
-    try {
-        $claim = $event->begin();
-    } catch (SlotPartnerException $e) {
-        logLine('journal: ' . $e->getMessage());
-        respondError($e);
-        return;
-    }
-    if ($claim->outcome === Outcome::Done) {
-        respond(200, (string) $claim->reply);
-        return;
-    }
+try {
+    $claim = $event->begin();
+} catch (SlotPartnerException $e) {
+    logLine('journal: ' . $e->getMessage());
+    respondError($e);
+    return;
+}
+if ($claim->outcome === Outcome::Done) {
+    respond(200, (string) $claim->reply);
+    return;
 }
 try {
-    $reply = handleEvent($event);
+    $reply = handleEvent($event, $credit);
 } catch (SlotPartnerException $e) {
     logLine('reply: ' . $e->getMessage());
     respondError($e);
     return;
-} catch (LedgerDown $e) {
-    logLine('ledger: ' . $e->getMessage());
-    if ($journal !== null) {
-        try {
-            $event->abandon();
-        } catch (SlotPartnerException $e) {
-            logLine('journal abandon: ' . $e->getMessage());
-        }
-    }
-    respond(503, LEDGER_DOWN, 'Retry-After: 5');
-    return;
 }
-if ($journal !== null) {
+if ($claim->outcome === Outcome::New) {
     try {
-        $event->finish();
+        $event->finish();   // the staged credit, then the reply: one transaction
     } catch (SlotPartnerException $e) {
+        // Nothing was stored and no credit made: the service delivers again.
         logLine('journal finish: ' . $e->getMessage());
+        if (!$e instanceof ClaimLostException) {   // a lost claim is no longer this delivery's to release
+            try {
+                $event->abandon();
+            } catch (SlotPartnerException $e) {
+                logLine('journal abandon: ' . $e->getMessage());   // the claim ends with its lease
+            }
+        }
+        respond(503, LEDGER_DOWN, 'Retry-After: 5');
+        return;
     }
 }
 respond($event->replyHttpStatus(), $reply);

@@ -29,9 +29,10 @@ use FFI\CData;
  * finish, free), three for a repeat answered from the journal (handle, begin, free), four for a
  * balance query (handle, begin, reply, free); a delivery claimed again (attempt 2 and on) two
  * more, sp_event_differing and sp_event_reply_pruned, for Claim::$differing and
- * Claim::$replyPruned. Destroying or free()ing a claimed event that was
- * neither finished nor abandoned releases its claim, as abandon() does: the next delivery runs
- * the logic again.
+ * Claim::$replyPruned; each statement staged with stage() one more, sp_event_stage (it runs
+ * inside finish()). Destroying or free()ing a claimed event that was neither finished nor
+ * abandoned releases its claim, as abandon() does (its staged statements dropped unrun): the
+ * next delivery runs the logic again.
  *
  * One thread at a time; not cloneable.
  */
@@ -281,20 +282,94 @@ abstract class Event
     }
 
     /**
+     * Stages a statement of the partner's own (its ledger's credit, say) on the claim this event
+     * holds (sp_event_stage), to run when finish() stores the reply: in the same database
+     * transaction, after the claim is confirmed this event's, in the order staged. The credit and
+     * the stored reply then commit together, with one durable commit, or not at all; exactly
+     * once no longer rests on the ledger's own unique key. Use it when the ledger lives in the
+     * journal's database (the journal's SQLite file, or its PostgreSQL database).
+     *
+     * $sql is written in that database's own dialect, with its own positional placeholders:
+     * `$1`, `$2`... on PostgreSQL, `?` (or `?1`) on SQLite. $params is the list of values bound
+     * to them, never spliced into the text: null (SQL NULL), an int (64-bit), or a string (sent
+     * as text, which must be UTF-8; PostgreSQL reads it as the parameter's type: numeric,
+     * timestamptz, uuid...). Both are copied, so they may change after the call. The statement
+     * runs for its effect: its rows, if any, are not read, so the reply cannot depend on them
+     * (logic that must read first keeps its own transaction and the ledger's unique key). Up to
+     * 1,000 statements an event. One FFI call; up to 64 parameters with up to 16 KiB of text
+     * allocate no FFI memory.
+     *
+     * finish() runs them all or none: when one fails it throws JournalException with field
+     * `statements[N]` (N from 0, in the order staged), the message naming the statement and the
+     * database's error; nothing was stored, the claim is still held and the statements stay
+     * staged (finish again, or abandon() and answer 503). ClaimLostException from finish() means
+     * that no staged statement ran: answer 503, the delivery holding the claim now runs the
+     * logic. abandon(), free() and destroying the event drop them unrun.
+     *
+     * @param list<mixed> $params null, int or string values, keys 0, 1, 2... in order
+     *
+     * @throws ConfigurationException nothing staged; HTTP 500 with the invalid_argument body.
+     *     Field `event`: the event holds no claim (not begun, answered from the journal, not
+     *     journaled, finished, abandoned or freed: no finish() would run the statement); field
+     *     `sql`: empty, not UTF-8, over 1 MiB, transaction control (BEGIN, COMMIT, ROLLBACK,
+     *     SAVEPOINT, SET TRANSACTION...: the journal's), or 1,000 statements staged already;
+     *     field `params`: not a list, or over 65,535 values; field `params[N]`: a value that is
+     *     not null, an int or a string (a float, a bool, an array, an object); field
+     *     `params[N].bytes`: a string that is not UTF-8
+     */
+    public function stage(string $sql, array $params = []): void
+    {
+        if (!\array_is_list($params)) {
+            throw Native::argumentRefused('params', 'must be a list (keys 0, 1, 2... in order), not an array keyed ' . self::firstKeyOutOfPlace($params));
+        }
+        $native = $this->native;
+        $status = $native->stage($this->handle(), $sql, $params);
+        if ($status !== Status::OK) {
+            throw $native->error($status);
+        }
+    }
+
+    /**
+     * The first key of $params that a list would not have there, for stage()'s refusal:
+     * `'amount' at position 2` or `5 at position 0`.
+     *
+     * @param array<mixed> $params
+     */
+    private static function firstKeyOutOfPlace(array $params): string
+    {
+        $position = 0;
+        foreach ($params as $key => $unused) {
+            if ($key !== $position) {
+                break;
+            }
+            ++$position;
+        }
+        $shown = \is_int($key) ? (string) $key : \var_export($key, true);
+        return $shown . ' at position ' . $position;
+    }
+
+    /**
      * Stores the reply of a claimed event in the journal (sp_event_finish), once the partner
      * committed its own work: every later delivery of the same event gets it, byte for byte (a
      * success:false reply too). $reply null (the usual case) stores the reply last built with
-     * reply() or replyBalance(), which is what the host sends. Does nothing for an event answered
-     * from the journal, not journaled, or finished already. One FFI call.
+     * reply() or replyBalance(), which is what the host sends. The statements staged with
+     * stage() run first, in the same transaction, once the claim is confirmed this event's: the
+     * partner's work and the reply commit together, or neither. Does nothing for an event
+     * answered from the journal, not journaled, or finished already. One FFI call.
      *
      * @throws ClaimLostException the claim is no longer this worker's, and nothing was stored:
      *     its lease expired and another delivery took it over ("taken over by attempt N"; the
      *     partner's work was done: send the reply all the same, the other delivery finds the
-     *     credit in the ledger), or abandon() released it ("the claim was abandoned"). Thrown
-     *     again by every later finish(), and after a takeover by every abandon() too
+     *     credit in the ledger; but no statement staged with stage() ran: answer 503, and the
+     *     delivery holding the claim runs the logic), or abandon() released it ("the claim was
+     *     abandoned"). Thrown again by every later finish(), and after a takeover by every
+     *     abandon() too
      * @throws ConfigurationException a reply over the journal's limit or none built (field
      *     reply; the claim stays: finish again or abandon), or the event was not begun
-     * @throws JournalException the storage failed (the claim stays held: finish again or
+     * @throws JournalException a staged statement failed (field `statements[N]`, N from 0, in
+     *     the order staged; the message names the statement and the database's error): nothing
+     *     was stored, the claim stays held and the statements stay staged (finish again, or
+     *     abandon and answer 503). Or the storage failed (the claim stays held: finish again or
      *     abandon; free() or destroying the event abandons it, and if that fails too its lease
      *     ends it)
      */
@@ -310,8 +385,9 @@ abstract class Event
     /**
      * Releases the claim after a transient failure of the partner (its database is down), so
      * that the next delivery runs the logic again (as attempt 2); answer the service with HTTP 503
-     * so that it delivers again (sp_event_abandon). After it, finish() throws
-     * ClaimLostException ("the claim was abandoned"), every time. Does nothing for an event
+     * so that it delivers again (sp_event_abandon). The statements staged with stage() are
+     * dropped unrun. After it, finish() throws ClaimLostException ("the claim was abandoned"),
+     * every time. Does nothing for an event
      * answered from the journal, not journaled, finished or abandoned already. Destroying or
      * free()ing a claimed event releases its claim the same way, without reporting failures.
      *
@@ -367,7 +443,8 @@ abstract class Event
     /**
      * Frees the native event now instead of when this object is destroyed. Idempotent; the
      * properties stay readable, building a reply afterwards fails (ConfigurationException). A
-     * claimed event's claim is released (as abandon() does, failures unreported).
+     * claimed event's claim is released (as abandon() does, failures unreported; its staged
+     * statements dropped unrun).
      */
     public function free(): void
     {

@@ -19,6 +19,17 @@ final class Native
     /** What a list-valued setting's items are trimmed of (the same characters in every binding). */
     private const BLANKS = " \t\r\n\f\v";
 
+    /** `sp_sql_kind` values, as sp_event_stage reads them from an `sp_sql_value`. */
+    public const SQL_NULL = 0;
+    public const SQL_INT = 1;
+    public const SQL_TEXT = 2;
+
+    /** Parameters of a staged statement that the kept `sp_sql_value` array holds (see stage()). */
+    private const SQL_VALUES_KEPT = 64;
+
+    /** Bytes of text parameters that the kept text buffer holds (see stage()). */
+    private const SQL_TEXT_KEPT = 16384;
+
     private static ?self $instance = null;
 
     private static ?object $override = null;
@@ -61,6 +72,12 @@ final class Native
 
     /** `size_t[1]`: the record size sp_receiver_handle_record reports (decays to `size_t *`). */
     public readonly CData $recordSize;
+
+    /** `sp_sql_value[SQL_VALUES_KEPT]`, made at the first staged statement (see stage()). */
+    private ?CData $sqlValues = null;
+
+    /** `char[SQL_TEXT_KEPT]`, made at the first staged statement (see stage()). */
+    private ?CData $sqlText = null;
 
     /** `sp_error`: the last failure written by sp_last_error. */
     private readonly CData $lastError;
@@ -122,6 +139,82 @@ final class Native
     public function out(string $type): CData
     {
         return $this->outs[$type] ??= $this->ffi->new($type . ' *[1]');
+    }
+
+    /**
+     * Calls sp_event_stage for $event with $sql and $params (a list: see Event::stage()) and
+     * returns its status. Each parameter becomes an `sp_sql_value`: null as SQL_NULL, an int as
+     * SQL_INT, a string as SQL_TEXT with its bytes copied into memory of this object (PHP FFI
+     * refuses to point a struct's `char *` at a PHP string, whose buffer may be a temporary's).
+     * The library copies everything during the call, so the same array and text buffer serve
+     * every statement: no FFI allocation for up to SQL_VALUES_KEPT parameters holding up to
+     * SQL_TEXT_KEPT bytes of text; a larger statement gets arrays of its own size, freed when
+     * this returns.
+     *
+     * @param list<mixed> $params
+     *
+     * @throws ConfigurationException naming `params[N]` for a value that is not null, an int or
+     *     a string (HTTP 500, the invalid_argument body, as wrongType())
+     */
+    public function stage(?CData $event, string $sql, array $params): int
+    {
+        $count = \count($params);
+        if ($count === 0) {
+            return $this->ffi->sp_event_stage($event, $sql, \strlen($sql), null, 0);
+        }
+        $values = $count <= self::SQL_VALUES_KEPT
+            ? $this->sqlValues ??= $this->ffi->new('sp_sql_value[' . self::SQL_VALUES_KEPT . ']')
+            : $this->ffi->new('sp_sql_value[' . $count . ']');
+        $text = $this->sqlText ??= $this->ffi->new('char[' . self::SQL_TEXT_KEPT . ']');
+        $used = self::fillSqlValues($values, $params, $text, self::SQL_TEXT_KEPT);
+        if ($used > self::SQL_TEXT_KEPT) {
+            $text = $this->ffi->new('char[' . $used . ']');   // lives until this returns
+            self::fillSqlValues($values, $params, $text, $used);
+        }
+        return $this->ffi->sp_event_stage($event, $sql, \strlen($sql), $values, $count);
+    }
+
+    /**
+     * Writes $params into $values, their text into $text (a `char[$capacity]` array). Returns
+     * the bytes of text the parameters hold: when above $capacity, the text pointers are not all
+     * written (fill again with a buffer that size). The text pointers are made by adding an
+     * offset to the `char[]` array itself (each sum gets a pointer type of its own), never to a
+     * `char *` kept in a variable: when FFI made that pointer's type for it (a cast's), the sum
+     * takes the type over, and the kept pointer is left with a type freed along with the sum
+     * (a wrong "Attempt to write over data boundary", then a crash).
+     *
+     * @param list<mixed> $params
+     */
+    private static function fillSqlValues(CData $values, array $params, CData $text, int $capacity): int
+    {
+        $used = 0;
+        foreach ($params as $i => $param) {
+            $value = $values[$i];
+            if (\is_int($param)) {
+                $value->kind = self::SQL_INT;
+                $value->int_value = $param;
+            } elseif (\is_string($param)) {
+                $len = \strlen($param);
+                $value->kind = self::SQL_TEXT;
+                $value->len = $len;
+                if ($len === 0) {
+                    $value->bytes = null;   // the empty text
+                } elseif ($used + $len <= $capacity) {
+                    $bytes = $text + $used;
+                    FFI::memcpy($bytes, $param, $len);
+                    $value->bytes = $bytes;
+                    $used += $len;
+                } else {
+                    $used += $len;      // counted only: the caller fills again with a larger buffer
+                    $capacity = -1;     // nothing more is copied into this buffer
+                }
+            } elseif ($param === null) {
+                $value->kind = self::SQL_NULL;
+            } else {
+                throw self::wrongType('params[' . $i . ']', $param, 'null, an int or a string');
+            }
+        }
+        return $used;
     }
 
     /**
@@ -250,7 +343,17 @@ final class Native
      */
     public static function wrongType(string $field, mixed $value, string $expected = 'a string'): ConfigurationException
     {
-        $message = $field . ': must be ' . $expected . ', not ' . get_debug_type($value);
+        return self::argumentRefused($field, 'must be ' . $expected . ', not ' . get_debug_type($value));
+    }
+
+    /**
+     * `<field>: <problem>`: an argument of a call refused by the binding before it calls the
+     * library, with the answer the library gives a refused argument (HTTP 500, an
+     * `invalid_argument` JSON body), as wrongType().
+     */
+    public static function argumentRefused(string $field, string $problem): ConfigurationException
+    {
+        $message = $field . ': ' . $problem;
         $body = json_encode(
             ['error' => ['code' => 'invalid_argument', 'field' => $field, 'message' => $message]],
             JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_THROW_ON_ERROR,

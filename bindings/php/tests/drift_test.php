@@ -112,13 +112,22 @@ T::test('constants match the header', function () use ($header): void {
     unset($kinds['KIND_OTHER']);
     $constants = (new ReflectionClass(SlotPartner\Event::class))->getConstants();
     T::eq($kinds, array_filter($constants, static fn (string $k): bool => str_starts_with($k, 'KIND_'), ARRAY_FILTER_USE_KEY), 'Event knows the typed kinds');
+    preg_match('/typedef enum sp_sql_kind \{(.*?)\} sp_sql_kind;/s', $header, $body);
+    preg_match_all('/SP_(SQL_\w+) = (\d+)/', $body[1] ?? '', $m, PREG_SET_ORDER);
+    $sqlKinds = [];
+    foreach ($m as [, $name, $value]) {
+        $sqlKinds[$name] = (int) $value;
+    }
+    unset($sqlKinds['SQL_BLOB']);   // a PHP string is sent as text
+    $constants = (new ReflectionClass(SlotPartner\Native::class))->getConstants();
+    T::eq($sqlKinds, array_filter($constants, static fn (string $k): bool => str_starts_with($k, 'SQL_') && is_int($constants[$k]) && !str_ends_with($k, '_KEPT'), ARRAY_FILTER_USE_KEY), 'Native knows the sp_sql_kind values it sends');
 });
 
 T::test('library, header and declarations', function () use ($header): void {
     preg_match('/^version = "([^"]+)"/m', (string) file_get_contents(ROOT . '/Cargo.toml'), $m);
     T::eq($m[1] ?? null, Library::version(), 'sp_version() is the crate version');
     T::eq('cdef', Library::source(), 'loaded with FFI::cdef (no preloading here)');
-    T::eq(7, substr_count($header, 'const uint8_t *'), 'seven byte buffers in the header (the bodies of handle, handle_record and parse, PEM, JSON parameters, a reply to store, an event\'s strings)');
+    T::eq(8, substr_count($header, 'const uint8_t *'), 'eight byte buffers in the header (the bodies of handle, handle_record and parse, PEM, JSON parameters, a reply to store, an event\'s strings, a staged statement\'s text parameter)');
     T::eq(str_replace('const uint8_t *', 'const char *', $header), Library::declarations(), 'the declarations differ from the header only there');
     T::eq(realpath(ROOT . '/target/release/libslotpartner.so'), realpath(Library::libraryPath()), 'the library found is the checkout\'s (or SLOTPARTNER_LIB)');
 });
