@@ -25,7 +25,6 @@ declare(strict_types=1);
  * Configuration (the FastCGI parameters nginx passes, read with getenv() as the example reads
  * its environment): SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES, SLOTPARTNER_JOURNAL as in the
  * example, the journal required (sqlite:PATH or postgres://...: the ledger's database too).
- * E2E_LEDGER_DSN and E2E_LEDGER_USER, which run.py also passes, are not read.
  */
 
 use SlotPartner\BalanceQuery;
