@@ -3,65 +3,73 @@
 The example's own application (``make_app``: the source and token checked first, the journal
 opened once per process, each refund and payout claimed, handled and finished) with its
 business logic, ``handle_event``, replaced by the same logic crediting a ledger table in the
-journal's own database (one row per credit, ``INSERT ... ON CONFLICT DO NOTHING`` keyed by kind
-and transactionId, its own transaction) instead of the example's directory of files, and
-without the demo's line per event on stderr (refusals and failures are still logged).
+journal's own database, and without the demo's line per event on stderr (refusals and failures
+are still logged).
+
+The credit (one row per credit in ``credits``, keyed by kind and transactionId) is not written
+through a connection of this module's: it is staged on the claimed event (``Event.stage``) and
+run by the journal inside the transaction that stores the reply, after the claim is confirmed
+this worker's, so that the credit and the reply commit together, with one durable commit, or
+not at all. ``handle_event`` finishes the event itself: when that fails (a staged statement or
+the journal's storage, JournalError; the claim taken over, ClaimLostError: no statement ran) it
+raises the example's LedgerDown, on which the example abandons the claim (after a takeover the
+abandon is refused and logged: the claim is another delivery's) and answers 503 with the
+ledger-unavailable body and ``Retry-After``; after a successful finish the example's own
+``finish()`` has nothing left to do. A balance query reads no ledger and stages nothing.
 
 Environment: SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES, SLOTPARTNER_JOURNAL as for the example;
-E2E_LEDGER: ``sqlite:PATH`` (the journal's file) or a libpq connection string (the journal's
-database), used with sqlite3 or psycopg.
+SLOTPARTNER_JOURNAL is required and names the ledger's database too: ``postgres://...`` (the
+statement's placeholders ``$1..$4``) or ``sqlite:PATH`` (``?``). The ``credits`` table is made
+beside the journal by ``db.php library`` (run.py). An E2E_LEDGER in the environment (the
+ledger connection's string of the earlier endpoint) is not read.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings", "python", "examples"))
 import callback_wsgi  # noqa: E402
 from callback_wsgi import LedgerDown, slotpartner  # noqa: E402
 
-LEDGER = os.environ.get("E2E_LEDGER", "")
-CREDIT = "INSERT INTO credits (kind, transaction_id, player, amount) VALUES ({0}, {0}, {0}, {0}) ON CONFLICT DO NOTHING"
-_local = threading.local()
+JOURNAL = os.environ.get("SLOTPARTNER_JOURNAL", "")
+if JOURNAL.startswith("postgres"):
+    CREDIT = "INSERT INTO credits (kind, transaction_id, player, amount) VALUES ($1, $2, $3, $4)"
+elif JOURNAL.startswith("sqlite:"):
+    CREDIT = "INSERT INTO credits (kind, transaction_id, player, amount) VALUES (?, ?, ?, ?)"
+else:
+    raise RuntimeError(
+        "library_wsgi: SLOTPARTNER_JOURNAL must name the journal (postgres://... or sqlite:PATH), "
+        f"whose database holds the ledger's credits table; got {JOURNAL!r}"
+    )
+
+_UNAVAILABLE = (slotpartner.JournalError, slotpartner.ClaimLostError)
 
 
-def _connection():
-    connection = getattr(_local, "connection", None)
-    if connection is None:
-        if LEDGER.startswith("sqlite:"):
-            import sqlite3
-
-            connection = sqlite3.connect(LEDGER[len("sqlite:") :], timeout=5, isolation_level=None)
-            connection.execute("PRAGMA synchronous = FULL")
-        else:
-            import psycopg
-
-            connection = psycopg.connect(LEDGER, autocommit=True)
-        _local.connection = connection
-    return connection
-
-
-def credit(kind: str, transaction_id: int, player: str, amount: int) -> None:
-    """One ledger row per credit; a second credit of the same transaction changes nothing."""
-    sqlite = LEDGER.startswith("sqlite:")
+def credit(
+    event: slotpartner.Event, kind: str, transaction_id: int, player: str | None, amount: int, reply: bytes
+) -> bytes:
+    """Stages the ledger's row for the claimed ``event`` and finishes it: the row and the stored
+    reply (``reply``, built already) commit together. Raises LedgerDown (503, the claim abandoned
+    by the example) when the finish fails: nothing was credited and nothing stored."""
+    event.stage(CREDIT, (kind, transaction_id, player, amount))
     try:
-        _connection().execute(CREDIT.format("?" if sqlite else "%s"), (kind, transaction_id, player, amount))
-    except Exception as error:  # sqlite3.Error, psycopg.Error: a transient failure of the ledger
-        _local.connection = None
-        raise LedgerDown(str(error)) from error
+        event.finish()
+    except _UNAVAILABLE as error:
+        raise LedgerDown(f"{error.status_name}: {error.message}") from error
+    return reply
 
 
 def handle_event(event: slotpartner.Event, wallet: str | None = None) -> bytes:
-    """The example's business logic, crediting through the ledger table."""
+    """The example's business logic, crediting through the ledger table in the journal's
+    transaction."""
     if isinstance(event, slotpartner.BuyRefund):
-        credit("refund", event.transaction_id, event.player_partner_identifier or event.player_identifier, 0)
-        return event.reply()
+        player = event.player_partner_identifier or event.player_identifier
+        return credit(event, "refund", event.transaction_id, player, 0, event.reply())
     if isinstance(event, slotpartner.JackpotPayout):
         player = event.player_partner_identifier or event.player_identifier
-        credit("payout", event.transaction_id, player, event.money_won)
-        return event.reply()
+        return credit(event, "payout", event.transaction_id, player, event.money_won, event.reply())
     if isinstance(event, slotpartner.BalanceQuery):
         player = event.player_partner_identifier or event.player_identifier
         if player == "unknown-player":

@@ -15,7 +15,9 @@
 // - Exactly once: a Journal given to ReceiverConfig::journal() claims each delivery with
 //   Event::begin() before the partner's logic runs: SP_BEGIN_NEW (run the logic, reply, then
 //   Event::finish()), SP_BEGIN_DONE (send Claim::reply with 200, run nothing) or
-//   SP_BEGIN_NOT_JOURNALED (a balance query: run the logic). Failures: SP_ERR_CONFLICT (409),
+//   SP_BEGIN_NOT_JOURNALED (a balance query: run the logic). With the ledger in the journal's
+//   database, Event::stage() puts its credit in the transaction that finish() commits the reply
+//   with (SqlValue parameters). Failures: SP_ERR_CONFLICT (409),
 //   SP_ERR_BUSY and SP_ERR_JOURNAL (503), answered with Error::http_status()/response_body().
 //   After a transient failure of the partner's own store, Event::abandon() and answer 503. An
 //   Event destroyed while claimed releases its claim. From attempt 2 on the logic may have run
@@ -35,12 +37,15 @@
 #ifndef SLOTPARTNER_HPP
 #define SLOTPARTNER_HPP
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -574,6 +579,63 @@ struct BalanceQuery {
     std::optional<std::string_view> player_partner_identifier;
 };
 
+/// One parameter of a statement staged with Event::stage(): SQL NULL, a 64-bit integer, UTF-8
+/// text or bytes (a blob, bytea on PostgreSQL), as the C struct sp_sql_value. Text and bytes are
+/// borrowed, not copied: they must outlive the call to stage(), which copies them (a temporary
+/// in the call's argument list does). A bool, a floating-point value (an amount is an integer in
+/// minor units), a character and a 64-bit unsigned integer (which could exceed INT64_MAX) do not
+/// compile: convert explicitly.
+class SqlValue {
+public:
+    /// SQL NULL.
+    SqlValue() noexcept : value_{SP_SQL_NULL, 0, nullptr, 0} {}
+    /// SQL NULL.
+    SqlValue(std::nullptr_t) noexcept : SqlValue() {}
+    /// SQL NULL.
+    SqlValue(std::nullopt_t) noexcept : SqlValue() {}
+    /// A 64-bit integer (an amount in minor units, an id).
+    template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> &&
+                                            !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char16_t> &&
+                                            !std::is_same_v<T, char32_t> && (std::is_signed_v<T> || sizeof(T) < 8),
+                                        int> = 0>
+    SqlValue(T value) noexcept : value_{SP_SQL_INT, static_cast<int64_t>(value), nullptr, 0} {}
+    template <class T, std::enable_if_t<std::is_same_v<T, bool> || std::is_floating_point_v<T> ||
+                                            std::is_same_v<T, char> || (std::is_unsigned_v<T> && sizeof(T) >= 8),
+                                        int> = 0>
+    SqlValue(T value) = delete;
+    /// UTF-8 text (the library refuses other bytes, naming params[N].bytes); on PostgreSQL sent in
+    /// text format, so that the server reads it as the parameter's type (numeric, uuid...).
+    SqlValue(std::string_view text) noexcept
+        : value_{SP_SQL_TEXT, 0, reinterpret_cast<const uint8_t *>(text.data()), text.size()} {}
+    /// UTF-8 text.
+    SqlValue(const std::string &text) noexcept : SqlValue(std::string_view(text)) {}
+    /// UTF-8 text up to its NUL; a null pointer is SQL NULL.
+    SqlValue(const char *text) noexcept : SqlValue() {
+        if (text != nullptr) {
+            *this = SqlValue(std::string_view(text));
+        }
+    }
+    /// Bytes.
+    static SqlValue blob(const void *data, size_t len) noexcept {
+        SqlValue v;
+        v.value_ = sp_sql_value{SP_SQL_BLOB, 0, static_cast<const uint8_t *>(data), len};
+        return v;
+    }
+    /// Bytes.
+    static SqlValue blob(std::string_view bytes) noexcept { return blob(bytes.data(), bytes.size()); }
+    /// Bytes.
+    static SqlValue blob(const std::vector<uint8_t> &bytes) noexcept { return blob(bytes.data(), bytes.size()); }
+
+    /// The C value (kind, int_value, bytes, len).
+    const sp_sql_value &get() const noexcept { return value_; }
+
+private:
+    sp_sql_value value_;
+};
+
+static_assert(std::is_standard_layout_v<SqlValue> && sizeof(SqlValue) == sizeof(sp_sql_value),
+              "an array of SqlValue is read by the library as an array of sp_sql_value");
+
 /// A validated callback event. Owns everything its views point to; replies built for it are
 /// valid until the next reply or its destruction (which releases an unfinished journal claim). The C struct is readable through get()
 /// (`index_unreadable`, `reply_http_status` among its fields).
@@ -722,15 +784,50 @@ public:
     /// (sp_event_reply_pruned) each time it is asked.
     bool reply_pruned() const noexcept { return sp_event_reply_pruned(event_.get()); }
 
+    /// Stages a statement of the partner's own (its ledger's credit, say) on this event's claim,
+    /// to run when finish() stores the reply: in the same transaction, after the claim is
+    /// confirmed this event's, in the order staged. The credit and the stored reply commit
+    /// together, with one durable commit, or not at all; exactly once no longer rests on the
+    /// ledger's unique key. For a ledger in the journal's own database. One call
+    /// (sp_event_stage); the library copies `sql` and `params`.
+    ///
+    /// `sql` is the database's own dialect with its own placeholders: `$1, $2` on PostgreSQL,
+    /// `?` (or `?1`) on SQLite; `params` are bound to them, never spliced into the text. A
+    /// statement runs for its effect: its rows are never read, so the reply cannot depend on them
+    /// (logic that must read first keeps its own transaction and the ledger's unique key).
+    ///
+    /// finish() runs them all or none: when one fails it throws SP_ERR_JOURNAL (503), field
+    /// "statements[N]" (from 0), naming the statement and the database's error; nothing was
+    /// stored, the claim is still held and the statements stay staged (finish again, or abandon
+    /// and answer 503). SP_ERR_CLAIM_LOST from finish() means none of them ran: answer 503.
+    /// abandon() and the destructor drop them unrun.
+    ///
+    /// Throws Error SP_ERR_INVALID_ARGUMENT, staging nothing: field "event" when the event holds
+    /// no claim (not begun, answered from the journal, not journaled, finished, abandoned; or
+    /// moved from); "sql" when it is empty, not UTF-8, over 1 MiB, begins transaction control
+    /// (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION...: the journal's), or 1,000
+    /// statements are staged already; "params" beyond 65,535 values; "params[N].bytes" for text
+    /// that is not UTF-8.
+    void stage(std::string_view sql, std::initializer_list<SqlValue> params = {}) {
+        stage_values(sql, params.begin(), params.size());
+    }
+    /// stage() with the parameters in a vector (built at run time).
+    void stage(std::string_view sql, const std::vector<SqlValue> &params) {
+        stage_values(sql, params.data(), params.size());
+    }
+
     /// Stores the reply of a claimed event once the partner committed its own work: every later
     /// delivery of it gets this reply, byte for byte. `reply` nullopt stores the reply last built
-    /// (reply(), reply_balance()), which is what the host sends. Does nothing for an event
-    /// answered from the journal, not journaled or finished. Throws Error: SP_ERR_CLAIM_LOST
-    /// (nothing stored: the lease expired and another delivery took the claim, "taken over by
-    /// attempt N", and the work was done, so send the reply all the same; or abandon() released
-    /// it, "the claim was abandoned"; thrown again by every later finish()),
-    /// SP_ERR_INVALID_ARGUMENT (field "reply": over the journal's limit or none built, the claim
-    /// stays; or not begun), SP_ERR_JOURNAL (the claim stays held: finish again or abandon).
+    /// (reply(), reply_balance()), which is what the host sends. The statements staged with
+    /// stage() run in the same transaction first. Does nothing for an event answered from the
+    /// journal, not journaled or finished. Throws Error: SP_ERR_CLAIM_LOST (nothing stored: the
+    /// lease expired and another delivery took the claim, "taken over by attempt N", and the work
+    /// was done, so send the reply all the same, unless statements were staged: none of them ran,
+    /// answer 503; or abandon() released it, "the claim was abandoned"; thrown again by every
+    /// later finish()), SP_ERR_INVALID_ARGUMENT (field "reply": over the journal's limit or none
+    /// built, the claim stays; or not begun), SP_ERR_JOURNAL (the storage failed, or a staged
+    /// statement did, field "statements[N]": nothing stored, the claim stays held and the
+    /// statements staged: finish again or abandon).
     void finish(std::optional<std::string_view> reply = std::nullopt) {
         detail::check(sp_event_finish(event_.get(), reply ? reinterpret_cast<const uint8_t *>(reply->data()) : nullptr,
                                       reply ? reply->size() : 0));
@@ -740,7 +837,8 @@ public:
     /// that the next delivery runs the logic again as attempt 2; answer HTTP 503. After it,
     /// finish() throws Error SP_ERR_CLAIM_LOST ("the claim was abandoned"), every time. Does
     /// nothing for an event answered from the journal, not journaled, finished or abandoned
-    /// already. Destroying a claimed Event releases its claim the same way. Throws Error:
+    /// already. Staged statements are dropped unrun. Destroying a claimed Event releases its
+    /// claim the same way. Throws Error:
     /// SP_ERR_CLAIM_LOST when another delivery took the claim over ("taken over by attempt N";
     /// finish() and abandon() throw it from then on, every time), SP_ERR_JOURNAL (the claim stays
     /// held: abandon again, or destroy the Event, which tries once more; if that fails too, its
@@ -751,6 +849,12 @@ public:
     const sp_event *get() const noexcept { return event_.get(); }
 
 private:
+    void stage_values(std::string_view sql, const SqlValue *params, size_t len) {
+        // SqlValue is an sp_sql_value (standard layout, its only member, the same size).
+        detail::check(sp_event_stage(event_.get(), sql.data(), sql.size(),
+                                     len == 0 ? nullptr : reinterpret_cast<const sp_sql_value *>(params), len));
+    }
+
     template <class T> static const T *require(const T *typed, const char *expected) {
         if (typed == nullptr) {
             throw std::logic_error(std::string("the event is not a ") + expected);

@@ -1,5 +1,6 @@
 // Tests of slotpartner.hpp: every event kind, validation errors with their field, token and
-// source refusal, reply bytes, the delivery journal on SQLite in a temporary directory, getGames
+// source refusal, reply bytes, the delivery journal on SQLite in a temporary directory (with
+// statements of the partner's own staged and run as the reply is stored), getGames
 // against the sandbox (SLOTPARTNER_BASE_URL, SLOTPARTNER_CA_FILE), the recovery of lost events
 // against the same sandbox serving getEvent for events 1 to 20 (seed 11), and freeing (run under
 // AddressSanitizer's leak check by run_tests.sh).
@@ -1020,6 +1021,151 @@ bool sql_on(const std::filesystem::path &path, const std::string &sql) {
     return std::system(command.c_str()) == 0;
 }
 
+/// The rows of the query `sql` on the SQLite file at `path`, read from another process (python3,
+/// as sql_on): one line a row, its columns joined by '|', NULL as "None". `sql` holds no quote.
+std::string sql_rows(const std::filesystem::path &path, const std::string &sql) {
+    const std::string command = "python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
+                                "print(\"\\n\".join(\"|\".join(map(str, row)) for row in db.execute(sys.argv[2])))' '" +
+                                path.string() + "' '" + sql + "'";
+    std::string out;
+    if (FILE *pipe = popen(command.c_str(), "r")) {
+        char buffer[4096];
+        for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
+            out.append(buffer, n);
+        }
+        if (pclose(pipe) != 0) {
+            return "(sqlite3 failed)";
+        }
+    }
+    while (!out.empty() && out.back() == '\n') {
+        out.pop_back();
+    }
+    return out;
+}
+
+const char *const CREDIT = "INSERT INTO credits (kind, transaction_id, player, amount) VALUES (?, ?, ?, ?)";
+
+void journal_staged_statements_commit_with_the_reply() {
+    TempDir dir;
+    slotpartner::Journal journal(dir.url()); // the journal first: it wants a file of its own
+    const auto db = dir.path() / "journal.db";
+    CHECK(sql_on(db, "CREATE TABLE credits (kind TEXT NOT NULL, transaction_id INTEGER NOT NULL, player TEXT NOT NULL, "
+                     "amount INTEGER NOT NULL, PRIMARY KEY (kind, transaction_id))"));
+    CHECK(sql_on(db, "CREATE TABLE vals (n INTEGER PRIMARY KEY, v)"));
+    const auto r = journaled(journal);
+    const auto credits = [&] { return sql_rows(db, "SELECT kind, transaction_id, player, amount FROM credits ORDER BY 2"); };
+
+    // Staged, then run by finish() with the reply.
+    std::string reply;
+    {
+        slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", refund_body(970001, 1));
+        CHECK(event.begin().outcome == SP_BEGIN_NEW);
+        const std::string player = "p-1";
+        event.stage(CREDIT, {"refund", 970001, player, 0});
+        reply = std::string(event.reply(true));
+        CHECK(credits().empty()); // staged, not run
+        event.finish();
+    }
+    CHECK(credits() == "refund|970001|p-1|0");
+    CHECK(journal.status().handled == 1);
+    {
+        // A repeat is answered from the journal and cannot stage: the credit does not run again.
+        slotpartner::Event repeat = r.handle(TOKEN, "127.0.0.1", refund_body(970001, 1));
+        auto claim = repeat.begin();
+        CHECK(claim.outcome == SP_BEGIN_DONE && claim.reply == reply);
+        auto refused = failure([&] { repeat.stage(CREDIT, {"refund", 970001, "p-1", 0}); });
+        CHECK(refused.status() == SP_ERR_INVALID_ARGUMENT && refused.field() == "event" && refused.http_status() == 500);
+        repeat.finish();
+    }
+    CHECK(sql_rows(db, "SELECT COUNT(*) FROM credits") == "1");
+
+    // Stage before begin(): refused naming the event, nothing staged.
+    {
+        slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", refund_body(970002, 2));
+        auto early = failure([&] { event.stage(CREDIT, {"refund", 970002, "p-2", 0}); });
+        CHECK(early.status() == SP_ERR_INVALID_ARGUMENT && early.field() == "event");
+        CHECK(std::string(early.what()).find("not begun") != std::string::npos);
+        CHECK(event.begin().outcome == SP_BEGIN_NEW);
+        // Transaction control is the journal's; text must be UTF-8.
+        CHECK(failure([&] { event.stage("COMMIT"); }).field() == "sql");
+        CHECK(failure([&] { event.stage(" /* x */ rollback"); }).field() == "sql");
+        CHECK(failure([&] { event.stage(""); }).field() == "sql");
+        CHECK(failure([&] { event.stage("INSERT INTO vals (v) VALUES (?)", {std::string_view("\xff", 1)}); }).field() ==
+              "params[0].bytes");
+        event.reply(true);
+        event.finish();
+    }
+    CHECK(sql_rows(db, "SELECT COUNT(*) FROM credits") == "1");
+
+    // A failing statement: finish() throws naming it, nothing is stored, the claim stays held.
+    const std::string body = refund_body(970003, 3);
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", body);
+        auto claim = event.begin();
+        CHECK(claim.outcome == SP_BEGIN_NEW && claim.attempt == attempt);
+        if (attempt == 1) {
+            event.stage("INSERT INTO no_such_table (x) VALUES (?)", {1});
+        }
+        event.stage(CREDIT, {"refund", 970003, "p-3", 0});
+        if (attempt == 2) {
+            event.stage(CREDIT, {"refund", 970003, "p-3", 0}); // the same row again
+        }
+        event.reply(true);
+        auto e = failure([&] { event.finish(); });
+        CHECK(e.status() == SP_ERR_JOURNAL && e.http_status() == 503);
+        CHECK(e.field() == (attempt == 1 ? "statements[0]" : "statements[1]"));
+        CHECK(std::string(e.what()).find(attempt == 1 ? "no such table" : "UNIQUE constraint failed") != std::string::npos);
+        CHECK(credits() == "refund|970001|p-1|0"); // the staged credit rolled back with the rest
+        auto status = journal.status();
+        CHECK(status.handled == 2 && status.in_progress == 1); // nothing stored, the claim held
+        CHECK(failure([&] { event.finish(); }).field() == e.field()); // still staged
+        event.abandon(); // drops them
+    }
+    {
+        slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", body);
+        CHECK(event.begin().attempt == 3);
+        const std::string player = "p-3"; // outlives stage(), as the views must
+        std::vector<slotpartner::SqlValue> params{"refund", int64_t{970003}, player, 30};
+        event.stage(CREDIT, params);
+        event.reply(true);
+        event.finish();
+    }
+    CHECK(credits() == "refund|970001|p-1|0\nrefund|970003|p-3|30");
+
+    // Every kind of value, stored exactly; the views live until stage() copies them.
+    {
+        slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", refund_body(970004, 4));
+        CHECK(event.begin().outcome == SP_BEGIN_NEW);
+        const char *absent = nullptr;
+        const std::vector<uint8_t> bytes{0x00, 0x01, 0xfe, 0xff};
+        const char *const insert = "INSERT INTO vals (n, v) VALUES (?, ?)";
+        event.stage(insert, {1, nullptr});
+        event.stage(insert, {2, std::nullopt});
+        event.stage(insert, {3, absent});
+        event.stage(insert, {4, INT64_MIN});
+        event.stage(insert, {5, INT64_MAX});
+        event.stage(insert, {6, uint32_t{4294967295U}});
+        event.stage(insert, {7, ""});
+        event.stage(insert, {8, "Zo\xC3\xAB pays 10 \xE2\x82\xAC"});
+        event.stage(insert, {9, slotpartner::SqlValue::blob(bytes)});
+        event.stage(insert, {10, slotpartner::SqlValue::blob(std::string_view("a\0b", 3))});
+        event.stage(insert, {11, slotpartner::SqlValue::blob(nullptr, 0)});
+        event.stage(insert, {12, slotpartner::SqlValue()});
+        event.reply(true);
+        event.finish();
+    }
+    CHECK(sql_rows(db, "SELECT n, typeof(v), hex(v) FROM vals ORDER BY n") ==
+          "1|null|\n2|null|\n3|null|\n4|integer|2D39323233333732303336383534373735383038\n"
+          "5|integer|39323233333732303336383534373735383037\n6|integer|34323934393637323935\n7|text|\n"
+          "8|text|5A6FC3AB207061797320313020E282AC\n9|blob|0001FEFF\n10|blob|610062\n11|blob|\n12|null|");
+
+    // Moved from: refused naming the event.
+    slotpartner::Event moved = r.handle(TOKEN, "127.0.0.1", refund_body(970005, 5));
+    slotpartner::Event taken = std::move(moved);
+    CHECK(failure([&] { moved.stage("DELETE FROM credits"); }).field() == "event");
+    CHECK(sql_rows(db, "SELECT COUNT(*) FROM credits") == "2");
+}
+
 constexpr uint64_t DAY_MS = 86400000;
 
 /// Moves the finishing time of the delivery of `transaction_id` back by `days`.
@@ -1169,6 +1315,7 @@ int main() {
     journal_unfinished_delivery_closed_by_hand();
     journal_backup_answers_a_repeat_and_never_replaces_a_file();
     journal_export_for_reconciliation();
+    journal_staged_statements_commit_with_the_reply();
     journal_retention_and_vitals();
     journal_retention_setting();
     get_games_against_the_sandbox();

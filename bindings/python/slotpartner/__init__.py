@@ -71,7 +71,7 @@ from .errors import (
     ValidationError,
     status_name,
 )
-from .events import BalanceQuery, BuyRefund, Claim, Event, JackpotPayout, OtherEvent, Outcome
+from .events import BalanceQuery, BuyRefund, Claim, Event, JackpotPayout, OtherEvent, Outcome, SqlValue
 from .journal import Journal, JournalStatus, JournalVitals, PruneReport
 from .receiver import Receiver
 from .recovery import Recovery, RecoveryFailure, RecoveryReason, RecoveryReport
@@ -111,6 +111,7 @@ __all__ = [
     "RecoveryReport",
     "ServiceError",
     "SlotPartnerError",
+    "SqlValue",
     "TransportError",
     "ValidationError",
     "library_path",

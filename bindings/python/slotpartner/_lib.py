@@ -105,6 +105,12 @@ SP_JOURNAL_REPORT_UNRECOVERABLE = 4
 SP_EXPORT_CSV = 1
 SP_EXPORT_JSONL = 2
 
+# sp_sql_kind values (what an sp_sql_value of a staged statement holds).
+SP_SQL_NULL = 0
+SP_SQL_INT = 1
+SP_SQL_TEXT = 2
+SP_SQL_BLOB = 3
+
 # sp_trust_roots values.
 TRUST_ROOTS = {"bundled": 0, "system": 1, "extra-only": 2}
 
@@ -364,6 +370,22 @@ class sp_recovery_summary(Structure):
         ("failures_len", c_size_t),
         ("unrecoverable", c_size_t),
     ]
+
+
+class sp_sql_value(Structure):
+    """``sp_sql_value``: one parameter of a staged statement (``sp_event_stage``), by ``kind``
+    (``SP_SQL_*``): ``int_value``, or ``len`` bytes at ``bytes``; copied by the library."""
+
+    _fields_ = [("kind", c_uint32), ("int_value", c_int64), ("bytes", c_void_p), ("len", c_size_t)]
+
+
+class SqlValueIn(Structure):
+    """``sp_sql_value`` as the binding fills it: ``bytes`` as a ``c_char_p``, so that a Python
+    ``bytes`` object is stored in place (its buffer, no copy) and kept alive by the array that
+    holds the struct for as long as that array lives. An array of these is built from one tuple
+    ``(kind, int_value, bytes or None, len)`` per value."""
+
+    _fields_ = [("kind", c_uint32), ("int_value", c_int64), ("bytes", c_char_p), ("len", c_size_t)]
 
 
 def layout(structure: type[Structure], skip: tuple[type, ...] = ()) -> struct.Struct:
@@ -634,6 +656,9 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_event_finish": (c_int, [c_void_p, c_char_p, c_size_t]),
     "sp_event_abandon": (c_int, [c_void_p]),
     "sp_event_reply_pruned": (c_bool, [c_void_p]),
+    # Statements of the partner's own, run by sp_event_finish in the transaction storing the
+    # reply (params: the address of an SqlValueIn array).
+    "sp_event_stage": (c_int, [c_void_p, c_char_p, c_size_t, c_void_p, c_size_t]),
     # Delivery journal.
     "sp_journal_config_new": (c_int, [c_char_p, _OUT]),
     "sp_journal_config_free": (None, [c_void_p]),

@@ -23,7 +23,9 @@ costs five foreign calls: handle, begin, reply, finish, free; a repeat answered 
 three (handle, begin, free: ``begin()`` copies the stored reply and frees at once); a balance
 query (NOT_JOURNALED) four (handle, begin, reply, free). A delivery claimed again (attempt 2
 and on) costs two more, ``sp_event_differing`` and ``sp_event_reply_pruned``, for
-``Claim.differing`` and ``Claim.reply_pruned``.
+``Claim.differing`` and ``Claim.reply_pruned``. Each statement staged on a claimed event
+(``stage()``: the ledger's credit, run by ``finish()`` in the transaction that stores the reply)
+costs one more (``sp_event_stage``).
 
 When no reply is built, the ``sp_event`` is freed by ``close()``, by leaving a ``with`` block,
 or at the latest when the event object is garbage collected (``__del__``): nothing leaks. Freeing
@@ -41,12 +43,21 @@ from __future__ import annotations
 
 import ctypes
 import enum
+from collections.abc import Sequence
 from ctypes import c_uint16
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from . import _lib
-from .errors import ClaimLostError, SlotPartnerError, ValidationError, argument_error, bytes_like, last_error
+from .errors import (
+    ClaimLostError,
+    SlotPartnerError,
+    ValidationError,
+    argument_error,
+    bytes_like,
+    last_error,
+    wrong_type,
+)
 from .replies import c_text, check_amount, reply_balance, reply_result
 
 _LIB = _lib.lib
@@ -58,9 +69,22 @@ _event_differing = _LIB.sp_event_differing
 _event_reply_pruned = _LIB.sp_event_reply_pruned
 _event_finish = _LIB.sp_event_finish
 _event_abandon = _LIB.sp_event_abandon
+_event_stage = _LIB.sp_event_stage
+_SQL_VALUES = _lib.SqlValueIn
+_SQL_INT = _lib.SP_SQL_INT
+_SQL_TEXT = _lib.SP_SQL_TEXT
+_SQL_BLOB = _lib.SP_SQL_BLOB
+_SQL_NULL_VALUE = (_lib.SP_SQL_NULL, 0, None, 0)
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
 _OUT = _lib.OUT
 _STATUS_OFFSET = _lib.REPLY_HTTP_STATUS_OFFSET
 _u16_at = c_uint16.from_address
+
+
+#: A parameter of a staged statement (``Event.stage``): SQL ``NULL``, a 64-bit integer, UTF-8
+#: text, or bytes (a blob, ``bytea``).
+SqlValue = int | str | bytes | bytearray | memoryview | None
 
 
 class ReplySettings(NamedTuple):
@@ -150,6 +174,43 @@ _SETTLED = 2  # DONE, NOT_JOURNALED or finished: finish() and abandon() do nothi
 _NO_JOURNAL = 3  # the receiver has no journal: the sp_event was freed once the fields were read
 _ABANDONED = 4  # abandoned: finish() raises Event._refusal (ClaimLostError), abandon() does nothing
 _LOST = 5  # the claim was found taken over: finish() and abandon() raise Event._refusal
+
+
+def _out_of_range(at: int, value: int) -> SlotPartnerError:
+    return argument_error(
+        f"params[{at}]",
+        f"{value} does not fit a 64-bit integer ({_INT64_MIN} to {_INT64_MAX}); "
+        "pass a larger number as a str for a numeric column",
+    )
+
+
+def _unencodable(field: str, error: UnicodeEncodeError) -> SlotPartnerError:
+    return argument_error(field, f"cannot be encoded as UTF-8 ({error.reason} at position {error.start})")
+
+
+def _sql_value(value: object, at: int) -> tuple[int, int, bytes | None, int]:
+    """The ``sp_sql_value`` of a parameter that is not exactly an int, str, bytes or None (a
+    subclass of int or str, a bytes-like object), as ``(kind, int_value, bytes, len)``; a bool,
+    a float or anything else is refused naming ``params[at]``."""
+    field = f"params[{at}]"
+    if isinstance(value, bool):
+        raise argument_error(field, "must be None, an int, a str or bytes, not bool: pass 1 or 0 for an integer column")
+    if isinstance(value, int):
+        number = int(value)
+        if not _INT64_MIN <= number <= _INT64_MAX:
+            raise _out_of_range(at, number)
+        return (_SQL_INT, number, None, 0)
+    if isinstance(value, str):
+        try:
+            text = str.encode(value)
+        except UnicodeEncodeError as error:
+            raise _unencodable(f"params[{at}]", error) from None
+        return (_SQL_TEXT, 0, text, len(text))
+    if isinstance(value, (float, complex)):
+        raise wrong_type(field, value, "None, an int, a str or bytes (an amount is an int in minor units)")
+    data = bytes_like(value, field, "None, an int, a str or bytes")
+    return (_SQL_BLOB, 0, data, len(data))
+
 
 _E = TypeVar("_E", bound="Event")
 
@@ -282,11 +343,118 @@ class Event:
             return Claim(_DONE, 0, stored)
         return _NOT_JOURNALED
 
+    def stage(self, sql: str, params: Sequence[SqlValue] = ()) -> None:
+        """Stages a statement of the partner's own (its ledger's credit, say) on this event's
+        claim, to run when ``finish()`` stores the reply: in the same database transaction, after
+        the claim is confirmed this event's, in the order staged. The credit and the stored reply
+        then commit together, with one durable commit, or not at all, and exactly once no longer
+        rests on the ledger's own unique key. For a ledger in the journal's own database. One
+        foreign call (``sp_event_stage``); the library copies the statement and its values.
+
+        ``sql`` is the journal database's own dialect with its own positional placeholders:
+        ``$1, $2`` on PostgreSQL, ``?`` (or ``?1``) on SQLite. ``params`` are bound to them,
+        never spliced into the text: None is ``NULL``, an ``int`` a 64-bit integer, a ``str``
+        UTF-8 text (on PostgreSQL sent in text format, so that the server reads it as the
+        column's type: ``numeric``, ``uuid``...), ``bytes``, ``bytearray`` or ``memoryview`` a
+        blob (``bytea``). A statement runs for its effect: its rows are never read, so the reply
+        cannot depend on them (logic that must read first keeps its own transaction and the
+        ledger's unique key).
+
+        ``finish()`` runs them all or none. A statement that fails there makes it raise
+        JournalError (HTTP 503) with ``field`` ``statements[N]`` (from 0) naming the statement
+        and the database's error: nothing was stored, no statement took effect, the claim is
+        still held and the statements stay staged (finish again, or ``abandon()`` and answer
+        503). A ClaimLostError from ``finish()`` means no staged statement ran: answer 503, the
+        delivery that holds the key now runs the logic. ``abandon()``, ``close()`` and dropping
+        the event discard them unrun.
+
+        Raises:
+            ConfigurationError (HTTP 500, an ``invalid_argument`` body), staging nothing:
+                ``event`` when it holds no claim (``begin()`` did not answer NEW, or it was
+                answered from the journal, finished, abandoned or closed: no ``finish()`` would
+                run the statement); ``sql`` when it is not a str, cannot be encoded as UTF-8, is
+                empty, over 1 MiB, begins transaction control (``BEGIN``, ``COMMIT``,
+                ``ROLLBACK``, ``SAVEPOINT``, ``SET TRANSACTION``...: the journal's), or 1,000
+                statements are staged already; ``params`` when it is not a sequence (a str or
+                bytes is refused rather than taken one item per character) or holds more than
+                65,535 values; ``params[N]`` for a value of another type (a bool, which Python
+                counts as an int, a float, which an amount never is, anything else), an int
+                outside the 64-bit range, or a str that cannot be encoded as UTF-8 (a lone
+                surrogate).
+        """
+        ptr = self._ptr
+        if self._journal != _CLAIMED or ptr is None:
+            raise self._unstageable()
+        if sql.__class__ is not str:
+            if not isinstance(sql, str):
+                raise wrong_type("sql", sql)
+        try:
+            text = sql.encode()
+        except UnicodeEncodeError as error:
+            raise _unencodable("sql", error) from None
+        if params.__class__ is not tuple and params.__class__ is not list:
+            if isinstance(params, (str, bytes, bytearray, memoryview)) or not isinstance(params, Sequence):
+                raise wrong_type("params", params, "a sequence of values (a list or a tuple)")
+        count = len(params)
+        if count:
+            values = []
+            append = values.append
+            at = 0
+            for value in params:
+                kind = value.__class__
+                if kind is int:
+                    if not _INT64_MIN <= value <= _INT64_MAX:
+                        raise _out_of_range(at, value)
+                    append((_SQL_INT, value, None, 0))
+                elif kind is str:
+                    try:
+                        data = value.encode()
+                    except UnicodeEncodeError as error:
+                        raise _unencodable(f"params[{at}]", error) from None
+                    append((_SQL_TEXT, 0, data, len(data)))
+                elif kind is bytes:
+                    append((_SQL_BLOB, 0, value, len(value)))
+                elif value is None:
+                    append(_SQL_NULL_VALUE)
+                else:
+                    append(_sql_value(value, at))
+                at += 1
+            # The array holds each bytes object (c_char_p fields keep their references) while the
+            # library copies them.
+            array: Any = _SQL_VALUES * count
+            status = _event_stage(ptr, text, len(text), array(*values), count)
+        else:
+            status = _event_stage(ptr, text, len(text), None, 0)
+        if status:
+            raise last_error(status)
+
+    def _unstageable(self) -> SlotPartnerError:
+        """Why ``stage()`` is refused for an event that holds no claim (field ``event``)."""
+        state = self._journal
+        if state == _NO_JOURNAL:
+            problem = "its receiver has no journal (Receiver(..., journal=...)): no finish() would run the statement"
+        elif state == _NOT_BEGUN:
+            problem = "was not begun: only a claimed delivery (begin() answered NEW) runs staged statements"
+        elif state == _ABANDONED:
+            problem = "its claim was abandoned: no finish() would run the statement"
+        elif state == _LOST:
+            problem = "its claim was taken over by another delivery: no finish() would run the statement"
+        elif state == _CLAIMED:
+            problem = "was closed: its claim was released, no finish() would run the statement"
+        else:
+            problem = (
+                "holds no claim (answered from the journal, not journaled, or finished): "
+                "no finish() would run the statement"
+            )
+        return argument_error("event", problem)
+
     def finish(self, reply: bytes | bytearray | memoryview | None = None) -> None:
         """Stores the reply of a claimed event in the journal, once the partner committed its own
         work: every later delivery of the same event gets it, byte for byte (a ``success:false``
         reply too). ``reply`` None (the usual case) stores the reply last built with ``reply()``
-        or ``reply_balance()``, which is what the host sends. Then frees the library's event.
+        or ``reply_balance()``, which is what the host sends. The statements staged with
+        ``stage()`` run in the same transaction, after the claim is confirmed this event's: they
+        and the reply commit together, or none of it. Then frees the library's event.
         Two foreign calls (``sp_event_finish``, ``sp_event_free``); none when the event is not
         claimed (DONE, NOT_JOURNALED, finished already).
 
@@ -297,13 +465,17 @@ class Event:
                 error again every time), or ``abandon()`` released it before ("the claim was
                 abandoned"; raised again by every ``finish()``). After a takeover the partner's
                 work was done: send the reply all the same (the other delivery finds the credit
-                in the ledger).
+                in the ledger); but when statements were staged, none of them ran: answer 503,
+                and the delivery holding the key runs the logic.
             ConfigurationError: the reply is over the journal's limit or none was built (the
                 claim stays: finish again or abandon), the event was not begun, or it was closed
                 (its claim released) before.
-            JournalError: the storage failed (the claim stays this event's: finish again, or
-                abandon; ``close()``, leaving a ``with`` block or dropping the event releases it,
-                and if that fails too its lease ends it).
+            JournalError: the storage failed, or a staged statement failed (``field``
+                ``statements[N]``, from 0, the message naming the statement and the database's
+                error; no statement took effect). Either way nothing was stored, the claim stays
+                this event's and the statements stay staged: finish again, or abandon;
+                ``close()``, leaving a ``with`` block or dropping the event releases it, and if
+                that fails too its lease ends it.
         """
         if self._journal != _CLAIMED:
             self._settled("finish")
@@ -334,8 +506,8 @@ class Event:
         ``finish()``; ``sp_event_free``). From then on ``finish()`` raises ClaimLostError ("the
         claim was abandoned"), every time, and ``abandon()`` does nothing. Does nothing for an
         event answered from the journal or not journaled (DONE, NOT_JOURNALED), or finished.
-        Dropping or closing a claimed event releases the claim the same way, without reporting
-        failures.
+        Statements staged with ``stage()`` are discarded unrun. Dropping or closing a claimed
+        event releases the claim the same way, without reporting failures.
 
         Raises:
             ClaimLostError: its lease expired and another delivery took the claim over ("taken
@@ -863,6 +1035,7 @@ def read_claimed_event(ptr: int, replies: ReplySettings) -> Event:
 
 __all__ = [
     "Event",
+    "SqlValue",
     "BuyRefund",
     "JackpotPayout",
     "BalanceQuery",

@@ -74,7 +74,7 @@ class AbiTest(unittest.TestCase):
             "sp_index_ranges": _lib.sp_index_ranges, "sp_recovery_failure": _lib.sp_recovery_failure,
             "sp_recovery_summary": _lib.sp_recovery_summary, "sp_record": _lib.sp_record,
             "sp_journal_vital_signs": _lib.sp_journal_vital_signs, "sp_prune_options": _lib.sp_prune_options,
-            "sp_prune_report": _lib.sp_prune_report,
+            "sp_prune_report": _lib.sp_prune_report, "sp_sql_value": _lib.sp_sql_value,
         }  # fmt: skip
         self.assertEqual(sorted(structs), sorted(mirrored))
         for name, fields in structs.items():
@@ -99,6 +99,7 @@ class AbiTest(unittest.TestCase):
             (_lib.sp_field, _lib.FieldView),
             (_lib.sp_str, _lib.StrView),
             (_lib.sp_claim, _lib.ClaimView),
+            (_lib.sp_sql_value, _lib.SqlValueIn),  # the staged statements' parameters as filled in
         ):
             self.assertEqual(ctypes.sizeof(view), ctypes.sizeof(struct))
             for name, _ in struct._fields_:
@@ -142,6 +143,10 @@ class AbiTest(unittest.TestCase):
         reports = dict(re.findall(r"(SP_JOURNAL_REPORT_\w+) = (\d+)", TEXT))
         self.assertEqual(len(reports), 4)
         for name, value in reports.items():
+            self.assertEqual(getattr(_lib, name), int(value))
+        sql_kinds = dict(re.findall(r"(SP_SQL_\w+) = (\d+)", TEXT))
+        self.assertEqual(len(sql_kinds), 4)
+        for name, value in sql_kinds.items():
             self.assertEqual(getattr(_lib, name), int(value))
         statuses = dict(re.findall(r"(SP_ERR_(?:CONFLICT|JOURNAL|CLAIM_LOST|BUSY)) = (\d+)", TEXT))
         self.assertEqual(len(statuses), 4)
