@@ -20,8 +20,7 @@ ledger-unavailable body and ``Retry-After``; after a successful finish the examp
 Environment: SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES, SLOTPARTNER_JOURNAL as for the example;
 SLOTPARTNER_JOURNAL is required and names the ledger's database too: ``postgres://...`` (the
 statement's placeholders ``$1..$4``) or ``sqlite:PATH`` (``?``). The ``credits`` table is made
-beside the journal by ``db.php library`` (run.py). An E2E_LEDGER in the environment (the
-ledger connection's string of the earlier endpoint) is not read.
+beside the journal by ``db.php library`` (run.py).
 """
 
 from __future__ import annotations

@@ -463,7 +463,7 @@ def python_setup(work: pathlib.Path, servers: Servers, pg_port: int | None) -> l
         lib_file, hand_file = sqlite_dir / "library.db", sqlite_dir / "handwritten.db"
         as_user(["php", str(HERE / "db.php"), "library", f"sqlite:{lib_file}", f"sqlite:{lib_file}"], "db.php library")
         as_user(["php", str(HERE / "db.php"), "handwritten", f"sqlite:{hand_file}"], "db.php handwritten")
-        backends.append(("sqlite", {"SLOTPARTNER_JOURNAL": f"sqlite:{lib_file}", "E2E_LEDGER": f"sqlite:{lib_file}"},
+        backends.append(("sqlite", {"SLOTPARTNER_JOURNAL": f"sqlite:{lib_file}"},
                          {"E2E_DB": f"sqlite:{hand_file}"}, f"sqlite:{lib_file}", f"sqlite:{hand_file}", None))
     if pg_port is not None:
         dsn = lambda db: f"pgsql:host=127.0.0.1;port={pg_port};dbname={db}"
@@ -471,7 +471,7 @@ def python_setup(work: pathlib.Path, servers: Servers, pg_port: int | None) -> l
         journal = f"postgres://{PG_USER}@127.0.0.1:{pg_port}/py_library?sslmode=disable"
         as_user(["php", str(HERE / "db.php"), "library", journal, dsn("py_library"), PG_USER], "db.php library (postgres)")
         as_user(["php", str(HERE / "db.php"), "handwritten", dsn("py_handwritten"), PG_USER], "db.php handwritten (postgres)")
-        backends.append(("postgres", {"SLOTPARTNER_JOURNAL": journal, "E2E_LEDGER": conninfo("py_library")},
+        backends.append(("postgres", {"SLOTPARTNER_JOURNAL": journal},
                          {"E2E_DB": conninfo("py_handwritten")}, dsn("py_library"), dsn("py_handwritten"), "py_"))
     for backend, lib_env, hand_env, lib_dsn, hand_dsn, pg in backends:
         for side, module, extra, totals in (("library", "library_wsgi", lib_env, lib_dsn), ("handwritten", "handwritten_wsgi", hand_env, hand_dsn)):
