@@ -100,6 +100,7 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("a_failing_statement_leaves_nothing_and_the_claim_held", a_failing_statement_leaves_nothing_and_the_claim_held),
     ("a_claim_lost_to_another_delivery_runs_nothing", a_claim_lost_to_another_delivery_runs_nothing),
     ("every_kind_of_value_reaches_its_column", every_kind_of_value_reaches_its_column),
+    ("rows_a_statement_returns_are_dropped", rows_a_statement_returns_are_dropped),
 ];
 
 fn run_suite(backend: &dyn Backend) {
@@ -127,6 +128,8 @@ fn postgres_staged() {
     let backend = Postgres(cluster);
     run_suite(&backend);
     a_connection_lost_among_the_statements_runs_them_again_once(&backend);
+    a_session_changed_by_a_statement_is_not_kept(&backend);
+    a_table_changed_under_a_prepared_statement_is_prepared_again(&backend);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -279,4 +282,58 @@ fn a_connection_lost_among_the_statements_runs_them_again_once(b: &Postgres) {
     assert_eq!(credits(b, &url), 1);
     assert_eq!(state_of(&journal, 1), RecordState::Done);
     println!("postgres a_connection_lost_among_the_statements_runs_them_again_once: ok");
+}
+
+/// A statement that returns rows (`RETURNING`) runs on both backends, its rows dropped.
+fn rows_a_statement_returns_are_dropped(b: &dyn Backend) {
+    let url = b.url("returned_rows");
+    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
+    let claim = new_claim(&journal, &plain_refund(1));
+    let sql =
+        format!("INSERT INTO credits (transaction_id, amount) VALUES ({}, 5) RETURNING transaction_id", b.param(1));
+    journal.finish_with(&claim, &reply(1), &[Staged::new(sql, vec![SqlValue::Int(1)]).unwrap()]).expect("finish_with");
+    assert_eq!(credits(b, &url), 1);
+}
+
+/// A statement that changes the session in a way no check at staging sees (`set_config(...,
+/// false)` of the search path): the journal's own statements after it find no table, so that
+/// finish fails storing nothing, and the connection is dropped, not kept for the next delivery:
+/// every later delivery is handled.
+fn a_session_changed_by_a_statement_is_not_kept(b: &Postgres) {
+    let url = b.url("session_changed");
+    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
+    b.exec(&url, "CREATE SCHEMA elsewhere");
+    let claim = new_claim(&journal, &plain_refund(1));
+    let away = Staged::new("SELECT set_config('search_path', 'elsewhere', false)", vec![]).unwrap();
+    let error = journal.finish_with(&claim, &reply(1), &[credit(b, 1, 10), away]).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal, "{error}");
+    assert_eq!(credits(b, &url), 0);
+    journal.abandon(&claim).expect("abandon on a fresh connection");
+    for n in 1..=6 {
+        let claim = new_claim(&journal, &plain_refund(n));
+        journal.finish_with(&claim, &reply(n), &[credit(b, n, 10)]).unwrap_or_else(|e| panic!("delivery {n}: {e}"));
+    }
+    assert_eq!(credits(b, &url), 6);
+    println!("postgres a_session_changed_by_a_statement_is_not_kept: ok");
+}
+
+/// A table changed under a statement prepared on a kept connection (`RETURNING *` after a
+/// column was added: "cached plan must not change result type"): prepared again, not failing
+/// every later finish.
+fn a_table_changed_under_a_prepared_statement_is_prepared_again(b: &Postgres) {
+    let url = b.url("plan_changed");
+    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
+    let returning = |n: i64| {
+        Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
+            .unwrap()
+    };
+    let claim = new_claim(&journal, &plain_refund(1));
+    journal.finish_with(&claim, &reply(1), &[returning(1)]).expect("first");
+    b.exec(&url, "ALTER TABLE credits ADD COLUMN extra TEXT");
+    for n in 2..=4 {
+        let claim = new_claim(&journal, &plain_refund(n));
+        journal.finish_with(&claim, &reply(n), &[returning(n)]).unwrap_or_else(|e| panic!("delivery {n}: {e}"));
+    }
+    assert_eq!(credits(b, &url), 4);
+    println!("postgres a_table_changed_under_a_prepared_statement_is_prepared_again: ok");
 }

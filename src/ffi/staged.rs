@@ -50,6 +50,9 @@ pub struct sp_sql_value {
 /// is run for its effect: its rows, if any, are not read, so a reply cannot depend on them
 /// (logic that must read first keeps its own transaction and the ledger's unique key).
 ///
+/// The statements run before the reply is stored, and the reply is stored only if the
+/// transaction is still the journal's: a statement that ended it in a way the check at staging
+/// cannot see makes `sp_event_finish` fail (field `statements`) without storing the reply.
 /// `sp_event_finish` runs them all or none: when one fails it answers `SP_ERR_JOURNAL`, field
 /// `statements[N]` (from 0), naming the statement and the database's error; nothing was stored,
 /// the claim is still held and the statements stay staged (finish again, or abandon).
@@ -60,8 +63,11 @@ pub struct sp_sql_value {
 /// Fails with `SP_ERR_INVALID_ARGUMENT`, staging nothing: field `event` when it holds no claim
 /// (not begun, answered from the journal, not journaled, finished or abandoned: no finish would
 /// run the statement); field `sql` when it is NULL, empty, not UTF-8, longer than 1 MiB, begins
-/// transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `SET TRANSACTION`...: the
-/// journal's), or 1,000 statements are staged already; field `params` when `params_len` exceeds
+/// (after blanks, `;` and comments) with transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`,
+/// `SAVEPOINT`, `RELEASE`, `END`, `PREPARE`...: the journal's) or with a command that outlives
+/// the transaction on the pooled connection (a `SET` other than `SET LOCAL`, `RESET`, `DISCARD`,
+/// `DEALLOCATE`, `LISTEN`, `UNLISTEN`, `LOAD`, SQLite's `PRAGMA`, `ATTACH`, `DETACH`, `VACUUM`),
+/// or 1,000 statements are staged already; field `params` when `params_len` exceeds
 /// 65,535 or `params` is NULL with `params_len` above 0; field `params[N].kind` for an unknown
 /// kind, `params[N].bytes` for text that is not UTF-8 or bytes NULL with `len` above 0.
 ///

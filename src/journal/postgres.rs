@@ -465,8 +465,15 @@ impl Postgres {
                         return Err(error);
                     }
                     let code = e.code();
+                    if poisoned(&e) {
+                        // The session is not what the journal set up (a statement of the
+                        // partner's changed it, or its prepared statements are stale): a
+                        // fresh connection for this work, run again, and for every later call.
+                        conn.mark_broken();
+                    }
                     let transient = code == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
-                        || code == Some(&SqlState::T_R_DEADLOCK_DETECTED);
+                        || code == Some(&SqlState::T_R_DEADLOCK_DETECTED)
+                        || poisoned(&e);
                     if transient && tries < 4 {
                         continue;
                     }
@@ -474,6 +481,36 @@ impl Postgres {
                 }
             }
         }
+    }
+
+    /// `finish` with staged statements, in one transaction: the session's guard set (a
+    /// transaction-local setting), the partner's statements, then the reply stored only while the
+    /// guard is still set (so a statement that ended the transaction, which the check at staging
+    /// could not see, makes the finish fail instead of storing the reply alone), committed
+    /// durably. Run again on a fresh connection after a lost connection: the run after a lost one
+    /// first confirms the claim is still held (locking it), and runs nothing when the first run
+    /// committed. Answers whether the reply was stored, and whether the work ran again.
+    fn finish_staged(
+        &self,
+        claim: &Claim,
+        reply: &[u8],
+        staged: &[Staged],
+        shard: i64,
+        commit: &str,
+        options: &JournalOptions,
+    ) -> Result<(bool, bool)> {
+        self.transaction_retried(options, Mode::Normal, |tx| {
+            if tx.query_opt(HOLD, &[&claim.key, &&claim.token[..]])?.is_none() {
+                return Ok(false);
+            }
+            staged::run(tx.client, tx.staged, staged)?;
+            let row = tx.query_one(FINISH_GUARDED, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?;
+            let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
+            if guard.as_deref() != Some("on") {
+                return Err(Fail::Journal(super::staged::escaped()));
+            }
+            Ok(count == 1)
+        })
     }
 
     fn begin(
@@ -513,6 +550,20 @@ fn connection_lost(e: &postgres::Error) -> bool {
     e.is_closed()
         || e.code().is_some_and(|code| GONE.contains(code))
         || std::error::Error::source(e).is_some_and(|cause| cause.is::<std::io::Error>())
+}
+
+/// Whether `e` says the connection's session is no longer the one the journal set up: its
+/// prepared statements are stale (`cached plan must not change result type` after a table
+/// changed, or gone after a `DEALLOCATE`), or its tables are not found or not allowed (a search
+/// path or role changed for the session). Such a connection is dropped, not kept.
+fn poisoned(e: &postgres::Error) -> bool {
+    const STALE: [SqlState; 4] = [
+        SqlState::FEATURE_NOT_SUPPORTED,
+        SqlState::INVALID_SQL_STATEMENT_NAME,
+        SqlState::UNDEFINED_TABLE,
+        SqlState::INSUFFICIENT_PRIVILEGE,
+    ];
+    e.code().is_some_and(|code| STALE.contains(code))
 }
 
 /// Whether connecting failed because the host name did not resolve. The resolver's failure has
@@ -792,6 +843,22 @@ const FINISH: &str = concat!(
     "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
     "SELECT count(*) FROM finished, durable"
 );
+/// Locks the claimed row while it is this worker's and sets the transaction's guard (a
+/// transaction-local setting that `FINISH_GUARDED` requires): no row when the claim is not held.
+const HOLD: &str = "SELECT set_config('slotpartner.guard', 'on', true) FROM sp_journal_delivery WHERE key = $1 AND state = 'claimed' AND token = $2 FOR UPDATE";
+/// `FINISH` inside the transaction `HOLD` began, storing the reply only while the guard is still
+/// set: a staged statement that ended the transaction leaves it unset. Answers the count and
+/// the guard.
+const FINISH_GUARDED: &str = concat!(
+    "WITH durable AS (SELECT set_config('synchronous_commit', $5::text, true)), ",
+    "finished AS (UPDATE sp_journal_delivery SET state = 'done', reply = $3, token = NULL, updated_ms = ",
+    now_ms!(),
+    ", finished_ms = ",
+    now_ms!(),
+    " WHERE key = $1 AND state = 'claimed' AND token = $2 AND current_setting('slotpartner.guard', true) = 'on' RETURNING 1), ",
+    "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
+    "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true) FROM durable"
+);
 const ABANDON: &str = concat!(
     "WITH abandoned AS (UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, lease_until_ms = 0, updated_ms = ",
     now_ms!(),
@@ -958,18 +1025,13 @@ impl super::Store for Postgres {
             Synchronous::Full => "on",
             Synchronous::Normal => "off",
         };
-        // With staged statements, one transaction: the reply stored first (which confirms the
-        // claim is this worker's), then the partner's statements, committed durably together.
-        // Run again after a lost connection as `Single` is: a second run finds the reply stored
-        // by the first (if that committed) and runs nothing.
-        let mode = if staged.is_empty() { Mode::Single } else { Mode::Normal };
-        let (done, retried) = self.transaction_retried(options, mode, |tx| {
-            let done = counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?)? == 1;
-            if done && !staged.is_empty() {
-                staged::run(tx.client, tx.staged, staged)?;
-            }
-            Ok(done)
-        })?;
+        let (done, retried) = if staged.is_empty() {
+            self.transaction_retried(options, Mode::Single, |tx| {
+                Ok(counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?)? == 1)
+            })?
+        } else {
+            self.finish_staged(claim, reply, staged, shard, commit, options)?
+        };
         if done {
             return Ok(());
         }

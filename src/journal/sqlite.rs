@@ -369,6 +369,10 @@ impl Sqlite {
     }
 }
 
+/// The message of the claim found not held by a `finish` with staged statements (rolled back,
+/// then told as `ClaimLost`).
+const NOT_HELD: &str = "the claim is not held: the staged statements are rolled back";
+
 /// Runs the partner's staged statements in order inside `tx` (the transaction of `finish`);
 /// the first failure names its statement, and the caller's rollback undoes them all.
 fn run_staged(tx: &Transaction<'_>, staged: &[Staged]) -> TxResult<()> {
@@ -380,16 +384,19 @@ fn run_staged(tx: &Transaction<'_>, staged: &[Staged]) -> TxResult<()> {
             SqlValue::Text(v) => Bound::Text(v.clone()),
             SqlValue::Blob(v) => Bound::Blob(v.clone()),
         });
-        let ran = tx
-            .prepare_cached(statement.sql())
-            .and_then(|mut prepared| prepared.execute(rusqlite::params_from_iter(bound)));
+        // Run to its end, rows (a RETURNING clause, a SELECT) read and dropped.
+        let ran = tx.prepare_cached(statement.sql()).and_then(|mut prepared| {
+            let mut rows = prepared.query(rusqlite::params_from_iter(bound))?;
+            while rows.next()?.is_some() {}
+            Ok(())
+        });
         if let Err(e) = ran {
             return Err(Fail::Journal(staged::failed(at + 1, statement, &e.to_string())));
         }
         if tx.is_autocommit() {
-            // Ended the transaction by a way the text check cannot see (a statement in a trigger
-            // cannot, but a future dialect might): refuse rather than commit half.
-            return Err(Fail::Journal(staged::failed(at + 1, statement, "it ended the journal's transaction")));
+            // Ended the transaction in a way the check at staging did not see: the reply is
+            // not stored after it.
+            return Err(Fail::Journal(staged::escaped()));
         }
     }
     Ok(())
@@ -771,21 +778,30 @@ impl super::Store for Sqlite {
     }
 
     fn finish(&self, claim: &Claim, reply: &[u8], staged: &[Staged], options: &JournalOptions) -> Result<()> {
-        let lost = self.transaction(options, true, true, |tx| {
+        // The staged statements first, the reply after them: a statement that ended the
+        // transaction (which the check at staging could not see) leaves the reply unstored.
+        let finished = self.transaction(options, true, true, |tx| {
+            run_staged(tx, staged)?;
             let sql = "UPDATE sp_journal_delivery SET state = 'done', reply = ?3, token = NULL, updated_ms = ?4, finished_ms = ?4 WHERE key = ?1 AND state = 'claimed' AND token = ?2";
             let now = now_ms();
             if tx.prepare_cached(sql)?.execute(params![claim.key, &claim.token[..], reply, now])? == 1 {
                 let sql = "UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = 0";
                 tx.prepare_cached(sql)?.execute([])?;
-                run_staged(tx, staged)?;
                 return Ok(None);
             }
-            lost_state(tx, claim).map(Some)
-        })?;
-        match lost {
-            None => Ok(()),
-            Some(now) => Err(claims::lost_error(claim, "finish", now)),
-        }
+            if staged.is_empty() {
+                return lost_state(tx, claim).map(Some);
+            }
+            // Not this worker's any more: the staged statements are rolled back with this.
+            Err(Fail::Journal(Error::new(ErrorKind::ClaimLost, NOT_HELD)))
+        });
+        let now = match finished {
+            Ok(None) => return Ok(()),
+            Ok(Some(now)) => now,
+            Err(e) if e.message == NOT_HELD => self.transaction(options, false, false, |tx| lost_state(tx, claim))?,
+            Err(e) => return Err(e),
+        };
+        Err(claims::lost_error(claim, "finish", now))
     }
 
     fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {

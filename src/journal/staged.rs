@@ -58,7 +58,9 @@ impl Staged {
         if let Some(word) = transaction_control(&sql) {
             return invalid(
                 "sql",
-                format!("starts with {word}: the journal begins and commits the transaction staged statements run in"),
+                format!(
+                    "starts with {word}: the journal begins and commits the transaction staged statements run in, and a statement may not change the session of the journal's pooled connection (use SET LOCAL)"
+                ),
             );
         }
         if params.len() > MAX_PARAMS {
@@ -103,6 +105,17 @@ pub(crate) fn failed(number: usize, staged: &Staged, problem: &str) -> Error {
     )
 }
 
+/// The error of a staged statement having ended the journal's transaction (a `COMMIT` or
+/// `ROLLBACK` the check at staging could not see): the reply was not stored, but what the
+/// statements did may have been committed without it.
+pub(crate) fn escaped() -> Error {
+    Error::field(
+        ErrorKind::Journal,
+        "statements",
+        "a staged statement ended the journal's transaction: the reply was not stored and the claim is still held, but what the staged statements did may have been committed without it: check the ledger before abandoning the claim",
+    )
+}
+
 /// The first 60 characters of `sql` on one line, for messages.
 fn sql_excerpt(sql: &str) -> String {
     let one_line: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -112,39 +125,73 @@ fn sql_excerpt(sql: &str) -> String {
     }
 }
 
-/// The transaction-control keyword `sql` starts with, after blanks and comments, if any.
+/// Why `sql` may not be staged, if it may not: it starts (after blanks, empty statements and
+/// comments, read both as PostgreSQL nests `/* */` comments and as SQLite does not) with
+/// transaction control, which would end the journal's transaction, or with a command that
+/// changes the session of a pooled connection beyond the transaction (a session-level `SET`,
+/// `RESET`, `DISCARD`, `DEALLOCATE`, `LISTEN`, SQLite's `PRAGMA`, `ATTACH`...).
 fn transaction_control(sql: &str) -> Option<String> {
-    const CONTROL: [&str; 10] =
-        ["BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE", "PREPARE", "SET"];
-    let word: String = skip_blanks_and_comments(sql).chars().take_while(|c| c.is_ascii_alphabetic()).collect();
-    let upper = word.to_ascii_uppercase();
-    if !CONTROL.contains(&upper.as_str()) {
-        return None;
-    }
-    if upper == "SET" {
-        // SET TRANSACTION / SET SESSION CHARACTERISTICS change the journal's transaction; other
-        // settings are the partner's to make.
-        let rest = skip_blanks_and_comments(&skip_blanks_and_comments(sql)[word.len()..]).to_ascii_uppercase();
-        if !(rest.starts_with("TRANSACTION") || rest.starts_with("SESSION CHARACTERISTICS")) {
-            return None;
-        }
-        return Some("SET TRANSACTION".to_owned());
-    }
-    Some(upper)
+    [false, true].into_iter().find_map(|nested| refused_start(skip_prelude(sql, nested)))
 }
 
-/// `sql` past leading white space, `-- line` comments and `/* block */` comments.
-fn skip_blanks_and_comments(mut sql: &str) -> &str {
+fn refused_start(rest: &str) -> Option<String> {
+    const CONTROL: [&str; 9] =
+        ["BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE", "PREPARE"];
+    const SESSION: [&str; 10] =
+        ["RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN", "LOAD", "PRAGMA", "ATTACH", "DETACH", "VACUUM"];
+    let word: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let upper = word.to_ascii_uppercase();
+    if CONTROL.contains(&upper.as_str()) || SESSION.contains(&upper.as_str()) {
+        return Some(upper);
+    }
+    if upper == "SET" {
+        // SET LOCAL ends with the transaction; any other SET outlives it on the pooled
+        // connection (SET TRANSACTION changes the journal's own transaction).
+        let next: String =
+            skip_prelude(&rest[word.len()..], false).chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+        if !next.eq_ignore_ascii_case("LOCAL") {
+            return Some("SET (not SET LOCAL)".to_owned());
+        }
+    }
+    None
+}
+
+/// `sql` past leading white space, `;` (empty statements), `-- line` comments and `/* block */`
+/// comments, nested when `nested` (PostgreSQL) or ending at the first `*/` (SQLite).
+fn skip_prelude(mut sql: &str, nested: bool) -> &str {
     loop {
-        let trimmed = sql.trim_start();
+        let trimmed = sql.trim_start_matches(|c: char| c.is_whitespace() || c == ';');
         if let Some(rest) = trimmed.strip_prefix("--") {
             sql = rest.find('\n').map_or("", |at| &rest[at + 1..]);
         } else if let Some(rest) = trimmed.strip_prefix("/*") {
-            sql = rest.find("*/").map_or("", |at| &rest[at + 2..]);
+            sql = past_block_comment(rest, nested);
         } else {
             return trimmed;
         }
     }
+}
+
+/// What follows the block comment whose opening `/*` came just before `rest`.
+fn past_block_comment(rest: &str, nested: bool) -> &str {
+    let bytes = rest.as_bytes();
+    let (mut depth, mut at) = (1, 0);
+    while at + 1 < bytes.len() {
+        match &bytes[at..at + 2] {
+            b"*/" => {
+                depth -= 1;
+                at += 2;
+                if depth == 0 {
+                    return &rest[at..];
+                }
+            }
+            b"/*" if nested => {
+                depth += 1;
+                at += 2;
+            }
+            _ => at += 1,
+        }
+    }
+    ""
 }
 
 #[cfg(test)]
@@ -153,18 +200,35 @@ mod tests {
 
     #[test]
     fn refuses_transaction_control_behind_blanks_and_comments() {
-        for sql in
-            ["COMMIT", "  commit;", "/* x */ -- y\n Rollback", "begin", "SAVEPOINT a", "set transaction read only"]
-        {
+        for sql in [
+            "COMMIT",
+            "  commit;",
+            "/* x */ -- y\n Rollback",
+            "begin",
+            "SAVEPOINT a",
+            "set transaction read only",
+            ";COMMIT",
+            " ;; COMMIT",
+            "/* x */;COMMIT",
+            "/* a /* b */ */ COMMIT",
+            "/* a /* b */ COMMIT",
+            "SET search_path = ledger",
+            "set role clerk",
+            "DEALLOCATE ALL",
+            "RESET ALL",
+            "PRAGMA foreign_keys = off",
+            "ATTACH 'x.db' AS x",
+        ] {
             let error = Staged::new(sql, vec![]).unwrap_err();
             assert_eq!(error.field, "sql", "{sql}");
             assert!(error.message.contains("the journal begins and commits"), "{sql}: {}", error.message);
         }
         for sql in [
             "INSERT INTO credits VALUES (1)",
-            "SET search_path = ledger",
+            "SET LOCAL search_path = ledger",
             "UPDATE ends SET x = 1",
             "/* COMMIT */ DELETE FROM t",
+            "/* a /* b */ */ DELETE FROM t",
         ] {
             assert!(Staged::new(sql, vec![]).is_ok(), "{sql}");
         }

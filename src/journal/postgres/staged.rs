@@ -63,10 +63,13 @@ pub(super) fn run(client: &mut Client, prepared: &mut Prepared, staged: &[Staged
             client.execute(&prepared, &refs)
         });
         if let Err(e) = ran {
+            // Prepared again next time: a statement that failed may be stale (its table changed).
+            prepared.0.remove(statement.sql());
             let code = e.code();
             if connection_lost(&e)
                 || code == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
                 || code == Some(&SqlState::T_R_DEADLOCK_DETECTED)
+                || code == Some(&SqlState::FEATURE_NOT_SUPPORTED)
             {
                 return Err(Fail::Db(e));
             }
