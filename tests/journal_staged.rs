@@ -202,6 +202,15 @@ fn a_claim_lost_to_another_delivery_runs_nothing(b: &dyn Backend) {
     assert_eq!(credits(b, &url), 0, "the lost claim's statement never ran");
     journal.finish_with(&second, &reply(1), &[credit(b, 1, 700)]).expect("the holder finishes");
     assert_eq!(credits(b, &url), 1);
+    // The holder finished first: the late worker is told its claim was lost (not that its
+    // credit collided with the holder's), and nothing of its runs.
+    let late = new_claim(&journal, &plain_refund(2));
+    std::thread::sleep(Duration::from_millis(120));
+    let holder = new_claim(&journal, &plain_refund(2));
+    journal.finish_with(&holder, &reply(2), &[credit(b, 2, 700)]).expect("the holder finishes first");
+    let error = journal.finish_with(&late, &reply(2), &[credit(b, 2, 700)]).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    assert_eq!(credits(b, &url), 2);
 }
 
 fn every_kind_of_value_reaches_its_column(b: &dyn Backend) {

@@ -781,6 +781,13 @@ impl super::Store for Sqlite {
         // The staged statements first, the reply after them: a statement that ended the
         // transaction (which the check at staging could not see) leaves the reply unstored.
         let finished = self.transaction(options, true, true, |tx| {
+            if !staged.is_empty() {
+                // Still this worker's? (The write lock, taken, keeps it so to the commit.)
+                let held = "SELECT count(*) FROM sp_journal_delivery WHERE key = ?1 AND state = 'claimed' AND token = ?2";
+                if tx.prepare_cached(held)?.query_row(params![claim.key, &claim.token[..]], |r| r.get::<_, i64>(0))? == 0 {
+                    return lost_state(tx, claim).map(Some);
+                }
+            }
             run_staged(tx, staged)?;
             let sql = "UPDATE sp_journal_delivery SET state = 'done', reply = ?3, token = NULL, updated_ms = ?4, finished_ms = ?4 WHERE key = ?1 AND state = 'claimed' AND token = ?2";
             let now = now_ms();
