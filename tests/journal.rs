@@ -21,6 +21,10 @@ use slotpartner::{ErrorKind, ParseOptions, parse};
 mod cluster;
 use cluster::{Cluster, TempDir, free_port, unprivileged_prefix};
 
+/// Only its `run_suite`: this suite's backends can also set a journal's schema version.
+#[path = "e2e/backends.rs"]
+mod backends;
+
 // ---------------------------------------------------------------------------------------------
 // Deliveries
 
@@ -182,30 +186,15 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("an_open_again_with_another_first_index_stores_it", an_open_again_with_another_first_index_stores_it),
 ];
 
-/// Runs every behaviour, reporting each, and fails naming those that failed.
-fn run_suite(backend: &dyn Backend) {
-    let mut failed = Vec::new();
-    for (name, behaviour) in SUITE {
-        let started = Instant::now();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| behaviour(backend)));
-        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
-        println!("{} {name}: {verdict} ({} ms)", backend.name(), started.elapsed().as_millis());
-        if result.is_err() {
-            failed.push(*name);
-        }
-    }
-    assert!(failed.is_empty(), "{} failed: {failed:?}", backend.name());
-}
-
 #[test]
 fn sqlite_conformance() {
-    run_suite(&Sqlite { dir: TempDir::new("slotpartner-journal") });
+    backends::run_suite(SUITE, "sqlite", &Sqlite { dir: TempDir::new("slotpartner-journal") });
 }
 
 #[test]
 fn postgres_conformance() {
     let Some(cluster) = Cluster::start("PostgreSQL half") else { return };
-    run_suite(&Postgres { cluster });
+    backends::run_suite(SUITE, "postgres", &Postgres { cluster });
 }
 
 /// `Journal::clock_ms` reads the journal's wall clock (PostgreSQL's, this host's on SQLite) in

@@ -20,6 +20,10 @@ use slotpartner::{ErrorKind, ParseOptions, parse};
 mod cluster;
 use cluster::{Cluster, TempDir};
 
+#[path = "e2e/backends.rs"]
+mod backends;
+use backends::{Backend, Postgres, Sqlite, run_suite};
+
 fn delivery(body: &str) -> Delivery {
     Delivery::of(&parse(body.as_bytes(), &ParseOptions::default()).expect("a valid body"))
 }
@@ -71,45 +75,6 @@ fn period(journal: &Journal, since: i64, until: i64) -> Vec<ExportRow> {
     rows
 }
 
-// ---------------------------------------------------------------------------------------------
-// Backends
-
-trait Backend {
-    fn name(&self) -> &'static str;
-    fn url(&self, behaviour: &str) -> String;
-    /// Runs `sql` on the journal behind the library's back.
-    fn execute(&self, url: &str, sql: &str);
-}
-
-struct Sqlite(TempDir);
-
-impl Backend for Sqlite {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-    fn url(&self, behaviour: &str) -> String {
-        format!("sqlite:{}", self.0.path().join(format!("{behaviour}.db")).display())
-    }
-    fn execute(&self, url: &str, sql: &str) {
-        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
-        db.execute_batch(sql).unwrap();
-    }
-}
-
-struct Postgres(Cluster);
-
-impl Backend for Postgres {
-    fn name(&self) -> &'static str {
-        "postgres"
-    }
-    fn url(&self, behaviour: &str) -> String {
-        self.0.schema_url(behaviour)
-    }
-    fn execute(&self, url: &str, sql: &str) {
-        postgres::Client::connect(url, postgres::NoTls).unwrap().batch_execute(sql).unwrap();
-    }
-}
-
 type Behaviour = fn(&dyn Backend);
 
 const SUITE: &[(&str, Behaviour)] = &[
@@ -120,27 +85,15 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("an_export_holds_off_retention_and_other_exports", an_export_holds_off_retention_and_other_exports),
 ];
 
-fn run_suite(backend: &dyn Backend) {
-    let mut failed = Vec::new();
-    for (name, behaviour) in SUITE {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| behaviour(backend)));
-        println!("{} {name}: {}", backend.name(), if result.is_ok() { "ok" } else { "FAILED" });
-        if result.is_err() {
-            failed.push(*name);
-        }
-    }
-    assert!(failed.is_empty(), "{} failed: {failed:?}", backend.name());
-}
-
 #[test]
 fn sqlite_export() {
-    run_suite(&Sqlite(TempDir::new("slotpartner-export")));
+    run_suite(SUITE, "sqlite", &Sqlite(TempDir::new("slotpartner-export")));
 }
 
 #[test]
 fn postgres_export() {
     let Some(cluster) = Cluster::start("PostgreSQL export") else { return };
-    run_suite(&Postgres(cluster));
+    run_suite(SUITE, "postgres", &Postgres(cluster));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,12 +110,12 @@ fn refunds_and_payouts_with_their_fields(b: &dyn Backend) {
     let _held = claim(&journal, &payout(900_004, 4, 10));
     handle(&journal, &payout(900_005, 5, 700), r#"{"payout":{"success":true,"errorMessage":""}}"#);
     // The compact record a retention leaves of an old finished delivery.
-    b.execute(
+    b.exec(
         &url,
         r#"UPDATE sp_journal_delivery SET state = 'pruned', content = '{"digest":"00ff","outcome":"success"}', reply = NULL WHERE key = 'jackpotPayout:900005'"#,
     );
     // A stored content that is no JSON object does not stop the export.
-    b.execute(&url, "UPDATE sp_journal_delivery SET content = 'garbled' WHERE key = 'gameSessionBuyRefund:900003'");
+    b.exec(&url, "UPDATE sp_journal_delivery SET content = 'garbled' WHERE key = 'gameSessionBuyRefund:900003'");
 
     let rows = all(&journal);
     assert_eq!(rows.len(), 5);

@@ -18,49 +18,13 @@ use slotpartner::journal::{Begin, Journal, JournalOptions, PruneOptions, RecordS
 mod cluster;
 use cluster::{Cluster, TempDir};
 
+#[path = "e2e/backends.rs"]
+mod backends;
+use backends::{Backend, Postgres, Sqlite, run_suite};
+
 #[path = "e2e/refunds.rs"]
 mod refunds;
 use refunds::{DAY_MS, days, delivery, handle, new_claim, plain_refund, refund, reply, state_of};
-
-// ---------------------------------------------------------------------------------------------
-// Backends
-
-trait Backend {
-    fn name(&self) -> &'static str;
-    fn url(&self, behaviour: &str) -> String;
-    /// Runs `sql` (statements separated by `;`) on the journal at `url`, behind the library's back.
-    fn exec(&self, url: &str, sql: &str);
-}
-
-struct Sqlite(TempDir);
-
-impl Backend for Sqlite {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-    fn url(&self, behaviour: &str) -> String {
-        format!("sqlite:{}", self.0.0.join(format!("{behaviour}.db")).display())
-    }
-    fn exec(&self, url: &str, sql: &str) {
-        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
-        db.execute_batch(sql).unwrap();
-    }
-}
-
-struct Postgres(Cluster);
-
-impl Backend for Postgres {
-    fn name(&self) -> &'static str {
-        "postgres"
-    }
-    fn url(&self, behaviour: &str) -> String {
-        self.0.schema_url(behaviour)
-    }
-    fn exec(&self, url: &str, sql: &str) {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client.batch_execute(sql).unwrap();
-    }
-}
 
 /// Moves every time of the deliveries with `transaction_id <= up_to` back by `days`.
 fn age(b: &dyn Backend, url: &str, up_to: i64, days: i64) {
@@ -85,29 +49,15 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("a_journal_of_version_2_migrates", a_journal_of_version_2_migrates),
 ];
 
-fn run_suite(backend: &dyn Backend) {
-    let mut failed = Vec::new();
-    for (name, behaviour) in SUITE {
-        let started = Instant::now();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| behaviour(backend)));
-        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
-        println!("{} {name}: {verdict} ({} ms)", backend.name(), started.elapsed().as_millis());
-        if result.is_err() {
-            failed.push(*name);
-        }
-    }
-    assert!(failed.is_empty(), "{} failed: {failed:?}", backend.name());
-}
-
 #[test]
 fn sqlite_retention() {
-    run_suite(&Sqlite(TempDir::new("slotpartner-retention")));
+    run_suite(SUITE, "sqlite", &Sqlite(TempDir::new("slotpartner-retention")));
 }
 
 #[test]
 fn postgres_retention() {
     let Some(cluster) = Cluster::start("PostgreSQL retention") else { return };
-    run_suite(&Postgres(cluster));
+    run_suite(SUITE, "postgres", &Postgres(cluster));
 }
 
 // ---------------------------------------------------------------------------------------------

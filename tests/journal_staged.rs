@@ -5,7 +5,7 @@
 //! and survive a connection lost in their middle (PostgreSQL: the whole transaction runs again
 //! on a fresh connection, and the credit is made once).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use slotpartner::ErrorKind;
 use slotpartner::journal::{Begin, Journal, JournalOptions, RecordState, SqlValue, Staged};
@@ -14,67 +14,13 @@ use slotpartner::journal::{Begin, Journal, JournalOptions, RecordState, SqlValue
 mod cluster;
 use cluster::{Cluster, TempDir};
 
+#[path = "e2e/backends.rs"]
+mod backends;
+use backends::{Backend, Postgres, Sqlite, run_suite};
+
 #[path = "e2e/refunds.rs"]
 mod refunds;
 use refunds::{new_claim, plain_refund, reply, state_of};
-
-// ---------------------------------------------------------------------------------------------
-// Backends
-
-trait Backend {
-    fn name(&self) -> &'static str;
-    fn url(&self, behaviour: &str) -> String;
-    /// Runs `sql` (statements separated by `;`) on the database at `url`, behind the library.
-    fn exec(&self, url: &str, sql: &str);
-    /// The single integer `sql` answers.
-    fn count(&self, url: &str, sql: &str) -> i64;
-    /// The placeholder of parameter `n` (from 1) in this database's dialect.
-    fn param(&self, n: usize) -> String;
-}
-
-struct Sqlite(TempDir);
-
-impl Backend for Sqlite {
-    fn name(&self) -> &'static str {
-        "sqlite"
-    }
-    fn url(&self, behaviour: &str) -> String {
-        format!("sqlite:{}", self.0.0.join(format!("{behaviour}.db")).display())
-    }
-    fn exec(&self, url: &str, sql: &str) {
-        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
-        db.execute_batch(sql).unwrap();
-    }
-    fn count(&self, url: &str, sql: &str) -> i64 {
-        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
-        db.query_row(sql, [], |r| r.get(0)).unwrap()
-    }
-    fn param(&self, n: usize) -> String {
-        format!("?{n}")
-    }
-}
-
-struct Postgres(Cluster);
-
-impl Backend for Postgres {
-    fn name(&self) -> &'static str {
-        "postgres"
-    }
-    fn url(&self, behaviour: &str) -> String {
-        self.0.schema_url(behaviour)
-    }
-    fn exec(&self, url: &str, sql: &str) {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client.batch_execute(sql).unwrap();
-    }
-    fn count(&self, url: &str, sql: &str) -> i64 {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client.query_one(sql, &[]).unwrap().get(0)
-    }
-    fn param(&self, n: usize) -> String {
-        format!("${n}")
-    }
-}
 
 /// A journal at `url` with the partner's ledger table beside it.
 fn journal_with_ledger(b: &dyn Backend, url: &str, options: &JournalOptions) -> Journal {
@@ -103,30 +49,16 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("rows_a_statement_returns_are_dropped", rows_a_statement_returns_are_dropped),
 ];
 
-fn run_suite(backend: &dyn Backend) {
-    let mut failed = Vec::new();
-    for (name, behaviour) in SUITE {
-        let started = Instant::now();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| behaviour(backend)));
-        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
-        println!("{} {name}: {verdict} ({} ms)", backend.name(), started.elapsed().as_millis());
-        if result.is_err() {
-            failed.push(*name);
-        }
-    }
-    assert!(failed.is_empty(), "{} failed: {failed:?}", backend.name());
-}
-
 #[test]
 fn sqlite_staged() {
-    run_suite(&Sqlite(TempDir::new("slotpartner-staged")));
+    run_suite(SUITE, "sqlite", &Sqlite(TempDir::new("slotpartner-staged")));
 }
 
 #[test]
 fn postgres_staged() {
     let Some(cluster) = Cluster::start("PostgreSQL staged statements") else { return };
     let backend = Postgres(cluster);
-    run_suite(&backend);
+    run_suite(SUITE, "postgres", &backend);
     a_connection_lost_among_the_statements_runs_them_again_once(&backend);
     a_session_changed_by_a_statement_is_not_kept(&backend);
     a_table_changed_under_a_prepared_statement_is_prepared_again(&backend);

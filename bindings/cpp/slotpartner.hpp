@@ -805,7 +805,8 @@ public:
     /// Throws Error SP_ERR_INVALID_ARGUMENT, staging nothing: field "event" when the event holds
     /// no claim (not begun, answered from the journal, not journaled, finished, abandoned; or
     /// moved from); "sql" when it is empty, not UTF-8, over 1 MiB, begins transaction control
-    /// (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION...: the journal's), or 1,000
+    /// (BEGIN, COMMIT, ROLLBACK, SAVEPOINT...: the journal's) or a command that outlives the
+    /// transaction (a SET other than SET LOCAL, RESET, PRAGMA...), or 1,000
     /// statements are staged already; "params" beyond 65,535 values; "params[N].bytes" for text
     /// that is not UTF-8.
     void stage(std::string_view sql, std::initializer_list<SqlValue> params = {}) {

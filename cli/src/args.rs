@@ -787,6 +787,24 @@ that needs attention); gaps younger than --min-age are counted (`gaps_too_young`
 news; 2 on usage or configuration errors, or when another run holds the lock (the message names
 it and since when).";
 
+/// How the partner's endpoint reads an event's index, as `recover` and `inspect` parse bodies.
+#[derive(Debug, Args)]
+pub struct IndexOpts {
+    /// The name of the event index field, as your endpoint reads it
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        default_value = "index",
+        env = "SLOTPARTNER_INDEX_FIELD",
+        hide_env_values = true
+    )]
+    pub index_field: String,
+    /// Refuse an event whose index field is not a non-negative integer
+    #[arg(long, global = true)]
+    pub strict_index: bool,
+}
+
 /// The partner's own callback endpoint, as `recover` delivers to it and `check` asks it.
 #[derive(Debug, Args)]
 pub struct CallbackOpts {
@@ -823,19 +841,8 @@ pub struct RecoverArgs {
     /// The answer's key holding the event, empty when the answer is the event itself [default: the library's, event]
     #[arg(long, value_name = "NAME")]
     pub fetch_event_key: Option<String>,
-    /// The name of the event index field, as your endpoint reads it
-    #[arg(
-        long,
-        global = true,
-        value_name = "NAME",
-        default_value = "index",
-        env = "SLOTPARTNER_INDEX_FIELD",
-        hide_env_values = true
-    )]
-    pub index_field: String,
-    /// Refuse an event whose index field is not a non-negative integer
-    #[arg(long, global = true)]
-    pub strict_index: bool,
+    #[command(flatten)]
+    pub index: IndexOpts,
     /// Print one JSON summary object instead of lines
     #[arg(long)]
     pub json: bool,
@@ -895,19 +902,8 @@ pub struct InspectArgs {
     /// The body's file, or - for stdin
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// The name of the event index field
-    #[arg(
-        long,
-        global = true,
-        value_name = "NAME",
-        default_value = "index",
-        env = "SLOTPARTNER_INDEX_FIELD",
-        hide_env_values = true
-    )]
-    pub index_field: String,
-    /// Refuse an event whose index field is not a non-negative integer
-    #[arg(long, global = true)]
-    pub strict_index: bool,
+    #[command(flatten)]
+    pub index: IndexOpts,
     /// Print one JSON object instead of lines
     #[arg(long)]
     pub json: bool,

@@ -17,7 +17,7 @@ const MAX_INPUT: u64 = 16 * 1024 * 1024;
 
 pub fn run(args: &InspectArgs) -> Outcome {
     let body = read_input(&args.file)?;
-    let receiver = parser(&args.index_field, args.strict_index)?;
+    let receiver = parser(&args.index.index_field, args.index.strict_index)?;
     match receiver.parse(&body) {
         Ok(event) => {
             let fields = typed_fields(&event);

@@ -55,7 +55,7 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         }
         Ok(())
     })?;
-    let parser = parser(&args.index_field, args.strict_index)?;
+    let parser = parser(&args.index.index_field, args.index.strict_index)?;
     let journal = Arc::new(open_journal(&args.journal)?);
     let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
 

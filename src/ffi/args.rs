@@ -27,8 +27,12 @@ pub unsafe fn opt_text<'a>(name: &str, ptr: *const c_char) -> Result<Option<&'a 
         return Ok(None);
     }
     // SAFETY: non-NULL and, by the caller's promise, NUL-terminated and alive for 'a.
-    let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
-    std::str::from_utf8(bytes).map(Some).map_err(|e| {
+    utf8(name, unsafe { CStr::from_ptr(ptr) }.to_bytes()).map(Some)
+}
+
+/// `bytes` as UTF-8 text, or the refusal of argument `name` naming the first bad byte.
+pub fn utf8<'a>(name: &str, bytes: &'a [u8]) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|e| {
         Error::field(ErrorKind::InvalidArgument, name, format!("not valid UTF-8 at byte {}", e.valid_up_to()))
     })
 }

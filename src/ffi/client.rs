@@ -327,17 +327,7 @@ pub unsafe extern "C" fn sp_client_call(
                 args::out("out", out)?,
             )
         };
-        let params = if params.is_empty() {
-            "{}"
-        } else {
-            std::str::from_utf8(params).map_err(|e| {
-                Error::field(
-                    ErrorKind::InvalidArgument,
-                    "params",
-                    format!("not valid UTF-8 at byte {}", e.valid_up_to()),
-                )
-            })?
-        };
+        let params = if params.is_empty() { "{}" } else { args::utf8("params", params)? };
         let answer = client.client.call(action, params)?;
         out.write(reply::into_raw(answer));
         Ok(())

@@ -107,9 +107,7 @@ unsafe fn read_statement(
     }
     // SAFETY: the caller promises `sql_len` readable bytes at a non-NULL `sql`.
     let text = unsafe { args::bytes("sql", sql.cast::<u8>(), sql_len)? };
-    let text = std::str::from_utf8(text).map_err(|e| {
-        Error::field(ErrorKind::InvalidArgument, "sql", format!("not valid UTF-8 at byte {}", e.valid_up_to()))
-    })?;
+    let text = args::utf8("sql", text)?;
     if params_len > MAX_PARAMS {
         let problem = format!("{params_len} values is more than the limit of {MAX_PARAMS}");
         return Err(Error::field(ErrorKind::InvalidArgument, "params", problem));
@@ -145,14 +143,7 @@ unsafe fn read_value(at: usize, value: &sp_sql_value) -> Result<SqlValue> {
         k if k == sp_sql_kind::SP_SQL_INT as u32 => SqlValue::Int(value.int_value),
         k if k == sp_sql_kind::SP_SQL_TEXT as u32 => {
             let field = format!("params[{at}].bytes");
-            let text = std::str::from_utf8(bytes(&field)?).map_err(|e| {
-                Error::field(
-                    ErrorKind::InvalidArgument,
-                    &field,
-                    format!("text is not valid UTF-8 at byte {}", e.valid_up_to()),
-                )
-            })?;
-            SqlValue::Text(text.to_owned())
+            SqlValue::Text(args::utf8(&field, bytes(&field)?)?.to_owned())
         }
         k if k == sp_sql_kind::SP_SQL_BLOB as u32 => SqlValue::Blob(bytes(&format!("params[{at}].bytes"))?.to_vec()),
         other => {

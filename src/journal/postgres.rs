@@ -831,32 +831,36 @@ const CLAIM_TAKE_OVER: &str = concat!(
     now_ms!(),
     " + $4 WHERE key = $1"
 );
-/// Stores the reply of a live claim and counts it handled, committed as durably as `$5` says
-/// (`synchronous_commit` of this statement's own transaction: `on` for `Synchronous::Full`).
-const FINISH: &str = concat!(
-    "WITH durable AS (SELECT set_config('synchronous_commit', $5::text, true)), ",
-    "finished AS (UPDATE sp_journal_delivery SET state = 'done', reply = $3, token = NULL, updated_ms = ",
-    now_ms!(),
-    ", finished_ms = ",
-    now_ms!(),
-    " WHERE key = $1 AND state = 'claimed' AND token = $2 RETURNING 1), ",
-    "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
-    "SELECT count(*) FROM finished, durable"
-);
+/// A statement storing the reply of a live claim and counting it handled (`$1` key, `$2`
+/// token, `$3` reply, `$4` the counters' shard), committed as durably as `$5` says
+/// (`synchronous_commit` of its transaction: `on` for `Synchronous::Full`); `$also` is added to
+/// its condition, `$answer` is what it answers.
+macro_rules! finish_sql {
+    ($also:literal, $answer:literal) => {
+        concat!(
+            "WITH durable AS (SELECT set_config('synchronous_commit', $5::text, true)), ",
+            "finished AS (UPDATE sp_journal_delivery SET state = 'done', reply = $3, token = NULL, updated_ms = ",
+            now_ms!(),
+            ", finished_ms = ",
+            now_ms!(),
+            " WHERE key = $1 AND state = 'claimed' AND token = $2",
+            $also,
+            " RETURNING 1), ",
+            "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
+            $answer
+        )
+    };
+}
+/// Stores the reply in its own transaction; answers the count stored.
+const FINISH: &str = finish_sql!("", "SELECT count(*) FROM finished, durable");
 /// Locks the claimed row while it is this worker's and sets the transaction's guard (a
 /// transaction-local setting that `FINISH_GUARDED` requires): no row when the claim is not held.
 const HOLD: &str = "SELECT set_config('slotpartner.guard', 'on', true) FROM sp_journal_delivery WHERE key = $1 AND state = 'claimed' AND token = $2 FOR UPDATE";
 /// `FINISH` inside the transaction `HOLD` began, storing the reply only while the guard is still
 /// set: a staged statement that ended the transaction leaves it unset. Answers the count and
 /// the guard.
-const FINISH_GUARDED: &str = concat!(
-    "WITH durable AS (SELECT set_config('synchronous_commit', $5::text, true)), ",
-    "finished AS (UPDATE sp_journal_delivery SET state = 'done', reply = $3, token = NULL, updated_ms = ",
-    now_ms!(),
-    ", finished_ms = ",
-    now_ms!(),
-    " WHERE key = $1 AND state = 'claimed' AND token = $2 AND current_setting('slotpartner.guard', true) = 'on' RETURNING 1), ",
-    "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
+const FINISH_GUARDED: &str = finish_sql!(
+    " AND current_setting('slotpartner.guard', true) = 'on'",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true) FROM durable"
 );
 const ABANDON: &str = concat!(

@@ -369,10 +369,6 @@ impl Sqlite {
     }
 }
 
-/// The message of the claim found not held by a `finish` with staged statements (rolled back,
-/// then told as `ClaimLost`).
-const NOT_HELD: &str = "the claim is not held: the staged statements are rolled back";
-
 /// Runs the partner's staged statements in order inside `tx` (the transaction of `finish`);
 /// the first failure names its statement, and the caller's rollback undoes them all.
 fn run_staged(tx: &Transaction<'_>, staged: &[Staged]) -> TxResult<()> {
@@ -779,36 +775,27 @@ impl super::Store for Sqlite {
 
     fn finish(&self, claim: &Claim, reply: &[u8], staged: &[Staged], options: &JournalOptions) -> Result<()> {
         // The staged statements first, the reply after them: a statement that ended the
-        // transaction (which the check at staging could not see) leaves the reply unstored.
-        let finished = self.transaction(options, true, true, |tx| {
+        // transaction (which the check at staging could not see) leaves the reply unstored. A
+        // claim found not held rolls back whatever ran.
+        let lost =
+            |tx: &Transaction<'_>| Err(Fail::Journal(claims::lost_error(claim, "finish", lost_state(tx, claim)?)));
+        self.transaction(options, true, true, |tx| {
             if !staged.is_empty() {
                 // Still this worker's? (The write lock, taken, keeps it so to the commit.)
                 let held = "SELECT count(*) FROM sp_journal_delivery WHERE key = ?1 AND state = 'claimed' AND token = ?2";
                 if tx.prepare_cached(held)?.query_row(params![claim.key, &claim.token[..]], |r| r.get::<_, i64>(0))? == 0 {
-                    return lost_state(tx, claim).map(Some);
+                    return lost(tx);
                 }
             }
             run_staged(tx, staged)?;
             let sql = "UPDATE sp_journal_delivery SET state = 'done', reply = ?3, token = NULL, updated_ms = ?4, finished_ms = ?4 WHERE key = ?1 AND state = 'claimed' AND token = ?2";
-            let now = now_ms();
-            if tx.prepare_cached(sql)?.execute(params![claim.key, &claim.token[..], reply, now])? == 1 {
-                let sql = "UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = 0";
-                tx.prepare_cached(sql)?.execute([])?;
-                return Ok(None);
+            if tx.prepare_cached(sql)?.execute(params![claim.key, &claim.token[..], reply, now_ms()])? != 1 {
+                return lost(tx);
             }
-            if staged.is_empty() {
-                return lost_state(tx, claim).map(Some);
-            }
-            // Not this worker's any more: the staged statements are rolled back with this.
-            Err(Fail::Journal(Error::new(ErrorKind::ClaimLost, NOT_HELD)))
-        });
-        let now = match finished {
-            Ok(None) => return Ok(()),
-            Ok(Some(now)) => now,
-            Err(e) if e.message == NOT_HELD => self.transaction(options, false, false, |tx| lost_state(tx, claim))?,
-            Err(e) => return Err(e),
-        };
-        Err(claims::lost_error(claim, "finish", now))
+            let sql = "UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = 0";
+            tx.prepare_cached(sql)?.execute([])?;
+            Ok(())
+        })
     }
 
     fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {

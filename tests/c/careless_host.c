@@ -415,17 +415,58 @@ static struct sp_journal_stats stats_of(const struct sp_journal *journal) {
     return stats;
 }
 
-static void journal_operators(void) {
-    char dir[] = "/tmp/sp-careless-XXXXXX", path[64], url[sizeof "sqlite:" + sizeof path], text[4096], copy[512];
-    if (mkdtemp(dir) == NULL) {
+/* A folder of its own for one SQLite journal: temp_journal_make creates it (a check fails when
+   it cannot), temp_journal_remove removes the journal, every file SQLite keeps beside it and the
+   folder, checking that nothing else was left. */
+struct temp_journal {
+    char dir[sizeof "/tmp/sp-careless-XXXXXX"];
+    char path[64];
+    char url[sizeof "sqlite:" + 64];
+};
+
+static int temp_journal_make(struct temp_journal *t) {
+    memcpy(t->dir, "/tmp/sp-careless-XXXXXX", sizeof t->dir);
+    if (mkdtemp(t->dir) == NULL) {
         check(0, "a temporary directory");
-        return;
+        return 0;
     }
-    snprintf(path, sizeof path, "%s/journal.db", dir);
-    snprintf(url, sizeof url, "sqlite:%s", path);
+    snprintf(t->path, sizeof t->path, "%s/journal.db", t->dir);
+    snprintf(t->url, sizeof t->url, "sqlite:%s", t->path);
+    return 1;
+}
+
+static void temp_journal_remove(const struct temp_journal *t) {
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    char name[sizeof t->path + sizeof "-journal"];
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(name, sizeof name, "%s%s", t->path, suffixes[i]);
+        remove(name);
+    }
+    check(rmdir(t->dir) == 0, "the temporary directory is left empty");
+}
+
+/* A receiver of TOKEN from any source, recording into `journal`; NULL (and a failed check) when
+   it cannot be made. */
+static struct sp_receiver *journaled_receiver(struct sp_journal *journal) {
+    struct sp_receiver_config *receiver_config = NULL;
+    struct sp_receiver *receiver = NULL;
+    check(sp_receiver_config_new(&receiver_config) == SP_OK &&
+              sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
+              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
+              sp_receiver_config_set_journal(receiver_config, journal) == SP_OK &&
+              sp_receiver_new(receiver_config, &receiver) == SP_OK,
+          "a journaled receiver");
+    sp_receiver_config_free(receiver_config);
+    return receiver;
+}
+
+static void journal_operators(void) {
+    char text[4096], copy[512];
+    struct temp_journal t;
+    if (!temp_journal_make(&t)) return;
     struct sp_journal_config *config = NULL;
     struct sp_journal *journal = NULL;
-    check(sp_journal_config_new(url, &config) == SP_OK, "a journal config");
+    check(sp_journal_config_new(t.url, &config) == SP_OK, "a journal config");
     check(sp_journal_config_set_max_index_jump(config, 0) == SP_ERR_INVALID_ARGUMENT && last_field_is("max_index_jump"),
           "max_index_jump 0 refused");
     check(sp_journal_config_set_max_index_jump(config, INT64_MIN) == SP_ERR_INVALID_ARGUMENT,
@@ -443,15 +484,7 @@ static void journal_operators(void) {
     sp_journal_config_free(config);
     if (journal == NULL) return;
 
-    struct sp_receiver_config *receiver_config = NULL;
-    struct sp_receiver *receiver = NULL;
-    check(sp_receiver_config_new(&receiver_config) == SP_OK &&
-              sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
-              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
-              sp_receiver_config_set_journal(receiver_config, journal) == SP_OK &&
-              sp_receiver_new(receiver_config, &receiver) == SP_OK,
-          "a journaled receiver");
-    sp_receiver_config_free(receiver_config);
+    struct sp_receiver *receiver = journaled_receiver(journal);
     if (receiver == NULL) {
         sp_journal_free(journal);
         return;
@@ -609,12 +642,7 @@ static void journal_operators(void) {
 
     sp_receiver_free(receiver);
     sp_journal_free(journal);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-        snprintf(text, sizeof text, "%s%s", path, suffixes[i]);
-        remove(text);
-    }
-    check(rmdir(dir) == 0, "the temporary directory is left empty");
+    temp_journal_remove(&t);
 }
 
 /* 8. Finishing what is no longer the event's: after sp_event_abandon, and after the claim's lease
@@ -642,28 +670,15 @@ static int64_t begun(struct sp_event *event, enum sp_begin outcome) {
 }
 
 static void no_longer_yours(void) {
-    char dir[] = "/tmp/sp-careless-XXXXXX", path[64], url[sizeof "sqlite:" + sizeof path], text[128];
-    if (mkdtemp(dir) == NULL) {
-        check(0, "a temporary directory");
-        return;
-    }
-    snprintf(path, sizeof path, "%s/journal.db", dir);
-    snprintf(url, sizeof url, "sqlite:%s", path);
+    struct temp_journal t;
+    if (!temp_journal_make(&t)) return;
     struct sp_journal_config *config = NULL;
     struct sp_journal *journal = NULL;
-    struct sp_receiver_config *receiver_config = NULL;
-    struct sp_receiver *receiver = NULL;
-    check(sp_journal_config_new(url, &config) == SP_OK && sp_journal_config_set_lease_ms(config, 100) == SP_OK &&
+    check(sp_journal_config_new(t.url, &config) == SP_OK && sp_journal_config_set_lease_ms(config, 100) == SP_OK &&
               sp_journal_config_set_busy_wait_ms(config, 0) == SP_OK && sp_journal_open(config, &journal) == SP_OK,
           "a journal with a 100 ms lease");
     sp_journal_config_free(config);
-    check(sp_receiver_config_new(&receiver_config) == SP_OK &&
-              sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
-              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
-              (journal == NULL || sp_receiver_config_set_journal(receiver_config, journal) == SP_OK) &&
-              sp_receiver_new(receiver_config, &receiver) == SP_OK,
-          "a journaled receiver");
-    sp_receiver_config_free(receiver_config);
+    struct sp_receiver *receiver = journal == NULL ? NULL : journaled_receiver(journal);
     if (journal == NULL || receiver == NULL) {
         sp_receiver_free(receiver);
         sp_journal_free(journal);
@@ -733,12 +748,7 @@ static void no_longer_yours(void) {
 
     sp_receiver_free(receiver);
     sp_journal_free(journal);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-        snprintf(text, sizeof text, "%s%s", path, suffixes[i]);
-        remove(text);
-    }
-    check(rmdir(dir) == 0, "the temporary directory is left empty");
+    temp_journal_remove(&t);
 }
 
 /* 9. Retention and vital signs, carelessly called (on a SQLite journal in a temporary directory):
@@ -746,17 +756,13 @@ static void no_longer_yours(void) {
  * written), UINT64_MAX ages and SIZE_MAX limits, and prune options sharing their memory with the
  * report. None of these functions takes a string, so there is no last error to hand back. */
 static void retention_carelessly(void) {
-    char dir[] = "/tmp/sp-careless-XXXXXX", path[64], url[sizeof "sqlite:" + sizeof path], name[96];
-    if (mkdtemp(dir) == NULL) {
-        check(0, "a temporary directory");
-        return;
-    }
-    snprintf(path, sizeof path, "%s/journal.db", dir);
-    snprintf(url, sizeof url, "sqlite:%s", path);
+    char name[96];
+    struct temp_journal t;
+    if (!temp_journal_make(&t)) return;
     const uint64_t day = 86400000;
     struct sp_journal_config *config = NULL;
     struct sp_journal *journal = NULL;
-    check(sp_journal_config_new(url, &config) == SP_OK, "a journal config");
+    check(sp_journal_config_new(t.url, &config) == SP_OK, "a journal config");
     const uint64_t short_or_huge[] = {1, day - 1, (uint64_t)INT64_MAX, UINT64_MAX};
     for (size_t i = 0; i < sizeof short_or_huge / sizeof short_or_huge[0]; i++) {
         check(sp_journal_config_set_retention_ms(config, short_or_huge[i]) == SP_ERR_INVALID_ARGUMENT &&
@@ -828,15 +834,7 @@ static void retention_carelessly(void) {
           "options sharing the report's memory");
 
     /* Vital signs and the ages of gaps, on a journal with index 2 missing. */
-    struct sp_receiver_config *receiver_config = NULL;
-    struct sp_receiver *receiver = NULL;
-    check(sp_receiver_config_new(&receiver_config) == SP_OK &&
-              sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
-              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
-              sp_receiver_config_set_journal(receiver_config, journal) == SP_OK &&
-              sp_receiver_new(receiver_config, &receiver) == SP_OK,
-          "a journaled receiver");
-    sp_receiver_config_free(receiver_config);
+    struct sp_receiver *receiver = journaled_receiver(journal);
     struct sp_journal_vital_signs vitals;
     memset(&vitals, 0xAB, sizeof vitals);
     check(sp_journal_vitals(journal, &vitals) == SP_OK && vitals.pruned == 0 && vitals.forgotten == 0 &&
@@ -890,12 +888,7 @@ static void retention_carelessly(void) {
     sp_index_ranges_free(NULL);
 
     sp_journal_free(journal);
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-        snprintf(name, sizeof name, "%s%s", path, suffixes[i]);
-        remove(name);
-    }
-    check(rmdir(dir) == 0, "the temporary directory is left empty");
+    temp_journal_remove(&t);
 }
 
 /* Staged statements handed in carelessly: parameters on the stack of a function that returned
@@ -919,25 +912,13 @@ static int stage_credit(struct sp_event *event, int64_t id) {
 }
 
 static void staged_carelessly(void) {
-    char dir[] = "/tmp/sp-staged-XXXXXX", path[64], url[sizeof "sqlite:" + sizeof path], name[96];
-    if (mkdtemp(dir) == NULL) {
-        check(0, "a temporary directory");
-        return;
-    }
-    snprintf(path, sizeof path, "%s/journal.db", dir);
-    snprintf(url, sizeof url, "sqlite:%s", path);
+    struct temp_journal t;
+    if (!temp_journal_make(&t)) return;
     struct sp_journal_config *config = NULL;
     struct sp_journal *journal = NULL;
-    struct sp_receiver_config *receiver_config = NULL;
-    struct sp_receiver *receiver = NULL;
-    check(sp_journal_config_new(url, &config) == SP_OK && sp_journal_open(config, &journal) == SP_OK, "a journal");
+    check(sp_journal_config_new(t.url, &config) == SP_OK && sp_journal_open(config, &journal) == SP_OK, "a journal");
     sp_journal_config_free(config);
-    check(sp_receiver_config_new(&receiver_config) == SP_OK && sp_receiver_config_add_token(receiver_config, TOKEN) == SP_OK &&
-              sp_receiver_config_set_sources(receiver_config, "any") == SP_OK &&
-              (journal == NULL || sp_receiver_config_set_journal(receiver_config, journal) == SP_OK) &&
-              sp_receiver_new(receiver_config, &receiver) == SP_OK,
-          "a journaled receiver");
-    sp_receiver_config_free(receiver_config);
+    struct sp_receiver *receiver = journal == NULL ? NULL : journaled_receiver(journal);
     if (journal == NULL || receiver == NULL) {
         sp_receiver_free(receiver);
         sp_journal_free(journal);
@@ -1001,12 +982,7 @@ static void staged_carelessly(void) {
     check(sp_journal_status(journal, &s) == SP_OK && s.handled == 2, "two handled");
     sp_receiver_free(receiver);
     sp_journal_free(journal);
-    static const char *const suffixes[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-        snprintf(name, sizeof name, "%s%s", path, suffixes[i]);
-        remove(name);
-    }
-    check(rmdir(dir) == 0, "the temporary directory is left empty");
+    temp_journal_remove(&t);
 }
 
 int main(void) {

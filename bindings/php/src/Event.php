@@ -312,7 +312,8 @@ abstract class Event
      *     Field `event`: the event holds no claim (not begun, answered from the journal, not
      *     journaled, finished, abandoned or freed: no finish() would run the statement); field
      *     `sql`: empty, not UTF-8, over 1 MiB, transaction control (BEGIN, COMMIT, ROLLBACK,
-     *     SAVEPOINT, SET TRANSACTION...: the journal's), or 1,000 statements staged already;
+     *     SAVEPOINT...: the journal's) or a command that outlives the transaction (a SET other
+     *     than SET LOCAL, RESET, PRAGMA...), or 1,000 statements staged already;
      *     field `params`: not a list, or over 65,535 values; field `params[N]`: a value that is
      *     not null, an int or a string (a float, a bool, an array, an object); field
      *     `params[N].bytes`: a string that is not UTF-8

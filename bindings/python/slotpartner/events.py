@@ -189,13 +189,16 @@ def _unencodable(field: str, error: UnicodeEncodeError) -> SlotPartnerError:
 
 
 def _sql_value(value: object, at: int) -> tuple[int, int, bytes | None, int]:
-    """The ``sp_sql_value`` of a parameter that is not exactly an int, str, bytes or None (a
-    subclass of int or str, a bytes-like object), as ``(kind, int_value, bytes, len)``; a bool,
-    a float or anything else is refused naming ``params[at]``."""
-    field = f"params[{at}]"
-    if isinstance(value, bool):
-        raise argument_error(field, "must be None, an int, a str or bytes, not bool: pass 1 or 0 for an integer column")
-    if isinstance(value, int):
+    """The ``sp_sql_value`` of parameter ``at`` as ``(kind, int_value, bytes, len)``: None, an
+    int (a subclass too, not a bool) in the 64-bit range, a str (encoded as UTF-8) or a bytes-like
+    object; anything else (a bool, a float...) is refused naming ``params[at]``. The exact types
+    are looked at first: this runs once per parameter of every staged statement."""
+    kind = value.__class__
+    if value is None:
+        return _SQL_NULL_VALUE
+    if kind is bytes:
+        return (_SQL_BLOB, 0, value, len(value))  # type: ignore[arg-type]
+    if isinstance(value, int) and kind is not bool:
         number = int(value)
         if not _INT64_MIN <= number <= _INT64_MAX:
             raise _out_of_range(at, number)
@@ -206,6 +209,9 @@ def _sql_value(value: object, at: int) -> tuple[int, int, bytes | None, int]:
         except UnicodeEncodeError as error:
             raise _unencodable(f"params[{at}]", error) from None
         return (_SQL_TEXT, 0, text, len(text))
+    field = f"params[{at}]"
+    if kind is bool:
+        raise argument_error(field, "must be None, an int, a str or bytes, not bool: pass 1 or 0 for an integer column")
     if isinstance(value, (float, complex)):
         raise wrong_type(field, value, "None, an int, a str or bytes (an amount is an int in minor units)")
     data = bytes_like(value, field, "None, an int, a str or bytes")
@@ -374,7 +380,8 @@ class Event:
                 answered from the journal, finished, abandoned or closed: no ``finish()`` would
                 run the statement); ``sql`` when it is not a str, cannot be encoded as UTF-8, is
                 empty, over 1 MiB, begins transaction control (``BEGIN``, ``COMMIT``,
-                ``ROLLBACK``, ``SAVEPOINT``, ``SET TRANSACTION``...: the journal's), or 1,000
+                ``ROLLBACK``, ``SAVEPOINT``...: the journal's) or a command that outlives the
+                transaction (a ``SET`` other than ``SET LOCAL``, ``RESET``, ``PRAGMA``...), or 1,000
                 statements are staged already; ``params`` when it is not a sequence (a str or
                 bytes is refused rather than taken one item per character) or holds more than
                 65,535 values; ``params[N]`` for a value of another type (a bool, which Python
@@ -397,28 +404,7 @@ class Event:
                 raise wrong_type("params", params, "a sequence of values (a list or a tuple)")
         count = len(params)
         if count:
-            values = []
-            append = values.append
-            at = 0
-            for value in params:
-                kind = value.__class__
-                if kind is int:
-                    if not _INT64_MIN <= value <= _INT64_MAX:
-                        raise _out_of_range(at, value)
-                    append((_SQL_INT, value, None, 0))
-                elif kind is str:
-                    try:
-                        data = value.encode()
-                    except UnicodeEncodeError as error:
-                        raise _unencodable(f"params[{at}]", error) from None
-                    append((_SQL_TEXT, 0, data, len(data)))
-                elif kind is bytes:
-                    append((_SQL_BLOB, 0, value, len(value)))
-                elif value is None:
-                    append(_SQL_NULL_VALUE)
-                else:
-                    append(_sql_value(value, at))
-                at += 1
+            values = [_sql_value(value, at) for at, value in enumerate(params)]
             # The array holds each bytes object (c_char_p fields keep their references) while the
             # library copies them.
             array: Any = _SQL_VALUES * count

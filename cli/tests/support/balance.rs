@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use slotpartner::journal::{Begin, Delivery, Journal};
 use slotpartner::{EventKind, Receiver, ReceiverConfig, Request};
 
-use crate::support::HttpRequest;
+use crate::support::{HttpRequest, accept_each};
 
 /// The player the endpoint knows (its balance 12050 EUR, 0 coins); any other is refused.
 pub const KNOWN_PLAYER: &str = "4711";
@@ -114,25 +114,7 @@ impl BalanceEndpoint {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
-        let (thread_stop, thread_tls) = (Arc::clone(&stop), tls.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if thread_stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                let peer = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-                let (state, tls) = (Arc::clone(&state), thread_tls.clone());
-                std::thread::spawn(move || match tls {
-                    None => serve(stream, &peer, &state),
-                    Some(config) => {
-                        let Ok(connection) = rustls::ServerConnection::new(config) else { return };
-                        serve(rustls::StreamOwned::new(connection, stream), &peer, &state);
-                    }
-                });
-            }
-        });
+        accept_each(listener, tls.clone(), Arc::clone(&stop), move |conn, peer| serve(conn, peer, &state));
         let scheme = if tls.is_some() { "https" } else { "http" };
         BalanceEndpoint { url: format!("{scheme}://{addr}/callback"), ca_pem, seen, stop, addr }
     }

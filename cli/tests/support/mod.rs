@@ -192,26 +192,8 @@ impl Endpoint {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
-        let (thread_state, thread_stop, tls_config) = (Arc::clone(&state), Arc::clone(&stop), tls.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if thread_stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                let peer = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-                let state = Arc::clone(&thread_state);
-                let tls = tls_config.clone();
-                std::thread::spawn(move || match tls {
-                    None => serve(stream, &peer, &state),
-                    Some(config) => {
-                        let Ok(connection) = rustls::ServerConnection::new(config) else { return };
-                        serve(rustls::StreamOwned::new(connection, stream), &peer, &state);
-                    }
-                });
-            }
-        });
+        let thread_state = Arc::clone(&state);
+        accept_each(listener, tls.clone(), Arc::clone(&stop), move |conn, peer| serve(conn, peer, &thread_state));
         let scheme = if tls.is_some() { "https" } else { "http" };
         Endpoint { url: format!("{scheme}://{addr}/callback"), ledger, state, stop, addr }
     }
@@ -400,4 +382,38 @@ pub fn summary(out: &Run) -> HashMap<String, String> {
         .flat_map(|l| l.split(' '))
         .filter_map(|pair| pair.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
         .collect()
+}
+
+/// A connection a test server serves: plain TCP, or TLS over it.
+pub trait Conn: Read + Write {}
+impl<T: Read + Write> Conn for T {}
+
+/// Accepts connections on `listener` on a thread of its own until `stop` is raised (the next
+/// connection then ends it), and serves each on a thread of its own, over TLS when `tls` is
+/// given, with `serve` (the connection and the peer's address).
+pub fn accept_each(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    stop: Arc<AtomicBool>,
+    serve: impl Fn(&mut dyn Conn, &str) + Send + Sync + 'static,
+) {
+    let serve = Arc::new(serve);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let peer = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+            let (serve, tls) = (Arc::clone(&serve), tls.clone());
+            std::thread::spawn(move || match tls {
+                None => serve(&mut stream, &peer),
+                Some(config) => {
+                    let Ok(connection) = rustls::ServerConnection::new(config) else { return };
+                    serve(&mut rustls::StreamOwned::new(connection, stream), &peer);
+                }
+            });
+        }
+    });
 }
