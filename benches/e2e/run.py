@@ -177,6 +177,9 @@ def give(path: pathlib.Path) -> None:
         os.chown(path, nobody.pw_uid, nobody.pw_gid)
 
 
+SESSIONS: dict[int, str] = {}   # session id (a server's pid) -> the server's name, its first word
+
+
 class Servers:
     def __init__(self, work: pathlib.Path) -> None:
         self.work = work
@@ -189,6 +192,7 @@ class Servers:
                                 start_new_session=True)
         log.close()
         self.procs.append((name, proc, stop_signal))
+        SESSIONS[proc.pid] = name.split("-")[0]   # its own session: by it, cpu_by_program tells gunicorn from python3
         return proc
 
     def stop(self, name: str) -> None:
@@ -269,7 +273,7 @@ def start_postgres(servers: Servers, work: pathlib.Path) -> int:
 
     run(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", PG_USER, "-E", "UTF8", "--no-sync")
     options = (f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=100 "
-               "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_utility=on")
+               "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_utility=on -c pg_stat_statements.track_planning=on")
     servers.pg = (bin_dir, data)
     run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o", options, "start")
     psql(port, "postgres", "CREATE EXTENSION pg_stat_statements")
@@ -301,14 +305,16 @@ def pg_counters(port: int, dbs: list[str]) -> dict[str, tuple[int, int]]:
 
 
 def pg_statements(port: int, db: str, requests: int) -> list[str]:
-    """The statements of `db` by calls, per request, for the report."""
-    rows = psql(port, "postgres", "SELECT calls, regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements s "
+    """The statements of `db` by calls, per request, with the server's mean time planning and
+    executing one (pg_stat_statements, pg_stat_statements.track_planning on), for the report."""
+    rows = psql(port, "postgres", "SELECT calls, round((total_plan_time * 1000 / calls)::numeric) || '+' || round((total_exec_time * 1000 / calls)::numeric), "
+                                  "regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements s "
                                   f"JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '{db}' ORDER BY calls DESC LIMIT 8")
     shown = []
     for line in rows.splitlines():
-        calls, _, query = line.partition("|")
+        calls, mean_us, query = line.split("|", 2)
         if int(calls) * 50 >= requests:   # at least one request in fifty
-            shown.append(f"      {int(calls) / requests:5.2f}  {query[:110]}")
+            shown.append(f"      {int(calls) / requests:5.2f}  {mean_us:>9} µs  {query[:100]}")
     return shown
 
 
@@ -324,6 +330,8 @@ class Target:
         self.totals_dsn, self.pg_db = totals_dsn, pg_db
         self.rows = self.money = 0
         self.requests = 0
+        self.cpu: dict[str, float] = {}   # CPU seconds by program during this target's measured bursts
+        self.cpu_requests = 0
 
     @property
     def name(self) -> str:
@@ -572,12 +580,54 @@ class Indexes:
         return first
 
 
-def burst(target: Target, first: int, count: int, concurrency: int, work: pathlib.Path) -> dict:
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def program(comm: str, session: int) -> str:
+    """The part of the stack a process belongs to, by its command name or its server's session
+    (gunicorn's workers are python3)."""
+    if SESSIONS.get(session) == "gunicorn":
+        return "gunicorn"
+    if comm == "postgres":
+        return "PostgreSQL"
+    if comm.startswith("php-fpm"):
+        return "PHP-FPM"
+    if comm == "nginx":
+        return "nginx"
+    if comm.startswith("python") or comm.startswith("slotpartner-san"):
+        return "load"   # this script, and through its reaped children the sandbox's burst
+    return "other"
+
+
+def cpu_by_program() -> dict[str, float]:
+    """CPU seconds (user and system) every process on the machine has used so far, by program:
+    each process's own and its reaped children's, so that every tick counts once (a backend
+    that exited is in the postmaster's, the burst in this script's)."""
+    totals: dict[str, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = pathlib.Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        comm, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        ticks = sum(int(f) for f in fields[11:15])   # utime, stime, cutime, cstime
+        name = program(comm, int(fields[3]))
+        totals[name] = totals.get(name, 0.0) + ticks / CLOCK_TICKS
+    return totals
+
+
+def burst(target: Target, first: int, count: int, concurrency: int, work: pathlib.Path, measured: bool = False) -> dict:
     report = work / "burst.json"
     argv = [str(SANDBOX), "send", "--url", target.url, "--token", TOKEN, "--burst", str(count), "--index", str(first),
             "--seed", str(SEED), "--repeat", str(REPEAT), "--concurrency", str(concurrency), "--expect-success", "true",
             "--quiet", "--latency", "--report-json", str(report), "mixed"]
+    cpu_before = cpu_by_program() if measured else {}
     done = subprocess.run(argv, capture_output=True, text=True)
+    if measured:
+        for name, seconds in cpu_by_program().items():
+            target.cpu[name] = target.cpu.get(name, 0.0) + seconds - cpu_before.get(name, 0.0)
     try:
         result = json.loads(report.read_text())
         report.unlink()
@@ -590,6 +640,8 @@ def burst(target: Target, first: int, count: int, concurrency: int, work: pathli
     target.rows += result["delivered"]
     target.money += result["delivered_money_total"]
     target.requests += result["deliveries"]
+    if measured:
+        target.cpu_requests += result["deliveries"]
     return result
 
 
@@ -627,7 +679,7 @@ def measure(stack: str, targets: list[Target], work: pathlib.Path, indexes: Inde
             for r in range(ROUNDS):
                 first = indexes.take(EVENTS)
                 for t in (pair if r % 2 == 0 else pair[::-1]):
-                    results[t.side].append(burst(t, first, EVENTS, concurrency, work)["latency"])
+                    results[t.side].append(burst(t, first, EVENTS, concurrency, work, measured=True)["latency"])
             row = {"stack": stack, "backend": backend, "concurrency": concurrency}
             for side, lats in results.items():
                 row[side] = {"per_second": median([l["per_second"] for l in lats]),
@@ -673,6 +725,18 @@ def table(rows: list[dict], stats: list[Target]) -> None:
         say("PostgreSQL, a request (new events and repeats, all rounds): statements (BEGIN and COMMIT included) and commits")
         for t in per_request:
             say(f"  {t.stack:6} {t.side:11} {t.per_request[0]:.2f} statements, {t.per_request[1]:.2f} commits")
+    measured = [t for t in stats if t.cpu_requests]
+    if measured:
+        say()
+        say("CPU a request, by program (µs of user and system time over the measured rounds, every process on the "
+            "machine; load is the sandbox's burst, other is the rest of the machine):")
+        names = ["PHP-FPM", "gunicorn", "nginx", "PostgreSQL", "load", "other"]
+        shown = [n for n in names if any(t.cpu.get(n, 0.0) > 0 for t in measured)]
+        say("| stack | backend | integration | " + " | ".join(shown) + " | total |")
+        say("|---|---|---|" + "---:|" * (len(shown) + 1))
+        for t in measured:
+            cells = [t.cpu.get(n, 0.0) * 1e6 / t.cpu_requests for n in shown]
+            say(f"| {t.stack} | {t.backend} | {t.side} | " + " | ".join(f"{c:,.0f}" for c in cells) + f" | {sum(cells):,.0f} |")
     say()
     say("SQLite fsyncs: not counted (strace on the workers would weigh on what it measures). By configuration, in WAL "
         "mode with synchronous FULL each durable commit syncs the log once: the library's claim is written without a "

@@ -129,7 +129,7 @@ impl<'j> ExportLock<'j> {
 
     /// Takes the lock. Errors: `Busy` naming the export that holds it and since when.
     pub fn take(journal: &'j Journal) -> Result<ExportLock<'j>> {
-        let run: String = super::claims::new_token()?[..4].iter().map(|b| format!("{b:02x}")).collect();
+        let run = super::hex::hex(&super::claims::new_token()?[..4]);
         let holder = format!("export, pid {} on {} (run {run})", std::process::id(), host_name());
         match journal.take_lock(EXPORT_LOCK, &holder, Self::LEASE) {
             Ok(()) => Ok(ExportLock { journal, holder, pid: std::process::id(), renewed: Instant::now() }),

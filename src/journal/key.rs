@@ -483,7 +483,7 @@ fn decisive_digest(content: &str, map: &ContentMap, legacy: bool) -> String {
 /// to send it).
 fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().take(16).map(|b| format!("{b:02x}")).collect()
+    super::hex::hex(&sha2::Sha256::digest(bytes)[..16])
 }
 
 /// The error for a delivery whose key the journal holds with other decisive content:

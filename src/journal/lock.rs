@@ -36,7 +36,7 @@ impl RecoveryLock {
     /// R)`, R random: two recoveries of one process are two runs). Fails with `Busy` naming the
     /// run that holds it and since when.
     pub fn take(journal: Arc<Journal>, who: &str, lease: Duration) -> Result<RecoveryLock> {
-        let run: String = super::claims::new_token()?[..4].iter().map(|b| format!("{b:02x}")).collect();
+        let run = super::hex::hex(&super::claims::new_token()?[..4]);
         let holder = format!("{who}, pid {} on {} (run {run})", std::process::id(), host_name());
         match journal.take_lock(RECOVERY_LOCK, &holder, lease) {
             Ok(()) => Ok(RecoveryLock { journal, holder, pid: std::process::id() }),

@@ -27,6 +27,7 @@ mod export;
 mod export_format;
 pub(crate) mod fork_guard;
 mod gaps;
+mod hex;
 mod key;
 mod lock;
 mod new_file;

@@ -10,6 +10,7 @@ use postgres::error::SqlState;
 use postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, Statement};
 
+use super::super::hex::hex;
 use super::super::staged::{self, SqlValue, Staged};
 use super::{Fail, TxResult, connection_lost};
 
@@ -32,9 +33,7 @@ impl ToSql for AsText<'_> {
             SqlValue::Text(v) => out.extend_from_slice(v.as_bytes()),
             SqlValue::Blob(v) if *ty == Type::BYTEA => {
                 out.extend_from_slice(b"\\x");
-                for byte in v {
-                    out.extend_from_slice(format!("{byte:02x}").as_bytes());
-                }
+                out.extend_from_slice(hex(v).as_bytes());
             }
             SqlValue::Blob(_) => return Err(format!("bytes cannot be bound to a parameter of type {ty}").into()),
         }
