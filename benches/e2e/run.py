@@ -17,6 +17,13 @@ backend and concurrency, rounds alternate between the two integrations (the orde
 round), each round the same new events to both. A wrong reply, a request without a reply, or a
 ledger that does not hold exactly one row per delivered event fails the run (exit 1).
 
+Where the time goes, printed after the table: on PostgreSQL the statements and commits a request
+with each statement's mean planning and execution time on the server (pg_stat_statements); for
+every integration the CPU a request by program (user and system time of every process on the
+machine read from /proc around each measured burst, so the web server, the workers, the database
+and the load generator each get their share) and the disk flushes a request (/proc/diskstats:
+the fsyncs that reached the disk, the durable commits' cost that CPU time does not show).
+
 Environment: E2E_EVENTS (new events a round, 3000), E2E_REPEAT (share repeated, 0.02),
 E2E_ROUNDS (3), E2E_CONCURRENCY (1,4,16), E2E_STACKS (php,python), E2E_BACKENDS
 (sqlite,postgres), E2E_WARMUP (events before the first round, 300), E2E_KEEP=1 keeps the work
@@ -332,6 +339,7 @@ class Target:
         self.requests = 0
         self.cpu: dict[str, float] = {}   # CPU seconds by program during this target's measured bursts
         self.cpu_requests = 0
+        self.flushes: int | None = 0   # disk flushes (fsyncs that reached a disk) during them
 
     @property
     def name(self) -> str:
@@ -618,16 +626,38 @@ def cpu_by_program() -> dict[str, float]:
     return totals
 
 
+def device_flushes() -> int | None:
+    """Flush requests the machine's disks have completed so far (/proc/diskstats, whole disks
+    only): every fsync that reaches a disk with a write cache is one. None where not counted."""
+    disks = {entry.name for entry in os.scandir("/sys/block")} if os.path.isdir("/sys/block") else set()
+    total, seen = 0, False
+    try:
+        lines = pathlib.Path("/proc/diskstats").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 20 and fields[2] in disks and not fields[2].startswith(("loop", "ram")):
+            total += int(fields[18])
+            seen = True
+    return total if seen else None
+
+
 def burst(target: Target, first: int, count: int, concurrency: int, work: pathlib.Path, measured: bool = False) -> dict:
     report = work / "burst.json"
     argv = [str(SANDBOX), "send", "--url", target.url, "--token", TOKEN, "--burst", str(count), "--index", str(first),
             "--seed", str(SEED), "--repeat", str(REPEAT), "--concurrency", str(concurrency), "--expect-success", "true",
             "--quiet", "--latency", "--report-json", str(report), "mixed"]
-    cpu_before = cpu_by_program() if measured else {}
+    cpu_before, flushes_before = (cpu_by_program(), device_flushes()) if measured else ({}, None)
     done = subprocess.run(argv, capture_output=True, text=True)
     if measured:
         for name, seconds in cpu_by_program().items():
             target.cpu[name] = target.cpu.get(name, 0.0) + seconds - cpu_before.get(name, 0.0)
+        flushes_after = device_flushes()
+        if flushes_before is not None and flushes_after is not None and target.flushes is not None:
+            target.flushes += flushes_after - flushes_before
+        else:
+            target.flushes = None
     try:
         result = json.loads(report.read_text())
         report.unlink()
@@ -732,16 +762,20 @@ def table(rows: list[dict], stats: list[Target]) -> None:
             "machine; load is the sandbox's burst, other is the rest of the machine):")
         names = ["PHP-FPM", "gunicorn", "nginx", "PostgreSQL", "load", "other"]
         shown = [n for n in names if any(t.cpu.get(n, 0.0) > 0 for t in measured)]
-        say("| stack | backend | integration | " + " | ".join(shown) + " | total |")
-        say("|---|---|---|" + "---:|" * (len(shown) + 1))
+        say("| stack | backend | integration | " + " | ".join(shown) + " | total | disk flushes a request |")
+        say("|---|---|---|" + "---:|" * (len(shown) + 2))
         for t in measured:
             cells = [t.cpu.get(n, 0.0) * 1e6 / t.cpu_requests for n in shown]
-            say(f"| {t.stack} | {t.backend} | {t.side} | " + " | ".join(f"{c:,.0f}" for c in cells) + f" | {sum(cells):,.0f} |")
+            flushes = "not counted" if t.flushes is None else f"{t.flushes / t.cpu_requests:.2f}"
+            say(f"| {t.stack} | {t.backend} | {t.side} | " + " | ".join(f"{c:,.0f}" for c in cells)
+                + f" | {sum(cells):,.0f} | {flushes} |")
+        say()
+        say("Disk flushes: flush requests the machine's disks completed (/proc/diskstats), every fsync that reached "
+            "a disk with a write cache, other processes' included: a durable commit is at least one.")
     say()
-    say("SQLite fsyncs: not counted (strace on the workers would weigh on what it measures). By configuration, in WAL "
-        "mode with synchronous FULL each durable commit syncs the log once: the library's claim is written without a "
-        "sync, and its finish, which runs the staged ledger credit in the same transaction, with one; the hand-written "
-        "transaction commits once.")
+    say("By configuration, SQLite in WAL mode with synchronous FULL syncs the log once a durable commit: the "
+        "library's claim is written without a sync, and its finish, which runs the staged ledger credit in the same "
+        "transaction, with one; the hand-written transaction commits once.")
 
 
 def main() -> int:
