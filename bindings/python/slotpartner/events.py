@@ -28,7 +28,7 @@ and on) costs two more, ``sp_event_differing`` and ``sp_event_reply_pruned``, fo
 costs one more (``sp_event_stage``).
 
 When no reply is built, the ``sp_event`` is freed by ``close()``, by leaving a ``with`` block,
-or at the latest when the event object is garbage collected (``__del__``): nothing leaks. Freeing
+or at the latest when the event object is garbage collected (``_Owned``): nothing leaks. Freeing
 a claimed event that was neither finished nor abandoned releases its claim, as ``abandon()``
 does: the next delivery runs the logic again. A reply asked for after the ``sp_event`` is gone
 is rebuilt with the standalone builders (``replies.reply_result``/``reply_balance``), with the
@@ -58,7 +58,7 @@ from .errors import (
     last_error,
     wrong_type,
 )
-from .replies import c_text, check_amount, reply_balance, reply_result
+from .replies import MAX_AMOUNT, c_text, check_amount, kept_balance, kept_success, reply_balance, reply_result
 
 _LIB = _lib.lib
 _event_reply = _LIB.sp_event_reply
@@ -97,6 +97,11 @@ class ReplySettings(NamedTuple):
 
 
 DEFAULT_REPLY_SETTINGS = ReplySettings()
+
+#: The formats ``reply_balance`` keeps for a success in the settings' own wrapper and currency
+#: (``replies.kept_balance``), by reply settings: a balance query without a library event
+#: answers in its receiver's currency with one lookup and one ``%``.
+_BALANCE_FORMATS: dict[ReplySettings, tuple[bytes, ...]] = {}
 
 
 class Outcome(enum.IntEnum):
@@ -218,6 +223,33 @@ def _sql_value(value: object, at: int) -> tuple[int, int, bytes | None, int]:
     return (_SQL_BLOB, 0, data, len(data))
 
 
+class _Owned:
+    """The ``sp_event`` an event keeps (``Event._owned``): freed by ``free()``, or at the latest
+    when its event is collected, and this object with it. Apart from the event, so that the
+    events that keep none (every event of a receiver without a journal) have no finalizer to
+    run."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr: int | None = ptr
+
+    def free(self) -> None:
+        ptr = self.ptr
+        if ptr is not None:
+            self.ptr = None
+            _event_free(ptr)
+
+    def __del__(self, _free: Any = _event_free) -> None:
+        try:
+            ptr = self.ptr
+        except AttributeError:  # __init__ did not finish
+            return
+        if ptr is not None:
+            self.ptr = None
+            _free(ptr)
+
+
 _E = TypeVar("_E", bound="Event")
 
 
@@ -247,11 +279,16 @@ class Event:
         "extra",
         "reply_http_status",
         "_ptr",
+        "_owned",
         "_replies",
         "_journal",
         "_refusal",
     )
     _fields: ClassVar[tuple[str, ...]] = ()
+    #: The class's success replies that ``reply_result`` keeps, by ``omit_empty_error_message``
+    #: (a refund's and a payout's own dict, filled by ``_rebuild_result``): an event without a
+    #: library event answers success with one lookup.
+    _successes: ClassVar[dict[bool, bytes]] = {}
 
     name: str
     index: int | None
@@ -259,6 +296,9 @@ class Event:
     extra: dict[str, str]
     reply_http_status: int
     _ptr: int | None
+    #: The owner of ``_ptr`` (``read_event``), which frees it when the event is collected; set
+    #: only on an event that kept its library event, so that the others need no finalizer.
+    _owned: _Owned
     _replies: ReplySettings
     _journal: int
     #: For an abandoned or lost claim (``_ABANDONED``, ``_LOST``): the ClaimLostError that
@@ -281,6 +321,11 @@ class Event:
         """
         ptr = self._ptr
         if ptr is None:
+            if success is True:
+                kept = self._successes.get(self._replies.omit_empty_error_message)
+                if kept is not None and not message:
+                    self.reply_http_status = 200
+                    return kept
             return self._rebuild_reply(success, message)
         out = _OUT
         status = _event_reply(ptr, success, c_text(message, "message") if message else None, out.text_address)
@@ -289,8 +334,7 @@ class Event:
         data: bytes = out.text.ptr
         self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
         if self._journal != _CLAIMED:
-            self._ptr = None
-            _event_free(ptr)
+            self._release()
         return data
 
     def begin(self) -> Claim:
@@ -344,8 +388,7 @@ class Event:
         if outcome == _DONE:
             stored: bytes = claim.reply
             self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
-            self._ptr = None
-            _event_free(ptr)
+            self._release()
             return Claim(_DONE, 0, stored)
         return _NOT_JOURNALED
 
@@ -476,8 +519,7 @@ class Event:
             status = _event_finish(ptr, data, len(data))
         if not status:
             self._journal = _SETTLED
-            self._ptr = None
-            _event_free(ptr)
+            self._release()
             return
         error = last_error(status)
         if status == _CLAIM_LOST:  # taken over: refused from now on, as in the library
@@ -519,16 +561,14 @@ class Event:
         status = _event_finish(ptr, None, 0)
         self._refusal = last_error(status) if status else ClaimLostError(_CLAIM_LOST, "", "the claim was abandoned")
         self._journal = _ABANDONED
-        self._ptr = None
-        _event_free(ptr)
+        self._release()
 
     def _lose(self, ptr: int, error: SlotPartnerError) -> None:
         """The claim was found taken over: ``error`` is what ``finish``/``abandon`` raise from
         now on, as the library would; the library's event is freed."""
         self._refusal = error
         self._journal = _LOST
-        self._ptr = None
-        _event_free(ptr)
+        self._release()
 
     def _settled(self, step: str) -> None:
         """``finish``/``abandon`` of an event that is not claimed: nothing to do once settled; the
@@ -551,28 +591,34 @@ class Event:
         ``reply_http_status`` as the library would have."""
         raise NotImplementedError
 
+    def _rebuild_result(self, wrapper: str, success: bool, message: str) -> bytes:
+        """``_rebuild_reply`` of a refund or payout: ``reply_result`` with ``wrapper``; the success
+        reply it then keeps is kept in the class's ``_successes`` too."""
+        omit = self._replies.omit_empty_error_message
+        data = reply_result(wrapper, success, message, omit)
+        self.reply_http_status = 200
+        if success is True:
+            kept = kept_success(wrapper, omit)
+            if kept is not None:
+                self._successes[omit] = kept
+        return data
+
+    def _release(self) -> None:
+        """Frees the library's event now (``_ptr`` is set)."""
+        self._ptr = None
+        self._owned.free()
+
     def close(self) -> None:
         """Frees the library's copy of the event now (idempotent). The fields stay readable.
         A claimed event's claim is released (as ``abandon()`` does, failures unreported)."""
-        ptr = self._ptr
-        if ptr is not None:
-            self._ptr = None
-            _event_free(ptr)
+        if self._ptr is not None:
+            self._release()
 
     def __enter__(self: _E) -> _E:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    def __del__(self, _free: Any = _event_free) -> None:
-        try:
-            ptr = self._ptr
-        except AttributeError:  # __init__ did not finish
-            return
-        if ptr is not None:
-            self._ptr = None
-            _free(ptr)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Copies and pickles hold the fields only, never the library's event (no double free)."""
@@ -616,6 +662,7 @@ class BuyRefund(Event):
         "bonus_code",
     )
     _fields = __slots__ + ("name", "index", "extra", "index_unreadable")
+    _successes: ClassVar[dict[bool, bytes]] = {}
 
     game_session_identifier: str
     player_identifier: str | None
@@ -665,9 +712,7 @@ class BuyRefund(Event):
         self._journal = _NOT_BEGUN
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
-        data = reply_result("refund", success, message, self._replies.omit_empty_error_message)
-        self.reply_http_status = 200
-        return data
+        return self._rebuild_result("refund", success, message)
 
 
 class JackpotPayout(Event):
@@ -693,6 +738,7 @@ class JackpotPayout(Event):
         "is_mobile",
     )
     _fields = __slots__ + ("name", "index", "extra", "index_unreadable")
+    _successes: ClassVar[dict[bool, bytes]] = {}
 
     jackpot_identifier: str
     player_identifier: str | None
@@ -760,9 +806,7 @@ class JackpotPayout(Event):
         self._journal = _NOT_BEGUN
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
-        data = reply_result("payout", success, message, self._replies.omit_empty_error_message)
-        self.reply_http_status = 200
-        return data
+        return self._rebuild_result("payout", success, message)
 
 
 class BalanceQuery(Event):
@@ -808,8 +852,25 @@ class BalanceQuery(Event):
         ptr = self._ptr
         if ptr is None:
             settings = self._replies
-            currency = settings.balance_currency if currency is None else currency
-            rebuilt = reply_balance(money, currency, coins, "", settings.balance_wrapper)
+            if currency is not None:
+                rebuilt = reply_balance(money, currency, coins, "", settings.balance_wrapper)
+            else:
+                template = _BALANCE_FORMATS.get(settings)
+                if (
+                    template is not None
+                    and type(money) is int
+                    and type(coins) is int
+                    and 0 <= money <= MAX_AMOUNT
+                    and 0 <= coins <= MAX_AMOUNT
+                ):
+                    self.reply_http_status = 200
+                    return template[0] % (money, coins) if coins else template[1] % money
+                wrapper, currency = settings.balance_wrapper, settings.balance_currency
+                rebuilt = reply_balance(money, currency, coins, "", wrapper)
+                if template is None and len(_BALANCE_FORMATS) < 64:
+                    template = kept_balance(wrapper, currency)
+                    if template is not None:
+                        _BALANCE_FORMATS[settings] = template
             self.reply_http_status = 200
             return rebuilt
         out = _OUT
@@ -825,8 +886,7 @@ class BalanceQuery(Event):
         data: bytes = out.text.ptr
         self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
         if self._journal != _CLAIMED:
-            self._ptr = None
-            _event_free(ptr)
+            self._release()
         return data
 
     def _rebuild_reply(self, success: bool, message: str) -> bytes:
@@ -884,12 +944,15 @@ _REFUND_STRUCT = _lib.layout(_lib.sp_buy_refund, _SCALARS).unpack
 _PAYOUT_SIZE = ctypes.sizeof(_lib.sp_jackpot_payout)
 _PAYOUT_STRUCT = _lib.layout(_lib.sp_jackpot_payout, _SCALARS).unpack
 _RECORD = _lib.RECORD.unpack_from
+_new = object.__new__
 
 
-def _build(values: tuple[Any, ...], texts: list[str], replies: ReplySettings) -> Event:
+def _build(values: tuple[Any, ...], texts: list[str], replies: ReplySettings, journal: int) -> Event:
     """The typed event of a record: ``values`` are the ``sp_record`` header's fields in order,
     ``texts`` its strings block split at NULs (six typed slots, an absent one empty, then each
-    extra field's name and JSON, then the name)."""
+    extra field's name and JSON, then the name). The slots are set here, not by ``__init__``:
+    the class call and its defaults, written again here, cost a callback more than the event's
+    fields; a field added to an event class is set in both places."""
     (_, _, count, kind, has_index, unreadable, has_mobile, mobile, index, transaction, buy, session, game, money, coins,
      released, is_money, primary) = values  # fmt: skip
     if count == 0:
@@ -902,55 +965,51 @@ def _build(values: tuple[Any, ...], texts: list[str], replies: ReplySettings) ->
         extra = {}
         for at in range(6, 6 + 2 * count, 2):
             extra[texts[at]] = texts[at + 1]
-    name = texts[6 + 2 * count]
-    if not has_index:
-        index = None
-    event: Event
+    event: Any
     if kind == _REFUND:
-        event = BuyRefund(
-            texts[0],
-            texts[1] or None,
-            texts[2] or None,
-            transaction,
-            buy,
-            session,
-            texts[3],
-            game,
-            mobile,
-            texts[4] or None,
-            index,
-            extra,
-            name,
-            unreadable,
-        )
+        event = _new(BuyRefund)
+        event.game_session_identifier = texts[0]
+        event.player_identifier = texts[1] or None
+        event.player_partner_identifier = texts[2] or None
+        event.transaction_id = transaction
+        event.buy_transaction_id = buy
+        event.game_session_id = session
+        event.partner_game_request_identifier = texts[3]
+        event.game_id = game
+        event.is_mobile = mobile
+        event.bonus_code = texts[4] or None
     elif kind == _PAYOUT:
-        event = JackpotPayout(
-            texts[0],
-            texts[1] or None,
-            texts[2] or None,
-            texts[3],
-            money,
-            coins,
-            is_money,
-            released,
-            primary,
-            transaction,
-            buy,
-            texts[4],
-            session,
-            game,
-            texts[5] or None,
-            mobile if has_mobile else None,
-            index,
-            extra,
-            name,
-            unreadable,
-        )
+        event = _new(JackpotPayout)
+        event.jackpot_identifier = texts[0]
+        event.player_identifier = texts[1] or None
+        event.player_partner_identifier = texts[2] or None
+        event.currency_iso4217 = texts[3]
+        event.money_won = money
+        event.coins_won = coins
+        event.is_money = is_money
+        event.epoch_released_millis = released
+        event.is_primary = primary
+        event.transaction_id = transaction
+        event.buy_transaction_id = buy
+        event.partner_game_request_identifier = texts[4]
+        event.game_session_id = session
+        event.game_id = game
+        event.bonus_code = texts[5] or None
+        event.is_mobile = mobile if has_mobile else None
     elif kind == _BALANCE:
-        event = BalanceQuery(texts[0] or None, texts[1] or None, index, extra, name, unreadable)
+        event = _new(BalanceQuery)
+        event.player_identifier = texts[0] or None
+        event.player_partner_identifier = texts[1] or None
     else:
-        event = OtherEvent(name, index, extra, unreadable)
+        event = _new(OtherEvent)
+    event.index = index if has_index else None
+    event.index_unreadable = unreadable
+    event.extra = extra
+    event.name = texts[6 + 2 * count]
+    event.reply_http_status = 0
+    event._ptr = None
     event._replies = replies
+    event._journal = journal
     return event
 
 
@@ -961,9 +1020,7 @@ def read_record(record: tuple[Any, ...], replies: ReplySettings) -> Event:
     event replies through the standalone builders (a success reply without a foreign call)."""
     values = _RECORD(record[3])
     start = record[4]
-    event = _build(values, _MEMORY[start : start + values[1]].decode().split("\0"), replies)
-    event._journal = _NO_JOURNAL
-    return event
+    return _build(values, _MEMORY[start : start + values[1]].decode().split("\0"), replies, _NO_JOURNAL)
 
 
 def read_event(ptr: int, replies: ReplySettings, keep: bool = True) -> Event:
@@ -998,11 +1055,12 @@ def read_event(ptr: int, replies: ReplySettings, keep: bool = True) -> Event:
             ids = (True, mobile, index, transaction, buy, session, game, 0, 0, 0, False, False)
         else:
             ids = (False, False, index, 0, 0, 0, 0, 0, 0, 0, False, False)
-        event = _build((0, length, count, kind, has_index, unreadable) + ids, texts, replies)
+        event = _build((0, length, count, kind, has_index, unreadable) + ids, texts, replies, _NOT_BEGUN)
     except BaseException:
         _event_free(ptr)
         raise
     if keep or kind == _OTHER:
+        event._owned = _Owned(ptr)
         event._ptr = ptr
     else:
         event._journal = _NO_JOURNAL

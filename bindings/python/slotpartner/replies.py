@@ -97,22 +97,36 @@ def reply_result(wrapper: str, success: bool = True, message: str = "", omit_emp
     return data
 
 
-#: Successful balance replies by (wrapper, currency), as the three parts around the money and
-#: the coins of a reply the library built (see ``reply_balance``); an empty tuple when that
-#: reply could not be split (a wrapper holding the marker digits), so the library builds each.
+def kept_success(wrapper: str, omit_empty_message: bool) -> bytes | None:
+    """The success reply ``reply_result`` keeps for ``wrapper`` and ``omit_empty_message`` (what
+    it returns for them without a call), None while it keeps none."""
+    return _SUCCESSES.get((wrapper, omit_empty_message))
+
+
+#: Successful balance replies by (wrapper, currency), as two bytes formats of a reply the
+#: library built (see ``reply_balance``): one taking ``(money, coins)``, one taking the money
+#: of a reply with no coins (the usual one); an empty tuple when that reply could not be split
+#: (a wrapper holding the marker digits), so the library builds each.
 _BALANCES: dict[tuple[str, str], tuple[bytes, ...]] = {}
 _MONEY_MARK, _COINS_MARK = 7_391_846_205_113, 5_208_613_947_331
 
 
 def _balance_template(wrapper: str, currency: str) -> tuple[bytes, ...]:
-    """The library's balance reply for ``wrapper`` and ``currency`` split around its amounts."""
+    """The library's balance reply for ``wrapper`` and ``currency`` as the formats of
+    ``_BALANCES``: its amounts replaced by ``%d`` (or the coins by 0), any ``%`` of its text
+    doubled."""
     built = _library_balance(_MONEY_MARK, currency, _COINS_MARK, "", wrapper)
     money, coins = b"%d" % _MONEY_MARK, b"%d" % _COINS_MARK
     if built.count(money) != 1 or built.count(coins) != 1 or built.index(money) > built.index(coins):
         return ()
-    head, rest = built.split(money)
-    middle, tail = rest.split(coins)
-    return (head, middle, tail)
+    head, rest = built.replace(b"%", b"%%").split(money)
+    return (head + b"%d" + rest.replace(coins, b"%d"), head + b"%d" + rest.replace(coins, b"0"))
+
+
+def kept_balance(wrapper: str, currency: str) -> tuple[bytes, ...] | None:
+    """The formats ``reply_balance`` keeps for a success with ``wrapper`` and ``currency`` (see
+    ``_BALANCES``), None while it keeps none (or cannot)."""
+    return _BALANCES.get((wrapper, currency)) or None
 
 
 def reply_balance(
@@ -142,8 +156,7 @@ def reply_balance(
             if template is None and len(_BALANCES) < 64:
                 template = _BALANCES[(wrapper, currency)] = _balance_template(wrapper, currency)
             if template:
-                head, middle, tail = template
-                return b"%s%d%s%d%s" % (head, money, middle, coins, tail)
+                return template[0] % (money, coins) if coins else template[1] % money
     return _library_balance(money, currency, coins, error_message, wrapper)
 
 
