@@ -103,6 +103,12 @@ DEFAULT_REPLY_SETTINGS = ReplySettings()
 #: answers in its receiver's currency with one lookup and one ``%``.
 _BALANCE_FORMATS: dict[ReplySettings, tuple[bytes, ...]] = {}
 
+#: The success replies ``reply_result`` keeps, by event class and ``omit_empty_error_message``:
+#: a refund or payout without a library event answers success with one lookup. Filled by
+#: ``Event._rebuild_result`` for the classes in ``_KEEPS_SUCCESSES`` only (set below them), so
+#: that no other class, nor a subclass with a ``_rebuild_reply`` of its own, is answered from it.
+_KEPT_SUCCESSES: dict[tuple[type, bool], bytes] = {}
+
 
 class Outcome(enum.IntEnum):
     """What ``Event.begin`` found (``sp_begin``)."""
@@ -226,8 +232,8 @@ def _sql_value(value: object, at: int) -> tuple[int, int, bytes | None, int]:
 class _Owned:
     """The ``sp_event`` an event keeps (``Event._owned``): freed by ``free()``, or at the latest
     when its event is collected, and this object with it. Apart from the event, so that the
-    events that keep none (every event of a receiver without a journal) have no finalizer to
-    run."""
+    events that keep none (a refund, payout or balance query of a receiver without a journal)
+    have no finalizer to run."""
 
     __slots__ = ("ptr",)
 
@@ -285,10 +291,6 @@ class Event:
         "_refusal",
     )
     _fields: ClassVar[tuple[str, ...]] = ()
-    #: The class's success replies that ``reply_result`` keeps, by ``omit_empty_error_message``
-    #: (a refund's and a payout's own dict, filled by ``_rebuild_result``): an event without a
-    #: library event answers success with one lookup.
-    _successes: ClassVar[dict[bool, bytes]] = {}
 
     name: str
     index: int | None
@@ -322,7 +324,7 @@ class Event:
         ptr = self._ptr
         if ptr is None:
             if success is True:
-                kept = self._successes.get(self._replies.omit_empty_error_message)
+                kept = _KEPT_SUCCESSES.get((type(self), self._replies.omit_empty_error_message))
                 if kept is not None and not message:
                     self.reply_http_status = 200
                     return kept
@@ -593,14 +595,16 @@ class Event:
 
     def _rebuild_result(self, wrapper: str, success: bool, message: str) -> bytes:
         """``_rebuild_reply`` of a refund or payout: ``reply_result`` with ``wrapper``; the success
-        reply it then keeps is kept in the class's ``_successes`` too."""
+        reply it then keeps is kept in ``_KEPT_SUCCESSES`` too, for ``BuyRefund`` and
+        ``JackpotPayout`` themselves (a subclass's own ``_rebuild_reply`` is always called)."""
         omit = self._replies.omit_empty_error_message
         data = reply_result(wrapper, success, message, omit)
         self.reply_http_status = 200
         if success is True:
             kept = kept_success(wrapper, omit)
             if kept is not None:
-                self._successes[omit] = kept
+                if type(self) in _KEEPS_SUCCESSES:
+                    _KEPT_SUCCESSES[(type(self), omit)] = kept
         return data
 
     def _release(self) -> None:
@@ -662,7 +666,6 @@ class BuyRefund(Event):
         "bonus_code",
     )
     _fields = __slots__ + ("name", "index", "extra", "index_unreadable")
-    _successes: ClassVar[dict[bool, bytes]] = {}
 
     game_session_identifier: str
     player_identifier: str | None
@@ -738,7 +741,6 @@ class JackpotPayout(Event):
         "is_mobile",
     )
     _fields = __slots__ + ("name", "index", "extra", "index_unreadable")
-    _successes: ClassVar[dict[bool, bytes]] = {}
 
     jackpot_identifier: str
     player_identifier: str | None
@@ -940,6 +942,7 @@ _SCALARS = (_lib.sp_str,)
 _EVENT_SIZE = ctypes.sizeof(_lib.sp_event)
 _EVENT = _lib.layout(_lib.sp_event, _SCALARS).unpack
 _REFUND_SIZE = ctypes.sizeof(_lib.sp_buy_refund)
+_KEEPS_SUCCESSES = (BuyRefund, JackpotPayout)
 _REFUND_STRUCT = _lib.layout(_lib.sp_buy_refund, _SCALARS).unpack
 _PAYOUT_SIZE = ctypes.sizeof(_lib.sp_jackpot_payout)
 _PAYOUT_STRUCT = _lib.layout(_lib.sp_jackpot_payout, _SCALARS).unpack

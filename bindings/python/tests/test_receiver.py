@@ -206,6 +206,37 @@ class EventsTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             hash(first)
 
+    def test_kept_success_replies_answer_their_own_class_only(self) -> None:
+        # A refund's and a payout's success replies are kept once built; a subclass with a
+        # _rebuild_reply of its own is still asked, and no other class answers from them.
+        calls: list[bool] = []
+
+        class AuditedRefund(BuyRefund):
+            __slots__ = ()
+
+            def _rebuild_reply(self, success: bool, message: str) -> bytes:
+                calls.append(success)
+                return super()._rebuild_reply(success, message)
+
+        class Bonus(OtherEvent):
+            __slots__ = ()
+
+            def _rebuild_reply(self, success: bool, message: str) -> bytes:
+                return self._rebuild_result("bonus", success, message)
+
+        refund_reply = b'{"refund":{"success":true,"errorMessage":""}}'
+        for _ in range(2):  # cold, then with the replies kept
+            self.assertEqual(self.handle(fixture("refund")).reply(), refund_reply)
+            self.assertEqual(self.handle(fixture("payout")).reply(), b'{"payout":{"success":true,"errorMessage":""}}')
+            audited = AuditedRefund("gs", None, "p", 1, 1, 1, "r", 1, False)
+            self.assertEqual(audited.reply(), refund_reply)
+            self.assertEqual(Bonus("bonus").reply(), b'{"bonus":{"success":true,"errorMessage":""}}')
+            with self.assertRaises(ConfigurationError):  # a balance reply needs the balance
+                self.handle(fixture("balance")).reply()
+            with self.assertRaises(ValidationError):  # an unknown event has no success reply
+                OtherEvent("somethingElse").reply()
+        self.assertEqual(calls, [True, True])
+
 
 class ValidationErrorsTest(unittest.TestCase):
     """Every validation error kind: class, status, field, and the HTTP answer to give."""
