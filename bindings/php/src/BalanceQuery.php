@@ -4,8 +4,6 @@ declare(strict_types=1);
 
 namespace SlotPartner;
 
-use FFI\CData;
-
 /**
  * `getPlayerBalance`: the service asks for a player's balance. Answer with
  * replyBalance($money) or, when the balance cannot be given, reply(false, "why"):
@@ -24,25 +22,16 @@ final class BalanceQuery extends Event
     public readonly ?string $playerPartnerIdentifier;
 
     /**
-     * Copies the fields of the event and takes ownership of its native event, if any.
+     * Copies the fields of the event; Event::adopt() and Event::fromRecord() set the common ones.
      *
      * @param list<string> $strings the event's `strings` block, split (see Event)
-     * @param \ArrayObject<string, mixed>|null $successes see Event
      *
      * @internal Built by Receiver::handle()/parse() (Event::adopt, Event::fromRecord), not by applications.
      */
-    protected function __construct(
-        Native $native,
-        ?CData $event,
-        CData $common,
-        array $strings,
-        ?\ArrayObject $successes = null,
-        ?Receiver $receiver = null,
-        ?string $body = null,
-    ) {
+    protected function __construct(array $strings)
+    {
         $this->playerIdentifier = $strings[0] === '' ? null : $strings[0];
         $this->playerPartnerIdentifier = $strings[1] === '' ? null : $strings[1];
-        parent::__construct($native, $event, $common, $strings, $successes, $receiver, $body);
     }
 
     /**
@@ -63,17 +52,22 @@ final class BalanceQuery extends Event
     {
         // Declared mixed so that PHP never coerces an amount (without strict_types, 1299.99 or
         // "1299.99" would silently become 1299): anything but an int is refused naming it.
-        $money = Native::amount($money, 'money');
-        $coins = Native::amount($coins, 'coins');
-        $kept = $this->keptReplies();
+        // Native::amount(), inline: this runs once a callback.
+        if (!\is_int($money)) {
+            throw Native::wrongType('money', $money, 'an int');
+        }
+        if (!\is_int($coins)) {
+            throw Native::wrongType('coins', $coins, 'an int');
+        }
+        $kept = $this->begun || !$this->open ? null : $this->successes;   // as in reply()
         if ($kept !== null && $money >= 0 && $money <= self::MAX_AMOUNT && $coins >= 0 && $coins <= self::MAX_AMOUNT) {
-            $key = 'balance ' . ($currency ?? '');
+            $key = $currency === null ? 'balance ' : 'balance ' . $currency;
             $parts = $kept[$key] ?? null;
             if ($parts === null) {
                 $parts = $kept[$key] = self::split($this->built(self::MONEY_MARK, $currency, self::COINS_MARK));
             }
             if ($parts !== []) {
-                $this->repliedOk();
+                $this->replyHttpStatus = 200;
                 return $parts[0] . $money . $parts[1] . $coins . $parts[2];
             }
         }

@@ -41,25 +41,16 @@ final class BuyRefund extends Event
     public readonly ?string $bonusCode;
 
     /**
-     * Copies the fields of the event and takes ownership of its native event, if any.
+     * Copies the fields of the event; Event::adopt() and Event::fromRecord() set the common ones.
      *
      * @param CData $r the numbers: the `sp_buy_refund *` of the native event, or the `sp_record *`
      *     (the same field names)
      * @param list<string> $strings the event's `strings` block, split (see Event)
-     * @param \ArrayObject<string, string>|null $successes see Event
      *
      * @internal Built by Receiver::handle()/parse() (Event::adopt, Event::fromRecord), not by applications.
      */
-    protected function __construct(
-        Native $native,
-        ?CData $event,
-        CData $common,
-        CData $r,
-        array $strings,
-        ?\ArrayObject $successes = null,
-        ?Receiver $receiver = null,
-        ?string $body = null,
-    ) {
+    protected function __construct(CData $r, array $strings)
+    {
         $this->gameSessionIdentifier = $strings[0];
         $this->playerIdentifier = $strings[1] === '' ? null : $strings[1];
         $this->playerPartnerIdentifier = $strings[2] === '' ? null : $strings[2];
@@ -70,6 +61,5 @@ final class BuyRefund extends Event
         $this->gameId = $r->game_id;
         $this->isMobile = $r->is_mobile;
         $this->bonusCode = $strings[4] === '' ? null : $strings[4];
-        parent::__construct($native, $event, $common, $strings, $successes, $receiver, $body);
     }
 }

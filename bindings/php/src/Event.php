@@ -49,7 +49,7 @@ abstract class Event
     private ?CData $handle = null;
 
     /** Whether this event is not freed yet (free(), or its destruction). */
-    private bool $open = false;
+    protected bool $open = false;
 
     /**
      * For an event read from a record: the Receiver and body to make its native event from,
@@ -84,47 +84,26 @@ abstract class Event
     public readonly array $extra;
 
     /** See replyHttpStatus(). */
-    private int $replyHttpStatus = 0;
+    protected int $replyHttpStatus = 0;
 
     /** Whether begin() was called: a claimed event's reply must be built inside it. */
-    private bool $begun = false;
+    protected bool $begun = false;
+
+    /** The library this event's calls go through. */
+    protected readonly Native $native;
 
     /**
-     * Copies the common fields and takes ownership of $event. Subclasses copy their own fields
-     * first and call this last, so that an event is owned only once fully built.
+     * The success replies of the receiver the event came from, by event class, shared with it
+     * (null: none kept). With $open, $begun and $replyHttpStatus, read and written in place by
+     * reply() and BalanceQuery::replyBalance().
      *
-     * @param CData|null $event the native `sp_event *` to own; null for an event read from a
-     *     record ($receiver and $body then make one when a reply needs it)
-     * @param CData $common where `extra_fields_len`, `has_index`, `index` and
-     *     `index_unreadable` are read: the `sp_event *`, or the `sp_record *`
-     * @param list<string> $strings the event's `strings` block split at its NULs: six typed
-     *     slots, then each extra field's name and JSON, then the name
-     * @param \ArrayObject<string, string>|null $successes the success replies of the receiver
-     *     the event came from, by event class, shared with it (null: none kept)
+     * @var \ArrayObject<string, mixed>|null
      */
-    protected function __construct(
-        protected readonly Native $native,
-        ?CData $event,
-        CData $common,
-        array $strings,
-        private readonly ?\ArrayObject $successes = null,
-        ?Receiver $receiver = null,
-        ?string $body = null,
-    ) {
-        $count = $common->extra_fields_len;
-        $this->name = $strings[6 + 2 * $count];
-        $this->index = $common->has_index ? $common->index : null;
-        $this->indexUnreadable = $common->index_unreadable;
-        $extra = [];
-        for ($i = 7, $end = 6 + 2 * $count; $i < $end; $i += 2) {
-            $extra[$strings[$i - 1]] = $strings[$i];
-        }
-        $this->extra = $extra;
-        $this->handle = $event;
-        $this->receiver = $receiver;
-        $this->body = $body;
-        $this->open = true;
-        ++self::$live;
+    protected ?\ArrayObject $successes = null;
+
+    /** Events are built by adopt() and fromRecord() only. */
+    protected function __construct()
+    {
     }
 
     /**
@@ -140,22 +119,41 @@ abstract class Event
     {
         try {
             $strings = \explode("\0", \FFI::string($event->strings, $event->strings_len));
-            return match ($event->kind) {
-                self::KIND_BUY_REFUND => new BuyRefund($native, $event, $event, $event->buy_refund, $strings, $successes),
-                self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, $event, $event, $event->jackpot_payout, $strings, $successes),
-                self::KIND_BALANCE_QUERY => new BalanceQuery($native, $event, $event, $strings, $successes),
-                default => new OtherEvent($native, $event, $event, $strings),
+            $self = match ($event->kind) {
+                self::KIND_BUY_REFUND => new BuyRefund($event->buy_refund, $strings),
+                self::KIND_JACKPOT_PAYOUT => new JackpotPayout($event->jackpot_payout, $strings),
+                self::KIND_BALANCE_QUERY => new BalanceQuery($strings),
+                default => new OtherEvent(),
             };
+            $self->native = $native;
+            if (!$self instanceof OtherEvent) {
+                $self->successes = $successes;
+            }
+            $count = $event->extra_fields_len;
+            $self->name = $strings[6 + 2 * $count];
+            $self->index = $event->has_index ? $event->index : null;
+            $self->indexUnreadable = $event->index_unreadable;
+            $extra = [];
+            for ($i = 7, $end = 6 + 2 * $count; $i < $end; $i += 2) {
+                $extra[$strings[$i - 1]] = $strings[$i];
+            }
+            $self->extra = $extra;
         } catch (\Throwable $e) {
             $native->ffi->sp_event_free($event);
             throw $e;
         }
+        // Owned only once fully built: a failure above leaves nothing for the destructor.
+        $self->handle = $event;
+        $self->open = true;
+        ++self::$live;
+        return $self;
     }
 
     /**
      * Builds the typed event of the record sp_receiver_handle_record just wrote into $native's
      * record buffer: its header read field by field in place, its strings in one copy. Owns no
-     * native event; keeps $receiver and $body to make one if a reply needs it.
+     * native event; keeps $receiver and $body to make one if a reply needs it. The common
+     * fields are set here rather than in a constructor of Event's: this runs once a callback.
      *
      * @param \ArrayObject<string, string>|null $successes the success replies to reuse
      *
@@ -165,12 +163,30 @@ abstract class Event
     {
         $record = $native->record;
         $strings = \explode("\0", \FFI::string($native->recordStrings, $record->strings_len));
-        return match ($record->kind) {
-            self::KIND_BUY_REFUND => new BuyRefund($native, null, $record, $record, $strings, $successes, $receiver, $body),
-            self::KIND_JACKPOT_PAYOUT => new JackpotPayout($native, null, $record, $record, $strings, $successes, $receiver, $body),
-            self::KIND_BALANCE_QUERY => new BalanceQuery($native, null, $record, $strings, $successes, $receiver, $body),
-            default => new OtherEvent($native, null, $record, $strings, null, $receiver, $body),
+        $self = match ($record->kind) {
+            self::KIND_BUY_REFUND => new BuyRefund($record, $strings),
+            self::KIND_JACKPOT_PAYOUT => new JackpotPayout($record, $strings),
+            self::KIND_BALANCE_QUERY => new BalanceQuery($strings),
+            default => new OtherEvent(),
         };
+        $self->native = $native;
+        if (!$self instanceof OtherEvent) {
+            $self->successes = $successes;
+        }
+        $count = $record->extra_fields_len;
+        $self->name = $strings[6 + 2 * $count];
+        $self->index = $record->has_index ? $record->index : null;
+        $self->indexUnreadable = $record->index_unreadable;
+        $extra = [];
+        for ($i = 7, $end = 6 + 2 * $count; $i < $end; $i += 2) {
+            $extra[$strings[$i - 1]] = $strings[$i];
+        }
+        $self->extra = $extra;
+        $self->receiver = $receiver;
+        $self->body = $body;
+        $self->open = true;
+        ++self::$live;
+        return $self;
     }
 
     /**
@@ -190,10 +206,15 @@ abstract class Event
      */
     public function reply(bool $success, ?string $message = null): string
     {
-        $kept = $success && ($message === null || $message === '') ? $this->keptReplies() : null;
-        if ($kept !== null && isset($kept[static::class])) {
-            $this->replyHttpStatus = 200;
-            return $kept[static::class];
+        // Kept replies serve an event that came from a Receiver, is not freed, and was not begun
+        // (a claimed event's reply is built inside it, for finish()).
+        $kept = $success && ($message === null || $message === '') && !$this->begun && $this->open ? $this->successes : null;
+        if ($kept !== null) {
+            $reply = $kept[static::class] ?? null;
+            if ($reply !== null) {
+                $this->replyHttpStatus = 200;
+                return $reply;
+            }
         }
         $native = $this->native;
         $handle = $this->handle();
@@ -418,23 +439,6 @@ abstract class Event
         return $this->replyHttpStatus;
     }
 
-    /**
-     * The Receiver's kept replies, when this event may use them: it came from a Receiver, is
-     * not freed, and was not begun (a claimed event's reply is built inside it, for finish()).
-     *
-     * @return \ArrayObject<string, mixed>|null
-     */
-    protected function keptReplies(): ?\ArrayObject
-    {
-        return $this->begun || !$this->open ? null : $this->successes;
-    }
-
-    /** Records that a successful reply was put together without the library: HTTP 200. */
-    protected function repliedOk(): void
-    {
-        $this->replyHttpStatus = 200;
-    }
-
     /** Records the HTTP status of the reply just built into $handle (by a subclass). */
     protected function replied(CData $handle): void
     {
@@ -463,9 +467,21 @@ abstract class Event
         }
     }
 
+    /** What free() does, written out: every event's destruction runs it, once a callback. */
     public function __destruct()
     {
-        $this->free();
+        if (!$this->open) {
+            return;
+        }
+        $this->open = false;
+        --self::$live;
+        $this->receiver = null;
+        $this->body = null;
+        $handle = $this->handle;
+        if ($handle !== null) {
+            $this->handle = null;
+            $this->native->ffi->sp_event_free($handle);
+        }
     }
 
     /**

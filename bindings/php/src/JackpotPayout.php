@@ -54,25 +54,16 @@ final class JackpotPayout extends Event
     public readonly ?bool $isMobile;
 
     /**
-     * Copies the fields of the event and takes ownership of its native event, if any.
+     * Copies the fields of the event; Event::adopt() and Event::fromRecord() set the common ones.
      *
      * @param CData $p the numbers: the `sp_jackpot_payout *` of the native event, or the `sp_record *`
      *     (the same field names)
      * @param list<string> $strings the event's `strings` block, split (see Event)
-     * @param \ArrayObject<string, string>|null $successes see Event
      *
      * @internal Built by Receiver::handle()/parse() (Event::adopt, Event::fromRecord), not by applications.
      */
-    protected function __construct(
-        Native $native,
-        ?CData $event,
-        CData $common,
-        CData $p,
-        array $strings,
-        ?\ArrayObject $successes = null,
-        ?Receiver $receiver = null,
-        ?string $body = null,
-    ) {
+    protected function __construct(CData $p, array $strings)
+    {
         $this->jackpotIdentifier = $strings[0];
         $this->playerIdentifier = $strings[1] === '' ? null : $strings[1];
         $this->playerPartnerIdentifier = $strings[2] === '' ? null : $strings[2];
@@ -89,6 +80,5 @@ final class JackpotPayout extends Event
         $this->gameId = $p->game_id;
         $this->bonusCode = $strings[5] === '' ? null : $strings[5];
         $this->isMobile = $p->has_is_mobile ? $p->is_mobile : null;
-        parent::__construct($native, $event, $common, $strings, $successes, $receiver, $body);
     }
 }
