@@ -59,7 +59,7 @@ final class BalanceQuery extends Event
         if (!\is_int($coins)) {
             throw Native::wrongType('coins', $coins, 'an int');
         }
-        $kept = $this->begun || !$this->open ? null : $this->successes;   // as in reply()
+        $kept = $this->keptReplies();
         if ($kept !== null && $money >= 0 && $money <= self::MAX_AMOUNT && $coins >= 0 && $coins <= self::MAX_AMOUNT) {
             $key = $currency === null ? 'balance ' : 'balance ' . $currency;
             $parts = $kept[$key] ?? null;
@@ -67,7 +67,7 @@ final class BalanceQuery extends Event
                 $parts = $kept[$key] = self::split($this->built(self::MONEY_MARK, $currency, self::COINS_MARK));
             }
             if ($parts !== []) {
-                $this->replyHttpStatus = 200;
+                $this->repliedOk();
                 return $parts[0] . $money . $parts[1] . $coins . $parts[2];
             }
         }

@@ -49,7 +49,7 @@ abstract class Event
     private ?CData $handle = null;
 
     /** Whether this event is not freed yet (free(), or its destruction). */
-    protected bool $open = false;
+    private bool $open = false;
 
     /**
      * For an event read from a record: the Receiver and body to make its native event from,
@@ -84,22 +84,22 @@ abstract class Event
     public readonly array $extra;
 
     /** See replyHttpStatus(). */
-    protected int $replyHttpStatus = 0;
+    private int $replyHttpStatus = 0;
 
     /** Whether begin() was called: a claimed event's reply must be built inside it. */
-    protected bool $begun = false;
+    private bool $begun = false;
 
     /** The library this event's calls go through. */
     protected readonly Native $native;
 
     /**
      * The success replies of the receiver the event came from, by event class, shared with it
-     * (null: none kept). With $open, $begun and $replyHttpStatus, read and written in place by
-     * reply() and BalanceQuery::replyBalance().
+     * (null: none kept). Read in place by reply(); by BalanceQuery::replyBalance() through
+     * keptReplies().
      *
      * @var \ArrayObject<string, mixed>|null
      */
-    protected ?\ArrayObject $successes = null;
+    private ?\ArrayObject $successes = null;
 
     /** Events are built by adopt() and fromRecord() only. */
     protected function __construct()
@@ -520,7 +520,45 @@ abstract class Event
         return $this->handle;
     }
 
+    /**
+     * The Receiver's kept replies when this event may use them: it came from a Receiver, is not
+     * freed, and was not begun (a claimed event's reply is built inside it, for finish()); null
+     * otherwise. For BalanceQuery::replyBalance(), which answers with repliedOk() when it uses one.
+     *
+     * @return \ArrayObject<string, mixed>|null
+     */
+    final protected function keptReplies(): ?\ArrayObject
+    {
+        return $this->begun || !$this->open ? null : $this->successes;
+    }
+
+    /** Records that a successful reply was put together without the library: HTTP 200. */
+    final protected function repliedOk(): void
+    {
+        $this->replyHttpStatus = 200;
+    }
+
+    /**
+     * Events are not copied: a copy would free the native event a second time. Private, and
+     * throwing for code that gets past the scope (Closure::bind), the copy left owning nothing.
+     */
     private function __clone()
     {
+        $this->handle = null;
+        $this->receiver = null;
+        $this->body = null;
+        $this->open = false;
+        throw new \Error('a SlotPartner event cannot be cloned: it owns a native event');
+    }
+
+    /**
+     * Events are not restored from serialized data (a crafted string would make the destructor
+     * count an event it never owned): refused, the object left owning nothing.
+     *
+     * @param array<mixed> $data
+     */
+    public function __unserialize(array $data): void
+    {
+        throw new \Error('a SlotPartner event cannot be unserialized: it owns a native event');
     }
 }

@@ -192,4 +192,40 @@ T::test('receivers and clients are freed by their destructors', function (): voi
     }
 });
 
+
+/** An application's subclass of Event reaching into another event's state, as PHP lets it. */
+abstract class ReachingEvent extends Event
+{
+    public static function reopen(Event $event): void
+    {
+        $event->open = true;
+    }
+}
+
+T::test('an event has one owner: no copy, no unserialized event, no subclass reopening it', function (): void {
+    $receiver = new Receiver(TOKEN, sources: 'any');
+    $event = $receiver->parse(fixture('refund.json'));
+    // Code bound to Event's scope gets past the private __clone(): the copy is refused all the
+    // same, owning nothing, so that the native event is freed once.
+    $copy = static fn (Event $e): Event => clone $e;
+    T::throws(\Error::class, fn () => \Closure::bind($copy, null, Event::class)($event), 'a scope-bound clone');
+    T::eq(1, Event::liveCount(), 'still one live event');
+    $event = null;
+    T::eq(0, Event::liveCount(), 'freed once');
+    foreach (["\0SlotPartner\\Event\0open", "\0*\0open"] as $name) {
+        $crafted = 'O:21:"SlotPartner\\BuyRefund":1:{s:' . strlen($name) . ':"' . $name . '";b:1;}';
+        T::throws(\Error::class, fn () => unserialize($crafted), 'a crafted serialized event');
+        T::eq(0, Event::liveCount(), 'an unserialized event is never counted, nor its destruction');
+    }
+    // A subclass writing the open flag of a freed event makes a property of its own (PHP warns),
+    // not the binding's: the freed event stays freed.
+    $receiver->parse(fixture('refund.json'))->reply(true);   // a kept success reply exists
+    $event = $receiver->handle(TOKEN, '127.0.0.1', fixture('refund.json'));
+    $event->free();
+    @ReachingEvent::reopen($event);
+    T::throws(ConfigurationException::class, fn () => $event->reply(true), 'reply after free(), reopened by a subclass');
+    $event = null;
+    T::eq(0, Event::liveCount(), 'the live count never goes below zero');
+});
+
 T::finish();
