@@ -153,7 +153,9 @@ abstract class Event
      * Builds the typed event of the record sp_receiver_handle_record just wrote into $native's
      * record buffer: its header read field by field in place, its strings in one copy. Owns no
      * native event; keeps $receiver and $body to make one if a reply needs it. The common
-     * fields are set here rather than in a constructor of Event's: this runs once a callback.
+     * fields are set here rather than in a constructor of Event's, and not through a function
+     * shared with adopt(), which sets them alike: this runs once a callback, and such a call
+     * cost a refund about 0.1 µs of its 2.3 in bench.php (opcache and JIT).
      *
      * @param \ArrayObject<string, string>|null $successes the success replies to reuse
      *
