@@ -460,6 +460,30 @@ static struct sp_receiver *journaled_receiver(struct sp_journal *journal) {
     return receiver;
 }
 
+/* A journal at `t` with a receiver recording into it: the default lease when `short_lease_ms` is
+   0, else that lease and no busy wait (claims left to expire). 0, both NULL, a failed check and
+   the directory removed when either cannot be made. */
+static int journaled_at(const struct temp_journal *t, uint64_t short_lease_ms, struct sp_journal **journal,
+                        struct sp_receiver **receiver) {
+    struct sp_journal_config *config = NULL;
+    *journal = NULL;
+    *receiver = NULL;
+    check(sp_journal_config_new(t->url, &config) == SP_OK &&
+              (short_lease_ms == 0 || (sp_journal_config_set_lease_ms(config, short_lease_ms) == SP_OK &&
+                                       sp_journal_config_set_busy_wait_ms(config, 0) == SP_OK)) &&
+              sp_journal_open(config, journal) == SP_OK,
+          "a journal");
+    sp_journal_config_free(config);
+    *receiver = *journal == NULL ? NULL : journaled_receiver(*journal);
+    if (*journal != NULL && *receiver != NULL) return 1;
+    sp_receiver_free(*receiver);
+    sp_journal_free(*journal);
+    *journal = NULL;
+    *receiver = NULL;
+    temp_journal_remove(t);
+    return 0;
+}
+
 static void journal_operators(void) {
     char text[4096], copy[512];
     struct temp_journal t;
@@ -672,18 +696,9 @@ static int64_t begun(struct sp_event *event, enum sp_begin outcome) {
 static void no_longer_yours(void) {
     struct temp_journal t;
     if (!temp_journal_make(&t)) return;
-    struct sp_journal_config *config = NULL;
-    struct sp_journal *journal = NULL;
-    check(sp_journal_config_new(t.url, &config) == SP_OK && sp_journal_config_set_lease_ms(config, 100) == SP_OK &&
-              sp_journal_config_set_busy_wait_ms(config, 0) == SP_OK && sp_journal_open(config, &journal) == SP_OK,
-          "a journal with a 100 ms lease");
-    sp_journal_config_free(config);
-    struct sp_receiver *receiver = journal == NULL ? NULL : journaled_receiver(journal);
-    if (journal == NULL || receiver == NULL) {
-        sp_receiver_free(receiver);
-        sp_journal_free(journal);
-        return;
-    }
+    struct sp_journal *journal;
+    struct sp_receiver *receiver;
+    if (!journaled_at(&t, 100, &journal, &receiver)) return;
     static const char abandoned[] =
         "{\"event\":\"gameSessionBuyRefund\",\"index\":1,\"gameSessionIdentifier\":\"gs-1\","
         "\"playerIdentifier\":\"p-1\",\"transactionId\":800001,\"buyTransactionId\":1,\"gameSessionId\":5,"
@@ -914,16 +929,9 @@ static int stage_credit(struct sp_event *event, int64_t id) {
 static void staged_carelessly(void) {
     struct temp_journal t;
     if (!temp_journal_make(&t)) return;
-    struct sp_journal_config *config = NULL;
-    struct sp_journal *journal = NULL;
-    check(sp_journal_config_new(t.url, &config) == SP_OK && sp_journal_open(config, &journal) == SP_OK, "a journal");
-    sp_journal_config_free(config);
-    struct sp_receiver *receiver = journal == NULL ? NULL : journaled_receiver(journal);
-    if (journal == NULL || receiver == NULL) {
-        sp_receiver_free(receiver);
-        sp_journal_free(journal);
-        return;
-    }
+    struct sp_journal *journal;
+    struct sp_receiver *receiver;
+    if (!journaled_at(&t, 0, &journal, &receiver)) return;
     static const char first[] =
         "{\"event\":\"gameSessionBuyRefund\",\"index\":1,\"gameSessionIdentifier\":\"gs-1\","
         "\"playerIdentifier\":\"p-1\",\"transactionId\":900001,\"buyTransactionId\":1,\"gameSessionId\":5,"
