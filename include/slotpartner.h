@@ -1415,6 +1415,25 @@ enum sp_status sp_journal_config_set_busy_wait_ms(struct sp_journal_config *conf
 enum sp_status sp_journal_config_set_durable(struct sp_journal_config *config, bool durable);
 
 /**
+ * When `at_finish` is true, a new delivery's claim is written only by `sp_event_finish`,
+ * together with the stored reply and the staged statements, in one transaction: half the
+ * journal's writes and commits a delivery. The default, false, writes the claim in
+ * `sp_receiver_handle` in a commit of its own. With true, two deliveries of one key arriving at
+ * once may both run the logic: the first `sp_event_finish` to commit stores its delivery, the
+ * other's fails with `SP_ERR_CLAIM_LOST` and none of its staged statements take effect. Choose
+ * it only when everything the logic does is staged (`sp_event_stage`) or absorbed by the
+ * ledger's unique `transactionId`, never when it calls out before finishing. A worker dying
+ * before `sp_event_finish` leaves nothing: the index stays missing and recovery fetches it;
+ * `sp_event_abandon` stores the delivery abandoned, as without it. Keys the journal holds
+ * already (repeats, abandoned or expired claims) are claimed as without it.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_claim_at_finish(struct sp_journal_config *config,
+                                                     bool at_finish);
+
+/**
  * Sets the index gap detection counts from (stored in the journal, so that every process and a
  * later `sp_journal_status` count from it); a negative value means none (the default: the
  * lowest index seen).

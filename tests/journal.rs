@@ -13,7 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use slotpartner::journal::{
-    Begin, Claim, Delivery, ExistingJournal, FetchOutcome, Journal, JournalOptions, RecordState, Synchronous,
+    Begin, Claim, Delivery, ExistingJournal, FetchOutcome, Journal, JournalOptions, RecordState, SqlValue, Staged,
+    Synchronous,
 };
 use slotpartner::{ErrorKind, ParseOptions, parse};
 
@@ -98,6 +99,13 @@ trait Backend: Sync {
     fn url(&self, behaviour: &str) -> String;
     /// Writes `version` as the journal's schema version, behind the library's back.
     fn set_schema_version(&self, url: &str, version: i64);
+    /// Creates a ledger table `credits (transaction_id, amount)`, without a unique key, in the
+    /// journal's database.
+    fn create_ledger(&self, url: &str);
+    /// The ledger's rows: (transaction_id, amount), ordered.
+    fn ledger(&self, url: &str) -> Vec<(i64, i64)>;
+    /// The ledger's credit in this database's dialect: (transaction_id, amount).
+    fn credit_sql(&self) -> &'static str;
 }
 
 struct Sqlite {
@@ -115,6 +123,18 @@ impl Backend for Sqlite {
         let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
         db.execute("UPDATE sp_journal_meta SET value = ?1 WHERE key = 'schema_version'", [version]).unwrap();
     }
+    fn create_ledger(&self, url: &str) {
+        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
+        db.execute("CREATE TABLE credits (transaction_id INTEGER NOT NULL, amount INTEGER NOT NULL)", []).unwrap();
+    }
+    fn ledger(&self, url: &str) -> Vec<(i64, i64)> {
+        let db = rusqlite::Connection::open(url.strip_prefix("sqlite:").unwrap()).unwrap();
+        let mut rows = db.prepare("SELECT transaction_id, amount FROM credits ORDER BY 1, 2").unwrap();
+        rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+    }
+    fn credit_sql(&self) -> &'static str {
+        "INSERT INTO credits (transaction_id, amount) VALUES (?, ?)"
+    }
 }
 
 struct Postgres {
@@ -131,6 +151,18 @@ impl Backend for Postgres {
     fn set_schema_version(&self, url: &str, version: i64) {
         let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
         client.execute("UPDATE sp_journal_meta SET value = $1 WHERE key = 'schema_version'", &[&version]).unwrap();
+    }
+    fn create_ledger(&self, url: &str) {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client.batch_execute("CREATE TABLE credits (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)").unwrap();
+    }
+    fn ledger(&self, url: &str) -> Vec<(i64, i64)> {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let rows = client.query("SELECT transaction_id, amount FROM credits ORDER BY 1, 2", &[]).unwrap();
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+    }
+    fn credit_sql(&self) -> &'static str {
+        "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
     }
 }
 
@@ -184,6 +216,13 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("the_whole_index_range_resolved", the_whole_index_range_resolved),
     ("the_clock_is_the_wall_clock_in_ms", the_clock_is_the_wall_clock_in_ms),
     ("an_open_again_with_another_first_index_stores_it", an_open_again_with_another_first_index_stores_it),
+    ("a_claim_at_finish_is_written_by_finish_only", a_claim_at_finish_is_written_by_finish_only),
+    ("two_claims_at_finish_of_one_key_credit_once", two_claims_at_finish_of_one_key_credit_once),
+    ("a_claim_at_finish_abandoned_is_unfinished", a_claim_at_finish_abandoned_is_unfinished),
+    (
+        "a_claim_at_finish_never_finished_leaves_its_index_missing",
+        a_claim_at_finish_never_finished_leaves_its_index_missing,
+    ),
 ];
 
 #[test]
@@ -1810,4 +1849,111 @@ fn postgres_recognises_its_own_work_when_the_answer_is_lost() {
     assert_eq!(error.kind, ErrorKind::Journal);
     assert!(error.message.contains("may or may not have been made"), "{error}");
     assert_eq!(journal.status().unwrap().numbering, 2, "renumbered once");
+}
+
+// ---------------------------------------------------------------------------------------------
+// JournalOptions::claim_at_finish
+
+fn at_finish() -> JournalOptions {
+    JournalOptions { claim_at_finish: true, busy_wait: Duration::ZERO, ..Default::default() }
+}
+
+fn credit(b: &dyn Backend, transaction_id: i64, amount: i64) -> Vec<Staged> {
+    vec![Staged::new(b.credit_sql(), vec![SqlValue::Int(transaction_id), SqlValue::Int(amount)]).unwrap()]
+}
+
+/// `begin` writes nothing for a new key; `finish` stores the delivery, its credit, its index and
+/// its count together; a repeat gets the stored reply, as without the option.
+fn a_claim_at_finish_is_written_by_finish_only(b: &dyn Backend) {
+    let url = b.url("at_finish_written_by_finish");
+    let journal = open_with(&url, at_finish());
+    b.create_ledger(&url);
+    let event = refund(11, Some(4), 7);
+    let claim = new_claim(&journal, &event);
+    assert_eq!(claim.attempt(), 1);
+    assert!(journal.lookup(11).unwrap().is_empty(), "begin wrote nothing");
+    let status = journal.status().unwrap();
+    assert_eq!((status.in_progress, status.highest_index), (0, None), "nor counted it, nor its index");
+    journal.finish_with(&claim, b"{\"ok\":11}", &credit(b, 11, 500)).unwrap();
+    assert_eq!(b.ledger(&url), vec![(11, 500)]);
+    let record = &journal.lookup(11).unwrap()[0];
+    assert_eq!((record.state, record.attempts, record.index), (RecordState::Done, 1, Some(4)));
+    assert_eq!(record.reply.as_deref(), Some(&b"{\"ok\":11}"[..]));
+    assert_eq!(done_reply(&journal, &event), b"{\"ok\":11}");
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.replayed, status.in_progress), (1, 1, 0));
+    assert_eq!(status.highest_index, Some(4));
+    // Other content under the key is a conflict, as without the option.
+    assert!(matches!(journal.begin(&refund(11, Some(5), 8)).unwrap(), Begin::Conflict(_)));
+    // The same index under another key is reported as reused.
+    journal.finish(&new_claim(&journal, &refund(12, Some(4), 7)), b"{}").unwrap();
+    let jumps = journal.index_jumps(true, 10).unwrap();
+    assert_eq!(jumps.len(), 1, "{jumps:?}");
+    assert_eq!((jumps[0].index, jumps[0].other_key.as_deref()), (4, Some("gameSessionBuyRefund:11")));
+}
+
+/// Two deliveries of one key at once both run the logic; the first `finish` stores its reply and
+/// credit, the second fails as `ClaimLost` and its credit is rolled back (the ledger here has no
+/// unique key to absorb it): one credit, the first reply.
+fn two_claims_at_finish_of_one_key_credit_once(b: &dyn Backend) {
+    let url = b.url("at_finish_credit_once");
+    let journal = open_with(&url, at_finish());
+    let other_process = open_with(&url, at_finish());
+    b.create_ledger(&url);
+    let event = refund(21, Some(1), 7);
+    let first = new_claim(&journal, &event);
+    let second = new_claim(&other_process, &event);
+    journal.finish_with(&first, b"first", &credit(b, 21, 100)).unwrap();
+    let error = other_process.finish_with(&second, b"second", &credit(b, 21, 100)).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    assert!(error.message.contains("claimed at finish"), "{error}");
+    assert_eq!(b.ledger(&url), vec![(21, 100)]);
+    assert_eq!(done_reply(&other_process, &event), b"first");
+    // Without staged statements the same.
+    let (third, fourth) = (new_claim(&journal, &refund(22, Some(2), 7)), new_claim(&journal, &refund(22, Some(2), 7)));
+    other_process.finish(&fourth, b"fourth").unwrap();
+    assert_eq!(journal.finish(&third, b"third").unwrap_err().kind, ErrorKind::ClaimLost);
+    assert_eq!(done_reply(&journal, &refund(22, Some(2), 7)), b"fourth");
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.in_progress, status.missing), (2, 0, 0));
+}
+
+/// `abandon` stores the delivery abandoned: it counts unfinished, recovery would fetch it, and
+/// the next delivery takes it as attempt 2 (a claim written by `begin`, as for any key the
+/// journal holds).
+fn a_claim_at_finish_abandoned_is_unfinished(b: &dyn Backend) {
+    let url = b.url("at_finish_abandoned");
+    let journal = open_with(&url, at_finish());
+    let event = refund(31, Some(3), 7);
+    let first = new_claim(&journal, &event);
+    journal.abandon(&first).unwrap();
+    assert_eq!(journal.lookup(31).unwrap()[0].state, RecordState::Abandoned);
+    assert_eq!(journal.unfinished(10).unwrap(), vec![3]);
+    let status = journal.status().unwrap();
+    assert_eq!((status.in_progress, status.unfinished, status.missing), (0, 1, 0));
+    let second = new_claim(&journal, &event);
+    assert_eq!(second.attempt(), 2);
+    assert_eq!(journal.status().unwrap().in_progress, 1);
+    // The first one's finish after its abandon: the key is taken.
+    assert_eq!(journal.finish(&first, b"late").unwrap_err().kind, ErrorKind::ClaimLost);
+    journal.finish(&second, b"second").unwrap();
+    assert_eq!(done_reply(&journal, &event), b"second");
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.in_progress, status.unfinished), (1, 0, 0));
+}
+
+/// A worker that dies between `begin` and `finish` leaves no trace but a missing index, which
+/// recovery fetches; the redelivery is handled as new.
+fn a_claim_at_finish_never_finished_leaves_its_index_missing(b: &dyn Backend) {
+    let url = b.url("at_finish_never_finished");
+    let journal = open_with(&url, at_finish());
+    handle(&journal, &refund(41, Some(1), 7), b"one");
+    let _dies = new_claim(&journal, &refund(42, Some(2), 7));
+    handle(&journal, &refund(43, Some(3), 7), b"three");
+    assert_eq!(journal.missing(10).unwrap(), vec![(2, 2)]);
+    assert!(journal.unfinished(10).unwrap().is_empty());
+    assert_eq!(journal.recovery_plan(10).unwrap(), vec![2]);
+    handle(&journal, &refund(42, Some(2), 7), b"two");
+    assert!(journal.missing(10).unwrap().is_empty());
+    assert_eq!(done_reply(&journal, &refund(42, Some(2), 7)), b"two");
 }

@@ -412,6 +412,9 @@ enum sp_status sp_journal_config_set_busy_wait_ms(struct sp_journal_config *conf
 
 enum sp_status sp_journal_config_set_durable(struct sp_journal_config *config, bool durable);
 
+enum sp_status sp_journal_config_set_claim_at_finish(struct sp_journal_config *config,
+                                                     bool at_finish);
+
 enum sp_status sp_journal_config_set_first_index(struct sp_journal_config *config, int64_t index);
 
 enum sp_status sp_journal_config_set_max_reply_bytes(struct sp_journal_config *config,

@@ -241,6 +241,34 @@ pub unsafe extern "C" fn sp_journal_config_set_durable(config: *mut sp_journal_c
     }
 }
 
+/// When `at_finish` is true, a new delivery's claim is written only by `sp_event_finish`,
+/// together with the stored reply and the staged statements, in one transaction: half the
+/// journal's writes and commits a delivery. The default, false, writes the claim in
+/// `sp_receiver_handle` in a commit of its own. With true, two deliveries of one key arriving at
+/// once may both run the logic: the first `sp_event_finish` to commit stores its delivery, the
+/// other's fails with `SP_ERR_CLAIM_LOST` and none of its staged statements take effect. Choose
+/// it only when everything the logic does is staged (`sp_event_stage`) or absorbed by the
+/// ledger's unique `transactionId`, never when it calls out before finishing. A worker dying
+/// before `sp_event_finish` leaves nothing: the index stays missing and recovery fetches it;
+/// `sp_event_abandon` stores the delivery abandoned, as without it. Keys the journal holds
+/// already (repeats, abandoned or expired claims) are claimed as without it.
+///
+/// # Safety
+/// `config` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_config_set_claim_at_finish(
+    config: *mut sp_journal_config,
+    at_finish: bool,
+) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe {
+        configure(config, |o| {
+            o.claim_at_finish = at_finish;
+            Ok(())
+        })
+    }
+}
+
 /// Sets the index gap detection counts from (stored in the journal, so that every process and a
 /// later `sp_journal_status` count from it); a negative value means none (the default: the
 /// lowest index seen).

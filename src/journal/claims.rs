@@ -72,9 +72,40 @@ pub struct Claim {
     pub(crate) pid: u32,
     /// Whether the delivery was handled before and its reply pruned (see `reply_pruned`).
     pub(crate) reply_pruned: bool,
+    /// A claim `begin` wrote nothing for (`JournalOptions::claim_at_finish`, a key the journal
+    /// did not hold): the delivery that `finish` stores done, or `abandon` abandoned. `None` for
+    /// a claim `begin` wrote.
+    pub(crate) unwritten: Option<Box<Unwritten>>,
+}
+
+/// What `finish` writes for a claim `begin` wrote nothing for: the delivery's name and content
+/// as the journal stores them (see `key::Delivery::stored`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unwritten {
+    pub name: String,
+    pub content: String,
 }
 
 impl Claim {
+    /// The claim `begin` hands out under `JournalOptions::claim_at_finish` for `key`, which the
+    /// journal does not hold: the first attempt, nothing written.
+    pub(crate) fn unwritten(delivery: &Delivery, key: &str) -> Result<Claim> {
+        Ok(Claim {
+            key: key.to_owned(),
+            token: new_token()?,
+            attempt: 1,
+            index: delivery.index(),
+            transaction_id: delivery.transaction_id(),
+            differing: Vec::new(),
+            pid: std::process::id(),
+            reply_pruned: false,
+            unwritten: Some(Box::new(Unwritten {
+                name: delivery.name().to_owned(),
+                content: delivery.stored().to_owned(),
+            })),
+        })
+    }
+
     /// Whether this process took the claim (not a child forked since, holding a copy).
     pub fn held_by_this_process(&self) -> bool {
         self.pid == std::process::id()
@@ -225,6 +256,10 @@ pub(crate) fn settled_at_own_attempt(claim: &Claim, now: Option<(RecordState, i6
 pub(crate) fn lost_error(claim: &Claim, verb: &str, now: Option<(RecordState, i64)>) -> Error {
     let why = match now {
         None => "the journal has no such delivery".to_owned(),
+        Some((state, _)) if claim.unwritten.is_some() => format!(
+            "it was claimed at finish and another delivery of it was stored first (now {}); none of this one's staged statements took effect",
+            state.as_str()
+        ),
         Some((state, attempts)) if attempts > claim.attempt => {
             format!("its lease expired and it was taken over by attempt {attempts} (now {})", state.as_str())
         }

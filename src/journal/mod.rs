@@ -117,6 +117,23 @@ pub struct JournalOptions {
     /// `finish`. At least a day. Default `None`: nothing is pruned unless asked
     /// (`slotpartner journal prune` from cron).
     pub retention: Option<Duration>,
+    /// Whether a new delivery's claim is written only by `finish`, with the stored reply, in one
+    /// transaction (`true`), instead of by `begin` in a commit of its own (`false`, the default).
+    ///
+    /// With `true`, `begin` only reads the journal for a key it does not hold yet and hands out
+    /// a claim nothing was written for; `finish` then stores the delivery, done, together with
+    /// its staged statements and its index, with one commit: half the journal's writes and
+    /// commits a delivery. What it gives up: two deliveries of one key arriving at once may both
+    /// run the partner's logic (nothing marks the first in progress); the one whose `finish`
+    /// commits first is stored, the other's `finish` fails with `ClaimLost` and none of its
+    /// staged statements take effect. So choose it only when everything the logic does is
+    /// staged (`Journal::finish_with`) or absorbed by the ledger's unique `transactionId`,
+    /// never when it calls out (a wallet's API) before `finish`. A worker dying before its
+    /// `finish` leaves nothing: the index stays missing (recovery fetches it) instead of an
+    /// unfinished claim; `abandon` stores the delivery as abandoned, as without this option.
+    /// A key the journal holds already (a repeat, an abandoned or expired claim) is claimed by
+    /// `begin` as without it. Default `false`.
+    pub claim_at_finish: bool,
 }
 
 impl Default for JournalOptions {
@@ -131,6 +148,7 @@ impl Default for JournalOptions {
             max_index_jump: 100_000,
             not_found_limit: 3,
             retention: None,
+            claim_at_finish: false,
         }
     }
 }
@@ -297,6 +315,8 @@ pub(crate) trait Store: Send + Sync {
     fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()>;
     /// Claims `delivery` under `key`, recording its index when `first_look`.
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step>;
+    /// Whether the journal holds a row for `key` (any state), read without writing.
+    fn holds(&self, key: &str, options: &JournalOptions) -> Result<bool>;
     /// Records the index of a delivery that is not claimed.
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()>;
     fn finish(&self, claim: &Claim, reply: &[u8], staged: &[Staged], options: &JournalOptions) -> Result<()>;
@@ -471,7 +491,9 @@ impl Journal {
 
     /// Claims `delivery`, recording its index. See [`Begin`] for the answers. When another
     /// worker holds a live claim on the key, waits up to `busy_wait` (holding no lock) for it to
-    /// finish. Errors: `Journal` when the storage fails.
+    /// finish. With `JournalOptions::claim_at_finish`, a key the journal does not hold is handed
+    /// out with nothing written (its index is recorded by `finish` or `abandon`).
+    /// Errors: `Journal` when the storage fails.
     pub fn begin(&self, delivery: &Delivery) -> Result<Begin> {
         let Some(key) = delivery.key() else {
             if let Some(index) = delivery.index() {
@@ -480,6 +502,12 @@ impl Journal {
             }
             return Ok(Begin::NotReplayable);
         };
+        if self.options.claim_at_finish {
+            let _inside = self.pass()?;
+            if !self.store.holds(key, &self.options)? {
+                return Ok(Begin::New(Claim::unwritten(delivery, key)?));
+            }
+        }
         let deadline = Instant::now() + self.options.busy_wait;
         let mut pause = Duration::from_millis(2);
         let mut first_look = true;

@@ -32,7 +32,7 @@ use postgres::{Client, Config, Row, Statement};
 use crate::error::{Error, ErrorKind, Result};
 
 use super::admin::{self, ConflictSeen, JumpKind};
-use super::claims::{self, Claim, Decision, Existing, RecordState};
+use super::claims::{self, Claim, Decision, Existing, RecordState, Unwritten};
 use super::gaps::{self, Run, Runs};
 use super::key::{self, Delivery};
 use super::pool::{Pool, Pooled, Registry};
@@ -141,6 +141,10 @@ enum Mode {
     /// token; at worst a replay or conflict is counted twice), merging the seen indexes,
     /// creating the tables, reading.
     Normal,
+    /// As `Normal`, the transaction's guard (`slotpartner.guard`, a transaction-local setting)
+    /// set with `BEGIN`: for `finish` of a claim `begin` wrote nothing for, whose staged
+    /// statements run first (see `FINISH_UNWRITTEN`).
+    Guarded,
     /// As `Normal`, for work that must not be done twice (an operator's resolution, a
     /// renumbering): run again only when the connection died before `COMMIT` was sent.
     Once,
@@ -409,6 +413,7 @@ impl Postgres {
         let begin = match mode {
             Mode::Single => None,
             Mode::Normal | Mode::Once => Some("BEGIN"),
+            Mode::Guarded => Some("BEGIN; SELECT set_config('slotpartner.guard', 'on', true)"),
         };
         let (mut tries, mut reconnected, mut unknown) = (0, false, false);
         loop {
@@ -527,6 +532,82 @@ impl Postgres {
             Some(begin) => conn.client.batch_execute(begin),
             None => Ok(()),
         }
+    }
+
+    /// Records that `index`, first delivered with `other`, came again with the key `key` (an
+    /// index reused), for the operator (see `Journal::index_jumps`).
+    fn record_reused(&self, index: i64, key: &str, name: &str, other: &str, options: &JournalOptions) -> Result<()> {
+        self.transaction(options, Mode::Normal, |tx| {
+            let sql = &mut PgSql { tx, label: &self.label };
+            Ok(admin::record_jump(sql, JumpKind::Reused, index, None, Some(key), Some(name), Some(other))?)
+        })
+    }
+
+    /// `finish` of a claim `begin` wrote nothing for: the staged statements, then the delivery
+    /// stored done with the reply, its index and its count, in one transaction
+    /// (`FINISH_UNWRITTEN`). A key stored by another delivery meanwhile rolls it all back
+    /// (`ClaimLost`); so does a staged statement failing on what that delivery's statements did
+    /// (the ledger's unique key): reported as `ClaimLost` too. A run after a lost connection
+    /// first looks for its own first run's row (by the token) and runs nothing when it is there.
+    fn finish_unwritten(
+        &self,
+        claim: &Claim,
+        unwritten: &Unwritten,
+        reply: &[u8],
+        staged: &[Staged],
+        commit: &str,
+        options: &JournalOptions,
+    ) -> Result<()> {
+        let shard = self.shard();
+        let guarded = !staged.is_empty();
+        let mode = if guarded { Mode::Guarded } else { Mode::Single };
+        let mut runs = 0;
+        let stored = self.transaction(options, mode, |tx| {
+            runs += 1;
+            if runs > 1 && tx.query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..]])?.try_get::<_, bool>(0)? {
+                return Ok(None); // stored by the first run, whose answer was lost with its connection
+            }
+            staged::run(tx.client, tx.staged, staged)?;
+            let params: Params<'_> = &[
+                &claim.key,
+                &unwritten.name,
+                &claim.transaction_id,
+                &claim.index,
+                &unwritten.content,
+                &&claim.token[..],
+                &reply,
+                &shard,
+                &commit,
+                &guarded,
+            ];
+            let row = tx.query_one(FINISH_UNWRITTEN, params)?;
+            let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
+            if guarded && guard.as_deref() != Some("on") {
+                return Err(Fail::Journal(super::staged::escaped()));
+            }
+            if count != 1 {
+                return Err(Fail::Journal(claims::lost_error(claim, "finish", lost_state(tx, claim)?)));
+            }
+            Ok(row.try_get::<_, Option<String>>(2)?)
+        });
+        let reused = match stored {
+            Ok(reused) => reused,
+            Err(e) if e.field.starts_with("statements[") => {
+                // A staged statement failed: on what another delivery of the key stored?
+                match self.transaction(options, Mode::Single, |tx| lost_state(tx, claim))? {
+                    Some(now) => return Err(claims::lost_error(claim, "finish", Some(now))),
+                    None => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        if let (Some(other), Some(index)) = (reused, claim.index) {
+            self.record_reused(index, &claim.key, &unwritten.name, &other, options)?;
+        }
+        if claim.index.is_some() {
+            self.maybe_fold(options);
+        }
+        Ok(())
     }
 
     /// Merges seen indexes into the runs now and then; a failure here is left for `status`.
@@ -863,6 +944,48 @@ const FINISH_GUARDED: &str = finish_sql!(
     " AND current_setting('slotpartner.guard', true) = 'on'",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true) FROM durable"
 );
+/// Whether the journal holds a row for the key `$1`.
+const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1)";
+/// Stores a delivery claimed at finish (`Claim::unwritten`), done, with its reply (`$1` key, `$2`
+/// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply, `$8` the
+/// counters' shard), unless the key has a row by now; records its index and counts it handled,
+/// committed as durably as `$9` says (see `finish_sql!`). When `$10`, only while the
+/// transaction's guard is set (`Mode::Guarded`: the staged statements ran before it). The token
+/// stays in the row: a run after a lost connection recognises its own first run by it.
+/// Answers the count stored, the guard, and another key first delivered at the same index (a
+/// reused index).
+const FINISH_UNWRITTEN: &str = concat!(
+    "WITH durable AS (SELECT set_config('synchronous_commit', $9::text, true)), ",
+    "finished AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) SELECT $1, $2, $3, $4, $5, 'done', $6, 1, ",
+    now_ms!(),
+    ", ",
+    now_ms!(),
+    ", 0, ",
+    now_ms!(),
+    ", $7 WHERE NOT $10::boolean OR current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
+    "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
+    now_ms!(),
+    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM finished) ON CONFLICT DO NOTHING), ",
+    "counted AS (UPDATE sp_journal_counters SET handled = handled + 1 WHERE shard = $8 AND EXISTS (SELECT 1 FROM finished)) ",
+    "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true), ",
+    "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1) FROM durable"
+);
+/// Whether the key `$1` holds a row carrying the token `$2`: a claimed-at-finish delivery stored
+/// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection.
+const STORED_BY_TOKEN: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1 AND token = $2)";
+/// `abandon` of a delivery claimed at finish: stores it abandoned (`$1`..`$5` as for
+/// `FINISH_UNWRITTEN`) with its index, so that it counts unfinished and recovery fetches it,
+/// unless the key has a row by now.
+const ABANDON_UNWRITTEN: &str = concat!(
+    "WITH abandoned AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms) VALUES ($1, $2, $3, $4, $5, 'abandoned', 1, ",
+    now_ms!(),
+    ", ",
+    now_ms!(),
+    ", 0) ON CONFLICT (key) DO NOTHING RETURNING 1) ",
+    "INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
+    now_ms!(),
+    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM abandoned) ON CONFLICT DO NOTHING"
+);
 const ABANDON: &str = concat!(
     "WITH abandoned AS (UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, lease_until_ms = 0, updated_ms = ",
     now_ms!(),
@@ -913,6 +1036,7 @@ impl super::Store for Postgres {
             differing,
             pid,
             reply_pruned,
+            unwritten: None,
         };
         let (inserted, reused_from) = self.transaction(options, Mode::Single, |tx| {
             let params: Params<'_> = &[
@@ -934,18 +1058,7 @@ impl super::Store for Postgres {
         }
         if inserted {
             if let (Some(other), Some(index)) = (reused_from, index) {
-                self.transaction(options, Mode::Normal, |tx| {
-                    let sql = &mut PgSql { tx, label: &self.label };
-                    Ok(admin::record_jump(
-                        sql,
-                        JumpKind::Reused,
-                        index,
-                        None,
-                        Some(key),
-                        Some(delivery.name()),
-                        Some(&other),
-                    )?)
-                })?;
+                self.record_reused(index, key, delivery.name(), &other, options)?;
             }
             return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
         }
@@ -1017,6 +1130,10 @@ impl super::Store for Postgres {
         })
     }
 
+    fn holds(&self, key: &str, options: &JournalOptions) -> Result<bool> {
+        self.transaction(options, Mode::Single, |tx| Ok(tx.query_one(HOLDS, &[&key])?.try_get(0)?))
+    }
+
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
         self.transaction(options, Mode::Single, |tx| Ok(tx.execute(SEEN_INSERT, &[&index]).map(drop)?))?;
         self.maybe_fold(options);
@@ -1029,6 +1146,9 @@ impl super::Store for Postgres {
             Synchronous::Full => "on",
             Synchronous::Normal => "off",
         };
+        if let Some(unwritten) = &claim.unwritten {
+            return self.finish_unwritten(claim, unwritten, reply, staged, commit, options);
+        }
         let (done, retried) = if staged.is_empty() {
             self.transaction_retried(options, Mode::Single, |tx| {
                 Ok(counted(tx.query_opt(FINISH, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?)? == 1)
@@ -1047,6 +1167,12 @@ impl super::Store for Postgres {
     }
 
     fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {
+        if let Some(unwritten) = &claim.unwritten {
+            let params: Params<'_> =
+                &[&claim.key, &unwritten.name, &claim.transaction_id, &claim.index, &unwritten.content];
+            return self
+                .transaction(options, Mode::Single, |tx| Ok(tx.execute(ABANDON_UNWRITTEN, params).map(drop)?));
+        }
         let shard = self.shard();
         let (abandoned, retried) = self.transaction_retried(options, Mode::Single, |tx| {
             Ok(counted(tx.query_opt(ABANDON, &[&claim.key, &&claim.token[..], &shard])?)? == 1)

@@ -23,7 +23,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction,
 use crate::error::{Error, ErrorKind, Result};
 
 use super::admin::{self, ConflictSeen, JumpKind};
-use super::claims::{self, Claim, Decision, Existing, RecordState};
+use super::claims::{self, Claim, Decision, Existing, RecordState, Unwritten};
 use super::gaps::{self, Run, Runs};
 use super::key::{self, Delivery};
 use super::pool::{Pool, Registry};
@@ -478,6 +478,59 @@ fn record_index(
     Ok(new > 0)
 }
 
+/// Records an index jump of kind `Reused` when `index`, seen before, was first delivered with a
+/// key other than `key` (whose row is written already).
+fn note_reused(tx: &Transaction<'_>, label: &str, index: i64, key: &str, name: &str) -> TxResult<()> {
+    let other: Option<String> = tx
+        .prepare_cached("SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND key <> ?2 LIMIT 1")?
+        .query_row(params![index, key], |r| r.get(0))
+        .optional()?;
+    if let Some(other) = other {
+        let sql = &mut SqliteSql { tx, label };
+        admin::record_jump(sql, JumpKind::Reused, index, None, Some(key), Some(name), Some(&other))?;
+    }
+    Ok(())
+}
+
+/// Writes a delivery claimed at finish (`Claim::unwritten`) as `done` with `reply`, or as
+/// `abandoned` when `reply` is `None`, recording its index, unless the key has a row by now:
+/// whether it was written. Inside a write transaction.
+fn write_unwritten(
+    tx: &Transaction<'_>,
+    label: &str,
+    claim: &Claim,
+    unwritten: &Unwritten,
+    reply: Option<&[u8]>,
+    options: &JournalOptions,
+) -> TxResult<bool> {
+    let now = now_ms();
+    let (state, finished) = match reply {
+        Some(_) => (RecordState::Done, Some(now)),
+        None => (RecordState::Abandoned, None),
+    };
+    let sql = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, 0, ?8, ?9) ON CONFLICT (key) DO NOTHING";
+    let written = tx.prepare_cached(sql)?.execute(params![
+        claim.key,
+        unwritten.name,
+        claim.transaction_id,
+        claim.index,
+        unwritten.content,
+        state.as_str(),
+        now,
+        finished,
+        reply
+    ])?;
+    if written == 0 {
+        return Ok(false);
+    }
+    if let Some(index) = claim.index {
+        if !record_index(tx, label, index, Some(&claim.key), Some(&unwritten.name), options)? {
+            note_reused(tx, label, index, &claim.key, &unwritten.name)?;
+        }
+    }
+    Ok(true)
+}
+
 /// The journal's statements over a SQLite transaction.
 struct SqliteSql<'a, 'c> {
     tx: &'a Transaction<'c>,
@@ -667,6 +720,7 @@ impl super::Store for Sqlite {
                 differing,
                 pid: std::process::id(),
                 reply_pruned,
+                unwritten: None,
             };
             let inserted = tx.prepare_cached(CLAIM_INSERT)?.execute(params![
                 key,
@@ -682,24 +736,7 @@ impl super::Store for Sqlite {
             if inserted == 1 {
                 bump(tx, Counter::InProgress, 1)?;
                 if let (false, Some(index)) = (index_is_new, delivery.index()) {
-                    let other: Option<String> = tx
-                        .prepare_cached(
-                            "SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND key <> ?2 LIMIT 1",
-                        )?
-                        .query_row(params![index, key], |r| r.get(0))
-                        .optional()?;
-                    if let Some(other) = other {
-                        let sql = &mut SqliteSql { tx, label: &self.label };
-                        admin::record_jump(
-                            sql,
-                            JumpKind::Reused,
-                            index,
-                            None,
-                            Some(key),
-                            Some(delivery.name()),
-                            Some(&other),
-                        )?;
-                    }
+                    note_reused(tx, &self.label, index, key, delivery.name())?;
                 }
                 return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
             }
@@ -769,6 +806,13 @@ impl super::Store for Sqlite {
         })
     }
 
+    fn holds(&self, key: &str, options: &JournalOptions) -> Result<bool> {
+        self.transaction(options, false, false, |tx| {
+            let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = ?1)";
+            Ok(tx.prepare_cached(sql)?.query_row([key], |r| r.get(0))?)
+        })
+    }
+
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
         self.transaction(options, true, false, |tx| record_index(tx, &self.label, index, None, None, options).map(drop))
     }
@@ -779,6 +823,24 @@ impl super::Store for Sqlite {
         // claim found not held rolls back whatever ran.
         let lost =
             |tx: &Transaction<'_>| Err(Fail::Journal(claims::lost_error(claim, "finish", lost_state(tx, claim)?)));
+        if let Some(unwritten) = &claim.unwritten {
+            // Written nothing by `begin`: stored by another delivery meanwhile? (The write lock,
+            // taken, keeps the key as it is to the commit.) Else the staged statements, then the
+            // delivery, done.
+            return self.transaction(options, true, true, |tx| {
+                let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = ?1)";
+                if tx.prepare_cached(sql)?.query_row([&claim.key], |r| r.get::<_, bool>(0))? {
+                    return lost(tx);
+                }
+                run_staged(tx, staged)?;
+                if !write_unwritten(tx, &self.label, claim, unwritten, Some(reply), options)? {
+                    return lost(tx);
+                }
+                tx.prepare_cached("UPDATE sp_journal_counters SET handled = handled + 1 WHERE shard = 0")?
+                    .execute([])?;
+                Ok(())
+            });
+        }
         self.transaction(options, true, true, |tx| {
             if !staged.is_empty() {
                 // Still this worker's? (The write lock, taken, keeps it so to the commit.)
@@ -799,6 +861,14 @@ impl super::Store for Sqlite {
     }
 
     fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {
+        if let Some(unwritten) = &claim.unwritten {
+            // Stored abandoned (unfinished: recovery fetches it), unless stored meanwhile.
+            return self
+                .transaction(options, true, false, |tx| {
+                    write_unwritten(tx, &self.label, claim, unwritten, None, options)
+                })
+                .map(drop);
+        }
         let lost = self.transaction(options, true, false, |tx| {
             let sql = "UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, updated_ms = ?3, lease_until_ms = 0 WHERE key = ?1 AND state = 'claimed' AND token = ?2";
             if tx.prepare_cached(sql)?.execute(params![claim.key, &claim.token[..], now_ms()])? == 1 {
