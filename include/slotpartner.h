@@ -1418,9 +1418,11 @@ enum sp_status sp_journal_config_set_durable(struct sp_journal_config *config, b
  * When `at_finish` is true, a new delivery's claim is written only by `sp_event_finish`,
  * together with the stored reply and the staged statements, in one transaction: half the
  * journal's writes and commits a delivery. The default, false, writes the claim in
- * `sp_receiver_handle` in a commit of its own. With true, two deliveries of one key arriving at
- * once may both run the logic: the first `sp_event_finish` to commit stores its delivery, the
- * other's fails with `SP_ERR_CLAIM_LOST` and none of its staged statements take effect. Choose
+ * `sp_event_begin` in a commit of its own. With true, two deliveries of one key arriving at
+ * once may both run the logic: the first `sp_event_finish` to commit stores its delivery, and
+ * none of the other's staged statements take effect: its `sp_event_finish` returns `SP_OK` when
+ * the stored delivery has the same content and the very same reply (the event was handled once
+ * and this reply is the stored one), else `SP_ERR_CLAIM_LOST` (answer 503). Choose
  * it only when everything the logic does is staged (`sp_event_stage`) or absorbed by the
  * ledger's unique `transactionId`, never when it calls out before finishing. A worker dying
  * before `sp_event_finish` leaves nothing: the index stays missing and recovery fetches it;

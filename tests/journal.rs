@@ -1909,13 +1909,20 @@ fn two_claims_at_finish_of_one_key_credit_once(b: &dyn Backend) {
     assert!(error.message.contains("claimed at finish"), "{error}");
     assert_eq!(b.ledger(&url), vec![(21, 100)]);
     assert_eq!(done_reply(&other_process, &event), b"first");
+    // The same reply: handled once, that reply stored; the second's credit rolled back all the same.
+    let (fifth, sixth) =
+        (new_claim(&journal, &refund(23, Some(3), 7)), new_claim(&other_process, &refund(23, Some(3), 7)));
+    other_process.finish_with(&sixth, b"same", &credit(b, 23, 300)).unwrap();
+    journal.finish_with(&fifth, b"same", &credit(b, 23, 300)).unwrap();
+    assert_eq!(b.ledger(&url), vec![(21, 100), (23, 300)]);
+    assert_eq!(done_reply(&journal, &refund(23, Some(3), 7)), b"same");
     // Without staged statements the same.
     let (third, fourth) = (new_claim(&journal, &refund(22, Some(2), 7)), new_claim(&journal, &refund(22, Some(2), 7)));
     other_process.finish(&fourth, b"fourth").unwrap();
     assert_eq!(journal.finish(&third, b"third").unwrap_err().kind, ErrorKind::ClaimLost);
     assert_eq!(done_reply(&journal, &refund(22, Some(2), 7)), b"fourth");
     let status = journal.status().unwrap();
-    assert_eq!((status.handled, status.in_progress, status.missing), (2, 0, 0));
+    assert_eq!((status.handled, status.in_progress, status.missing), (3, 0, 0));
 }
 
 /// `abandon` stores the delivery abandoned: it counts unfinished, recovery would fetch it, and

@@ -18,7 +18,12 @@ declare(strict_types=1);
  *     unseen). No PDO connection: the journal's pooled one does all the writing. A
  *     finish() that fails (a staged statement refused, the storage down, the claim lost) credited
  *     nothing: the claim is released (abandon(), unless it was lost already) and the answer is
- *     503 with the ledger_unavailable body and Retry-After, so that the service delivers again;
+ *     503 with the ledger_unavailable body and Retry-After, so that the service delivers again.
+ *     Since everything the logic does is staged, the journal is opened with claimAtFinish: the
+ *     claim is written by finish() with the credit and the reply, one commit a delivery, as
+ *     the hand-written integration's one transaction; two deliveries of one key at once both
+ *     run the logic, and the second finish() credits nothing: it returns when the first stored
+ *     the very same reply, else throws ClaimLostException (503);
  *   - the demo's line per event on stderr is left out (benches/e2e/handwritten.php logs none
  *     either); refusals and failures are still logged.
  *
@@ -165,7 +170,7 @@ try {
     return;
 }
 try {
-    $receiver = makeReceiver(new Journal($journalUrl));
+    $receiver = makeReceiver(new Journal($journalUrl, claimAtFinish: true));
 } catch (SlotPartnerException $e) {
     logLine('journal: ' . $e->getMessage());
     respondError($e);

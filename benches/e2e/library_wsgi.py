@@ -17,6 +17,11 @@ abandon is refused and logged: the claim is another delivery's) and answers 503 
 ledger-unavailable body and ``Retry-After``; after a successful finish the example's own
 ``finish()`` has nothing left to do. A balance query reads no ledger and stages nothing.
 
+Since everything the logic does is staged, the journal is opened with ``claim_at_finish=True``:
+the claim is written by ``finish()`` with the credit and the reply, one commit a delivery; two
+deliveries of one key at once both run the logic, and the second finish credits nothing: it
+returns when the first stored the very same reply, else raises ClaimLostError (LedgerDown, 503).
+
 Environment: SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES, SLOTPARTNER_JOURNAL as for the example;
 SLOTPARTNER_JOURNAL is required and names the ledger's database too: ``postgres://...`` (the
 statement's placeholders ``$1..$4``) or ``sqlite:PATH`` (``?``). The ``credits`` table is made
@@ -87,4 +92,4 @@ def log(line: str) -> None:
 
 callback_wsgi.handle_event = handle_event
 callback_wsgi.log = log
-application = callback_wsgi.make_app(os.environ)
+application = callback_wsgi.make_app(os.environ, claim_at_finish=True)

@@ -773,9 +773,10 @@ def table(rows: list[dict], stats: list[Target]) -> None:
         say("Disk flushes: flush requests the machine's disks completed (/proc/diskstats), every fsync that reached "
             "a disk with a write cache, other processes' included: a durable commit is at least one.")
     say()
-    say("By configuration, SQLite in WAL mode with synchronous FULL syncs the log once a durable commit: the "
-        "library's claim is written without a sync, and its finish, which runs the staged ledger credit in the same "
-        "transaction, with one; the hand-written transaction commits once.")
+    say("By configuration, SQLite in WAL mode with synchronous FULL syncs the log once a durable commit. The "
+        "library's journal is opened with claim_at_finish: a new delivery is written by its finish alone, with the "
+        "staged ledger credit, in one transaction synced once (a repeat is read); the hand-written transaction "
+        "commits once.")
 
 
 def main() -> int:

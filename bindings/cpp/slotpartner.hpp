@@ -179,6 +179,20 @@ public:
         detail::check(sp_journal_config_set_durable(config_.get(), durable));
         return *this;
     }
+    /// true: a new delivery's claim is written only by Event::finish(), with the reply and the
+    /// staged statements, in one transaction (false, the default: Event::begin() writes it in a
+    /// commit of its own): half the journal's writes and commits a delivery. Two deliveries of
+    /// one key arriving at once may then both run the logic: the first finish() to commit stores
+    /// its reply and none of the other's staged statements take effect: the other's finish()
+    /// returns when the stored delivery has the same content and the very same reply (handled
+    /// once, this reply the stored one), else throws Error (SP_ERR_CLAIM_LOST). Choose it only when everything the logic does is staged (Event::stage()) or
+    /// absorbed by the ledger's unique transactionId, never when it calls out (a wallet's API)
+    /// before finish(). A worker dying before finish() leaves nothing: the index stays missing
+    /// and recovery fetches it; abandon() stores the delivery abandoned, as without it.
+    JournalConfig &claim_at_finish(bool at_finish) {
+        detail::check(sp_journal_config_set_claim_at_finish(config_.get(), at_finish));
+        return *this;
+    }
     /// The index gap detection counts from; nullopt for the lowest index seen (the default).
     JournalConfig &first_index(std::optional<int64_t> index) {
         detail::check(sp_journal_config_set_first_index(config_.get(), index ? *index : -1));

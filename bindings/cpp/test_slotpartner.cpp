@@ -1,6 +1,7 @@
 // Tests of slotpartner.hpp: every event kind, validation errors with their field, token and
 // source refusal, reply bytes, the delivery journal on SQLite in a temporary directory (with
-// statements of the partner's own staged and run as the reply is stored), getGames
+// statements of the partner's own staged and run as the reply is stored, and claims written at
+// finish), getGames
 // against the sandbox (SLOTPARTNER_BASE_URL, SLOTPARTNER_CA_FILE), the recovery of lost events
 // against the same sandbox serving getEvent for events 1 to 20 (seed 11), and freeing (run under
 // AddressSanitizer's leak check by run_tests.sh).
@@ -516,6 +517,59 @@ void journal_busy_and_lost_claims() {
     other.reply(true);
     other.finish();
     CHECK(r.parse(refund_body(900006, 1)).begin().outcome == SP_BEGIN_DONE);
+}
+
+void journal_claim_at_finish_is_written_by_finish_only() {
+    TempDir dir;
+    slotpartner::Journal journal(slotpartner::JournalConfig(dir.url()).claim_at_finish(true).busy_wait_ms(0));
+    const auto r = journaled(journal);
+    slotpartner::Event event = r.handle(TOKEN, "127.0.0.1", refund_body(900201, 1));
+    auto claim = event.begin();
+    CHECK(claim.outcome == SP_BEGIN_NEW && claim.attempt == 1);
+    auto status = journal.status();
+    CHECK(status.in_progress == 0 && status.handled == 0 && !status.highest_index); // nothing written
+    // A second delivery of the key meanwhile is not told busy: it runs too, and loses at finish.
+    auto other = r.parse(refund_body(900201, 1));
+    CHECK(other.begin().outcome == SP_BEGIN_NEW && journal.status().in_progress == 0);
+    std::string reply(event.reply(true));
+    event.finish(); // the claim, the reply and the index, in one transaction
+    status = journal.status();
+    CHECK(status.handled == 1 && status.in_progress == 0 && status.highest_index == 1);
+    other.reply(false, "second");
+    auto lost = failure([&] { other.finish(); });
+    CHECK(lost.status() == SP_ERR_CLAIM_LOST && lost.http_status() == 503);
+    CHECK(std::string(lost.what()).find("claimed at finish") != std::string::npos);
+    int runs = 0;
+    CHECK(journaled_callback(r, refund_body(900201, 1), runs) == std::make_pair(uint16_t{200}, reply));
+    CHECK(runs == 0);
+    // abandon() stores the delivery abandoned: counted unfinished, the next delivery is attempt 2.
+    auto abandoned = r.parse(refund_body(900202, 2));
+    abandoned.begin();
+    abandoned.abandon();
+    status = journal.status();
+    CHECK(status.in_progress == 0 && status.unfinished == 1 && status.highest_index == 2);
+    CHECK(r.parse(refund_body(900202, 2)).begin().attempt == 2);
+    // Without it (the default, or set false), begin() writes the claim: a second delivery is busy.
+    for (const bool set_false : {false, true}) {
+        TempDir off_dir;
+        slotpartner::JournalConfig config(off_dir.url());
+        config.busy_wait_ms(0);
+        if (set_false) {
+            config.claim_at_finish(false);
+        }
+        slotpartner::Journal off(config);
+        const auto off_r = journaled(off);
+        slotpartner::Event first = off_r.handle(TOKEN, "127.0.0.1", refund_body(900203, 1));
+        CHECK(first.begin().outcome == SP_BEGIN_NEW);
+        auto claimed = off.status();
+        CHECK(claimed.in_progress == 1 && claimed.highest_index == 1); // the claim is in the journal
+        CHECK(failure([&] { off_r.parse(refund_body(900203, 1)).begin(); }).status() == SP_ERR_BUSY);
+        std::string stored(first.reply(true));
+        first.finish();
+        auto finished = off.status();
+        CHECK(finished.handled == 1 && finished.in_progress == 0);
+        CHECK(off_r.parse(refund_body(900203, 1)).begin().reply == stored);
+    }
 }
 
 void journal_balance_refusals_and_gaps() {
@@ -1308,6 +1362,7 @@ int main() {
     journal_abandoned_and_dropped_claims_run_again();
     journal_abandoned_refund_with_another_decisive_field_names_it();
     journal_busy_and_lost_claims();
+    journal_claim_at_finish_is_written_by_finish_only();
     journal_balance_refusals_and_gaps();
     journal_threads_one_new();
     journal_misuse_and_unusable_journals();

@@ -125,8 +125,11 @@ pub struct JournalOptions {
     /// its staged statements and its index, with one commit: half the journal's writes and
     /// commits a delivery. What it gives up: two deliveries of one key arriving at once may both
     /// run the partner's logic (nothing marks the first in progress); the one whose `finish`
-    /// commits first is stored, the other's `finish` fails with `ClaimLost` and none of its
-    /// staged statements take effect. So choose it only when everything the logic does is
+    /// commits first is stored, and none of the other's staged statements take effect: its
+    /// `finish` succeeds when the stored delivery has the same content and the very same reply
+    /// (the event was handled once, and this reply is the stored one), else fails with
+    /// `ClaimLost` (answer 503: the service delivers again and gets the stored reply). So
+    /// choose it only when everything the logic does is
     /// staged (`Journal::finish_with`) or absorbed by the ledger's unique `transactionId`,
     /// never when it calls out (a wallet's API) before `finish`. A worker dying before its
     /// `finish` leaves nothing: the index stays missing (recovery fetches it) instead of an

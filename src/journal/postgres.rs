@@ -545,10 +545,11 @@ impl Postgres {
 
     /// `finish` of a claim `begin` wrote nothing for: the staged statements, then the delivery
     /// stored done with the reply, its index and its count, in one transaction
-    /// (`FINISH_UNWRITTEN`). A key stored by another delivery meanwhile rolls it all back
-    /// (`ClaimLost`); so does a staged statement failing on what that delivery's statements did
-    /// (the ledger's unique key): reported as `ClaimLost` too. A run after a lost connection
-    /// first looks for its own first run's row (by the token) and runs nothing when it is there.
+    /// (`FINISH_UNWRITTEN`). A key stored by another delivery meanwhile rolls it all back; so
+    /// does a staged statement failing on what that delivery's statements did (the ledger's
+    /// unique key). Then: success when that delivery had the same content and stored this very
+    /// reply, else `ClaimLost`. A run after a lost connection first looks for its own first
+    /// run's row (by the token) and runs nothing when it is there.
     fn finish_unwritten(
         &self,
         claim: &Claim,
@@ -592,12 +593,22 @@ impl Postgres {
         });
         let reused = match stored {
             Ok(reused) => reused,
-            Err(e) if e.field.starts_with("statements[") => {
-                // A staged statement failed: on what another delivery of the key stored?
-                match self.transaction(options, Mode::Single, |tx| lost_state(tx, claim))? {
-                    Some(now) => return Err(claims::lost_error(claim, "finish", Some(now))),
-                    None => return Err(e),
-                }
+            Err(e) if e.kind == ErrorKind::ClaimLost || e.field.starts_with("statements[") => {
+                // The key stored meanwhile (a staged statement may have failed on what that
+                // delivery's statements did): by a delivery of the same content with this
+                // very reply, the event is handled once and this reply is its stored reply.
+                let found = self.transaction(options, Mode::Single, |tx| {
+                    let Some(row) = tx.query_opt(STORED_ALIKE, &[&claim.key, &unwritten.content, &reply])? else {
+                        return Ok(None);
+                    };
+                    let state = RecordState::parse(row.try_get(0)?)?;
+                    Ok(Some((state, row.try_get::<_, i64>(1)?, row.try_get::<_, bool>(2)?)))
+                })?;
+                return match found {
+                    None => Err(e),
+                    Some((_, _, true)) => Ok(()),
+                    Some((state, attempts, false)) => Err(claims::lost_error(claim, "finish", Some((state, attempts)))),
+                };
             }
             Err(e) => return Err(e),
         };
@@ -973,6 +984,10 @@ const FINISH_UNWRITTEN: &str = concat!(
 /// Whether the key `$1` holds a row carrying the token `$2`: a claimed-at-finish delivery stored
 /// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection.
 const STORED_BY_TOKEN: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1 AND token = $2)";
+/// The state and attempts of the key `$1`'s row, and whether it is done with the content `$2` and
+/// the reply `$3`.
+const STORED_ALIKE: &str =
+    "SELECT state, attempts, state = 'done' AND content = $2 AND reply = $3 FROM sp_journal_delivery WHERE key = $1";
 /// `abandon` of a delivery claimed at finish: stores it abandoned (`$1`..`$5` as for
 /// `FINISH_UNWRITTEN`) with its index, so that it counts unfinished and recovery fetches it,
 /// unless the key has a row by now.

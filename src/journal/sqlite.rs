@@ -828,9 +828,18 @@ impl super::Store for Sqlite {
             // taken, keeps the key as it is to the commit.) Else the staged statements, then the
             // delivery, done.
             return self.transaction(options, true, true, |tx| {
-                let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = ?1)";
-                if tx.prepare_cached(sql)?.query_row([&claim.key], |r| r.get::<_, bool>(0))? {
-                    return lost(tx);
+                // Stored by a delivery of the same content with this very reply: the event is
+                // handled once and this reply is its stored reply.
+                let sql =
+                    "SELECT state = 'done' AND content = ?2 AND reply = ?3 FROM sp_journal_delivery WHERE key = ?1";
+                let alike = tx
+                    .prepare_cached(sql)?
+                    .query_row(params![claim.key, unwritten.content, reply], |r| r.get::<_, bool>(0))
+                    .optional()?;
+                match alike {
+                    Some(true) => return Ok(()),
+                    Some(false) => return lost(tx),
+                    None => {}
                 }
                 run_staged(tx, staged)?;
                 if !write_unwritten(tx, &self.label, claim, unwritten, Some(reply), options)? {

@@ -77,6 +77,18 @@ final class Journal
      *     runs, at most once a second per open journal and after its own commit, one batch of
      *     prune($retentionMs) (compact records kept); a failure of that batch does not fail the
      *     finish. See prune() for what a repeat beyond the retention gets
+     * @param bool|null $claimAtFinish whether a new delivery's claim is written only by
+     *     Event::finish(), with the reply and the staged statements, in one transaction [false:
+     *     Event::begin() writes it in a commit of its own]. Half the journal's writes and
+     *     commits a delivery; but two deliveries of one key arriving at once may both run the
+     *     logic: the first finish() to commit stores its reply and none of the other's staged
+     *     statements take effect; the other's finish() returns when the stored delivery has the
+     *     same content and the very same reply (handled once, this reply the stored one), else
+     *     throws ClaimLostException (answer 503). Choose it only when
+     *     everything the logic does is staged (Event::stage()) or absorbed by the ledger's unique
+     *     transactionId, never when it calls out (a wallet's API) before finish(). A worker
+     *     dying before finish() leaves nothing: the index stays missing and recovery fetches
+     *     it; abandon() stores the delivery abandoned, as without it
      *
      * @throws ConfigurationException an unusable URL (field journal_url) or setting (its name)
      * @throws JournalException the storage cannot be used (unreachable server, read-only or
@@ -93,6 +105,7 @@ final class Journal
         ?int $maxIndexJump = null,
         ?int $notFoundLimit = null,
         ?int $retentionMs = null,
+        ?bool $claimAtFinish = null,
     ) {
         $native = Native::get();
         $this->native = $native;
@@ -128,6 +141,9 @@ final class Journal
             }
             if ($retentionMs !== null) {
                 $native->check($ffi->sp_journal_config_set_retention_ms($config, Native::unsigned($retentionMs, 'retention')));
+            }
+            if ($claimAtFinish !== null) {
+                $native->check($ffi->sp_journal_config_set_claim_at_finish($config, $claimAtFinish));
             }
             $journalOut = $native->out('sp_journal');
             $native->check($ffi->sp_journal_open($config, $journalOut));

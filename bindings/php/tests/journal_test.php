@@ -6,7 +6,7 @@ declare(strict_types=1);
 // from the journal byte for byte without running the logic, conflicts, abandoned and dropped
 // claims, busy claims, balance queries, refused deliveries, gaps, the operator's side (index
 // jumps accepted or declared gaps, gaps resolved by hand, conflicts handed out and resolved,
-// unfinished deliveries closed by hand, renumbering), the export for reconciliation, the FFI calls per journaled callback, and examples/callback.php with
+// unfinished deliveries closed by hand, renumbering), claims written at finish (claimAtFinish), the export for reconciliation, the FFI calls per journaled callback, and examples/callback.php with
 // SLOTPARTNER_JOURNAL under four php -S workers.
 
 require __DIR__ . '/helper.php';
@@ -244,6 +244,55 @@ T::test('after abandon(), finish() throws ClaimLostException every time and aban
     }
     $claim = $receiver->parse(refund(900011, 1))->begin();
     T::eq([Outcome::New, 2], [$claim->outcome, $claim->attempt], 'nothing stored: the next delivery runs again');
+});
+
+T::test('claimAtFinish: begin() writes nothing, finish() stores the claim with the reply, a second delivery meanwhile loses', function () use (&$runs): void {
+    $journal = new Journal(journalUrl(), busyWaitMs: 0, claimAtFinish: true);
+    $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+    $event = $receiver->handle(TOKEN, '127.0.0.1', refund(900201, 1));
+    $claim = $event->begin();
+    T::eq([Outcome::New, 1], [$claim->outcome, $claim->attempt], 'new, attempt 1');
+    $status = $journal->status();
+    T::eq([0, 0, null], [$status->inProgress, $status->handled, $status->highestIndex], 'nothing written by begin()');
+    // A second delivery of the key meanwhile is not told busy: it runs too, and loses at finish.
+    $other = $receiver->parse(refund(900201, 1));
+    T::eq([Outcome::New, 0], [$other->begin()->outcome, $journal->status()->inProgress], 'the second delivery runs too');
+    $reply = $event->reply(true);
+    $event->finish();  // the claim, the reply and the index, in one transaction
+    $status = $journal->status();
+    T::eq([1, 0, 1], [$status->handled, $status->inProgress, $status->highestIndex], 'stored by finish()');
+    $other->reply(false, 'second');
+    $e = T::throws(ClaimLostException::class, fn () => $other->finish(), 'the second finish()');
+    T::eq([25, 503], [$e?->status, $e?->httpStatus], 'status and HTTP answer');
+    T::true(str_contains($e?->getMessage() ?? '', 'claimed at finish'), 'why: ' . $e?->getMessage());
+    $runs = 0;
+    T::eq([200, $reply], callback($receiver, refund(900201, 1)), 'the first finish()\'s reply is stored');
+    T::eq(0, $runs, 'answered from the journal');
+    // abandon() stores the delivery abandoned: counted unfinished, the next delivery is attempt 2.
+    $event = $receiver->parse(refund(900202, 2));
+    $event->begin();
+    $event->abandon();
+    $status = $journal->status();
+    T::eq([0, 1, 2], [$status->inProgress, $status->unfinished, $status->highestIndex], 'abandoned: unfinished');
+    T::eq(2, $receiver->parse(refund(900202, 2))->begin()->attempt, 'the next delivery: attempt 2');
+});
+
+T::test('without claimAtFinish (the default, or false) begin() writes the claim', function (): void {
+    foreach ([null, false] as $setting) {
+        $what = 'claimAtFinish ' . var_export($setting, true) . ': ';
+        $journal = new Journal(journalUrl(), busyWaitMs: 0, claimAtFinish: $setting);
+        $receiver = new Receiver(TOKEN, sources: 'any', journal: $journal);
+        $event = $receiver->handle(TOKEN, '127.0.0.1', refund(900203, 1));
+        T::eq(Outcome::New, $event->begin()->outcome, $what . 'new');
+        $status = $journal->status();
+        T::eq([1, 1], [$status->inProgress, $status->highestIndex], $what . 'the claim is in the journal');
+        T::throws(BusyException::class, fn () => $receiver->parse(refund(900203, 1))->begin(), $what . 'a second delivery meanwhile');
+        $reply = $event->reply(true);
+        $event->finish();
+        $status = $journal->status();
+        T::eq([1, 0], [$status->handled, $status->inProgress], $what . 'finished');
+        T::eq($reply, $receiver->parse(refund(900203, 1))->begin()->reply, $what . 'the stored reply');
+    }
 });
 
 T::test('balance queries are not journaled, their index is recorded', function (): void {

@@ -221,10 +221,14 @@ def discard(stream: Any, count: int) -> None:
         count -= len(chunk)
 
 
-def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
+def make_app(
+    config: Mapping[str, str], *, claim_at_finish: bool | None = None
+) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
     """The WSGI application, configured from ``config`` (SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES,
     SLOTPARTNER_TRUSTED_PROXIES, SLOTPARTNER_STRICT_INDEX, SLOTPARTNER_JOURNAL,
-    SLOTPARTNER_WALLET)."""
+    SLOTPARTNER_WALLET). ``claim_at_finish`` is passed to the journal (``Journal(...,
+    claim_at_finish=...)``; None keeps the library's default, False): True only when everything
+    the logic does is staged on the event or absorbed by the ledger's unique transactionId."""
     configuration_error: slotpartner.SlotPartnerError | None = None
     configuration_problem = ""  # its message for the log, with a hint when SLOTPARTNER_TOKEN is unset
     journal_url = config.get("SLOTPARTNER_JOURNAL") or None
@@ -266,7 +270,7 @@ def make_app(config: Mapping[str, str]) -> Callable[[dict[str, Any], StartRespon
             if not journaled:
                 assert journal_url is not None
                 # Opened once per process; the receiver keeps it open, so it is closed right away.
-                with slotpartner.Journal(journal_url) as journal:
+                with slotpartner.Journal(journal_url, claim_at_finish=claim_at_finish) as journal:
                     journaled.append(make_receiver(journal))
             return journaled[0]
 

@@ -665,6 +665,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_journal_config_set_lease_ms": (c_int, [c_void_p, c_uint64]),
     "sp_journal_config_set_busy_wait_ms": (c_int, [c_void_p, c_uint64]),
     "sp_journal_config_set_durable": (c_int, [c_void_p, c_bool]),
+    "sp_journal_config_set_claim_at_finish": (c_int, [c_void_p, c_bool]),
     "sp_journal_config_set_first_index": (c_int, [c_void_p, c_int64]),
     "sp_journal_config_set_max_reply_bytes": (c_int, [c_void_p, c_size_t]),
     "sp_journal_config_set_lock_timeout_ms": (c_int, [c_void_p, c_uint64]),

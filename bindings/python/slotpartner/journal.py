@@ -219,6 +219,18 @@ class Journal(GuardedHandle):
             commit, one batch of ``prune(older_than=retention)`` (compact records kept); a
             failure of that batch does not fail the finish. See ``prune`` for what a repeat
             beyond the retention gets.
+        claim_at_finish: whether a new delivery's claim is written only by ``Event.finish``,
+            with the reply and the staged statements, in one transaction [False: ``Event.begin``
+            writes it in a commit of its own]. Half the journal's writes and commits a delivery;
+            but two deliveries of one key arriving at once may both run the logic: the first
+            ``finish`` to commit stores its reply and none of the other's staged statements take
+            effect: the other's ``finish`` returns when the stored delivery has the same content
+            and the very same reply (handled once, this reply the stored one), else raises
+            ClaimLostError (answer 503). Choose it only when everything the logic does is
+            staged (``Event.stage``) or absorbed by the ledger's unique ``transactionId``, never
+            when it calls out (a wallet's API) before ``finish``. A worker dying before
+            ``finish`` leaves nothing: the index stays missing and recovery fetches it;
+            ``abandon`` stores the delivery abandoned, as without it.
 
     Raises:
         ConfigurationError: an unusable URL (field ``journal_url``) or setting (its name).
@@ -249,6 +261,7 @@ class Journal(GuardedHandle):
         max_index_jump: int | None = None,
         not_found_limit: int | None = None,
         retention: datetime.timedelta | float | None = None,
+        claim_at_finish: bool | None = None,
     ) -> None:
         self._init_guard()
         day = 24 * 3600 * 1000
@@ -298,6 +311,10 @@ class Journal(GuardedHandle):
             (
                 _LIB.sp_journal_config_set_retention_ms,
                 None if retention is None else _duration_ms(retention, "retention"),
+            ),
+            (
+                _LIB.sp_journal_config_set_claim_at_finish,
+                None if claim_at_finish is None else bool(claim_at_finish),
             ),
         ]
         steps = [(setter, value) for setter, value in settings if value is not None]

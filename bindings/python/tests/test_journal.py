@@ -2,7 +2,7 @@
 from the journal byte for byte without running the logic, conflicts, abandoned and dropped
 claims, busy claims, balance queries, refused deliveries, gaps, the operator's side (index jumps
 accepted or declared gaps, gaps resolved by hand, conflicts handed out and resolved,
-unfinished deliveries closed by hand, renumbering), threads, the number of foreign calls per journaled callback, and the example
+unfinished deliveries closed by hand, renumbering), claims written at finish (claim_at_finish), threads, the number of foreign calls per journaled callback, and the example
 serving with SLOTPARTNER_JOURNAL."""
 
 from __future__ import annotations
@@ -350,6 +350,59 @@ class ExactlyOnceTest(JournalCase):
         self.assertEqual(caught.exception.field, "reply")
         event.abandon()
         journal.close()
+
+
+class ClaimAtFinishTest(JournalCase):
+    """``Journal(..., claim_at_finish=True)``: a new delivery's claim is written by ``finish`` only."""
+
+    def test_with_it_begin_writes_nothing_and_finish_stores_the_delivery(self) -> None:
+        journal = Journal(f"sqlite:{self.dir.name}/at_finish.db", claim_at_finish=True, busy_wait_ms=0)
+        receiver = Receiver(TOKEN, sources="any", journal=journal)
+        event = receiver.handle(TOKEN, "127.0.0.1", refund(900_201, 1))
+        claim = event.begin()
+        self.assertEqual((claim.outcome, claim.attempt), (Outcome.NEW, 1))
+        status = journal.status()
+        self.assertEqual((status.in_progress, status.handled, status.highest_index), (0, 0, None), "nothing written")
+        # A second delivery of the key meanwhile is not told busy: it runs too, and loses at finish.
+        other = receiver.parse(refund(900_201, 1))
+        self.assertEqual((other.begin().outcome, journal.status().in_progress), (Outcome.NEW, 0))
+        reply = event.reply()
+        event.finish()  # the claim, the reply and the index, in one transaction
+        status = journal.status()
+        self.assertEqual((status.handled, status.in_progress, status.highest_index), (1, 0, 1))
+        other.reply(False, "second")
+        with self.assertRaises(ClaimLostError) as caught:
+            other.finish()
+        self.assertEqual((caught.exception.status, caught.exception.http_status), (25, 503))
+        self.assertIn("claimed at finish", caught.exception.message)
+        self.assertEqual(self.callback(refund(900_201, 1), receiver), (200, reply), "the first finish's reply")
+        self.assertEqual(self.runs, 0)
+        # abandon stores the delivery abandoned: counted unfinished, the next delivery is attempt 2.
+        event = receiver.parse(refund(900_202, 2))
+        event.begin()
+        event.abandon()
+        status = journal.status()
+        self.assertEqual((status.in_progress, status.unfinished, status.highest_index), (0, 1, 2))
+        self.assertEqual(receiver.parse(refund(900_202, 2)).begin().attempt, 2)
+        journal.close()
+
+    def test_without_it_begin_writes_the_claim(self) -> None:
+        for name, setting in (("default.db", None), ("off.db", False)):
+            with self.subTest(claim_at_finish=setting):
+                journal = Journal(f"sqlite:{self.dir.name}/{name}", claim_at_finish=setting, busy_wait_ms=0)
+                receiver = Receiver(TOKEN, sources="any", journal=journal)
+                event = receiver.handle(TOKEN, "127.0.0.1", refund(900_203, 1))
+                self.assertEqual(event.begin().outcome, Outcome.NEW)
+                status = journal.status()
+                self.assertEqual((status.in_progress, status.highest_index), (1, 1), "the claim is in the journal")
+                with self.assertRaises(BusyError):
+                    receiver.parse(refund(900_203, 1)).begin()
+                reply = event.reply()
+                event.finish()
+                status = journal.status()
+                self.assertEqual((status.handled, status.in_progress), (1, 0))
+                self.assertEqual(receiver.parse(refund(900_203, 1)).begin().reply, reply)
+                journal.close()
 
 
 def bonus(index: int) -> bytes:
