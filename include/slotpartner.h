@@ -603,8 +603,10 @@ typedef struct sp_claim {
    * For `SP_BEGIN_NEW`: 1 the first time, 2 and on after a worker died (its lease expired) or
    * abandoned it. From 2 on the partner's logic may have run before: its ledger must refuse a
    * second credit for the same `transactionId` (`sp_event_differing` names decisive fields
-   * that changed since, `sp_event_reply_pruned` says whether the first reply was pruned). 0
-   * otherwise.
+   * that changed since, `sp_event_reply_pruned` says whether the first reply was pruned).
+   * With `sp_journal_config_set_claim_at_finish`, 1 does not promise a first run: a worker
+   * that died before finishing left nothing, and two deliveries at once are both 1; only
+   * staged statements are made exactly once by the journal. 0 otherwise.
    */
   int64_t attempt;
   /**

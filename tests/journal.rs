@@ -223,6 +223,8 @@ const SUITE: &[(&str, Behaviour)] = &[
         "a_claim_at_finish_never_finished_leaves_its_index_missing",
         a_claim_at_finish_never_finished_leaves_its_index_missing,
     ),
+    ("a_claim_at_finish_across_a_renumbering_stores_nothing", a_claim_at_finish_across_a_renumbering_stores_nothing),
+    ("a_claim_at_finish_answered_alike_records_its_index", a_claim_at_finish_answered_alike_records_its_index),
 ];
 
 #[test]
@@ -1963,4 +1965,42 @@ fn a_claim_at_finish_never_finished_leaves_its_index_missing(b: &dyn Backend) {
     handle(&journal, &refund(42, Some(2), 7), b"two");
     assert!(journal.missing(10).unwrap().is_empty());
     assert_eq!(done_reply(&journal, &refund(42, Some(2), 7)), b"two");
+}
+
+/// An operator renumbering while a claim at finish is in flight: its finish and abandon store
+/// nothing (`ClaimLost`), as a written claim of the old numbering is renamed out of the way;
+/// the new numbering's index 4 is a new event, not answered with the old one's reply.
+fn a_claim_at_finish_across_a_renumbering_stores_nothing(b: &dyn Backend) {
+    let journal = open_with(&b.url("at_finish_across_renumber"), at_finish());
+    for index in 1..=3 {
+        handle(&journal, &indexed(index), b"old");
+    }
+    let in_flight = new_claim(&journal, &indexed(4));
+    let released = new_claim(&journal, &indexed(5));
+    journal.renumber(1, "the service restarted its numbering").unwrap();
+    let error = journal.finish(&in_flight, b"old #4").unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    assert!(error.message.contains("renumbered"), "{error}");
+    assert_eq!(journal.abandon(&released).unwrap_err().kind, ErrorKind::ClaimLost);
+    let status = journal.status().unwrap();
+    assert_eq!((status.highest_index, status.unfinished), (None, 0));
+    let fresh = new_claim(&journal, &indexed(4));
+    journal.finish(&fresh, b"new #4").unwrap();
+    assert_eq!(done_reply(&journal, &indexed(4)), b"new #4");
+}
+
+/// Two deliveries of one refund at once, at indexes 1 and 2, answered with the same reply: the
+/// second finish succeeds on the first's stored reply, and still records its own index (nothing
+/// missing) and counts as a replay.
+fn a_claim_at_finish_answered_alike_records_its_index(b: &dyn Backend) {
+    let url = b.url("at_finish_alike_index");
+    let (journal, other_process) = (open_with(&url, at_finish()), open_with(&url, at_finish()));
+    let first = new_claim(&journal, &refund(51, Some(1), 7));
+    let second = new_claim(&other_process, &refund(51, Some(2), 7));
+    journal.finish(&first, b"ok").unwrap();
+    other_process.finish(&second, b"ok").unwrap();
+    handle(&journal, &refund(52, Some(3), 7), b"ok");
+    assert!(journal.missing(10).unwrap().is_empty());
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.replayed, status.highest_index), (2, 1, Some(3)));
 }

@@ -84,12 +84,16 @@ pub struct Claim {
 pub(crate) struct Unwritten {
     pub name: String,
     pub content: String,
+    /// The journal's numbering when `begin` handed it out: stored only in that numbering (an
+    /// operator's `renumber` meanwhile makes its `finish` and `abandon` fail as `ClaimLost`,
+    /// as it renames a written claim of the old numbering).
+    pub numbering: i64,
 }
 
 impl Claim {
     /// The claim `begin` hands out under `JournalOptions::claim_at_finish` for `key`, which the
-    /// journal does not hold: the first attempt, nothing written.
-    pub(crate) fn unwritten(delivery: &Delivery, key: &str) -> Result<Claim> {
+    /// journal does not hold, in its numbering `numbering`: the first attempt, nothing written.
+    pub(crate) fn unwritten(delivery: &Delivery, key: &str, numbering: i64) -> Result<Claim> {
         Ok(Claim {
             key: key.to_owned(),
             token: new_token()?,
@@ -102,6 +106,7 @@ impl Claim {
             unwritten: Some(Box::new(Unwritten {
                 name: delivery.name().to_owned(),
                 content: delivery.stored().to_owned(),
+                numbering,
             })),
         })
     }
@@ -141,7 +146,11 @@ impl Claim {
 
     /// Which attempt this is: 1 for the first delivery, 2 and on after a worker's lease expired
     /// or after `abandon`. From 2 on, the partner's logic may have run before: its ledger must
-    /// refuse a second credit for the same `transactionId`.
+    /// refuse a second credit for the same `transactionId`. With
+    /// `JournalOptions::claim_at_finish`, attempt 1 does not say that: a worker that died before
+    /// its `finish` left nothing, so the next delivery is attempt 1 again, and two deliveries at
+    /// once are both attempt 1; only staged statements are made exactly once by the journal,
+    /// any other effect is the ledger's unique key's to absorb on every attempt.
     pub fn attempt(&self) -> i64 {
         self.attempt
     }
@@ -249,6 +258,18 @@ pub(crate) fn own_claim(
 /// only after taking it over, at a higher attempt.
 pub(crate) fn settled_at_own_attempt(claim: &Claim, now: Option<(RecordState, i64)>, state: RecordState) -> bool {
     now == Some((state, claim.attempt))
+}
+
+/// The error for `finish` or `abandon` of a claim written at finish (`Claim::unwritten`, handed
+/// out in numbering `then`) after an operator renumbered the journal.
+pub(crate) fn renumbered_error(claim: &Claim, verb: &str, then: i64) -> Error {
+    Error::new(
+        ErrorKind::ClaimLost,
+        format!(
+            "journal: cannot {verb} {} (attempt {}): the journal was renumbered since it was claimed (in numbering {then}), and it was claimed at finish; nothing was stored",
+            claim.key, claim.attempt
+        ),
+    )
 }
 
 /// The error for `finish` or `abandon` of a claim this worker no longer holds; `now` is the row's

@@ -318,8 +318,9 @@ pub(crate) trait Store: Send + Sync {
     fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()>;
     /// Claims `delivery` under `key`, recording its index when `first_look`.
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step>;
-    /// Whether the journal holds a row for `key` (any state), read without writing.
-    fn holds(&self, key: &str, options: &JournalOptions) -> Result<bool>;
+    /// Whether the journal holds a row for `key` (any state), and its current numbering, read
+    /// without writing.
+    fn holds(&self, key: &str, options: &JournalOptions) -> Result<(bool, i64)>;
     /// Records the index of a delivery that is not claimed.
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()>;
     fn finish(&self, claim: &Claim, reply: &[u8], staged: &[Staged], options: &JournalOptions) -> Result<()>;
@@ -507,8 +508,8 @@ impl Journal {
         };
         if self.options.claim_at_finish {
             let _inside = self.pass()?;
-            if !self.store.holds(key, &self.options)? {
-                return Ok(Begin::New(Claim::unwritten(delivery, key)?));
+            if let (false, numbering) = self.store.holds(key, &self.options)? {
+                return Ok(Begin::New(Claim::unwritten(delivery, key, numbering)?));
             }
         }
         let deadline = Instant::now() + self.options.busy_wait;

@@ -563,6 +563,7 @@ impl Postgres {
         let guarded = !staged.is_empty();
         let mode = if guarded { Mode::Guarded } else { Mode::Single };
         let mut runs = 0;
+        let mut renumbered = false;
         let stored = self.transaction(options, mode, |tx| {
             runs += 1;
             if runs > 1 && tx.query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..]])?.try_get::<_, bool>(0)? {
@@ -580,11 +581,16 @@ impl Postgres {
                 &shard,
                 &commit,
                 &guarded,
+                &unwritten.numbering,
             ];
             let row = tx.query_one(FINISH_UNWRITTEN, params)?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
             if guarded && guard.as_deref() != Some("on") {
                 return Err(Fail::Journal(super::staged::escaped()));
+            }
+            if !row.try_get::<_, bool>(3)? {
+                renumbered = true;
+                return Err(Fail::Journal(claims::renumbered_error(claim, "finish", unwritten.numbering)));
             }
             if count != 1 {
                 return Err(Fail::Journal(claims::lost_error(claim, "finish", lost_state(tx, claim)?)));
@@ -593,7 +599,7 @@ impl Postgres {
         });
         let reused = match stored {
             Ok(reused) => reused,
-            Err(e) if e.kind == ErrorKind::ClaimLost || e.field.starts_with("statements[") => {
+            Err(e) if !renumbered && (e.kind == ErrorKind::ClaimLost || e.field.starts_with("statements[")) => {
                 // The key stored meanwhile (a staged statement may have failed on what that
                 // delivery's statements did): by a delivery of the same content with this
                 // very reply, the event is handled once and this reply is its stored reply.
@@ -606,7 +612,14 @@ impl Postgres {
                 })?;
                 return match found {
                     None => Err(e),
-                    Some((_, _, true)) => Ok(()),
+                    Some((_, _, true)) => {
+                        // Answered: its own index recorded, counted as a replay.
+                        let params: Params<'_> = &[&claim.index, &self.shard(), &unwritten.numbering];
+                        self.transaction(options, Mode::Single, |tx| {
+                            Ok(tx.execute(ALIKE_COUNTED, params).map(drop)?)
+                        })?;
+                        Ok(())
+                    }
                     Some((state, attempts, false)) => Err(claims::lost_error(claim, "finish", Some((state, attempts)))),
                 };
             }
@@ -955,31 +968,43 @@ const FINISH_GUARDED: &str = finish_sql!(
     " AND current_setting('slotpartner.guard', true) = 'on'",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true) FROM durable"
 );
-/// Whether the journal holds a row for the key `$1`.
-const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1)";
+/// Whether the journal holds a row for the key `$1`, and its numbering.
+const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering')";
 /// Stores a delivery claimed at finish (`Claim::unwritten`), done, with its reply (`$1` key, `$2`
 /// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply, `$8` the
 /// counters' shard), unless the key has a row by now; records its index and counts it handled,
 /// committed as durably as `$9` says (see `finish_sql!`). When `$10`, only while the
-/// transaction's guard is set (`Mode::Guarded`: the staged statements ran before it). The token
-/// stays in the row: a run after a lost connection recognises its own first run by it.
-/// Answers the count stored, the guard, and another key first delivered at the same index (a
-/// reused index).
+/// transaction's guard is set (`Mode::Guarded`: the staged statements ran before it). Only
+/// while the journal's numbering is still `$11`, the numbering's row share-locked to the commit
+/// so that a `renumber` waits for it (and then renames it) or went first (and nothing is
+/// stored). The token stays in the row: a run after a lost connection recognises its own first
+/// run by it. Answers the count stored, the guard, another key first delivered at the same
+/// index (a reused index), and whether the numbering was still `$11`.
 const FINISH_UNWRITTEN: &str = concat!(
     "WITH durable AS (SELECT set_config('synchronous_commit', $9::text, true)), ",
+    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $11 FOR SHARE), ",
     "finished AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) SELECT $1, $2, $3, $4, $5, 'done', $6, 1, ",
     now_ms!(),
     ", ",
     now_ms!(),
     ", 0, ",
     now_ms!(),
-    ", $7 WHERE NOT $10::boolean OR current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
+    ", $7 FROM numbered WHERE NOT $10::boolean OR current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
     "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
     now_ms!(),
     " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM finished) ON CONFLICT DO NOTHING), ",
     "counted AS (UPDATE sp_journal_counters SET handled = handled + 1 WHERE shard = $8 AND EXISTS (SELECT 1 FROM finished)) ",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true), ",
-    "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1) FROM durable"
+    "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1), ",
+    "EXISTS (SELECT 1 FROM numbered) FROM durable"
+);
+/// A finish answered by another delivery's stored reply (see `Postgres::finish_unwritten`):
+/// its index `$1` recorded (while the numbering is still `$3`), counted replayed in shard `$2`.
+const ALIKE_COUNTED: &str = concat!(
+    "WITH seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $1::bigint, ",
+    now_ms!(),
+    " WHERE $1::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $3) ON CONFLICT DO NOTHING) ",
+    "UPDATE sp_journal_counters SET replayed = replayed + 1 WHERE shard = $2"
 );
 /// Whether the key `$1` holds a row carrying the token `$2`: a claimed-at-finish delivery stored
 /// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection.
@@ -990,16 +1015,19 @@ const STORED_ALIKE: &str =
     "SELECT state, attempts, state = 'done' AND content = $2 AND reply = $3 FROM sp_journal_delivery WHERE key = $1";
 /// `abandon` of a delivery claimed at finish: stores it abandoned (`$1`..`$5` as for
 /// `FINISH_UNWRITTEN`) with its index, so that it counts unfinished and recovery fetches it,
-/// unless the key has a row by now.
+/// unless the key has a row by now; only while the numbering is still `$6` (see
+/// `FINISH_UNWRITTEN`). Answers whether it was.
 const ABANDON_UNWRITTEN: &str = concat!(
-    "WITH abandoned AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms) VALUES ($1, $2, $3, $4, $5, 'abandoned', 1, ",
+    "WITH numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $6 FOR SHARE), ",
+    "abandoned AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms) SELECT $1, $2, $3, $4, $5, 'abandoned', 1, ",
     now_ms!(),
     ", ",
     now_ms!(),
-    ", 0) ON CONFLICT (key) DO NOTHING RETURNING 1) ",
-    "INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
+    ", 0 FROM numbered ON CONFLICT (key) DO NOTHING RETURNING 1), ",
+    "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
     now_ms!(),
-    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM abandoned) ON CONFLICT DO NOTHING"
+    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM abandoned) ON CONFLICT DO NOTHING) ",
+    "SELECT EXISTS (SELECT 1 FROM numbered)"
 );
 const ABANDON: &str = concat!(
     "WITH abandoned AS (UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, lease_until_ms = 0, updated_ms = ",
@@ -1145,8 +1173,11 @@ impl super::Store for Postgres {
         })
     }
 
-    fn holds(&self, key: &str, options: &JournalOptions) -> Result<bool> {
-        self.transaction(options, Mode::Single, |tx| Ok(tx.query_one(HOLDS, &[&key])?.try_get(0)?))
+    fn holds(&self, key: &str, options: &JournalOptions) -> Result<(bool, i64)> {
+        self.transaction(options, Mode::Single, |tx| {
+            let row = tx.query_one(HOLDS, &[&key])?;
+            Ok((row.try_get(0)?, row.try_get::<_, Option<i64>>(1)?.unwrap_or(1)))
+        })
     }
 
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
@@ -1183,10 +1214,22 @@ impl super::Store for Postgres {
 
     fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {
         if let Some(unwritten) = &claim.unwritten {
-            let params: Params<'_> =
-                &[&claim.key, &unwritten.name, &claim.transaction_id, &claim.index, &unwritten.content];
-            return self
-                .transaction(options, Mode::Single, |tx| Ok(tx.execute(ABANDON_UNWRITTEN, params).map(drop)?));
+            let params: Params<'_> = &[
+                &claim.key,
+                &unwritten.name,
+                &claim.transaction_id,
+                &claim.index,
+                &unwritten.content,
+                &unwritten.numbering,
+            ];
+            let numbered = self.transaction(options, Mode::Single, |tx| {
+                Ok(tx.query_one(ABANDON_UNWRITTEN, params)?.try_get::<_, bool>(0)?)
+            })?;
+            return if numbered {
+                Ok(())
+            } else {
+                Err(claims::renumbered_error(claim, "abandon", unwritten.numbering))
+            };
         }
         let shard = self.shard();
         let (abandoned, retried) = self.transaction_retried(options, Mode::Single, |tx| {

@@ -806,10 +806,12 @@ impl super::Store for Sqlite {
         })
     }
 
-    fn holds(&self, key: &str, options: &JournalOptions) -> Result<bool> {
+    fn holds(&self, key: &str, options: &JournalOptions) -> Result<(bool, i64)> {
         self.transaction(options, false, false, |tx| {
-            let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = ?1)";
-            Ok(tx.prepare_cached(sql)?.query_row([key], |r| r.get(0))?)
+            let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = ?1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering')";
+            let (held, numbering) =
+                tx.prepare_cached(sql)?.query_row([key], |r| Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?)))?;
+            Ok((held, numbering.unwrap_or(1)))
         })
     }
 
@@ -828,8 +830,12 @@ impl super::Store for Sqlite {
             // taken, keeps the key as it is to the commit.) Else the staged statements, then the
             // delivery, done.
             return self.transaction(options, true, true, |tx| {
+                if meta(tx, "numbering")?.unwrap_or(1) != unwritten.numbering {
+                    return Err(Fail::Journal(claims::renumbered_error(claim, "finish", unwritten.numbering)));
+                }
                 // Stored by a delivery of the same content with this very reply: the event is
-                // handled once and this reply is its stored reply.
+                // handled once and this reply is its stored reply (its index recorded, counted
+                // as a replay).
                 let sql =
                     "SELECT state = 'done' AND content = ?2 AND reply = ?3 FROM sp_journal_delivery WHERE key = ?1";
                 let alike = tx
@@ -837,7 +843,13 @@ impl super::Store for Sqlite {
                     .query_row(params![claim.key, unwritten.content, reply], |r| r.get::<_, bool>(0))
                     .optional()?;
                 match alike {
-                    Some(true) => return Ok(()),
+                    Some(true) => {
+                        if let Some(index) = claim.index {
+                            record_index(tx, &self.label, index, Some(&claim.key), Some(&unwritten.name), options)?;
+                        }
+                        bump(tx, Counter::Replayed, 1)?;
+                        return Ok(());
+                    }
                     Some(false) => return lost(tx),
                     None => {}
                 }
@@ -872,11 +884,12 @@ impl super::Store for Sqlite {
     fn abandon(&self, claim: &Claim, options: &JournalOptions) -> Result<()> {
         if let Some(unwritten) = &claim.unwritten {
             // Stored abandoned (unfinished: recovery fetches it), unless stored meanwhile.
-            return self
-                .transaction(options, true, false, |tx| {
-                    write_unwritten(tx, &self.label, claim, unwritten, None, options)
-                })
-                .map(drop);
+            return self.transaction(options, true, false, |tx| {
+                if meta(tx, "numbering")?.unwrap_or(1) != unwritten.numbering {
+                    return Err(Fail::Journal(claims::renumbered_error(claim, "abandon", unwritten.numbering)));
+                }
+                write_unwritten(tx, &self.label, claim, unwritten, None, options).map(drop)
+            });
         }
         let lost = self.transaction(options, true, false, |tx| {
             let sql = "UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, updated_ms = ?3, lease_until_ms = 0 WHERE key = ?1 AND state = 'claimed' AND token = ?2";
