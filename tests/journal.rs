@@ -106,6 +106,8 @@ trait Backend: Sync {
     fn ledger(&self, url: &str) -> Vec<(i64, i64)>;
     /// The ledger's credit in this database's dialect: (transaction_id, amount).
     fn credit_sql(&self) -> &'static str;
+    /// A statement that sleeps a third of a second, where the database has one.
+    fn sleep_sql(&self) -> Option<&'static str>;
 }
 
 struct Sqlite {
@@ -135,6 +137,9 @@ impl Backend for Sqlite {
     fn credit_sql(&self) -> &'static str {
         "INSERT INTO credits (transaction_id, amount) VALUES (?, ?)"
     }
+    fn sleep_sql(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 struct Postgres {
@@ -163,6 +168,9 @@ impl Backend for Postgres {
     }
     fn credit_sql(&self) -> &'static str {
         "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
+    }
+    fn sleep_sql(&self) -> Option<&'static str> {
+        Some("SELECT pg_sleep(0.3)")
     }
 }
 
@@ -225,6 +233,7 @@ const SUITE: &[(&str, Behaviour)] = &[
     ),
     ("a_claim_at_finish_across_a_renumbering_stores_nothing", a_claim_at_finish_across_a_renumbering_stores_nothing),
     ("a_claim_at_finish_answered_alike_records_its_index", a_claim_at_finish_answered_alike_records_its_index),
+    ("a_renumbering_waits_for_a_claim_at_finish_in_flight", a_renumbering_waits_for_a_claim_at_finish_in_flight),
 ];
 
 #[test]
@@ -2003,4 +2012,24 @@ fn a_claim_at_finish_answered_alike_records_its_index(b: &dyn Backend) {
     assert!(journal.missing(10).unwrap().is_empty());
     let status = journal.status().unwrap();
     assert_eq!((status.handled, status.replayed, status.highest_index), (2, 1, Some(3)));
+}
+
+/// A renumbering while the finish of a claim at finish is running (its staged statement sleeps)
+/// waits for it: the delivery is stored in the old numbering and renamed with it, and the new
+/// numbering's index 2 is a new event. (SQLite: the write lock serialises them; nothing to see.)
+fn a_renumbering_waits_for_a_claim_at_finish_in_flight(b: &dyn Backend) {
+    let Some(sleep) = b.sleep_sql() else { return };
+    let journal = open_with(&b.url("renumber_waits_for_at_finish"), at_finish());
+    handle(&journal, &indexed(1), b"one");
+    let claim = new_claim(&journal, &indexed(2));
+    thread::scope(|s| {
+        let finishing = s.spawn(|| journal.finish_with(&claim, b"two", &[Staged::new(sleep, Vec::new()).unwrap()]));
+        thread::sleep(Duration::from_millis(100));
+        journal.renumber(1, "the service restarted its numbering").unwrap();
+        finishing.join().unwrap().expect("the finish in flight commits first");
+    });
+    assert_eq!(journal.status().unwrap().highest_index, None);
+    let fresh = new_claim(&journal, &indexed(2));
+    journal.finish(&fresh, b"new two").unwrap();
+    assert_eq!(done_reply(&journal, &indexed(2)), b"new two");
 }

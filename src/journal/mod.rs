@@ -307,6 +307,17 @@ pub(crate) enum Step {
 /// Work on the journal's bookkeeping beside the deliveries (see `admin.rs`).
 pub(crate) type AdminWork<'a> = &'a mut dyn FnMut(&mut dyn Sql) -> Result<()>;
 
+/// What a transaction of `Store::admin` may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    Read,
+    Write,
+    /// Write, a renumbering (`Journal::renumber`): first waits for every `finish` of a claim at
+    /// finish in flight (`JournalOptions::claim_at_finish`) and holds new ones until it commits,
+    /// so that none stores a delivery of the old numbering into the new one.
+    Renumber,
+}
+
 /// What a backend does, each call in its own transaction.
 pub(crate) trait Store: Send + Sync {
     /// Whether a fork must wait until no thread is inside a call of this store (SQLite: its
@@ -315,7 +326,7 @@ pub(crate) trait Store: Send + Sync {
     fn quiet_for_fork(&self) -> bool;
     /// Runs `work` in one transaction (a writing one when `write`), after the seen indexes are
     /// current (PostgreSQL merges its pending ones first).
-    fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()>;
+    fn admin(&self, access: Access, work: AdminWork<'_>, options: &JournalOptions) -> Result<()>;
     /// Claims `delivery` under `key`, recording its index when `first_look`.
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step>;
     /// Whether the journal holds a row for `key` (any state), and its current numbering, read
@@ -802,7 +813,7 @@ impl Journal {
     /// old numbering are settled. Returns the new numbering. A `first_index` option given to
     /// `open` is stored only while the numbering is 1.
     pub fn renumber(&self, first: i64, note: &str) -> Result<i64> {
-        self.write(|sql| admin::renumber(sql, first, note))
+        self.run(Access::Renumber, &mut |sql| admin::renumber(sql, first, note))
     }
 
     /// Closes the unfinished deliveries at `index` by hand, with `note` kept for audit (an
@@ -879,18 +890,18 @@ impl Journal {
     }
 
     fn read<T>(&self, mut work: impl FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
-        self.run(false, &mut work)
+        self.run(Access::Read, &mut work)
     }
 
     fn write<T>(&self, mut work: impl FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
-        self.run(true, &mut work)
+        self.run(Access::Write, &mut work)
     }
 
-    fn run<T>(&self, write: bool, work: &mut dyn FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
+    fn run<T>(&self, access: Access, work: &mut dyn FnMut(&mut dyn Sql) -> Result<T>) -> Result<T> {
         let _inside = self.pass()?;
         let mut out = None;
         self.store.admin(
-            write,
+            access,
             &mut |sql| {
                 out = Some(work(sql)?);
                 Ok(())

@@ -39,7 +39,7 @@ use super::pool::{Pool, Pooled, Registry};
 use super::schema::{self, Counter};
 use super::sql::{LeaseClock, Sql, SqlRow, Value, dollar_params};
 use super::staged::Staged;
-use super::{AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
+use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
 
 mod staged;
 mod tls;
@@ -78,6 +78,14 @@ const FOLD_BATCH: i64 = 4096;
 const FOLD_EVERY: u64 = 256;
 /// Any key, the same in every process: serialises the creation of the tables.
 const SCHEMA_LOCK: i64 = 0x7370_6a6f_7572_6e6c;
+/// The transaction-level advisory lock a renumbering takes exclusively (`Access::Renumber`) and
+/// every write of a claim at finish shared (`Mode::AtFinish`): `spjnumbr` in ASCII.
+macro_rules! numbering_lock {
+    () => {
+        8318265534402355826
+    };
+}
+const NUMBERING_LOCK: i64 = numbering_lock!();
 
 pub(crate) struct Postgres {
     config: Config,
@@ -141,10 +149,12 @@ enum Mode {
     /// token; at worst a replay or conflict is counted twice), merging the seen indexes,
     /// creating the tables, reading.
     Normal,
-    /// As `Normal`, the transaction's guard (`slotpartner.guard`, a transaction-local setting)
-    /// set with `BEGIN`: for `finish` of a claim `begin` wrote nothing for, whose staged
-    /// statements run first (see `FINISH_UNWRITTEN`).
-    Guarded,
+    /// As `Normal`, for the writes of a claim `begin` wrote nothing for (`Claim::unwritten`):
+    /// sent with `BEGIN`, in its round trip, the numbering's lock taken shared (so that a
+    /// renumbering waits for the transaction, and a statement after it sees the numbering a
+    /// renumbering committed) and the transaction's guard set (`slotpartner.guard`, a
+    /// transaction-local setting; see `FINISH_UNWRITTEN`).
+    AtFinish,
     /// As `Normal`, for work that must not be done twice (an operator's resolution, a
     /// renumbering): run again only when the connection died before `COMMIT` was sent.
     Once,
@@ -413,7 +423,11 @@ impl Postgres {
         let begin = match mode {
             Mode::Single => None,
             Mode::Normal | Mode::Once => Some("BEGIN"),
-            Mode::Guarded => Some("BEGIN; SELECT set_config('slotpartner.guard', 'on', true)"),
+            Mode::AtFinish => Some(concat!(
+                "BEGIN; SELECT pg_advisory_xact_lock_shared(",
+                numbering_lock!(),
+                "); SELECT set_config('slotpartner.guard', 'on', true)"
+            )),
         };
         let (mut tries, mut reconnected, mut unknown) = (0, false, false);
         loop {
@@ -560,11 +574,9 @@ impl Postgres {
         options: &JournalOptions,
     ) -> Result<()> {
         let shard = self.shard();
-        let guarded = !staged.is_empty();
-        let mode = if guarded { Mode::Guarded } else { Mode::Single };
         let mut runs = 0;
         let mut renumbered = false;
-        let stored = self.transaction(options, mode, |tx| {
+        let stored = self.transaction(options, Mode::AtFinish, |tx| {
             runs += 1;
             if runs > 1 && tx.query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..]])?.try_get::<_, bool>(0)? {
                 return Ok(None); // stored by the first run, whose answer was lost with its connection
@@ -580,12 +592,11 @@ impl Postgres {
                 &reply,
                 &shard,
                 &commit,
-                &guarded,
                 &unwritten.numbering,
             ];
             let row = tx.query_one(FINISH_UNWRITTEN, params)?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
-            if guarded && guard.as_deref() != Some("on") {
+            if guard.as_deref() != Some("on") {
                 return Err(Fail::Journal(super::staged::escaped()));
             }
             if !row.try_get::<_, bool>(3)? {
@@ -615,7 +626,7 @@ impl Postgres {
                     Some((_, _, true)) => {
                         // Answered: its own index recorded, counted as a replay.
                         let params: Params<'_> = &[&claim.index, &self.shard(), &unwritten.numbering];
-                        self.transaction(options, Mode::Single, |tx| {
+                        self.transaction(options, Mode::AtFinish, |tx| {
                             Ok(tx.execute(ALIKE_COUNTED, params).map(drop)?)
                         })?;
                         Ok(())
@@ -973,23 +984,23 @@ const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key 
 /// Stores a delivery claimed at finish (`Claim::unwritten`), done, with its reply (`$1` key, `$2`
 /// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply, `$8` the
 /// counters' shard), unless the key has a row by now; records its index and counts it handled,
-/// committed as durably as `$9` says (see `finish_sql!`). When `$10`, only while the
-/// transaction's guard is set (`Mode::Guarded`: the staged statements ran before it). Only
-/// while the journal's numbering is still `$11`, the numbering's row share-locked to the commit
-/// so that a `renumber` waits for it (and then renames it) or went first (and nothing is
-/// stored). The token stays in the row: a run after a lost connection recognises its own first
-/// run by it. Answers the count stored, the guard, another key first delivered at the same
-/// index (a reused index), and whether the numbering was still `$11`.
+/// committed as durably as `$9` says (see `finish_sql!`). In a `Mode::AtFinish` transaction:
+/// only while its guard is set (the staged statements ran before it), and only while the
+/// journal's numbering is still `$10` (a renumbering waits for the transaction, or committed
+/// before this statement began and nothing is stored). The token stays in the row: a run
+/// after a lost connection recognises its own first run by it. Answers the count stored, the
+/// guard, another key first delivered at the same index (a reused index), and whether the
+/// numbering was still `$10`.
 const FINISH_UNWRITTEN: &str = concat!(
     "WITH durable AS (SELECT set_config('synchronous_commit', $9::text, true)), ",
-    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $11 FOR SHARE), ",
+    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $10), ",
     "finished AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) SELECT $1, $2, $3, $4, $5, 'done', $6, 1, ",
     now_ms!(),
     ", ",
     now_ms!(),
     ", 0, ",
     now_ms!(),
-    ", $7 FROM numbered WHERE NOT $10::boolean OR current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
+    ", $7 FROM numbered WHERE current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
     "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
     now_ms!(),
     " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM finished) ON CONFLICT DO NOTHING), ",
@@ -999,7 +1010,8 @@ const FINISH_UNWRITTEN: &str = concat!(
     "EXISTS (SELECT 1 FROM numbered) FROM durable"
 );
 /// A finish answered by another delivery's stored reply (see `Postgres::finish_unwritten`):
-/// its index `$1` recorded (while the numbering is still `$3`), counted replayed in shard `$2`.
+/// its index `$1` recorded (while the numbering is still `$3`, in a `Mode::AtFinish`
+/// transaction), counted replayed in shard `$2`.
 const ALIKE_COUNTED: &str = concat!(
     "WITH seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $1::bigint, ",
     now_ms!(),
@@ -1015,10 +1027,10 @@ const STORED_ALIKE: &str =
     "SELECT state, attempts, state = 'done' AND content = $2 AND reply = $3 FROM sp_journal_delivery WHERE key = $1";
 /// `abandon` of a delivery claimed at finish: stores it abandoned (`$1`..`$5` as for
 /// `FINISH_UNWRITTEN`) with its index, so that it counts unfinished and recovery fetches it,
-/// unless the key has a row by now; only while the numbering is still `$6` (see
-/// `FINISH_UNWRITTEN`). Answers whether it was.
+/// unless the key has a row by now; in a `Mode::AtFinish` transaction, only while the
+/// numbering is still `$6` (see `FINISH_UNWRITTEN`). Answers whether it was.
 const ABANDON_UNWRITTEN: &str = concat!(
-    "WITH numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $6 FOR SHARE), ",
+    "WITH numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $6), ",
     "abandoned AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms) SELECT $1, $2, $3, $4, $5, 'abandoned', 1, ",
     now_ms!(),
     ", ",
@@ -1222,7 +1234,7 @@ impl super::Store for Postgres {
                 &unwritten.content,
                 &unwritten.numbering,
             ];
-            let numbered = self.transaction(options, Mode::Single, |tx| {
+            let numbered = self.transaction(options, Mode::AtFinish, |tx| {
                 Ok(tx.query_one(ABANDON_UNWRITTEN, params)?.try_get::<_, bool>(0)?)
             })?;
             return if numbered {
@@ -1260,10 +1272,15 @@ impl super::Store for Postgres {
         Ok(())
     }
 
-    fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
+    fn admin(&self, access: Access, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
         // An operator's change is not made twice: not run again once its COMMIT was sent.
-        let mode = if write { Mode::Once } else { Mode::Normal };
+        let mode = if access == Access::Read { Mode::Normal } else { Mode::Once };
         self.transaction(options, mode, |tx| {
+            if access == Access::Renumber {
+                // Before the seen indexes are merged: a claim at finish in flight records its
+                // index in the numbering it was claimed in, or none.
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&NUMBERING_LOCK])?;
+            }
             fold(tx, &self.label, true, true, options)?;
             Ok(work(&mut PgSql { tx, label: &self.label })?)
         })

@@ -31,7 +31,7 @@ use super::schema::{self, Counter};
 use super::sql::{LeaseClock, Sql, SqlRow, Value};
 use super::staged::{self, SqlValue, Staged};
 use super::write_gate::WriteGate;
-use super::{AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous, now_ms};
+use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous, now_ms};
 
 /// Open files by path as given (`sqlite:PATH`), kept for the life of the process.
 static REGISTRY: Registry<String, Sqlite> = Registry::new();
@@ -922,7 +922,9 @@ impl super::Store for Sqlite {
         })
     }
 
-    fn admin(&self, write: bool, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
+    fn admin(&self, access: Access, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
+        // A renumbering needs nothing more: the write lock already waits for every finish.
+        let write = access != Access::Read;
         self.transaction(options, write, write, |tx| Ok(work(&mut SqliteSql { tx, label: &self.label })?))
     }
 
