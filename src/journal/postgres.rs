@@ -426,7 +426,7 @@ impl Postgres {
             Mode::AtFinish => Some(concat!(
                 "BEGIN; SELECT pg_advisory_xact_lock_shared(",
                 numbering_lock!(),
-                "); SELECT set_config('slotpartner.guard', 'on', true)"
+                "), set_config('slotpartner.guard', 'on', true)"
             )),
         };
         let (mut tries, mut reconnected, mut unknown) = (0, false, false);
