@@ -8,7 +8,7 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,10 @@ trait Backend: Sync {
     fn credit_sql(&self) -> &'static str;
     /// A statement that sleeps a third of a second, where the database has one.
     fn sleep_sql(&self) -> Option<&'static str>;
+    /// The PostgreSQL cluster, to restart or reconfigure; `None` on SQLite.
+    fn cluster(&self) -> Option<&Cluster> {
+        None
+    }
 }
 
 struct Sqlite {
@@ -172,6 +176,9 @@ impl Backend for Postgres {
     fn sleep_sql(&self) -> Option<&'static str> {
         Some("SELECT pg_sleep(0.3)")
     }
+    fn cluster(&self) -> Option<&Cluster> {
+        Some(&self.cluster)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -234,6 +241,14 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("a_claim_at_finish_across_a_renumbering_stores_nothing", a_claim_at_finish_across_a_renumbering_stores_nothing),
     ("a_claim_at_finish_answered_alike_records_its_index", a_claim_at_finish_answered_alike_records_its_index),
     ("a_renumbering_waits_for_a_claim_at_finish_in_flight", a_renumbering_waits_for_a_claim_at_finish_in_flight),
+    (
+        "claims_at_finish_in_pairs_through_a_restart_credit_once",
+        claims_at_finish_in_pairs_through_a_restart_credit_once,
+    ),
+    (
+        "a_claim_at_finish_whose_commit_answer_is_lost_is_stored_once",
+        a_claim_at_finish_whose_commit_answer_is_lost_is_stored_once,
+    ),
 ];
 
 #[test]
@@ -2032,4 +2047,133 @@ fn a_renumbering_waits_for_a_claim_at_finish_in_flight(b: &dyn Backend) {
     let fresh = new_claim(&journal, &indexed(2));
     journal.finish(&fresh, b"new two").unwrap();
     assert_eq!(done_reply(&journal, &indexed(2)), b"new two");
+}
+
+/// Every key delivered twice at once, both claimed at finish, finished from 8 threads in a
+/// shuffled order, half of the pairs with one reply, half with two; on PostgreSQL the server
+/// restarted mid-burst, a finish failing with `Journal` finished again (as a partner retries).
+/// One credit for each stored delivery and none without (the ledger has no unique key to
+/// absorb a second); every successful finish's reply is the stored one; all handled, nothing
+/// missing.
+fn claims_at_finish_in_pairs_through_a_restart_credit_once(b: &dyn Backend) {
+    const KEYS: i64 = 200;
+    let url = b.url("at_finish_pairs_restart");
+    let journals: Vec<Journal> = (0..2).map(|_| open_with(&url, at_finish())).collect();
+    b.create_ledger(&url);
+    let mut work = Vec::new();
+    for k in 1..=KEYS {
+        let event = refund(100_000 + k, Some(k), 7);
+        for (which, journal) in journals.iter().enumerate() {
+            let reply = if k % 2 == 0 { b"same".to_vec() } else { format!("reply {which}").into_bytes() };
+            work.push((k, which, new_claim(journal, &event), reply));
+        }
+    }
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64; // xorshift: a fixed shuffle
+    for i in (1..work.len()).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        work.swap(i, (seed % (i as u64 + 1)) as usize);
+    }
+    let (work, outcomes) = (Mutex::new(work), Mutex::new(Vec::new()));
+    thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                while let Some((k, which, claim, reply)) = work.lock().unwrap().pop() {
+                    let mut staged = credit(b, 100_000 + k, k);
+                    if let Some(sleep) = b.sleep_sql() {
+                        // Slower finishes, so that the restart lands among them.
+                        staged.push(Staged::new(sleep.replace("0.3", "0.002"), Vec::new()).unwrap());
+                    }
+                    let mut tries = 0;
+                    let result = loop {
+                        tries += 1;
+                        match journals[which].finish_with(&claim, &reply, &staged) {
+                            Err(e) if e.kind == ErrorKind::Journal && tries < 50 => {
+                                thread::sleep(Duration::from_millis(100))
+                            }
+                            other => break other,
+                        }
+                    };
+                    outcomes.lock().unwrap().push((k, reply, result));
+                }
+            });
+        }
+        if let Some(cluster) = b.cluster() {
+            thread::sleep(Duration::from_millis(150));
+            cluster.restart();
+        }
+    });
+    let ledger = b.ledger(&url);
+    let (mut stored_here, mut lost) = (0, 0);
+    for (k, reply, result) in outcomes.into_inner().unwrap() {
+        let record = journals[0].lookup(100_000 + k).unwrap().into_iter().next().expect("stored");
+        assert_eq!(record.state, RecordState::Done, "key {k}");
+        assert_eq!(ledger.iter().filter(|(id, _)| *id == 100_000 + k).count(), 1, "key {k}: one credit");
+        match result {
+            Ok(()) => {
+                assert_eq!(record.reply.as_deref(), Some(&reply[..]), "key {k}: a success answers the stored reply");
+                stored_here += 1;
+            }
+            Err(e) => {
+                assert_eq!(e.kind, ErrorKind::ClaimLost, "key {k}: {e}");
+                lost += 1;
+            }
+        }
+    }
+    assert_eq!(ledger.len() as i64, KEYS);
+    assert!(lost >= KEYS / 2 - 5 && stored_here >= KEYS + KEYS / 2 - 5, "{stored_here} succeeded, {lost} lost");
+    let status = journals[0].status().unwrap();
+    assert_eq!((status.handled as i64, status.missing, status.in_progress), (KEYS, 0, 0));
+}
+
+/// PostgreSQL: the server commits a finish and the answer to `COMMIT` is lost (the backend
+/// ended while waiting for a synchronous standby that does not exist, so the commit is local
+/// and the client sees its connection close), with staged statements and without. The run on
+/// a fresh connection finds its own first run's row by the token: success, one credit.
+fn a_claim_at_finish_whose_commit_answer_is_lost_is_stored_once(b: &dyn Backend) {
+    let Some(cluster) = b.cluster() else { return };
+    struct Standby<'a>(&'a Cluster);
+    impl Standby<'_> {
+        fn set(&self, names: &str) {
+            let mut client = self.0.client();
+            client.batch_execute(&format!("ALTER SYSTEM SET synchronous_standby_names = '{names}'")).unwrap();
+            client.batch_execute("SELECT pg_reload_conf()").unwrap();
+        }
+    }
+    impl Drop for Standby<'_> {
+        fn drop(&mut self) {
+            self.set(""); // never left waiting for a standby, also when an assertion failed
+        }
+    }
+    let url = b.url("at_finish_commit_answer_lost");
+    b.create_ledger(&url);
+    let journal = open_with(&url, at_finish());
+    let standby = Standby(cluster);
+    for (k, staged) in [(71, true), (72, false)] {
+        let claim = new_claim(&journal, &refund(k, Some(k - 70), 7));
+        standby.set("nobody_there");
+        thread::sleep(Duration::from_millis(300));
+        let stage = if staged { credit(b, k, 1) } else { Vec::new() };
+        let result = thread::scope(|s| {
+            let finishing = s.spawn(|| journal.finish_with(&claim, b"committed", &stage));
+            let mut ended = false;
+            for _ in 0..250 {
+                let sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'";
+                if !cluster.client().query(sql, &[]).unwrap().is_empty() {
+                    ended = true;
+                    break;
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+            standby.set("");
+            assert!(ended, "no backend waited for the standby");
+            finishing.join().unwrap()
+        });
+        result.expect("committed by the first run: the second recognises it");
+        assert_eq!(journal.lookup(k).unwrap()[0].reply.as_deref(), Some(&b"committed"[..]));
+    }
+    drop(standby);
+    assert_eq!(b.ledger(&url), vec![(71, 1)]);
+    assert_eq!(journal.status().unwrap().handled, 2);
 }
