@@ -21,8 +21,8 @@
 //! by the claim's attempt.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use postgres::error::SqlState;
@@ -102,6 +102,11 @@ pub(crate) struct Postgres {
     /// restarted, crashed or dropped it): the kept connections opened before it are dead as
     /// likely, and are dropped unused rather than each failing a call.
     generation: AtomicU64,
+    /// The `first_index` option of the last open in this process that found the journal current
+    /// (`None` until one did). An open with `claim_at_finish` and the same option skips the
+    /// check, a statement and a round trip in a process that opens the journal for every request
+    /// (PHP-FPM): its every `begin` reads the schema version with the key (`HOLDS`) instead.
+    settled_with: Mutex<Option<Option<i64>>>,
 }
 
 struct PgConn {
@@ -237,6 +242,7 @@ impl Postgres {
                 calls: AtomicU64::new(pid),
                 next_shard: AtomicU64::new(pid),
                 generation: AtomicU64::new(0),
+                settled_with: Mutex::new(None),
             })
         })?;
         let found = store.prepare(options, prepare)?;
@@ -250,7 +256,21 @@ impl Postgres {
     /// finds the tables created under it (its catalog view predates the other's commit) rolls
     /// its attempt back and looks again.
     fn prepare(&self, options: &JournalOptions, prepare: Prepare) -> Result<Found> {
+        let found = self.prepare_once(options, prepare)?;
+        if prepare == Prepare::CreateOrMigrate && found == Found::Current {
+            *self.settled_with.lock().unwrap_or_else(PoisonError::into_inner) = Some(options.first_index);
+        }
+        Ok(found)
+    }
+
+    fn prepare_once(&self, options: &JournalOptions, prepare: Prepare) -> Result<Found> {
         let create = prepare == Prepare::CreateOrMigrate;
+        if create
+            && options.claim_at_finish
+            && *self.settled_with.lock().unwrap_or_else(PoisonError::into_inner) == Some(options.first_index)
+        {
+            return Ok(Found::Current);
+        }
         if create && self.settled(options)? {
             return Ok(Found::Current);
         }
@@ -979,8 +999,8 @@ const FINISH_GUARDED: &str = finish_sql!(
     " AND current_setting('slotpartner.guard', true) = 'on'",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true) FROM durable"
 );
-/// Whether the journal holds a row for the key `$1`, and its numbering.
-const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering')";
+/// Whether the journal holds a row for the key `$1`, its numbering and its schema version.
+const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), (SELECT value FROM sp_journal_meta WHERE key = 'schema_version')";
 /// Stores a delivery claimed at finish (`Claim::unwritten`), done, with its reply (`$1` key, `$2`
 /// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply, `$8` the
 /// counters' shard), unless the key has a row by now; records its index and counts it handled,
@@ -1186,10 +1206,23 @@ impl super::Store for Postgres {
     }
 
     fn holds(&self, key: &str, options: &JournalOptions) -> Result<(bool, i64)> {
-        self.transaction(options, Mode::Single, |tx| {
+        let (held, numbering, version) = self.transaction(options, Mode::Single, |tx| {
             let row = tx.query_one(HOLDS, &[&key])?;
-            Ok((row.try_get(0)?, row.try_get::<_, Option<i64>>(1)?.unwrap_or(1)))
-        })
+            Ok((row.try_get(0)?, row.try_get::<_, Option<i64>>(1)?.unwrap_or(1), row.try_get::<_, Option<i64>>(2)?))
+        })?;
+        // The open may have skipped this check (see `settled_with`): a journal another release
+        // changed meanwhile is refused here, before anything is handed out.
+        if let Some(older) = schema::check_version(&self.label, version)? {
+            return Err(Error::new(
+                ErrorKind::Journal,
+                format!(
+                    "{}: the journal has schema version {older}, older than this release's (version {}); open it again to migrate it",
+                    self.label,
+                    schema::VERSION
+                ),
+            ));
+        }
+        Ok((held, numbering))
     }
 
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
