@@ -250,6 +250,10 @@ const SUITE: &[(&str, Behaviour)] = &[
         a_claim_at_finish_whose_commit_answer_is_lost_is_stored_once,
     ),
     ("a_newer_schema_is_refused_by_the_open_or_the_claim", a_newer_schema_is_refused_by_the_open_or_the_claim),
+    (
+        "a_claim_at_finish_across_a_renumbering_is_not_answered_by_the_new_numbering",
+        a_claim_at_finish_across_a_renumbering_is_not_answered_by_the_new_numbering,
+    ),
 ];
 
 #[test]
@@ -2201,4 +2205,60 @@ fn a_newer_schema_is_refused_by_the_open_or_the_claim(b: &dyn Backend) {
     }
     b.set_schema_version(&url, slotpartner::journal::SCHEMA_VERSION);
     assert_eq!(done_reply(&open_with(&url, at_finish()), &refund(1, Some(1), 7)), b"ok");
+}
+
+/// A claim at finish of the old numbering's index 4, a renumbering, the new numbering's index 4
+/// (the same body) handled with the very reply the old one then finishes with, its staged
+/// statement failing: the finish must not pass for the new event's stored reply (the old event
+/// was stored nowhere, its credit rolled back): `ClaimLost`, nothing counted.
+fn a_claim_at_finish_across_a_renumbering_is_not_answered_by_the_new_numbering(b: &dyn Backend) {
+    let url = b.url("at_finish_alike_new_numbering");
+    let journal = open_with(&url, at_finish());
+    b.create_ledger(&url);
+    let old = new_claim(&journal, &indexed(4));
+    journal.renumber(1, "the service restarted its numbering").unwrap();
+    handle(&journal, &indexed(4), b"ok");
+    let replayed = journal.status().unwrap().replayed;
+    // A NULL amount in a NOT NULL column: the statement fails.
+    let failing = vec![Staged::new(b.credit_sql(), vec![SqlValue::Int(4), SqlValue::Null]).unwrap()];
+    let error = journal.finish_with(&old, b"ok", &failing).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    assert!(error.message.contains("renumbered"), "{error}");
+    assert!(b.ledger(&url).is_empty());
+    assert_eq!(journal.status().unwrap().replayed, replayed);
+}
+
+/// PostgreSQL: a claim at finish commits while a renumbering waits for it, and the answer to
+/// its `COMMIT` is lost; the renumbering renames the stored row before the finish runs again on
+/// a fresh connection. The second run finds its own row under the new key by the token: the
+/// finish succeeds (the event was stored once), and nothing runs twice.
+#[test]
+fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised() {
+    let Some(cluster) = Cluster::start("PostgreSQL lost commit across a renumbering") else { return };
+    let schema = "lost_commit_renumber";
+    let direct = cluster.schema_url(schema);
+    let cutter = Cutter::start(cluster.port());
+    let through = format!("postgres://postgres@127.0.0.1:{}/postgres?options=-csearch_path%3D{schema}", cutter.port);
+    let pg = Postgres { cluster };
+    let journal = open_with(&through, at_finish());
+    let operator = open_with(&direct, JournalOptions::default());
+    pg.create_ledger(&direct);
+    handle(&journal, &indexed(1), b"one");
+    let claim = new_claim(&journal, &indexed(2));
+    let mut staged = credit(&pg, 2, 100);
+    staged.push(Staged::new("SELECT pg_sleep(0.5)", Vec::new()).unwrap());
+    let result = thread::scope(|s| {
+        let finishing = s.spawn(|| journal.finish_with(&claim, b"two", &staged));
+        thread::sleep(Duration::from_millis(150)); // inside its sleep, holding the numbering's lock
+        cutter.arm(b"COMMIT");
+        operator.renumber(1, "the service restarted its numbering").unwrap();
+        finishing.join().unwrap()
+    });
+    assert_eq!(cutter.cuts(), 1);
+    let mut client = postgres::Client::connect(&direct, postgres::NoTls).unwrap();
+    let rows = client.query("SELECT key, reply FROM sp_journal_delivery WHERE key LIKE '%event#2#%'", &[]).unwrap();
+    let rows: Vec<(String, Option<Vec<u8>>)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(rows, vec![("n1/event#2#bonusGranted".to_owned(), Some(b"two".to_vec()))]);
+    assert_eq!(pg.ledger(&direct), vec![(2, 100)]);
+    result.expect("stored by the first run, before the renumbering renamed it");
 }

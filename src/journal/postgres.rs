@@ -598,7 +598,11 @@ impl Postgres {
         let mut renumbered = false;
         let stored = self.transaction(options, Mode::AtFinish, |tx| {
             runs += 1;
-            if runs > 1 && tx.query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..]])?.try_get::<_, bool>(0)? {
+            if runs > 1
+                && tx
+                    .query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..], &unwritten.numbering])?
+                    .try_get::<_, bool>(0)?
+            {
                 return Ok(None); // stored by the first run, whose answer was lost with its connection
             }
             staged::run(tx.client, tx.staged, staged)?;
@@ -634,24 +638,27 @@ impl Postgres {
                 // The key stored meanwhile (a staged statement may have failed on what that
                 // delivery's statements did): by a delivery of the same content with this
                 // very reply, the event is handled once and this reply is its stored reply.
-                let found = self.transaction(options, Mode::Single, |tx| {
-                    let Some(row) = tx.query_opt(STORED_ALIKE, &[&claim.key, &unwritten.content, &reply])? else {
-                        return Ok(None);
-                    };
-                    let state = RecordState::parse(row.try_get(0)?)?;
-                    Ok(Some((state, row.try_get::<_, i64>(1)?, row.try_get::<_, bool>(2)?)))
+                // Its own index recorded and a replay counted then, all in the numbering it was
+                // claimed in (a renumbering since makes it `ClaimLost`, whatever is stored).
+                let params: Params<'_> =
+                    &[&claim.key, &unwritten.content, &reply, &claim.index, &unwritten.numbering, &self.shard()];
+                let (numbered, state, attempts, alike) = self.transaction(options, Mode::AtFinish, |tx| {
+                    let row = tx.query_one(STORED_ALIKE, params)?;
+                    let state: Option<&str> = row.try_get(1)?;
+                    Ok((
+                        row.try_get::<_, bool>(0)?,
+                        state.map(RecordState::parse).transpose()?,
+                        row.try_get::<_, Option<i64>>(2)?,
+                        row.try_get::<_, bool>(3)?,
+                    ))
                 })?;
-                return match found {
-                    None => Err(e),
-                    Some((_, _, true)) => {
-                        // Answered: its own index recorded, counted as a replay.
-                        let params: Params<'_> = &[&claim.index, &self.shard(), &unwritten.numbering];
-                        self.transaction(options, Mode::AtFinish, |tx| {
-                            Ok(tx.execute(ALIKE_COUNTED, params).map(drop)?)
-                        })?;
-                        Ok(())
+                return match (numbered, state, attempts, alike) {
+                    (false, ..) => Err(claims::renumbered_error(claim, "finish", unwritten.numbering)),
+                    (true, None, ..) => Err(e),
+                    (true, Some(_), _, true) => Ok(()),
+                    (true, Some(state), attempts, false) => {
+                        Err(claims::lost_error(claim, "finish", Some((state, attempts.unwrap_or(claim.attempt)))))
                     }
-                    Some((state, attempts, false)) => Err(claims::lost_error(claim, "finish", Some((state, attempts)))),
                 };
             }
             Err(e) => return Err(e),
@@ -1029,22 +1036,25 @@ const FINISH_UNWRITTEN: &str = concat!(
     "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1), ",
     "EXISTS (SELECT 1 FROM numbered) FROM durable"
 );
-/// A finish answered by another delivery's stored reply (see `Postgres::finish_unwritten`):
-/// its index `$1` recorded (while the numbering is still `$3`, in a `Mode::AtFinish`
-/// transaction), counted replayed in shard `$2`.
-const ALIKE_COUNTED: &str = concat!(
-    "WITH seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $1::bigint, ",
-    now_ms!(),
-    " WHERE $1::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $3) ON CONFLICT DO NOTHING) ",
-    "UPDATE sp_journal_counters SET replayed = replayed + 1 WHERE shard = $2"
-);
 /// Whether the key `$1` holds a row carrying the token `$2`: a claimed-at-finish delivery stored
-/// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection.
-const STORED_BY_TOKEN: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1 AND token = $2)";
-/// The state and attempts of the key `$1`'s row, and whether it is done with the content `$2` and
-/// the reply `$3`.
-const STORED_ALIKE: &str =
-    "SELECT state, attempts, state = 'done' AND content = $2 AND reply = $3 FROM sp_journal_delivery WHERE key = $1";
+/// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection; under the key a
+/// renumbering gave it since, when one did (`n<numbering $3>/<key>`, see `admin::renumber`).
+const STORED_BY_TOKEN: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key IN ($1, 'n' || $3::bigint || '/' || $1) AND token = $2)";
+/// A finish of a claim at finish whose key was stored by another delivery meanwhile (see
+/// `Postgres::finish_unwritten`), in a `Mode::AtFinish` transaction: whether the numbering is
+/// still `$5`, and the state and attempts of the key `$1`'s row and whether it is done with the
+/// content `$2` and the reply `$3`. When it is, and in that numbering, the index `$4` is
+/// recorded and a replay counted in shard `$6`.
+const STORED_ALIKE: &str = concat!(
+    "WITH numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $5), ",
+    "found AS (SELECT state, attempts, state = 'done' AND content = $2 AND reply = $3 AS alike FROM sp_journal_delivery WHERE key = $1), ",
+    "answered AS (SELECT 1 FROM found WHERE alike AND EXISTS (SELECT 1 FROM numbered)), ",
+    "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
+    now_ms!(),
+    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM answered) ON CONFLICT DO NOTHING), ",
+    "counted AS (UPDATE sp_journal_counters SET replayed = replayed + 1 WHERE shard = $6 AND EXISTS (SELECT 1 FROM answered)) ",
+    "SELECT EXISTS (SELECT 1 FROM numbered), (SELECT state FROM found), (SELECT attempts FROM found), COALESCE((SELECT alike FROM found), false)"
+);
 /// `abandon` of a delivery claimed at finish: stores it abandoned (`$1`..`$5` as for
 /// `FINISH_UNWRITTEN`) with its index, so that it counts unfinished and recovery fetches it,
 /// unless the key has a row by now; in a `Mode::AtFinish` transaction, only while the
