@@ -72,6 +72,20 @@ macro_rules! now_ms {
     };
 }
 
+/// The CTE `seen` recording the index `$4` (when not NULL) as seen, when the CTE named `$when`
+/// returned a row.
+macro_rules! seen_when {
+    ($when:literal) => {
+        concat!(
+            "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
+            now_ms!(),
+            " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM ",
+            $when,
+            ") ON CONFLICT DO NOTHING)"
+        )
+    };
+}
+
 /// Indexes merged into the runs per statement batch.
 const FOLD_BATCH: i64 = 4096;
 /// A process merges the seen indexes after this many indexed deliveries.
@@ -1028,9 +1042,8 @@ const FINISH_UNWRITTEN: &str = concat!(
     ", 0, ",
     now_ms!(),
     ", $7 FROM numbered WHERE current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
-    "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
-    now_ms!(),
-    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM finished) ON CONFLICT DO NOTHING), ",
+    seen_when!("finished"),
+    ", ",
     "counted AS (UPDATE sp_journal_counters SET handled = handled + 1 WHERE shard = $8 AND EXISTS (SELECT 1 FROM finished)) ",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true), ",
     "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1), ",
@@ -1049,9 +1062,8 @@ const STORED_ALIKE: &str = concat!(
     "WITH numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $5), ",
     "found AS (SELECT state, attempts, state = 'done' AND content = $2 AND reply = $3 AS alike FROM sp_journal_delivery WHERE key = $1), ",
     "answered AS (SELECT 1 FROM found WHERE alike AND EXISTS (SELECT 1 FROM numbered)), ",
-    "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
-    now_ms!(),
-    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM answered) ON CONFLICT DO NOTHING), ",
+    seen_when!("answered"),
+    ", ",
     "counted AS (UPDATE sp_journal_counters SET replayed = replayed + 1 WHERE shard = $6 AND EXISTS (SELECT 1 FROM answered)) ",
     "SELECT EXISTS (SELECT 1 FROM numbered), (SELECT state FROM found), (SELECT attempts FROM found), COALESCE((SELECT alike FROM found), false)"
 );
@@ -1066,9 +1078,8 @@ const ABANDON_UNWRITTEN: &str = concat!(
     ", ",
     now_ms!(),
     ", 0 FROM numbered ON CONFLICT (key) DO NOTHING RETURNING 1), ",
-    "seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
-    now_ms!(),
-    " WHERE $4::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM abandoned) ON CONFLICT DO NOTHING) ",
+    seen_when!("abandoned"),
+    " ",
     "SELECT EXISTS (SELECT 1 FROM numbered)"
 );
 const ABANDON: &str = concat!(
