@@ -719,6 +719,12 @@ pub(crate) fn resolve_conflict(sql: &mut dyn Sql, id: i64, note: &str) -> Result
 /// starts afresh from `first`, index-keyed deliveries keep their records and replies under a key
 /// of their numbering (`n1/event#17#bonusGranted`), so that the new numbering's events never
 /// meet them. Refunds and payouts, keyed by `transactionId`, are untouched.
+/// What a renumbering puts before the keys of index-keyed deliveries (`event#...`,
+/// `action#...`) of the numbering it ends, `numbering`: `n1/` for the first.
+pub(crate) fn numbering_prefix(numbering: i64) -> String {
+    format!("n{numbering}/")
+}
+
 pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str) -> Result<i64> {
     let note = note_checked(note)?;
     if first < 0 {
@@ -746,7 +752,7 @@ pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str) -> Result<i64>
     )?;
     sql.exec("DELETE FROM sp_journal_runs", &[])?;
     sql.exec("DELETE FROM sp_journal_fetch", &[])?;
-    let prefix = format!("n{old}/");
+    let prefix = numbering_prefix(old);
     sql.exec(
         "UPDATE sp_journal_delivery SET key = ?1 || key WHERE transaction_id IS NULL AND (key LIKE 'event#%' OR key LIKE 'action#%')",
         &[prefix.as_str().into()],

@@ -610,12 +610,11 @@ impl Postgres {
         let shard = self.shard();
         let mut runs = 0;
         let mut renumbered = false;
+        let renamed = format!("{}{}", admin::numbering_prefix(unwritten.numbering), claim.key);
         let stored = self.transaction(options, Mode::AtFinish, |tx| {
             runs += 1;
             if runs > 1
-                && tx
-                    .query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..], &unwritten.numbering])?
-                    .try_get::<_, bool>(0)?
+                && tx.query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..], &renamed])?.try_get::<_, bool>(0)?
             {
                 return Ok(None); // stored by the first run, whose answer was lost with its connection
             }
@@ -642,13 +641,14 @@ impl Postgres {
                 return Err(Fail::Journal(claims::renumbered_error(claim, "finish", unwritten.numbering)));
             }
             if count != 1 {
-                return Err(Fail::Journal(claims::lost_error(claim, "finish", lost_state(tx, claim)?)));
+                // Rolled back; what is stored instead is read below (`STORED_ALIKE`).
+                return Err(Fail::Journal(claims::lost_error(claim, "finish", None)));
             }
             Ok(row.try_get::<_, Option<String>>(2)?)
         });
         let reused = match stored {
             Ok(reused) => reused,
-            Err(e) if !renumbered && (e.kind == ErrorKind::ClaimLost || e.field.starts_with("statements[")) => {
+            Err(e) if !renumbered && (e.kind == ErrorKind::ClaimLost || super::staged::is_failed(&e)) => {
                 // The key stored meanwhile (a staged statement may have failed on what that
                 // delivery's statements did): by a delivery of the same content with this
                 // very reply, the event is handled once and this reply is its stored reply.
@@ -1050,9 +1050,9 @@ const FINISH_UNWRITTEN: &str = concat!(
     "EXISTS (SELECT 1 FROM numbered) FROM durable"
 );
 /// Whether the key `$1` holds a row carrying the token `$2`: a claimed-at-finish delivery stored
-/// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection; under the key a
-/// renumbering gave it since, when one did (`n<numbering $3>/<key>`, see `admin::renumber`).
-const STORED_BY_TOKEN: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key IN ($1, 'n' || $3::bigint || '/' || $1) AND token = $2)";
+/// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection; or the key `$3`, the
+/// one a renumbering since gave it (`admin::numbering_prefix`).
+const STORED_BY_TOKEN: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key IN ($1, $3) AND token = $2)";
 /// A finish of a claim at finish whose key was stored by another delivery meanwhile (see
 /// `Postgres::finish_unwritten`), in a `Mode::AtFinish` transaction: whether the numbering is
 /// still `$5`, and the state and attempts of the key `$1`'s row and whether it is done with the

@@ -492,6 +492,15 @@ fn note_reused(tx: &Transaction<'_>, label: &str, index: i64, key: &str, name: &
     Ok(())
 }
 
+/// Refuses `verb` (finish, abandon) of a claim at finish handed out in a numbering a
+/// renumbering has ended since: it would store a delivery of the old numbering into the new.
+fn still_numbered(tx: &Transaction<'_>, claim: &Claim, unwritten: &Unwritten, verb: &str) -> TxResult<()> {
+    if meta(tx, "numbering")?.unwrap_or(1) == unwritten.numbering {
+        return Ok(());
+    }
+    Err(Fail::Journal(claims::renumbered_error(claim, verb, unwritten.numbering)))
+}
+
 /// Writes a delivery claimed at finish (`Claim::unwritten`) as `done` with `reply`, or as
 /// `abandoned` when `reply` is `None`, recording its index, unless the key has a row by now:
 /// whether it was written. Inside a write transaction.
@@ -830,9 +839,7 @@ impl super::Store for Sqlite {
             // taken, keeps the key as it is to the commit.) Else the staged statements, then the
             // delivery, done.
             return self.transaction(options, true, true, |tx| {
-                if meta(tx, "numbering")?.unwrap_or(1) != unwritten.numbering {
-                    return Err(Fail::Journal(claims::renumbered_error(claim, "finish", unwritten.numbering)));
-                }
+                still_numbered(tx, claim, unwritten, "finish")?;
                 // Stored by a delivery of the same content with this very reply: the event is
                 // handled once and this reply is its stored reply (its index recorded, counted
                 // as a replay).
@@ -885,9 +892,7 @@ impl super::Store for Sqlite {
         if let Some(unwritten) = &claim.unwritten {
             // Stored abandoned (unfinished: recovery fetches it), unless stored meanwhile.
             return self.transaction(options, true, false, |tx| {
-                if meta(tx, "numbering")?.unwrap_or(1) != unwritten.numbering {
-                    return Err(Fail::Journal(claims::renumbered_error(claim, "abandon", unwritten.numbering)));
-                }
+                still_numbered(tx, claim, unwritten, "abandon")?;
                 write_unwritten(tx, &self.label, claim, unwritten, None, options).map(drop)
             });
         }

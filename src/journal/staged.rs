@@ -92,6 +92,11 @@ pub fn check_room(already: usize) -> Result<()> {
     Ok(())
 }
 
+/// Whether `error` is one of `failed`: a staged statement refused by the database.
+pub(crate) fn is_failed(error: &Error) -> bool {
+    error.field.starts_with("statements[")
+}
+
 /// The error of staged statement `number` (from 1) failing with the database's `problem`:
 /// nothing was stored and the claim is still held.
 pub(crate) fn failed(number: usize, staged: &Staged, problem: &str) -> Error {
