@@ -3,7 +3,9 @@
 //! with the stored reply or not at all, run once however often the event is delivered, never
 //! run for a claim lost to another delivery, bind every kind of value to the column's own type,
 //! and survive a connection lost in their middle (PostgreSQL: the whole transaction runs again
-//! on a fresh connection, and the credit is made once).
+//! on a fresh connection, and the credit is made once). The same for a claim written at finish
+//! (`claim_at_finish`), whose statements PostgreSQL is sent together with the storing one: a
+//! failure among them names its statement and stores nothing, and a finish is two round trips.
 
 use std::time::Duration;
 
@@ -47,6 +49,10 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("a_claim_lost_to_another_delivery_runs_nothing", a_claim_lost_to_another_delivery_runs_nothing),
     ("every_kind_of_value_reaches_its_column", every_kind_of_value_reaches_its_column),
     ("rows_a_statement_returns_are_dropped", rows_a_statement_returns_are_dropped),
+    (
+        "at_finish_a_failing_statement_among_several_stores_nothing",
+        at_finish_a_failing_statement_among_several_stores_nothing,
+    ),
 ];
 
 #[test]
@@ -62,6 +68,8 @@ fn postgres_staged() {
     a_connection_lost_among_the_statements_runs_them_again_once(&backend);
     a_session_changed_by_a_statement_is_not_kept(&backend);
     a_table_changed_under_a_prepared_statement_is_prepared_again(&backend);
+    at_finish_a_connection_lost_among_the_statements_runs_them_again_once(&backend);
+    at_finish_a_delivery_is_three_round_trips(&backend);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -277,4 +285,137 @@ fn a_table_changed_under_a_prepared_statement_is_prepared_again(b: &Postgres) {
     }
     assert_eq!(credits(b, &url), 4);
     println!("postgres a_table_changed_under_a_prepared_statement_is_prepared_again: ok");
+}
+
+fn at_finish() -> JournalOptions {
+    JournalOptions { claim_at_finish: true, ..JournalOptions::default() }
+}
+
+/// A claim written at finish whose second of three statements fails: the error names it, and
+/// nothing is stored (neither the first statement's credit, nor the delivery, nor the third);
+/// the event is new to the next delivery, which stores it all.
+fn at_finish_a_failing_statement_among_several_stores_nothing(b: &dyn Backend) {
+    let url = b.url("at_finish_failing");
+    let journal = journal_with_ledger(b, &url, &at_finish());
+    let claim = new_claim(&journal, &plain_refund(1));
+    let missing = Staged::new("INSERT INTO no_such_table (x) VALUES (1)", vec![]).unwrap();
+    let error = journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500), missing, credit(b, 2, 500)]).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal, "{error}");
+    assert_eq!(error.field, "statements[1]", "{error}");
+    assert!(error.message.contains("staged statement 2 (INSERT INTO no_such_table"), "{error}");
+    assert!(error.message.contains("no_such_table"), "the database's words: {error}");
+    assert_eq!(credits(b, &url), 0);
+    assert!(journal.lookup(1).expect("lookup").is_empty(), "no delivery stored");
+    // The last statement failing (a unique violation) is named the same way.
+    b.exec(&url, "INSERT INTO credits (transaction_id, amount) VALUES (2, 1)");
+    let claim = new_claim(&journal, &plain_refund(1));
+    let error = journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500), credit(b, 2, 500)]).unwrap_err();
+    assert_eq!(error.field, "statements[1]", "{error}");
+    assert_eq!(credits(b, &url), 1, "only the row inserted by hand");
+    b.exec(&url, "DELETE FROM credits");
+    let claim = new_claim(&journal, &plain_refund(1));
+    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500), credit(b, 2, 500)]).expect("finish");
+    assert_eq!(credits(b, &url), 2);
+    assert_eq!(state_of(&journal, 1), RecordState::Done);
+}
+
+/// `a_connection_lost_among_the_statements_runs_them_again_once` for a claim written at finish:
+/// the statements and the storing one were sent together; the connection died among them, so
+/// nothing was stored, and the run on a fresh connection stores it all once.
+fn at_finish_a_connection_lost_among_the_statements_runs_them_again_once(b: &Postgres) {
+    let url = b.url("at_finish_connection_lost");
+    let journal = journal_with_ledger(b, &url, &at_finish());
+    b.exec(&url, "CREATE SEQUENCE runs");
+    let claim = new_claim(&journal, &plain_refund(1));
+    let kill_once =
+        Staged::new("SELECT CASE WHEN nextval('runs') = 1 THEN pg_terminate_backend(pg_backend_pid()) END", vec![])
+            .unwrap();
+    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 900), kill_once]).expect("finish_with, run again");
+    assert_eq!(b.count(&url, "SELECT last_value FROM runs"), 2, "run twice: the first connection died");
+    assert_eq!(credits(b, &url), 1);
+    assert_eq!(state_of(&journal, 1), RecordState::Done);
+    println!("postgres at_finish_a_connection_lost_among_the_statements_runs_them_again_once: ok");
+}
+
+/// Through a proxy that counts the client's turns to speak (a round trip each): with a claim
+/// written at finish, `begin` is one round trip (is the key held?) and `finish` with two
+/// statements is two (`BEGIN`, the statements and the storing statement sent together; then
+/// `COMMIT`), once the connection has its statements prepared.
+fn at_finish_a_delivery_is_three_round_trips(b: &Postgres) {
+    let url = b.url("at_finish_round_trips");
+    journal_with_ledger(b, &url, &at_finish());
+    let turns = Turns::start(b.0.port());
+    let proxied = url.replacen(&format!(":{}/", b.0.port()), &format!(":{}/", turns.port), 1);
+    let journal = Journal::open(&proxied, &at_finish()).expect("open through the proxy");
+    let mut counted = Vec::new();
+    for n in 1..=6 {
+        let before = turns.count();
+        let claim = new_claim(&journal, &plain_refund(n));
+        let begun = turns.count();
+        journal.finish_with(&claim, &reply(n), &[credit(b, n, 10), credit(b, n + 100, 10)]).expect("finish");
+        counted.push((begun - before, turns.count() - begun));
+    }
+    // The first delivery prepares the statements on the new connection. A finish may also merge
+    // the seen indexes (one in 256 of a process's): at most one of five does.
+    let later = &counted[1..];
+    assert!(later.iter().all(|&(begin, finish)| begin == 1 && finish >= 2), "(begin, finish): {counted:?}");
+    assert!(later.iter().filter(|&&c| c == (1, 2)).count() >= 4, "(begin, finish): {counted:?}");
+    assert_eq!(credits(b, &url), 12);
+    println!("postgres at_finish_a_delivery_is_three_round_trips: ok ({counted:?})");
+}
+
+/// A TCP proxy to the cluster counting the client's turns: the times it sends after the server
+/// answered (or first). A request whose messages are written together is one turn.
+struct Turns {
+    port: u16,
+    turns: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Turns {
+    fn start(server_port: u16) -> Turns {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let turns = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&turns);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else { continue };
+                let answered = Arc::new(AtomicBool::new(true));
+                let pipe = |mut from: TcpStream, mut to: TcpStream, on_read: Box<dyn Fn() + Send>| {
+                    std::thread::spawn(move || {
+                        let mut buffer = vec![0; 1 << 16];
+                        while let Ok(n @ 1..) = from.read(&mut buffer) {
+                            on_read();
+                            if to.write_all(&buffer[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                };
+                let (spoke, heard) = (Arc::clone(&answered), Arc::clone(&answered));
+                let counted = Arc::clone(&counted);
+                pipe(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    Box::new(move || {
+                        if spoke.swap(false, Ordering::SeqCst) {
+                            counted.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }),
+                );
+                pipe(server, client, Box::new(move || heard.store(true, Ordering::SeqCst)));
+            }
+        });
+        Turns { port, turns }
+    }
+
+    fn count(&self) -> usize {
+        self.turns.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }

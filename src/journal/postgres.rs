@@ -1,5 +1,6 @@
 //! The PostgreSQL journal, for workers on several hosts: the same semantics as SQLite's on a
-//! server, through the blocking `postgres` client; connections pooled per process and URL.
+//! server, through a blocking client over tokio-postgres (`client`); connections pooled per
+//! process and URL.
 //!
 //! Every call is one READ COMMITTED transaction. A claim is `INSERT ... ON CONFLICT DO NOTHING`;
 //! when the key exists, a finished row of the same content answers at once (it never changes
@@ -8,9 +9,12 @@
 //! `synchronous_commit=off`, stored replies with `on` (`Synchronous::Full`): the statement that
 //! stores a reply sets its own transaction's `synchronous_commit` (`set_config(..., true)`), so
 //! that a durable `finish` is one round trip, not three (`BEGIN; SET LOCAL`, the statement,
-//! `COMMIT`). Indexes are appended to `sp_journal_seen` and merged into the runs in batches
-//! (every few hundred deliveries of a process, and before `status` and `missing` answer), so
-//! that concurrent deliveries never queue on the runs. Counters are spread over shard rows for
+//! `COMMIT`). A transaction's `BEGIN` is written with its first statement (`Client::defer`), and
+//! the finish of a claim at finish writes the partner's staged statements and the storing
+//! statement together (`Client::pipeline`): its transaction is two round trips, that and
+//! `COMMIT`, however many statements it holds. Indexes are appended to `sp_journal_seen` and
+//! merged into the runs in batches (every few hundred deliveries of a process, and before
+//! `status` and `missing` answer), so that concurrent deliveries never queue on the runs. Counters are spread over shard rows for
 //! the same reason.
 //!
 //! A kept connection the server dropped (a restart, `pg_terminate_backend`, a crash) is found
@@ -25,9 +29,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use postgres::error::SqlState;
-use postgres::types::ToSql;
-use postgres::{Client, Config, Row, Statement};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Config, Row, Statement};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -41,8 +45,11 @@ use super::sql::{LeaseClock, Sql, SqlRow, Value, dollar_params};
 use super::staged::Staged;
 use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
 
+mod client;
 mod staged;
 mod tls;
+
+use client::{Client, ConnectError, Params, PipelineError};
 
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
@@ -134,12 +141,12 @@ struct PgConn {
 }
 
 enum Fail {
-    Db(postgres::Error),
+    Db(tokio_postgres::Error),
     Journal(Error),
 }
 
-impl From<postgres::Error> for Fail {
-    fn from(e: postgres::Error) -> Self {
+impl From<tokio_postgres::Error> for Fail {
+    fn from(e: tokio_postgres::Error) -> Self {
         Fail::Db(e)
     }
 }
@@ -169,7 +176,8 @@ enum Mode {
     /// creating the tables, reading.
     Normal,
     /// As `Normal`, for the writes of a claim `begin` wrote nothing for (`Claim::unwritten`):
-    /// sent with `BEGIN`, in its round trip, the numbering's lock taken shared (so that a
+    /// in the `BEGIN` batch (sent with the first statement, as every `BEGIN` is), the
+    /// numbering's lock taken shared (so that a
     /// renumbering waits for the transaction, and a statement after it sees the numbering a
     /// renumbering committed) and the transaction's guard set (`slotpartner.guard`, a
     /// transaction-local setting; see `FINISH_UNWRITTEN`).
@@ -178,7 +186,6 @@ enum Mode {
     /// renumbering): run again only when the connection died before `COMMIT` was sent.
     Once,
 }
-type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// One transaction on a pooled connection, with its prepared statements.
 struct Tx<'a> {
@@ -188,7 +195,7 @@ struct Tx<'a> {
 }
 
 impl Tx<'_> {
-    fn statement(&mut self, sql: &'static str) -> std::result::Result<Statement, postgres::Error> {
+    fn statement(&mut self, sql: &'static str) -> std::result::Result<Statement, tokio_postgres::Error> {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
@@ -197,17 +204,17 @@ impl Tx<'_> {
         Ok(statement)
     }
 
-    fn execute(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<u64, postgres::Error> {
+    fn execute(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<u64, tokio_postgres::Error> {
         let statement = self.statement(sql)?;
         self.client.execute(&statement, params)
     }
 
-    fn query(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Vec<Row>, postgres::Error> {
+    fn query(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
         let statement = self.statement(sql)?;
         self.client.query(&statement, params)
     }
 
-    fn query_one(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Row, postgres::Error> {
+    fn query_one(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Row, tokio_postgres::Error> {
         let statement = self.statement(sql)?;
         self.client.query_one(&statement, params)
     }
@@ -216,19 +223,19 @@ impl Tx<'_> {
         &mut self,
         sql: &'static str,
         params: Params<'_>,
-    ) -> std::result::Result<Option<Row>, postgres::Error> {
+    ) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
         let statement = self.statement(sql)?;
         self.client.query_opt(&statement, params)
     }
 
-    fn meta(&mut self, key: &str) -> std::result::Result<Option<i64>, postgres::Error> {
+    fn meta(&mut self, key: &str) -> std::result::Result<Option<i64>, tokio_postgres::Error> {
         match self.query_opt("SELECT value FROM sp_journal_meta WHERE key = $1", &[&key])? {
             Some(row) => row.try_get(0).map(Some),
             None => Ok(None),
         }
     }
 
-    fn bump(&mut self, shard: i64, counter: Counter, by: i64) -> std::result::Result<(), postgres::Error> {
+    fn bump(&mut self, shard: i64, counter: Counter, by: i64) -> std::result::Result<(), tokio_postgres::Error> {
         self.execute(counter.postgres_update(), &[&shard, &by]).map(drop)
     }
 }
@@ -366,12 +373,17 @@ impl Postgres {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.lock_timeout.max(Duration::from_secs(1)));
         }
-        let mut client = config.connect(self.tls.connector()).map_err(|e| {
-            let mut error = self.error(&e);
-            if let Some(why) = self.tls.explain(&e) {
-                error.message = format!("{}: {why}", error.message);
+        let mut client = Client::connect(&config, self.tls.connector()).map_err(|e| match e {
+            ConnectError::Runtime(e) => {
+                Error::new(ErrorKind::Journal, format!("{}: cannot start the client's I/O: {e}", self.label))
             }
-            error
+            ConnectError::Db(e) => {
+                let mut error = self.error(&e);
+                if let Some(why) = self.tls.explain(&e) {
+                    error.message = format!("{}: {why}", error.message);
+                }
+                error
+            }
         })?;
         client.batch_execute(&session_settings(options)).map_err(|e| self.error(&e))?;
         Ok(PgConn {
@@ -405,7 +417,7 @@ impl Postgres {
         self.generation.fetch_max(conn.generation + 1, Ordering::AcqRel);
     }
 
-    fn error(&self, e: &postgres::Error) -> Error {
+    fn error(&self, e: &tokio_postgres::Error) -> Error {
         let mut message = format!("{}: {e}", self.label);
         if let Some(db) = e.as_db_error() {
             message = format!("{message}: {} (SQLSTATE {})", db.message(), db.code().code());
@@ -570,14 +582,15 @@ impl Postgres {
         &self,
         conn: &mut Pooled<'_, PgConn>,
         options: &JournalOptions,
-        begin: Option<&str>,
-    ) -> std::result::Result<(), postgres::Error> {
+        begin: Option<&'static str>,
+    ) -> std::result::Result<(), tokio_postgres::Error> {
         if conn.lock_timeout != options.lock_timeout {
             conn.client.batch_execute(&session_settings(options))?;
             conn.lock_timeout = options.lock_timeout;
         }
         match begin {
-            Some(begin) => conn.client.batch_execute(begin),
+            // Sent with the transaction's first statement, in its round trip.
+            Some(begin) => conn.client.defer(begin),
             None => Ok(()),
         }
     }
@@ -618,7 +631,6 @@ impl Postgres {
             {
                 return Ok(None); // stored by the first run, whose answer was lost with its connection
             }
-            staged::run(tx.client, tx.staged, staged)?;
             let params: Params<'_> = &[
                 &claim.key,
                 &unwritten.name,
@@ -631,7 +643,15 @@ impl Postgres {
                 &commit,
                 &unwritten.numbering,
             ];
-            let row = tx.query_one(FINISH_UNWRITTEN, params)?;
+            // The staged statements and the storing one in one round trip, with the `BEGIN`.
+            let finish = tx.statement(FINISH_UNWRITTEN)?;
+            let rows = staged::run_then(tx.client, tx.staged, staged, Some((&finish, params)))?;
+            let [row] = <[Row; 1]>::try_from(rows).map_err(|rows| {
+                Fail::Journal(Error::new(
+                    ErrorKind::Journal,
+                    format!("{}: the finish answered {} rows, not one", self.label, rows.len()),
+                ))
+            })?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
             if guard.as_deref() != Some("on") {
                 return Err(Fail::Journal(super::staged::escaped()));
@@ -697,7 +717,7 @@ impl Postgres {
 /// Whether `e` says the connection is gone: the server shut down (SQLSTATE 57P01, a restart or
 /// `pg_terminate_backend`), crashed (57P02), is starting (57P03), ended an idle session
 /// (57P05), or the socket failed. A fresh connection may succeed where it failed.
-fn connection_lost(e: &postgres::Error) -> bool {
+fn connection_lost(e: &tokio_postgres::Error) -> bool {
     const GONE: [SqlState; 4] = [
         SqlState::ADMIN_SHUTDOWN,
         SqlState::CRASH_SHUTDOWN,
@@ -713,7 +733,7 @@ fn connection_lost(e: &postgres::Error) -> bool {
 /// prepared statements are stale (`cached plan must not change result type` after a table
 /// changed, or gone after a `DEALLOCATE`), or its tables are not found or not allowed (a search
 /// path or role changed for the session). Such a connection is dropped, not kept.
-fn poisoned(e: &postgres::Error) -> bool {
+fn poisoned(e: &tokio_postgres::Error) -> bool {
     const STALE: [SqlState; 4] = [
         SqlState::FEATURE_NOT_SUPPORTED,
         SqlState::INVALID_SQL_STATEMENT_NAME,
@@ -726,7 +746,7 @@ fn poisoned(e: &postgres::Error) -> bool {
 /// Whether connecting failed because the host name did not resolve. The resolver's failure has
 /// no `io::ErrorKind` of its own: the standard library words it "failed to lookup address
 /// information: ...", and that is what is looked for.
-fn unresolved_host(e: &postgres::Error) -> bool {
+fn unresolved_host(e: &tokio_postgres::Error) -> bool {
     let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(error) = next {
         if error.to_string().starts_with("failed to lookup address information") {
@@ -744,7 +764,7 @@ fn session_settings(options: &JournalOptions) -> String {
 
 /// `postgres://user@host:port/dbname`, leaving out the password and other parameters.
 fn label(config: &Config) -> String {
-    use postgres::config::Host;
+    use tokio_postgres::config::Host;
     let host = match config.get_hosts().first() {
         // An IPv6 address in brackets, as a URL writes it (`[::1]:5432`).
         Some(Host::Tcp(host)) if host.contains(':') => format!("[{host}]"),
@@ -776,7 +796,7 @@ fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOp
         let seen = rows
             .iter()
             .map(|r| Ok((r.try_get::<_, i64>(0)?, r.try_get::<_, i64>(1)?)))
-            .collect::<std::result::Result<Vec<(i64, i64)>, postgres::Error>>()?;
+            .collect::<std::result::Result<Vec<(i64, i64)>, tokio_postgres::Error>>()?;
         let indexes: Vec<i64> = seen.iter().map(|&(index, _)| index).collect();
         if indexes.is_empty() {
             break;
@@ -807,53 +827,53 @@ fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOp
 
 struct PgRuns<'a, 'b>(&'a mut Tx<'b>);
 
-fn runs(rows: Vec<Row>) -> std::result::Result<Vec<Run>, postgres::Error> {
+fn runs(rows: Vec<Row>) -> std::result::Result<Vec<Run>, tokio_postgres::Error> {
     rows.iter().map(|r| Ok(Run { lo: r.try_get(0)?, hi: r.try_get(1)? })).collect()
 }
 
-fn one_run(row: Option<Row>) -> std::result::Result<Option<Run>, postgres::Error> {
+fn one_run(row: Option<Row>) -> std::result::Result<Option<Run>, tokio_postgres::Error> {
     row.map(|r| Ok(Run { lo: r.try_get(0)?, hi: r.try_get(1)? })).transpose()
 }
 
 impl Runs for PgRuns<'_, '_> {
-    type Error = postgres::Error;
+    type Error = tokio_postgres::Error;
 
-    fn at_or_before(&mut self, at: i64) -> std::result::Result<Option<Run>, postgres::Error> {
+    fn at_or_before(&mut self, at: i64) -> std::result::Result<Option<Run>, tokio_postgres::Error> {
         let sql = "SELECT lo, hi FROM sp_journal_runs WHERE lo <= $1 ORDER BY lo DESC LIMIT 1";
         one_run(self.0.query_opt(sql, &[&at])?)
     }
 
-    fn starting_within(&mut self, from: i64, to: i64) -> std::result::Result<Vec<Run>, postgres::Error> {
+    fn starting_within(&mut self, from: i64, to: i64) -> std::result::Result<Vec<Run>, tokio_postgres::Error> {
         runs(
             self.0
                 .query("SELECT lo, hi FROM sp_journal_runs WHERE lo >= $1 AND lo <= $2 ORDER BY lo", &[&from, &to])?,
         )
     }
 
-    fn remove(&mut self, lo: i64) -> std::result::Result<(), postgres::Error> {
+    fn remove(&mut self, lo: i64) -> std::result::Result<(), tokio_postgres::Error> {
         self.0.execute("DELETE FROM sp_journal_runs WHERE lo = $1", &[&lo]).map(drop)
     }
 
-    fn put(&mut self, run: Run, seen: gaps::Seen) -> std::result::Result<(), postgres::Error> {
+    fn put(&mut self, run: Run, seen: gaps::Seen) -> std::result::Result<(), tokio_postgres::Error> {
         /// `schema::RUNS_PUT` with `$N` parameters, prepared once per connection like the rest.
         static RUNS_PUT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| dollar_params(schema::RUNS_PUT));
         self.0.execute(RUNS_PUT.as_str(), &[&run.lo, &run.hi, &seen.first_ms, &seen.last_ms]).map(drop)
     }
 
-    fn after(&mut self, after: i64, limit: usize) -> std::result::Result<Vec<Run>, postgres::Error> {
+    fn after(&mut self, after: i64, limit: usize) -> std::result::Result<Vec<Run>, tokio_postgres::Error> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         runs(self.0.query("SELECT lo, hi FROM sp_journal_runs WHERE lo > $1 ORDER BY lo LIMIT $2", &[&after, &limit])?)
     }
 
-    fn lowest(&mut self) -> std::result::Result<Option<Run>, postgres::Error> {
+    fn lowest(&mut self) -> std::result::Result<Option<Run>, tokio_postgres::Error> {
         one_run(self.0.query_opt("SELECT lo, hi FROM sp_journal_runs ORDER BY lo LIMIT 1", &[])?)
     }
 
-    fn highest(&mut self) -> std::result::Result<Option<Run>, postgres::Error> {
+    fn highest(&mut self) -> std::result::Result<Option<Run>, tokio_postgres::Error> {
         one_run(self.0.query_opt("SELECT lo, hi FROM sp_journal_runs ORDER BY lo DESC LIMIT 1", &[])?)
     }
 
-    fn seen_below(&mut self, first: i64) -> std::result::Result<i64, postgres::Error> {
+    fn seen_below(&mut self, first: i64) -> std::result::Result<i64, tokio_postgres::Error> {
         let sql = "SELECT COALESCE(SUM(LEAST(hi, $1::bigint - 1) - lo + 1), 0)::bigint FROM sp_journal_runs WHERE lo < $1::bigint";
         match self.0.query_opt(sql, &[&first])? {
             Some(row) => row.try_get(0),
@@ -869,7 +889,7 @@ struct PgSql<'a, 'b> {
 }
 
 impl PgSql<'_, '_> {
-    fn fail(&self, e: &postgres::Error) -> Error {
+    fn fail(&self, e: &tokio_postgres::Error) -> Error {
         let mut message = format!("{}: {e}", self.label);
         if let Some(db) = e.as_db_error() {
             message = format!("{message}: {} (SQLSTATE {})", db.message(), db.code().code());
@@ -900,7 +920,7 @@ impl Sql for PgSql<'_, '_> {
     }
 
     fn rows(&mut self, sql: &str, params: &[Value]) -> Result<Vec<SqlRow>> {
-        use postgres::types::Type;
+        use tokio_postgres::types::Type;
         let owned = pg_params(params);
         let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| p.as_ref()).collect();
         let rows = self.tx.client.query(dollar_params(sql).as_str(), &refs).map_err(|e| self.fail(&e))?;
@@ -1107,7 +1127,7 @@ fn lost_state(tx: &mut Tx<'_>, claim: &Claim) -> TxResult<Option<(RecordState, i
 }
 
 /// `SELECT count(*)` as a number.
-fn counted(row: Option<Row>) -> std::result::Result<i64, postgres::Error> {
+fn counted(row: Option<Row>) -> std::result::Result<i64, tokio_postgres::Error> {
     row.map_or(Ok(0), |row| row.try_get(0))
 }
 

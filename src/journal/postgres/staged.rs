@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::error::Error as StdError;
 
 use bytes::BytesMut;
-use postgres::error::SqlState;
-use postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
-use postgres::{Client, Statement};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Row, Statement};
 
 use super::super::hex::hex;
 use super::super::staged::{self, SqlValue, Staged};
-use super::{Fail, TxResult, connection_lost};
+use super::{Client, Fail, Params, PipelineError, TxResult, connection_lost};
 
 /// How many of the partner's statements a connection keeps prepared; past it, all are dropped.
 const KEPT: usize = 64;
@@ -51,41 +51,69 @@ impl ToSql for AsText<'_> {
     to_sql_checked!();
 }
 
-/// Runs `staged` in order on `client`, inside the caller's transaction. A lost connection or a
+/// Runs `staged` in order on `client`, inside the caller's transaction, all sent in one round
+/// trip (with the transaction's deferred `BEGIN`, if not yet sent). A lost connection or a
 /// serialization failure is left to the caller's retry (`Fail::Db`); any other failure names its
 /// statement (`Fail::Journal`), and the caller's rollback undoes them all.
 pub(super) fn run(client: &mut Client, prepared: &mut Prepared, staged: &[Staged]) -> TxResult<()> {
-    for (at, statement) in staged.iter().enumerate() {
-        let ran = prepare(client, prepared, statement.sql()).and_then(|prepared| {
-            let params: Vec<AsText<'_>> = statement.params().iter().map(AsText).collect();
-            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-            client.execute(&prepared, &refs)
-        });
-        if let Err(e) = ran {
-            // Prepared again next time: a statement that failed may be stale (its table changed).
-            prepared.0.remove(statement.sql());
-            let code = e.code();
-            if connection_lost(&e)
-                || code == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
-                || code == Some(&SqlState::T_R_DEADLOCK_DETECTED)
-                || code == Some(&SqlState::FEATURE_NOT_SUPPORTED)
-            {
-                return Err(Fail::Db(e));
-            }
-            let problem = match e.as_db_error() {
-                Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
-                None => match StdError::source(&e) {
-                    Some(cause) => format!("{e}: {cause}"),
-                    None => e.to_string(),
-                },
-            };
-            return Err(Fail::Journal(staged::failed(at + 1, statement, &problem)));
-        }
-    }
-    Ok(())
+    run_then(client, prepared, staged, None).map(|_| ())
 }
 
-fn prepare(client: &mut Client, prepared: &mut Prepared, sql: &str) -> Result<Statement, postgres::Error> {
+/// `run`, then `last` (one of the journal's statements, with its parameters) in the same round
+/// trip: its rows, when it ran; not when a staged statement failed (inside the transaction, the
+/// statements after a failed one fail too).
+pub(super) fn run_then(
+    client: &mut Client,
+    prepared: &mut Prepared,
+    staged: &[Staged],
+    last: Option<(&Statement, Params<'_>)>,
+) -> TxResult<Vec<Row>> {
+    let mut statements = Vec::with_capacity(staged.len());
+    for (at, statement) in staged.iter().enumerate() {
+        match prepare(client, prepared, statement.sql()) {
+            Ok(ready) => statements.push(ready),
+            Err(e) => return Err(failure(prepared, at, statement, e)),
+        }
+    }
+    let texts: Vec<Vec<AsText<'_>>> =
+        staged.iter().map(|statement| statement.params().iter().map(AsText).collect()).collect();
+    let refs: Vec<Vec<&(dyn ToSql + Sync)>> =
+        texts.iter().map(|params| params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()).collect();
+    let mut requests: Vec<(&Statement, Params<'_>)> =
+        statements.iter().zip(refs.iter()).map(|(statement, params)| (statement, params.as_slice())).collect();
+    requests.extend(last);
+    match client.pipeline(&requests) {
+        Ok(mut answers) => {
+            Ok(if answers.len() > staged.len() { answers.pop().unwrap_or_default() } else { Vec::new() })
+        }
+        Err(PipelineError::At(at, e)) if at < staged.len() => Err(failure(prepared, at, &staged[at], e)),
+        Err(PipelineError::At(_, e) | PipelineError::Before(e)) => Err(Fail::Db(e)),
+    }
+}
+
+/// The failure of the staged statement at `at` (from 0).
+fn failure(prepared: &mut Prepared, at: usize, statement: &Staged, e: tokio_postgres::Error) -> Fail {
+    // Prepared again next time: a statement that failed may be stale (its table changed).
+    prepared.0.remove(statement.sql());
+    let code = e.code();
+    if connection_lost(&e)
+        || code == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+        || code == Some(&SqlState::T_R_DEADLOCK_DETECTED)
+        || code == Some(&SqlState::FEATURE_NOT_SUPPORTED)
+    {
+        return Fail::Db(e);
+    }
+    let problem = match e.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => match StdError::source(&e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
+    };
+    Fail::Journal(staged::failed(at + 1, statement, &problem))
+}
+
+fn prepare(client: &mut Client, prepared: &mut Prepared, sql: &str) -> Result<Statement, tokio_postgres::Error> {
     if let Some(statement) = prepared.0.get(sql) {
         return Ok(statement.clone());
     }

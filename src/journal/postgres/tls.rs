@@ -1,7 +1,7 @@
 //! TLS to the PostgreSQL server, with libpq's URL parameters `sslmode` and `sslrootcert`, over
 //! rustls (the ring provider) through `tokio-postgres-rustls`.
 //!
-//! The `postgres` crate's own parser knows `sslmode=disable|prefer|require` and refuses
+//! The client's own URL parser (tokio-postgres') knows `sslmode=disable|prefer|require` and refuses
 //! `verify-ca`, `verify-full` and `sslrootcert`: both parameters are taken out of the URL here,
 //! interpreted as libpq does, and the rest of the URL goes to that parser.
 //!
@@ -21,14 +21,14 @@
 
 use std::sync::Arc;
 
-use postgres::Config;
-use postgres::config::{Host, SslMode};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_postgres::Config;
+use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -109,7 +109,7 @@ fn url_error(problem: impl std::fmt::Display) -> Error {
     Error::field(ErrorKind::InvalidArgument, "journal_url", problem)
 }
 
-/// Takes `sslmode` and `sslrootcert` out of `url` (the `postgres` crate's parser refuses what
+/// Takes `sslmode` and `sslrootcert` out of `url` (the client's parser refuses what
 /// it does not know): the URL without them, and the settings they make.
 pub(crate) fn from_url(url: &str) -> Result<(String, Tls)> {
     let split = split(url)?;
@@ -123,7 +123,7 @@ struct Split {
     sslrootcert: Option<String>,
 }
 
-/// Finds the query as the `postgres` crate does (after the first `@`, the first `?`), and
+/// Finds the query as tokio-postgres does (after the first `@`, the first `?`), and
 /// takes out the parameters this module handles; the others stay, in their order, as written.
 fn split(url: &str) -> Result<Split> {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
@@ -170,7 +170,7 @@ fn split(url: &str) -> Result<Split> {
     Ok(Split { url: rest, sslmode, sslrootcert })
 }
 
-/// `%XX` escapes decoded (`+` stays `+`, as libpq and the `postgres` crate have it).
+/// `%XX` escapes decoded (`+` stays `+`, as libpq and tokio-postgres have it).
 fn percent_decode(text: &str) -> std::result::Result<String, String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -268,9 +268,9 @@ impl Tls {
     }
 
     /// What a failure to connect means and which URL parameter changes it, when TLS caused it.
-    pub(crate) fn explain(&self, e: &postgres::Error) -> Option<String> {
+    pub(crate) fn explain(&self, e: &tokio_postgres::Error) -> Option<String> {
         let mode = self.mode.name();
-        // The `postgres` client's words when the server answers its TLS request with a no.
+        // tokio-postgres' words when the server answers its TLS request with a no.
         if std::error::Error::source(e).is_some_and(|cause| cause.to_string() == "server does not support TLS") {
             return Some(format!(
                 "the server does not offer TLS, which sslmode={mode} requires: turn on ssl in the server's \
@@ -356,7 +356,7 @@ fn bare_name(presented: &str) -> &str {
 
 /// The rustls error inside a failed connection's causes: `tokio-rustls` wraps it in an I/O error,
 /// whose `source()` skips it, hence the `get_ref`.
-fn rustls_error(e: &postgres::Error) -> Option<&rustls::Error> {
+fn rustls_error(e: &tokio_postgres::Error) -> Option<&rustls::Error> {
     let mut cause = std::error::Error::source(e);
     while let Some(c) = cause {
         if let Some(tls) = c.downcast_ref::<rustls::Error>() {
