@@ -5,7 +5,8 @@
 //! and survive a connection lost in their middle (PostgreSQL: the whole transaction runs again
 //! on a fresh connection, and the credit is made once). The same for a claim written at finish
 //! (`claim_at_finish`), whose statements PostgreSQL is sent together with the storing one: a
-//! failure among them names its statement and stores nothing, and a finish is two round trips.
+//! failure among them names its statement and stores nothing; and the round trips of a delivery
+//! are counted.
 
 use std::time::Duration;
 
@@ -69,7 +70,7 @@ fn postgres_staged() {
     a_session_changed_by_a_statement_is_not_kept(&backend);
     a_table_changed_under_a_prepared_statement_is_prepared_again(&backend);
     at_finish_a_connection_lost_among_the_statements_runs_them_again_once(&backend);
-    at_finish_a_delivery_is_three_round_trips(&backend);
+    round_trips_of_a_delivery(&backend);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,31 +338,40 @@ fn at_finish_a_connection_lost_among_the_statements_runs_them_again_once(b: &Pos
     println!("postgres at_finish_a_connection_lost_among_the_statements_runs_them_again_once: ok");
 }
 
-/// Through a proxy that counts the client's turns to speak (a round trip each): with a claim
-/// written at finish, `begin` is one round trip (is the key held?) and `finish` with two
-/// statements is two (`BEGIN`, the statements and the storing statement sent together; then
-/// `COMMIT`), once the connection has its statements prepared.
-fn at_finish_a_delivery_is_three_round_trips(b: &Postgres) {
-    let url = b.url("at_finish_round_trips");
-    journal_with_ledger(b, &url, &at_finish());
-    let turns = Turns::start(b.0.port());
-    let proxied = url.replacen(&format!(":{}/", b.0.port()), &format!(":{}/", turns.port), 1);
-    let journal = Journal::open(&proxied, &at_finish()).expect("open through the proxy");
-    let mut counted = Vec::new();
-    for n in 1..=6 {
-        let before = turns.count();
-        let claim = new_claim(&journal, &plain_refund(n));
-        let begun = turns.count();
-        journal.finish_with(&claim, &reply(n), &[credit(b, n, 10), credit(b, n + 100, 10)]).expect("finish");
-        counted.push((begun - before, turns.count() - begun));
+/// Through a proxy that counts the client's turns to speak (a round trip each), once the
+/// connection has its statements prepared: with a claim written at finish, `begin` is one round
+/// trip (is the key held?) and `finish` with two statements is two (`BEGIN`, the statements and
+/// the storing statement sent together; then `COMMIT`); with the claim written by `begin`, one
+/// (the claim) and three (`BEGIN` with the statement confirming the claim; the statements and
+/// the storing one; `COMMIT`).
+fn round_trips_of_a_delivery(b: &Postgres) {
+    for (name, options, expected) in
+        [("round_trips_at_finish", at_finish(), (1, 2)), ("round_trips", JournalOptions::default(), (1, 3))]
+    {
+        let url = b.url(name);
+        journal_with_ledger(b, &url, &options);
+        let turns = Turns::start(b.0.port());
+        let proxied = url.replacen(&format!(":{}/", b.0.port()), &format!(":{}/", turns.port), 1);
+        let journal = Journal::open(&proxied, &options).expect("open through the proxy");
+        let mut counted = Vec::new();
+        for n in 1..=6 {
+            let before = turns.count();
+            let claim = new_claim(&journal, &plain_refund(n));
+            let begun = turns.count();
+            journal.finish_with(&claim, &reply(n), &[credit(b, n, 10), credit(b, n + 100, 10)]).expect("finish");
+            counted.push((begun - before, turns.count() - begun));
+        }
+        // The first delivery prepares the statements on the new connection. A finish may also
+        // merge the seen indexes (one in 256 of a process's): at most one of five does.
+        let later = &counted[1..];
+        assert!(
+            later.iter().all(|&(begin, finish)| begin == expected.0 && finish >= expected.1),
+            "{name}: {counted:?}"
+        );
+        assert!(later.iter().filter(|&&c| c == expected).count() >= 4, "{name} (begin, finish): {counted:?}");
+        assert_eq!(credits(b, &url), 12);
+        println!("postgres {name}: ok ((begin, finish) round trips: {counted:?})");
     }
-    // The first delivery prepares the statements on the new connection. A finish may also merge
-    // the seen indexes (one in 256 of a process's): at most one of five does.
-    let later = &counted[1..];
-    assert!(later.iter().all(|&(begin, finish)| begin == 1 && finish >= 2), "(begin, finish): {counted:?}");
-    assert!(later.iter().filter(|&&c| c == (1, 2)).count() >= 4, "(begin, finish): {counted:?}");
-    assert_eq!(credits(b, &url), 12);
-    println!("postgres at_finish_a_delivery_is_three_round_trips: ok ({counted:?})");
 }
 
 /// A TCP proxy to the cluster counting the client's turns: the times it sends after the server

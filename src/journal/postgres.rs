@@ -550,7 +550,7 @@ impl Postgres {
 
     /// `finish` with staged statements, in one transaction: the session's guard set (a
     /// transaction-local setting), the partner's statements, then the reply stored only while the
-    /// guard is still set (so a statement that ended the transaction, which the check at staging
+    /// guard is still set (the statements and the storing one sent together, in one round trip) (so a statement that ended the transaction, which the check at staging
     /// could not see, makes the finish fail instead of storing the reply alone), committed
     /// durably. Run again on a fresh connection after a lost connection: the run after a lost one
     /// first confirms the claim is still held (locking it), and runs nothing when the first run
@@ -568,13 +568,25 @@ impl Postgres {
             if tx.query_opt(HOLD, &[&claim.key, &&claim.token[..]])?.is_none() {
                 return Ok(false);
             }
-            staged::run(tx.client, tx.staged, staged)?;
-            let row = tx.query_one(FINISH_GUARDED, &[&claim.key, &&claim.token[..], &reply, &shard, &commit])?;
+            // The staged statements and the storing one in one round trip.
+            let finish = tx.statement(FINISH_GUARDED)?;
+            let params: Params<'_> = &[&claim.key, &&claim.token[..], &reply, &shard, &commit];
+            let row = self.one_row(staged::run_then(tx.client, tx.staged, staged, (&finish, params))?)?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
             if guard.as_deref() != Some("on") {
                 return Err(Fail::Journal(super::staged::escaped()));
             }
             Ok(count == 1)
+        })
+    }
+
+    /// The one row a storing statement answers (as `query_one`, for the last of a pipeline).
+    fn one_row(&self, rows: Vec<Row>) -> TxResult<Row> {
+        <[Row; 1]>::try_from(rows).map(|[row]| row).map_err(|rows| {
+            Fail::Journal(Error::new(
+                ErrorKind::Journal,
+                format!("{}: a storing statement answered {} rows, not one", self.label, rows.len()),
+            ))
         })
     }
 
@@ -645,13 +657,7 @@ impl Postgres {
             ];
             // The staged statements and the storing one in one round trip, with the `BEGIN`.
             let finish = tx.statement(FINISH_UNWRITTEN)?;
-            let rows = staged::run_then(tx.client, tx.staged, staged, Some((&finish, params)))?;
-            let [row] = <[Row; 1]>::try_from(rows).map_err(|rows| {
-                Fail::Journal(Error::new(
-                    ErrorKind::Journal,
-                    format!("{}: the finish answered {} rows, not one", self.label, rows.len()),
-                ))
-            })?;
+            let row = self.one_row(staged::run_then(tx.client, tx.staged, staged, (&finish, params))?)?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
             if guard.as_deref() != Some("on") {
                 return Err(Fail::Journal(super::staged::escaped()));

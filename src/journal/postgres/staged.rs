@@ -1,6 +1,7 @@
 //! The partner's staged statements on PostgreSQL: prepared once a connection (a few kept, like
 //! the journal's own), their parameters sent in text format so that the server converts each to
-//! its column's type, run inside the transaction of `finish`.
+//! its column's type, run inside the transaction of `finish`, sent together with the statement
+//! storing the reply.
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
@@ -51,22 +52,18 @@ impl ToSql for AsText<'_> {
     to_sql_checked!();
 }
 
-/// Runs `staged` in order on `client`, inside the caller's transaction, all sent in one round
-/// trip (with the transaction's deferred `BEGIN`, if not yet sent). A lost connection or a
-/// serialization failure is left to the caller's retry (`Fail::Db`); any other failure names its
-/// statement (`Fail::Journal`), and the caller's rollback undoes them all.
-pub(super) fn run(client: &mut Client, prepared: &mut Prepared, staged: &[Staged]) -> TxResult<()> {
-    run_then(client, prepared, staged, None).map(|_| ())
-}
-
-/// `run`, then `last` (one of the journal's statements, with its parameters) in the same round
-/// trip: its rows, when it ran; not when a staged statement failed (inside the transaction, the
-/// statements after a failed one fail too).
+/// Runs `staged` in order on `client`, inside the caller's transaction, then `last` (one of the
+/// journal's statements, with its parameters), all sent in one round trip (with the
+/// transaction's deferred `BEGIN`, if not yet sent); answers `last`'s rows. Inside the
+/// transaction, the statements after a failed one fail too: the first failure is the one told.
+/// A lost connection or a serialization failure is left to the caller's retry (`Fail::Db`);
+/// any other failure of a staged statement names it (`Fail::Journal`), and the caller's
+/// rollback undoes them all.
 pub(super) fn run_then(
     client: &mut Client,
     prepared: &mut Prepared,
     staged: &[Staged],
-    last: Option<(&Statement, Params<'_>)>,
+    last: (&Statement, Params<'_>),
 ) -> TxResult<Vec<Row>> {
     let mut statements = Vec::with_capacity(staged.len());
     for (at, statement) in staged.iter().enumerate() {
@@ -81,11 +78,9 @@ pub(super) fn run_then(
         texts.iter().map(|params| params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()).collect();
     let mut requests: Vec<(&Statement, Params<'_>)> =
         statements.iter().zip(refs.iter()).map(|(statement, params)| (statement, params.as_slice())).collect();
-    requests.extend(last);
+    requests.push(last);
     match client.pipeline(&requests) {
-        Ok(mut answers) => {
-            Ok(if answers.len() > staged.len() { answers.pop().unwrap_or_default() } else { Vec::new() })
-        }
+        Ok(mut answers) => Ok(answers.pop().unwrap_or_default()),
         Err(PipelineError::At(at, e)) if at < staged.len() => Err(failure(prepared, at, &staged[at], e)),
         Err(PipelineError::At(_, e) | PipelineError::Before(e)) => Err(Fail::Db(e)),
     }
