@@ -36,6 +36,7 @@ mod postgres;
 mod prune;
 pub mod recovery;
 mod schema;
+mod settled;
 mod sql;
 mod sqlite;
 mod staged;

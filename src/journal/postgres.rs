@@ -25,8 +25,8 @@
 //! by the claim's attempt.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio_postgres::error::SqlState;
@@ -41,6 +41,7 @@ use super::gaps::{self, Run, Runs};
 use super::key::{self, Delivery};
 use super::pool::{Pool, Pooled, Registry};
 use super::schema::{self, Counter};
+use super::settled::{self, Settled};
 use super::sql::{LeaseClock, Sql, SqlRow, Value, dollar_params};
 use super::staged::Staged;
 use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
@@ -123,11 +124,10 @@ pub(crate) struct Postgres {
     /// restarted, crashed or dropped it): the kept connections opened before it are dead as
     /// likely, and are dropped unused rather than each failing a call.
     generation: AtomicU64,
-    /// The `first_index` option of the last open in this process that found the journal current
-    /// (`None` until one did). An open with `claim_at_finish` and the same option skips the
-    /// check, a statement and a round trip in a process that opens the journal for every request
-    /// (PHP-FPM): its every `begin` reads the schema version with the key (`HOLDS`) instead.
-    settled_with: Mutex<Option<Option<i64>>>,
+    /// What an open found: an open with `claim_at_finish` skips the check a process made
+    /// already, a statement and a round trip in a process that opens the journal for every
+    /// request (PHP-FPM); its every `begin` reads the schema version with the key (`HOLDS`).
+    settled: Settled,
 }
 
 struct PgConn {
@@ -263,7 +263,7 @@ impl Postgres {
                 calls: AtomicU64::new(pid),
                 next_shard: AtomicU64::new(pid),
                 generation: AtomicU64::new(0),
-                settled_with: Mutex::new(None),
+                settled: Settled::default(),
             })
         })?;
         let found = store.prepare(options, prepare)?;
@@ -277,21 +277,16 @@ impl Postgres {
     /// finds the tables created under it (its catalog view predates the other's commit) rolls
     /// its attempt back and looks again.
     fn prepare(&self, options: &JournalOptions, prepare: Prepare) -> Result<Found> {
-        let found = self.prepare_once(options, prepare)?;
-        if prepare == Prepare::CreateOrMigrate && found == Found::Current {
-            *self.settled_with.lock().unwrap_or_else(PoisonError::into_inner) = Some(options.first_index);
+        if self.settled.skips(options, prepare) {
+            return Ok(Found::Current);
         }
+        let found = self.prepare_once(options, prepare)?;
+        self.settled.note(options, prepare, &found);
         Ok(found)
     }
 
     fn prepare_once(&self, options: &JournalOptions, prepare: Prepare) -> Result<Found> {
         let create = prepare == Prepare::CreateOrMigrate;
-        if create
-            && options.claim_at_finish
-            && *self.settled_with.lock().unwrap_or_else(PoisonError::into_inner) == Some(options.first_index)
-        {
-            return Ok(Found::Current);
-        }
         if create && self.settled(options)? {
             return Ok(Found::Current);
         }
@@ -1257,18 +1252,9 @@ impl super::Store for Postgres {
             let row = tx.query_one(HOLDS, &[&key])?;
             Ok((row.try_get(0)?, row.try_get::<_, Option<i64>>(1)?.unwrap_or(1), row.try_get::<_, Option<i64>>(2)?))
         })?;
-        // The open may have skipped this check (see `settled_with`): a journal another release
+        // The open may have skipped this check (see `Settled`): a journal another release
         // changed meanwhile is refused here, before anything is handed out.
-        if let Some(older) = schema::check_version(&self.label, version)? {
-            return Err(Error::new(
-                ErrorKind::Journal,
-                format!(
-                    "{}: the journal has schema version {older}, older than this release's (version {}); open it again to migrate it",
-                    self.label,
-                    schema::VERSION
-                ),
-            ));
-        }
+        settled::current_at_claim(&self.label, version)?;
         Ok((held, numbering))
     }
 

@@ -28,6 +28,7 @@ use super::gaps::{self, Run, Runs};
 use super::key::{self, Delivery};
 use super::pool::{Pool, Registry};
 use super::schema::{self, Counter};
+use super::settled::{self, Settled};
 use super::sql::{LeaseClock, Sql, SqlRow, Value};
 use super::staged::{self, SqlValue, Staged};
 use super::write_gate::WriteGate;
@@ -43,6 +44,10 @@ pub(crate) struct Sqlite {
     pool: Pool<Conn>,
     /// This process's writers, one at a time.
     writers: WriteGate,
+    /// What an open found: an open with `claim_at_finish` skips the reads a process made
+    /// already (PHP-FPM opens the journal for every request); its every `begin` reads the
+    /// schema version with the key (`holds`).
+    settled: Settled,
 }
 
 struct Conn {
@@ -88,6 +93,7 @@ impl Sqlite {
                 label: format!("sqlite:{path}"),
                 pool: Pool::new(8),
                 writers: WriteGate::default(),
+                settled: Settled::default(),
             })
         })?;
         if prepare == Prepare::Existing {
@@ -96,7 +102,11 @@ impl Sqlite {
                 return Ok((store, found));
             }
         }
+        if store.settled.skips(options, prepare) {
+            return Ok((store, Found::Current));
+        }
         let found = store.prepare(options, prepare)?;
+        store.settled.note(options, prepare, &found);
         Ok((store, found))
     }
 
@@ -816,12 +826,15 @@ impl super::Store for Sqlite {
     }
 
     fn holds(&self, key: &str, options: &JournalOptions) -> Result<(bool, i64)> {
-        self.transaction(options, false, false, |tx| {
-            let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = ?1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering')";
-            let (held, numbering) =
-                tx.prepare_cached(sql)?.query_row([key], |r| Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?)))?;
-            Ok((held, numbering.unwrap_or(1)))
-        })
+        let (held, numbering, version) = self.transaction(options, false, false, |tx| {
+            let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = ?1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), (SELECT value FROM sp_journal_meta WHERE key = 'schema_version')";
+            Ok(tx.prepare_cached(sql)?.query_row([key], |r| {
+                Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(1), r.get::<_, Option<i64>>(2)?))
+            })?)
+        })?;
+        // The open may have skipped this check (see `Settled`).
+        settled::current_at_claim(&self.label, version)?;
+        Ok((held, numbering))
     }
 
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
