@@ -5,8 +5,9 @@
 //! and survive a connection lost in their middle (PostgreSQL: the whole transaction runs again
 //! on a fresh connection, and the credit is made once). The same for a claim written at finish
 //! (`claim_at_finish`), whose statements PostgreSQL is sent together with the storing one: a
-//! failure among them names its statement and stores nothing; and the round trips of a delivery
-//! are counted.
+//! failure among them names its statement and stores nothing, a statement the client refuses
+//! keeps the ones after it from being sent, and the transaction's own lock wait timing out is
+//! not blamed on a statement; and the round trips of a delivery are counted.
 
 use std::time::Duration;
 
@@ -71,6 +72,8 @@ fn postgres_staged() {
     a_table_changed_under_a_prepared_statement_is_prepared_again(&backend);
     at_finish_a_connection_lost_among_the_statements_runs_them_again_once(&backend);
     round_trips_of_a_delivery(&backend);
+    a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(&backend);
+    a_statement_refused_by_the_client_keeps_the_ones_after_it_unsent(&backend);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,4 +431,66 @@ impl Turns {
     fn count(&self) -> usize {
         self.turns.load(std::sync::atomic::Ordering::SeqCst)
     }
+}
+
+/// The numbering's lock held past the journal's lock time-out while a claim at finish finishes
+/// with a statement new to its connection (prepared first, the transaction's `BEGIN` written with
+/// it): the lock wait's failure is the journal's (transient: deliver again), not the partner's
+/// statement's, and nothing is stored.
+fn a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(b: &Postgres) {
+    const NUMBERING_LOCK: i64 = 8318265534402355826; // `spjnumbr`, the journal's
+    let url = b.url("lock_wait_blame");
+    let options = JournalOptions { lock_timeout: Duration::from_secs(1), ..at_finish() };
+    let journal = journal_with_ledger(b, &url, &options);
+    // The pooled connection prepares the storing statement (and this credit).
+    let claim = new_claim(&journal, &plain_refund(1));
+    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 10)]).expect("first finish");
+    let (held, holding) = std::sync::mpsc::channel();
+    let holder_url = url.clone();
+    let holder = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&holder_url, postgres::NoTls).unwrap();
+        client.execute("SELECT pg_advisory_lock($1)", &[&NUMBERING_LOCK]).unwrap();
+        held.send(()).unwrap();
+        // Past the journal's lock time-out (1 s), released before a second wait would time out.
+        std::thread::sleep(Duration::from_millis(1500));
+        client.execute("SELECT pg_advisory_unlock($1)", &[&NUMBERING_LOCK]).unwrap();
+    });
+    holding.recv().unwrap();
+    let claim = new_claim(&journal, &plain_refund(2));
+    let new_text = Staged::new(
+        "INSERT INTO credits (transaction_id, amount, note) VALUES ($1, 10, 'new')",
+        vec![SqlValue::Int(2)],
+    )
+    .unwrap();
+    let error = journal.finish_with(&claim, &reply(2), &[new_text]).unwrap_err();
+    holder.join().unwrap();
+    assert_eq!(error.kind, ErrorKind::Journal, "{error}");
+    assert!(error.message.contains("lock timeout"), "{error}");
+    assert_eq!(error.field, "", "the journal's lock wait blamed on the partner's statement: {error}");
+    assert!(!error.message.contains("staged statement"), "{error}");
+    assert_eq!(credits(b, &url), 1);
+    assert!(journal.lookup(2).expect("lookup").is_empty());
+    println!("postgres a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement: ok");
+}
+
+/// A statement whose parameter the client cannot send (bytes for a text column), between two
+/// others: it is named, nothing is stored, and the statement after it was never sent (a
+/// sequence, which a rollback does not undo, was not advanced), with the claim written by
+/// `begin` and at finish.
+fn a_statement_refused_by_the_client_keeps_the_ones_after_it_unsent(b: &Postgres) {
+    for (name, options) in [("refused_unsent", JournalOptions::default()), ("refused_unsent_at_finish", at_finish())] {
+        let url = b.url(name);
+        let journal = journal_with_ledger(b, &url, &options);
+        b.exec(&url, "CREATE SEQUENCE after_refused");
+        let claim = new_claim(&journal, &plain_refund(1));
+        let bytes = Staged::new("UPDATE credits SET note = $1", vec![SqlValue::Blob(vec![1, 2])]).unwrap();
+        let after = Staged::new("SELECT nextval('after_refused')", vec![]).unwrap();
+        let error = journal.finish_with(&claim, &reply(1), &[credit(b, 1, 10), bytes, after]).unwrap_err();
+        assert_eq!(error.field, "statements[1]", "{name}: {error}");
+        assert!(error.message.contains("bytes cannot be bound to a parameter of type text"), "{name}: {error}");
+        assert_eq!(credits(b, &url), 0, "{name}");
+        let ran = b.count(&url, "SELECT count(*) FROM after_refused WHERE is_called");
+        assert_eq!(ran, 0, "{name}: the statement after the refused one ran");
+    }
+    println!("postgres a_statement_refused_by_the_client_keeps_the_ones_after_it_unsent: ok");
 }

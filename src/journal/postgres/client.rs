@@ -6,13 +6,14 @@
 //!   with it; its failure is that request's failure;
 //! - `pipeline`: several prepared statements written together and answered in order.
 //!
-//! A request's messages are all written before any answer is read; the server runs them in
-//! order. Inside a transaction a failed statement fails the rest (SQLSTATE 25P02) and the
-//! transaction commits nothing, so sending them together changes what a round trip costs, never
-//! what the transaction does.
+//! A round trip's requests are all written before any answer is read; the server runs them in
+//! order. Inside a transaction a statement failing on the server fails the ones after it
+//! (SQLSTATE 25P02), and a request the client refuses before writing it (its parameters do not
+//! encode) keeps the ones after it from being written at all: the statements after a failed one
+//! never take effect, as when each waited for the one before.
 
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::runtime::Runtime;
@@ -33,12 +34,24 @@ pub(super) enum ConnectError {
     Db(Error),
 }
 
-/// Where a pipeline failed: the deferred batch (or the connection itself), or the statement at
-/// that position. Inside a transaction, the statements after it failed too and are not reported.
+/// Where a round trip failed: the deferred batch (or the connection itself), or the statement at
+/// that position (from 0). The statements after it failed too, or were never sent.
 pub(super) enum PipelineError {
     Before(Error),
     At(usize, Error),
 }
+
+impl PipelineError {
+    fn into_error(self) -> Error {
+        match self {
+            PipelineError::Before(e) | PipelineError::At(_, e) => e,
+        }
+    }
+}
+
+/// One request of a round trip, answering `None` (the deferred batch) or `Some` answer.
+type Request<'a, T> = Pin<Box<dyn Future<Output = Answer<T>> + 'a>>;
+type Answer<T> = Result<Option<T>, Error>;
 
 /// One connection. Owns its runtime and the connection's state; dropping it closes the socket.
 pub(super) struct Client {
@@ -79,23 +92,30 @@ impl Client {
     }
 
     pub(super) fn prepare(&mut self, sql: &str) -> Result<Statement, Error> {
-        let Client { runtime, messages, inner, deferred } = self;
-        drive(runtime, messages, deferred.take().map(|batch| inner.batch_execute(batch)), inner.prepare(sql))
+        self.prepare_apart(sql).map_err(PipelineError::into_error)
+    }
+
+    /// `prepare`, telling the deferred batch's failure (`Before`: the transaction's, such as its
+    /// lock wait timing out) from the statement's own (`At(0)`).
+    pub(super) fn prepare_apart(&mut self, sql: &str) -> Result<Statement, PipelineError> {
+        let inner = &self.inner;
+        let request = Box::pin(async move { inner.prepare(sql).await.map(Some) });
+        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
+        one(runtime, messages, inner, deferred, request)
     }
 
     pub(super) fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
-        let Client { runtime, messages, inner, deferred } = self;
-        drive(runtime, messages, deferred.take().map(|batch| inner.batch_execute(batch)), inner.batch_execute(sql))
+        let inner = &self.inner;
+        let request = Box::pin(async move { inner.batch_execute(sql).await.map(Some) });
+        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
+        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
     }
 
     pub(super) fn execute<S: ?Sized + ToStatement>(&mut self, statement: &S, params: Params<'_>) -> Result<u64, Error> {
-        let Client { runtime, messages, inner, deferred } = self;
-        drive(
-            runtime,
-            messages,
-            deferred.take().map(|batch| inner.batch_execute(batch)),
-            inner.execute(statement, params),
-        )
+        let inner = &self.inner;
+        let request = Box::pin(async move { inner.execute(statement, params).await.map(Some) });
+        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
+        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
     }
 
     pub(super) fn query<S: ?Sized + ToStatement>(
@@ -103,13 +123,10 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Vec<Row>, Error> {
-        let Client { runtime, messages, inner, deferred } = self;
-        drive(
-            runtime,
-            messages,
-            deferred.take().map(|batch| inner.batch_execute(batch)),
-            inner.query(statement, params),
-        )
+        let inner = &self.inner;
+        let request = Box::pin(async move { inner.query(statement, params).await.map(Some) });
+        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
+        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
     }
 
     pub(super) fn query_one<S: ?Sized + ToStatement>(
@@ -117,9 +134,10 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Row, Error> {
-        let Client { runtime, messages, inner, deferred } = self;
-        let one = inner.query_one(statement, params);
-        drive(runtime, messages, deferred.take().map(|batch| inner.batch_execute(batch)), one)
+        let inner = &self.inner;
+        let request = Box::pin(async move { inner.query_one(statement, params).await.map(Some) });
+        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
+        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
     }
 
     pub(super) fn query_opt<S: ?Sized + ToStatement>(
@@ -127,84 +145,103 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Option<Row>, Error> {
-        let Client { runtime, messages, inner, deferred } = self;
-        let opt = inner.query_opt(statement, params);
-        drive(runtime, messages, deferred.take().map(|batch| inner.batch_execute(batch)), opt)
+        let inner = &self.inner;
+        let request = Box::pin(async move { inner.query_opt(statement, params).await.map(Some) });
+        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
+        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
     }
 
     /// Runs the deferred batch, if any, then `statements` in order, all written at once: one
     /// round trip. Answers each statement's rows, or where the first failure was.
     pub(super) fn pipeline(&mut self, statements: &[(&Statement, Params<'_>)]) -> Result<Vec<Vec<Row>>, PipelineError> {
-        let Client { runtime, messages, inner, deferred } = self;
-        let mut batch = deferred.take().map(|batch| Box::pin(inner.batch_execute(batch)));
-        let mut before: Option<Result<(), Error>> = None;
-        let mut requests: Vec<_> =
-            statements.iter().map(|(statement, params)| Box::pin(inner.query(*statement, params))).collect();
-        let mut answers: Vec<Option<Result<Vec<Row>, Error>>> = statements.iter().map(|_| None).collect();
-        block_on(runtime, messages, |cx| {
-            if let Some(pending) = batch.as_mut() {
-                if let Poll::Ready(done) = pending.as_mut().poll(cx) {
-                    before = Some(done);
-                    batch = None;
-                }
-            }
-            let mut waiting = batch.is_some();
-            for (request, answer) in requests.iter_mut().zip(answers.iter_mut()) {
-                if answer.is_none() {
-                    match request.as_mut().poll(cx) {
-                        Poll::Ready(done) => *answer = Some(done),
-                        Poll::Pending => waiting = true,
-                    }
-                }
-            }
-            if waiting { Poll::Pending } else { Poll::Ready(()) }
-        })
-        .map_err(PipelineError::Before)?;
-        if let Some(Err(e)) = before {
-            return Err(PipelineError::Before(e));
+        let inner = &self.inner;
+        let deferred = self.deferred.take();
+        let mut requests: Vec<Request<'_, Vec<Row>>> = Vec::with_capacity(statements.len() + 1);
+        requests.extend(deferred.map(|batch| batch_request(inner, batch)));
+        for &(statement, params) in statements {
+            requests.push(Box::pin(async move { inner.query(statement, params).await.map(Some) }));
         }
-        let mut rows = Vec::with_capacity(answers.len());
+        let answers = in_order(&mut self.runtime, &mut self.messages, requests).map_err(PipelineError::Before)?;
+        let before = usize::from(deferred.is_some());
+        let mut rows = Vec::with_capacity(statements.len());
         for (at, answer) in answers.into_iter().enumerate() {
             match answer {
-                Some(Ok(answer)) => rows.push(answer),
-                Some(Err(e)) => return Err(PipelineError::At(at, e)),
-                None => unreachable!("every request is answered before block_on returns"),
+                Some(Ok(answer)) => rows.extend(answer),
+                Some(Err(e)) if at < before => return Err(PipelineError::Before(e)),
+                Some(Err(e)) => return Err(PipelineError::At(at - before, e)),
+                None => unreachable!("a request is left unsent only after one that failed"),
             }
         }
         Ok(rows)
     }
 }
 
-/// Sends `batch`, when there is one, then `request`, in one round trip; the batch's failure
-/// first.
-fn drive<T>(
+/// The deferred `batch` as a request of a round trip.
+fn batch_request<'a, T>(inner: &'a tokio_postgres::Client, batch: &'static str) -> Request<'a, T> {
+    Box::pin(async move { inner.batch_execute(batch).await.map(|()| None) })
+}
+
+/// The deferred batch, when there is one, then `request`, in one round trip; the batch's
+/// failure first.
+fn one<'a, T>(
     runtime: &mut Runtime,
     messages: &mut Messages,
-    batch: Option<impl Future<Output = Result<(), Error>>>,
-    request: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    let mut batch = batch.map(Box::pin);
-    let mut before: Option<Result<(), Error>> = None;
-    let mut request = pin!(request);
-    let mut answer: Option<Result<T, Error>> = None;
-    block_on(runtime, messages, |cx| {
-        if let Some(pending) = batch.as_mut() {
-            if let Poll::Ready(done) = pending.as_mut().poll(cx) {
-                before = Some(done);
-                batch = None;
-            }
+    inner: &'a tokio_postgres::Client,
+    deferred: Option<&'static str>,
+    request: Request<'a, T>,
+) -> Result<T, PipelineError> {
+    let mut requests = Vec::with_capacity(2);
+    requests.extend(deferred.map(|batch| batch_request(inner, batch)));
+    requests.push(request);
+    let before = requests.len() - 1;
+    let answers = in_order(runtime, messages, requests).map_err(PipelineError::Before)?;
+    for (at, answer) in answers.into_iter().enumerate() {
+        match answer {
+            Some(Ok(Some(answer))) => return Ok(answer),
+            Some(Ok(None)) => {}
+            Some(Err(e)) if at < before => return Err(PipelineError::Before(e)),
+            Some(Err(e)) => return Err(PipelineError::At(0, e)),
+            None => break,
         }
-        if answer.is_none() {
-            if let Poll::Ready(done) = request.as_mut().poll(cx) {
-                answer = Some(done);
-            }
-        }
-        if batch.is_none() && answer.is_some() { Poll::Ready(()) } else { Poll::Pending }
-    })?;
-    if let Some(Err(e)) = before {
-        return Err(e);
     }
-    answer.unwrap_or_else(|| unreachable!("the request is answered before block_on returns"))
+    unreachable!("the request is answered, or one before it failed")
+}
+
+/// Polls `requests` in order until each is answered, driving the connection meanwhile: all are
+/// written before any answer is read. A request failing at its first poll failed before
+/// anything of it was written (its parameters did not encode, or the connection is closed):
+/// the requests after it are never polled, so never sent. Answers each request's outcome,
+/// `None` for one never sent; a failure of the connection itself ends the wait with it.
+fn in_order<T>(
+    runtime: &mut Runtime,
+    messages: &mut Messages,
+    mut requests: Vec<Request<'_, T>>,
+) -> Result<Vec<Option<Answer<T>>>, Error> {
+    let mut answers: Vec<Option<Answer<T>>> = requests.iter().map(|_| None).collect();
+    let mut polled = vec![false; requests.len()];
+    let mut sent = requests.len();
+    block_on(runtime, messages, |cx| {
+        let mut waiting = false;
+        for at in 0..sent {
+            if answers[at].is_some() {
+                continue;
+            }
+            let first = !std::mem::replace(&mut polled[at], true);
+            match requests[at].as_mut().poll(cx) {
+                Poll::Ready(answer) => {
+                    let unsent = first && answer.is_err();
+                    answers[at] = Some(answer);
+                    if unsent {
+                        sent = at + 1;
+                        break;
+                    }
+                }
+                Poll::Pending => waiting = true,
+            }
+        }
+        if waiting { Poll::Pending } else { Poll::Ready(()) }
+    })?;
+    Ok(answers)
 }
 
 /// Polls `work` until it is ready, driving the connection meanwhile; a failure of the

@@ -69,7 +69,9 @@ pub(super) fn run_then(
     for (at, statement) in staged.iter().enumerate() {
         match prepare(client, prepared, statement.sql()) {
             Ok(ready) => statements.push(ready),
-            Err(e) => return Err(failure(prepared, at, statement, e)),
+            // The transaction's deferred `BEGIN` went with it: its failure is not the statement's.
+            Err(PipelineError::Before(e)) => return Err(Fail::Db(e)),
+            Err(PipelineError::At(_, e)) => return Err(failure(prepared, at, statement, e)),
         }
     }
     let texts: Vec<Vec<AsText<'_>>> =
@@ -108,11 +110,11 @@ fn failure(prepared: &mut Prepared, at: usize, statement: &Staged, e: tokio_post
     Fail::Journal(staged::failed(at + 1, statement, &problem))
 }
 
-fn prepare(client: &mut Client, prepared: &mut Prepared, sql: &str) -> Result<Statement, tokio_postgres::Error> {
+fn prepare(client: &mut Client, prepared: &mut Prepared, sql: &str) -> Result<Statement, PipelineError> {
     if let Some(statement) = prepared.0.get(sql) {
         return Ok(statement.clone());
     }
-    let statement = client.prepare(sql)?;
+    let statement = client.prepare_apart(sql)?;
     if prepared.0.len() >= KEPT {
         prepared.0.clear();
     }
