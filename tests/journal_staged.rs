@@ -70,7 +70,6 @@ fn postgres_staged() {
     a_connection_lost_among_the_statements_runs_them_again_once(&backend);
     a_session_changed_by_a_statement_is_not_kept(&backend);
     a_table_changed_under_a_prepared_statement_is_prepared_again(&backend);
-    at_finish_a_connection_lost_among_the_statements_runs_them_again_once(&backend);
     round_trips_of_a_delivery(&backend);
     a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(&backend);
     a_statement_refused_by_the_client_keeps_the_ones_after_it_unsent(&backend);
@@ -221,19 +220,23 @@ fn every_kind_of_value_reaches_its_column(b: &dyn Backend) {
 
 /// A statement that ends its own connection the first time it runs (a sequence counts the runs:
 /// sequences are not rolled back): the transaction is run again whole on a fresh connection, the
-/// reply and the credit are stored once.
+/// reply and the credit are stored once; with the claim written by `begin` and at finish (whose
+/// statements went with the storing one: nothing of them was stored).
 fn a_connection_lost_among_the_statements_runs_them_again_once(b: &Postgres) {
-    let url = b.url("connection_lost");
-    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
-    b.exec(&url, "CREATE SEQUENCE runs");
-    let claim = new_claim(&journal, &plain_refund(1));
-    let kill_once =
-        Staged::new("SELECT CASE WHEN nextval('runs') = 1 THEN pg_terminate_backend(pg_backend_pid()) END", vec![])
-            .unwrap();
-    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 900), kill_once]).expect("finish_with, run again");
-    assert_eq!(b.count(&url, "SELECT last_value FROM runs"), 2, "run twice: the first connection died");
-    assert_eq!(credits(b, &url), 1);
-    assert_eq!(state_of(&journal, 1), RecordState::Done);
+    for (name, options) in [("connection_lost", JournalOptions::default()), ("connection_lost_at_finish", at_finish())]
+    {
+        let url = b.url(name);
+        let journal = journal_with_ledger(b, &url, &options);
+        b.exec(&url, "CREATE SEQUENCE runs");
+        let claim = new_claim(&journal, &plain_refund(1));
+        let kill_once =
+            Staged::new("SELECT CASE WHEN nextval('runs') = 1 THEN pg_terminate_backend(pg_backend_pid()) END", vec![])
+                .unwrap();
+        journal.finish_with(&claim, &reply(1), &[credit(b, 1, 900), kill_once]).expect("finish_with, run again");
+        assert_eq!(b.count(&url, "SELECT last_value FROM runs"), 2, "{name}: run twice: the first connection died");
+        assert_eq!(credits(b, &url), 1, "{name}");
+        assert_eq!(state_of(&journal, 1), RecordState::Done, "{name}");
+    }
     println!("postgres a_connection_lost_among_the_statements_runs_them_again_once: ok");
 }
 
@@ -321,24 +324,6 @@ fn at_finish_a_failing_statement_among_several_stores_nothing(b: &dyn Backend) {
     journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500), credit(b, 2, 500)]).expect("finish");
     assert_eq!(credits(b, &url), 2);
     assert_eq!(state_of(&journal, 1), RecordState::Done);
-}
-
-/// `a_connection_lost_among_the_statements_runs_them_again_once` for a claim written at finish:
-/// the statements and the storing one were sent together; the connection died among them, so
-/// nothing was stored, and the run on a fresh connection stores it all once.
-fn at_finish_a_connection_lost_among_the_statements_runs_them_again_once(b: &Postgres) {
-    let url = b.url("at_finish_connection_lost");
-    let journal = journal_with_ledger(b, &url, &at_finish());
-    b.exec(&url, "CREATE SEQUENCE runs");
-    let claim = new_claim(&journal, &plain_refund(1));
-    let kill_once =
-        Staged::new("SELECT CASE WHEN nextval('runs') = 1 THEN pg_terminate_backend(pg_backend_pid()) END", vec![])
-            .unwrap();
-    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 900), kill_once]).expect("finish_with, run again");
-    assert_eq!(b.count(&url, "SELECT last_value FROM runs"), 2, "run twice: the first connection died");
-    assert_eq!(credits(b, &url), 1);
-    assert_eq!(state_of(&journal, 1), RecordState::Done);
-    println!("postgres at_finish_a_connection_lost_among_the_statements_runs_them_again_once: ok");
 }
 
 /// Through a proxy that counts the client's turns to speak (a round trip each), once the

@@ -98,24 +98,17 @@ impl Client {
     /// `prepare`, telling the deferred batch's failure (`Before`: the transaction's, such as its
     /// lock wait timing out) from the statement's own (`At(0)`).
     pub(super) fn prepare_apart(&mut self, sql: &str) -> Result<Statement, PipelineError> {
-        let inner = &self.inner;
-        let request = Box::pin(async move { inner.prepare(sql).await.map(Some) });
-        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
-        one(runtime, messages, inner, deferred, request)
+        self.send(|inner| Box::pin(async move { inner.prepare(sql).await.map(Some) }))
     }
 
     pub(super) fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
-        let inner = &self.inner;
-        let request = Box::pin(async move { inner.batch_execute(sql).await.map(Some) });
-        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
-        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
+        self.send(|inner| Box::pin(async move { inner.batch_execute(sql).await.map(Some) }))
+            .map_err(PipelineError::into_error)
     }
 
     pub(super) fn execute<S: ?Sized + ToStatement>(&mut self, statement: &S, params: Params<'_>) -> Result<u64, Error> {
-        let inner = &self.inner;
-        let request = Box::pin(async move { inner.execute(statement, params).await.map(Some) });
-        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
-        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
+        self.send(|inner| Box::pin(async move { inner.execute(statement, params).await.map(Some) }))
+            .map_err(PipelineError::into_error)
     }
 
     pub(super) fn query<S: ?Sized + ToStatement>(
@@ -123,10 +116,8 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Vec<Row>, Error> {
-        let inner = &self.inner;
-        let request = Box::pin(async move { inner.query(statement, params).await.map(Some) });
-        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
-        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
+        self.send(|inner| Box::pin(async move { inner.query(statement, params).await.map(Some) }))
+            .map_err(PipelineError::into_error)
     }
 
     pub(super) fn query_one<S: ?Sized + ToStatement>(
@@ -134,10 +125,8 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Row, Error> {
-        let inner = &self.inner;
-        let request = Box::pin(async move { inner.query_one(statement, params).await.map(Some) });
-        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
-        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
+        self.send(|inner| Box::pin(async move { inner.query_one(statement, params).await.map(Some) }))
+            .map_err(PipelineError::into_error)
     }
 
     pub(super) fn query_opt<S: ?Sized + ToStatement>(
@@ -145,10 +134,33 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Option<Row>, Error> {
-        let inner = &self.inner;
-        let request = Box::pin(async move { inner.query_opt(statement, params).await.map(Some) });
-        let (runtime, messages, deferred) = (&mut self.runtime, &mut self.messages, self.deferred.take());
-        one(runtime, messages, inner, deferred, request).map_err(PipelineError::into_error)
+        self.send(|inner| Box::pin(async move { inner.query_opt(statement, params).await.map(Some) }))
+            .map_err(PipelineError::into_error)
+    }
+
+    /// The deferred batch, when there is one, then the request `make` makes, in one round trip;
+    /// the batch's failure first.
+    fn send<'a, T>(
+        &'a mut self,
+        make: impl FnOnce(&'a tokio_postgres::Client) -> Request<'a, T>,
+    ) -> Result<T, PipelineError> {
+        let Client { runtime, messages, inner, deferred } = self;
+        let inner: &'a tokio_postgres::Client = inner;
+        let mut requests = Vec::with_capacity(2);
+        requests.extend(deferred.take().map(|batch| batch_request(inner, batch)));
+        requests.push(make(inner));
+        let before = requests.len() - 1;
+        let answers = in_order(runtime, messages, requests).map_err(PipelineError::Before)?;
+        for (at, answer) in answers.into_iter().enumerate() {
+            match answer {
+                Some(Ok(Some(answer))) => return Ok(answer),
+                Some(Ok(None)) => {}
+                Some(Err(e)) if at < before => return Err(PipelineError::Before(e)),
+                Some(Err(e)) => return Err(PipelineError::At(0, e)),
+                None => break,
+            }
+        }
+        unreachable!("the request is answered, or one before it failed")
     }
 
     /// Runs the deferred batch, if any, then `statements` in order, all written at once: one
@@ -179,32 +191,6 @@ impl Client {
 /// The deferred `batch` as a request of a round trip.
 fn batch_request<'a, T>(inner: &'a tokio_postgres::Client, batch: &'static str) -> Request<'a, T> {
     Box::pin(async move { inner.batch_execute(batch).await.map(|()| None) })
-}
-
-/// The deferred batch, when there is one, then `request`, in one round trip; the batch's
-/// failure first.
-fn one<'a, T>(
-    runtime: &mut Runtime,
-    messages: &mut Messages,
-    inner: &'a tokio_postgres::Client,
-    deferred: Option<&'static str>,
-    request: Request<'a, T>,
-) -> Result<T, PipelineError> {
-    let mut requests = Vec::with_capacity(2);
-    requests.extend(deferred.map(|batch| batch_request(inner, batch)));
-    requests.push(request);
-    let before = requests.len() - 1;
-    let answers = in_order(runtime, messages, requests).map_err(PipelineError::Before)?;
-    for (at, answer) in answers.into_iter().enumerate() {
-        match answer {
-            Some(Ok(Some(answer))) => return Ok(answer),
-            Some(Ok(None)) => {}
-            Some(Err(e)) if at < before => return Err(PipelineError::Before(e)),
-            Some(Err(e)) => return Err(PipelineError::At(0, e)),
-            None => break,
-        }
-    }
-    unreachable!("the request is answered, or one before it failed")
 }
 
 /// Polls `requests` in order until each is answered, driving the connection meanwhile: all are
