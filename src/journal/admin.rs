@@ -715,16 +715,16 @@ pub(crate) fn resolve_conflict(sql: &mut dyn Sql, id: i64, note: &str) -> Result
     Ok(())
 }
 
-/// Starts a new numbering from `first`: the runs of the current one are archived, gap detection
-/// starts afresh from `first`, index-keyed deliveries keep their records and replies under a key
-/// of their numbering (`n1/event#17#bonusGranted`), so that the new numbering's events never
-/// meet them. Refunds and payouts, keyed by `transactionId`, are untouched.
 /// What a renumbering puts before the keys of index-keyed deliveries (`event#...`,
 /// `action#...`) of the numbering it ends, `numbering`: `n1/` for the first.
 pub(crate) fn numbering_prefix(numbering: i64) -> String {
     format!("n{numbering}/")
 }
 
+/// Starts a new numbering from `first`: the runs of the current one are archived, gap detection
+/// starts afresh from `first`, index-keyed deliveries keep their records and replies under a key
+/// of their numbering (`n1/event#17#bonusGranted`), so that the new numbering's events never
+/// meet them. Refunds and payouts, keyed by `transactionId`, are untouched.
 pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str) -> Result<i64> {
     let note = note_checked(note)?;
     if first < 0 {

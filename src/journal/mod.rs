@@ -325,8 +325,8 @@ pub(crate) trait Store: Send + Sync {
     /// per-file state must not be copied mid-call); otherwise only its pool's lock is guarded
     /// (PostgreSQL: a thread waiting on the server holds nothing a child could inherit).
     fn quiet_for_fork(&self) -> bool;
-    /// Runs `work` in one transaction (a writing one when `write`), after the seen indexes are
-    /// current (PostgreSQL merges its pending ones first).
+    /// Runs `work` in one transaction (a writing one unless `access` is `Read`), after the seen
+    /// indexes are current (PostgreSQL merges its pending ones first).
     fn admin(&self, access: Access, work: AdminWork<'_>, options: &JournalOptions) -> Result<()>;
     /// Claims `delivery` under `key`, recording its index when `first_look`.
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step>;

@@ -14,8 +14,8 @@
 //! statement together (`Client::pipeline`): its transaction is two round trips, that and
 //! `COMMIT`, however many statements it holds. Indexes are appended to `sp_journal_seen` and
 //! merged into the runs in batches (every few hundred deliveries of a process, and before
-//! `status` and `missing` answer), so that concurrent deliveries never queue on the runs. Counters are spread over shard rows for
-//! the same reason.
+//! `status` and `missing` answer), so that concurrent deliveries never queue on the runs.
+//! Counters are spread over shard rows for the same reason.
 //!
 //! A kept connection the server dropped (a restart, `pg_terminate_backend`, a crash) is found
 //! dead at its next statement: it is replaced, with every connection kept from before, and the
@@ -177,10 +177,9 @@ enum Mode {
     Normal,
     /// As `Normal`, for the writes of a claim `begin` wrote nothing for (`Claim::unwritten`):
     /// in the `BEGIN` batch (sent with the first statement, as every `BEGIN` is), the
-    /// numbering's lock taken shared (so that a
-    /// renumbering waits for the transaction, and a statement after it sees the numbering a
-    /// renumbering committed) and the transaction's guard set (`slotpartner.guard`, a
-    /// transaction-local setting; see `FINISH_UNWRITTEN`).
+    /// numbering's lock taken shared (so that a renumbering waits for the transaction, and a
+    /// statement after it sees the numbering a renumbering committed) and the transaction's
+    /// guard set (`slotpartner.guard`, a transaction-local setting; see `FINISH_UNWRITTEN`).
     AtFinish,
     /// As `Normal`, for work that must not be done twice (an operator's resolution, a
     /// renumbering): run again only when the connection died before `COMMIT` was sent.
@@ -545,9 +544,9 @@ impl Postgres {
 
     /// `finish` with staged statements, in one transaction: the session's guard set (a
     /// transaction-local setting), the partner's statements, then the reply stored only while the
-    /// guard is still set (the statements and the storing one sent together, in one round trip) (so a statement that ended the transaction, which the check at staging
+    /// guard is still set (so a statement that ended the transaction, which the check at staging
     /// could not see, makes the finish fail instead of storing the reply alone), committed
-    /// durably. Run again on a fresh connection after a lost connection: the run after a lost one
+    /// durably; the statements and the storing one sent together (`Postgres::staged_then_store`). Run again on a fresh connection after a lost connection: the run after a lost one
     /// first confirms the claim is still held (locking it), and runs nothing when the first run
     /// committed. Answers whether the reply was stored, and whether the work ran again.
     fn finish_staged(
@@ -563,10 +562,8 @@ impl Postgres {
             if tx.query_opt(HOLD, &[&claim.key, &&claim.token[..]])?.is_none() {
                 return Ok(false);
             }
-            // The staged statements and the storing one in one round trip.
-            let finish = tx.statement(FINISH_GUARDED)?;
             let params: Params<'_> = &[&claim.key, &&claim.token[..], &reply, &shard, &commit];
-            let row = self.one_row(staged::run_then(tx.client, tx.staged, staged, (&finish, params))?)?;
+            let row = self.staged_then_store(tx, staged, FINISH_GUARDED, params)?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
             if guard.as_deref() != Some("on") {
                 return Err(Fail::Journal(super::staged::escaped()));
@@ -575,8 +572,18 @@ impl Postgres {
         })
     }
 
-    /// The one row a storing statement answers (as `query_one`, for the last of a pipeline).
-    fn one_row(&self, rows: Vec<Row>) -> TxResult<Row> {
+    /// The staged statements, then the storing statement `sql` with `params`, written together
+    /// in one round trip (with the transaction's `BEGIN`, when not yet sent): the one row the
+    /// storing statement answers.
+    fn staged_then_store(
+        &self,
+        tx: &mut Tx<'_>,
+        staged: &[Staged],
+        sql: &'static str,
+        params: Params<'_>,
+    ) -> TxResult<Row> {
+        let store = tx.statement(sql)?;
+        let rows = staged::run_then(tx.client, tx.staged, staged, (&store, params))?;
         <[Row; 1]>::try_from(rows).map(|[row]| row).map_err(|rows| {
             Fail::Journal(Error::new(
                 ErrorKind::Journal,
@@ -650,9 +657,7 @@ impl Postgres {
                 &commit,
                 &unwritten.numbering,
             ];
-            // The staged statements and the storing one in one round trip, with the `BEGIN`.
-            let finish = tx.statement(FINISH_UNWRITTEN)?;
-            let row = self.one_row(staged::run_then(tx.client, tx.staged, staged, (&finish, params))?)?;
+            let row = self.staged_then_store(tx, staged, FINISH_UNWRITTEN, params)?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
             if guard.as_deref() != Some("on") {
                 return Err(Fail::Journal(super::staged::escaped()));

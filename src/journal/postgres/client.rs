@@ -144,47 +144,46 @@ impl Client {
         &'a mut self,
         make: impl FnOnce(&'a tokio_postgres::Client) -> Request<'a, T>,
     ) -> Result<T, PipelineError> {
-        let Client { runtime, messages, inner, deferred } = self;
-        let inner: &'a tokio_postgres::Client = inner;
-        let mut requests = Vec::with_capacity(2);
-        requests.extend(deferred.take().map(|batch| batch_request(inner, batch)));
-        requests.push(make(inner));
-        let before = requests.len() - 1;
-        let answers = in_order(runtime, messages, requests).map_err(PipelineError::Before)?;
-        for (at, answer) in answers.into_iter().enumerate() {
-            match answer {
-                Some(Ok(Some(answer))) => return Ok(answer),
-                Some(Ok(None)) => {}
-                Some(Err(e)) if at < before => return Err(PipelineError::Before(e)),
-                Some(Err(e)) => return Err(PipelineError::At(0, e)),
-                None => break,
-            }
-        }
-        unreachable!("the request is answered, or one before it failed")
+        let mut answers = self.round_trip(|inner| vec![make(inner)])?;
+        Ok(answers.pop().unwrap_or_else(|| unreachable!("an answered request answers `Some`")))
     }
 
     /// Runs the deferred batch, if any, then `statements` in order, all written at once: one
     /// round trip. Answers each statement's rows, or where the first failure was.
     pub(super) fn pipeline(&mut self, statements: &[(&Statement, Params<'_>)]) -> Result<Vec<Vec<Row>>, PipelineError> {
-        let inner = &self.inner;
-        let deferred = self.deferred.take();
-        let mut requests: Vec<Request<'_, Vec<Row>>> = Vec::with_capacity(statements.len() + 1);
-        requests.extend(deferred.map(|batch| batch_request(inner, batch)));
-        for &(statement, params) in statements {
-            requests.push(Box::pin(async move { inner.query(statement, params).await.map(Some) }));
-        }
-        let answers = in_order(&mut self.runtime, &mut self.messages, requests).map_err(PipelineError::Before)?;
-        let before = usize::from(deferred.is_some());
-        let mut rows = Vec::with_capacity(statements.len());
+        self.round_trip(|inner| {
+            statements
+                .iter()
+                .map(|&(statement, params)| -> Request<'_, Vec<Row>> {
+                    Box::pin(async move { inner.query(statement, params).await.map(Some) })
+                })
+                .collect()
+        })
+    }
+
+    /// The deferred batch, when there is one, then the requests `make` makes, in one round trip
+    /// (see `in_order`): each request's answer, or where the first failure was (the batch's,
+    /// or a request's by its position among them).
+    fn round_trip<'a, T>(
+        &'a mut self,
+        make: impl FnOnce(&'a tokio_postgres::Client) -> Vec<Request<'a, T>>,
+    ) -> Result<Vec<T>, PipelineError> {
+        let Client { runtime, messages, inner, deferred } = self;
+        let inner: &'a tokio_postgres::Client = inner;
+        let batch = deferred.take().map(|batch| batch_request(inner, batch));
+        let before = usize::from(batch.is_some());
+        let requests: Vec<Request<'a, T>> = batch.into_iter().chain(make(inner)).collect();
+        let answers = in_order(runtime, messages, requests).map_err(PipelineError::Before)?;
+        let mut answered = Vec::with_capacity(answers.len());
         for (at, answer) in answers.into_iter().enumerate() {
             match answer {
-                Some(Ok(answer)) => rows.extend(answer),
+                Some(Ok(answer)) => answered.extend(answer),
                 Some(Err(e)) if at < before => return Err(PipelineError::Before(e)),
                 Some(Err(e)) => return Err(PipelineError::At(at - before, e)),
                 None => unreachable!("a request is left unsent only after one that failed"),
             }
         }
-        Ok(rows)
+        Ok(answered)
     }
 }
 
