@@ -34,6 +34,8 @@ declare(strict_types=1);
  * list of addresses), E2E_DB_DSN (sqlite:PATH or pgsql:...), E2E_DB_USER.
  */
 
+require __DIR__ . '/steps.php';   // E2E_STEPS=1: the worker's CPU by step (no-op otherwise)
+
 const MAX_BODY = 65536;
 const MAX_DEPTH = 33;   // json_decode's depth: the library's 32 container levels, plus one
 const MAX_IDENTIFIER = 256;
@@ -182,6 +184,7 @@ function db(): PDO
  */
 function once(string $kind, string $event, int $transactionId, ?int $index, string $digest, string $player, int $amount, string $reply): array
 {
+    step('checks');
     $pdo = db();
     $sqlite = $pdo->getAttribute(PDO::ATTR_DRIVER_NAME) === 'sqlite';
     $sqlite ? $pdo->exec('BEGIN IMMEDIATE') : $pdo->beginTransaction();
@@ -201,6 +204,7 @@ function once(string $kind, string $event, int $transactionId, ?int $index, stri
                 : [409, json(['error' => ['code' => 'conflict', 'field' => $event . '.transactionId', 'message' => $event . '.transactionId: transactionId ' . $transactionId . ' was delivered before with other content']])];
         }
         $sqlite ? $pdo->exec('COMMIT') : $pdo->commit();
+        step('database');
         return $answer;
     } catch (Throwable $e) {
         try {

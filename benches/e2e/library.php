@@ -42,7 +42,9 @@ use SlotPartner\Outcome;
 use SlotPartner\Receiver;
 use SlotPartner\SlotPartnerException;
 
+require __DIR__ . '/steps.php';   // E2E_STEPS=1: the worker's CPU by step (no-op otherwise)
 require dirname(__DIR__, 2) . '/bindings/php/autoload.php';
+step('autoload');
 
 const MAX_BODY_BYTES = 65536;
 const LEDGER_DOWN = '{"error":{"code":"ledger_unavailable","field":"","message":"the ledger is unavailable; deliver again later"}}';
@@ -147,6 +149,7 @@ $credit = 'INSERT INTO credits (kind, transaction_id, player, amount) VALUES '
     . (str_starts_with($journalUrl, 'postgres') ? '($1, $2, $3, $4)' : '(?, ?, ?, ?)');
 try {
     $receiver = makeReceiver();
+    step('receiver');
 } catch (SlotPartnerException $e) {
     logLine('configuration: ' . $e->getMessage());
     respondError($e);
@@ -169,6 +172,7 @@ try {
     respondError($e);
     return;
 }
+step('authenticate');
 try {
     $receiver = makeReceiver(new Journal($journalUrl, claimAtFinish: true));
 } catch (SlotPartnerException $e) {
@@ -176,6 +180,7 @@ try {
     respondError($e);
     return;
 }
+step('journal');
 try {
     $event = $receiver->handle($token, $remoteAddr, $body, $forwardedFor);
 } catch (SlotPartnerException $e) {
@@ -183,6 +188,7 @@ try {
     respondError($e);
     return;
 }
+step('handle');
 try {
     $claim = $event->begin();
 } catch (SlotPartnerException $e) {
@@ -190,6 +196,7 @@ try {
     respondError($e);
     return;
 }
+step('begin');
 if ($claim->outcome === Outcome::Done) {
     respond(200, (string) $claim->reply);
     return;
@@ -201,6 +208,7 @@ try {
     respondError($e);
     return;
 }
+step('logic');
 if ($claim->outcome === Outcome::New) {
     try {
         $event->finish();   // the staged credit, then the reply: one transaction
@@ -218,4 +226,5 @@ if ($claim->outcome === Outcome::New) {
         return;
     }
 }
+step('finish');
 respond($event->replyHttpStatus(), $reply);

@@ -27,7 +27,9 @@ the fsyncs that reached the disk, the durable commits' cost that CPU time does n
 Environment: E2E_EVENTS (new events a round, 3000), E2E_REPEAT (share repeated, 0.02),
 E2E_ROUNDS (3), E2E_CONCURRENCY (1,4,16), E2E_STACKS (php,python), E2E_BACKENDS
 (sqlite,postgres), E2E_WARMUP (events before the first round, 300), E2E_KEEP=1 keeps the work
-folder. Missing packages (nginx, PHP-FPM with SQLite and PostgreSQL PDO, gunicorn, psycopg) are
+folder, E2E_STEPS=1 also prints a PHP-FPM worker's CPU a request by step of the script
+(benches/e2e/steps.php: a getrusage() a step and one appended line a request, so the measured
+rounds then run a little slower than without). Missing packages (nginx, PHP-FPM with SQLite and PostgreSQL PDO, gunicorn, psycopg) are
 installed with apt-get as root, saying so; elsewhere the run stops naming them.
 """
 
@@ -75,6 +77,7 @@ EVENTS = env_int("E2E_EVENTS", 3000)
 ROUNDS = env_int("E2E_ROUNDS", 3)
 WARMUP = env_int("E2E_WARMUP", 300)
 REPEAT = float(os.environ.get("E2E_REPEAT") or 0.02)
+STEPS = os.environ.get("E2E_STEPS") == "1"
 CONCURRENCY = [int(c) for c in env_list("E2E_CONCURRENCY", "1,4,16")]
 STACKS = env_list("E2E_STACKS", "php,python")
 BACKENDS = env_list("E2E_BACKENDS", "sqlite,postgres")
@@ -340,6 +343,7 @@ class Target:
         self.cpu: dict[str, float] = {}   # CPU seconds by program during this target's measured bursts
         self.cpu_requests = 0
         self.flushes: int | None = 0   # disk flushes (fsyncs that reached a disk) during them
+        self.steps: pathlib.Path | None = None   # with E2E_STEPS=1, the file its PHP script's steps go to
 
     @property
     def name(self) -> str:
@@ -419,6 +423,13 @@ def php_setup(work: pathlib.Path, servers: Servers, pg_port: int | None) -> list
         targets += [Target("php", "library", "postgres", base + "/postgres/library", dsn("php_library"), "php_library"),
                     Target("php", "handwritten", "postgres", base + "/postgres/handwritten", dsn("php_handwritten"), "php_handwritten")]
 
+    if STEPS:
+        steps = folder / "steps"
+        steps.mkdir()
+        give(steps)
+        for t in targets:
+            t.steps = steps / f"{t.backend}-{t.side}.log"
+            params[f"/{t.backend}/{t.side}"]["E2E_STEPS"] = str(t.steps)
     locations = []
     for path, values in params.items():
         values = dict(values, SLOTPARTNER_TOKEN=TOKEN, SLOTPARTNER_SOURCES="127.0.0.1")
@@ -702,6 +713,9 @@ def measure(stack: str, targets: list[Target], work: pathlib.Path, indexes: Inde
             burst(t, first, WARMUP, 4, work)
         if lib.pg_db:
             psql(pg_port, "postgres", "SELECT pg_stat_statements_reset()")
+        for t in pair:
+            if t.steps is not None and t.steps.exists():
+                t.steps.write_text("")   # the measured rounds only
         before = pg_counters(pg_port, [t.pg_db for t in pair]) if lib.pg_db else {}
         requests_before = {t.side: t.requests for t in pair}
         for concurrency in CONCURRENCY:
@@ -732,7 +746,27 @@ def measure(stack: str, targets: list[Target], work: pathlib.Path, indexes: Inde
                     say(line)
         for t in pair:
             check_ledger(t)
+            if t.steps is not None:
+                say(steps_line(t))
     return rows
+
+
+def steps_line(t: Target) -> str:
+    """A PHP-FPM worker's CPU a request by step of `t`'s script, the means over the measured
+    requests (a step a request skipped, such as a repeat's logic, counts 0), from its
+    E2E_STEPS file."""
+    totals: dict[str, float] = {}
+    requests = 0
+    for line in (t.steps.read_text().splitlines() if t.steps and t.steps.exists() else []):
+        requests += 1
+        for item in line.split():
+            name, _, micros = item.partition("=")
+            totals[name] = totals.get(name, 0.0) + float(micros)
+    if not requests:
+        return f"  {t.name}: no steps recorded"
+    shown = " ".join(f"{name} {micros / requests:.0f}" for name, micros in totals.items())
+    return (f"  {t.name}: PHP-FPM worker CPU a request by step, µs (E2E_STEPS, {requests} requests): "
+            f"{shown}; sum {sum(totals.values()) / requests:.0f}")
 
 
 def table(rows: list[dict], stats: list[Target]) -> None:
