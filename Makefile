@@ -125,15 +125,19 @@ fuzz:
 	done
 
 # About 10 s of each target from its corpus (left as it is), where a nightly toolchain with
-# cargo-fuzz is present; says so plainly and passes where it is not.
+# cargo-fuzz is present; says so plainly and passes where it is not. Built with --dev (the
+# library and serde_json at opt-level 1, fuzz/Cargo.toml), with the sanitizer and debug
+# assertions: it builds in about a third of an optimized build's time and replays the whole
+# corpus with a few thousand mutations more, where an optimized build makes about ten times the
+# runs; make fuzz builds optimized.
 test-fuzz-smoke:
 	@if ! $(CARGO) +nightly fuzz --version > /dev/null 2>&1; then \
 		echo "fuzz smoke: SKIPPED (no nightly toolchain with cargo-fuzz: rustup toolchain install nightly; cargo install cargo-fuzz --locked)"; \
 	else \
-		set -e; cd fuzz; $(CARGO) +nightly fuzz build --debug-assertions; \
+		set -e; cd fuzz; $(CARGO) +nightly fuzz build --dev --debug-assertions; \
 		for t in $(FUZZ_TARGETS); do \
 			scratch=$$(mktemp -d); \
-			$(CARGO) +nightly fuzz run --debug-assertions $$t $$scratch corpus/$$t -- \
+			$(CARGO) +nightly fuzz run --dev --debug-assertions $$t $$scratch corpus/$$t -- \
 				-max_total_time=10 -seed=1 $(FUZZ_FLAGS) > target/smoke-$$t.log 2>&1 \
 				|| { tail -n 40 target/smoke-$$t.log; rm -rf $$scratch; echo "fuzz smoke: $$t FAILED (input in fuzz/artifacts/$$t/)"; exit 1; }; \
 			rm -rf $$scratch; \
@@ -244,8 +248,8 @@ bench: lib
 # by `slotpartner-sandbox send --burst` at 1, 4 and 16 connections in alternating rounds. Installs
 # what it lacks (nginx, PHP-FPM, PDO SQLite/PostgreSQL, gunicorn, psycopg) with apt-get as root.
 # E2E_EVENTS (3000 a round), E2E_ROUNDS (3), E2E_CONCURRENCY (1,4,16), E2E_STACKS (php,python),
-# E2E_BACKENDS (sqlite,postgres); `E2E_EVENTS=200 E2E_ROUNDS=1 make bench-e2e` is a smoke run of
-# about a minute.
+# E2E_BACKENDS (sqlite,postgres), E2E_STEPS=1 (a PHP-FPM worker's CPU by step of each script);
+# `E2E_EVENTS=200 E2E_ROUNDS=1 make bench-e2e` is a smoke run of about a minute.
 bench-e2e: lib sandbox
 	python3 benches/e2e/run.py
 
