@@ -29,8 +29,9 @@ E2E_ROUNDS (3), E2E_CONCURRENCY (1,4,16), E2E_STACKS (php,python), E2E_BACKENDS
 (sqlite,postgres), E2E_WARMUP (events before the first round, 300), E2E_KEEP=1 keeps the work
 folder, E2E_STEPS=1 also prints a PHP-FPM worker's CPU a request by step of the script
 (benches/e2e/steps.php: a getrusage() a step and one appended line a request, so the measured
-rounds then run a little slower than without). Missing packages (nginx, PHP-FPM with SQLite and PostgreSQL PDO, gunicorn, psycopg) are
-installed with apt-get as root, saying so; elsewhere the run stops naming them.
+rounds then run a little slower than without). Missing packages (nginx, PHP-FPM with SQLite and
+PostgreSQL PDO, gunicorn, psycopg) are installed with apt-get as root, saying so; elsewhere the
+run stops naming them.
 """
 
 from __future__ import annotations

@@ -102,13 +102,11 @@ impl Client {
     }
 
     pub(super) fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
-        self.send(|inner| Box::pin(async move { inner.batch_execute(sql).await.map(Some) }))
-            .map_err(PipelineError::into_error)
+        self.one(|inner| inner.batch_execute(sql))
     }
 
     pub(super) fn execute<S: ?Sized + ToStatement>(&mut self, statement: &S, params: Params<'_>) -> Result<u64, Error> {
-        self.send(|inner| Box::pin(async move { inner.execute(statement, params).await.map(Some) }))
-            .map_err(PipelineError::into_error)
+        self.one(|inner| inner.execute(statement, params))
     }
 
     pub(super) fn query<S: ?Sized + ToStatement>(
@@ -116,8 +114,7 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Vec<Row>, Error> {
-        self.send(|inner| Box::pin(async move { inner.query(statement, params).await.map(Some) }))
-            .map_err(PipelineError::into_error)
+        self.one(|inner| inner.query(statement, params))
     }
 
     pub(super) fn query_one<S: ?Sized + ToStatement>(
@@ -125,8 +122,7 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Row, Error> {
-        self.send(|inner| Box::pin(async move { inner.query_one(statement, params).await.map(Some) }))
-            .map_err(PipelineError::into_error)
+        self.one(|inner| inner.query_one(statement, params))
     }
 
     pub(super) fn query_opt<S: ?Sized + ToStatement>(
@@ -134,8 +130,19 @@ impl Client {
         statement: &S,
         params: Params<'_>,
     ) -> Result<Option<Row>, Error> {
-        self.send(|inner| Box::pin(async move { inner.query_opt(statement, params).await.map(Some) }))
-            .map_err(PipelineError::into_error)
+        self.one(|inner| inner.query_opt(statement, params))
+    }
+
+    /// `send` of the one tokio-postgres call `call` makes, its failure whichever it was.
+    fn one<'a, T, F>(&'a mut self, call: impl FnOnce(&'a tokio_postgres::Client) -> F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>> + 'a,
+    {
+        self.send(|inner| {
+            let answer = call(inner);
+            Box::pin(async move { answer.await.map(Some) })
+        })
+        .map_err(PipelineError::into_error)
     }
 
     /// The deferred batch, when there is one, then the request `make` makes, in one round trip;
