@@ -1466,6 +1466,20 @@ enum sp_status sp_journal_config_set_max_reply_bytes(struct sp_journal_config *c
 enum sp_status sp_journal_config_set_lock_timeout_ms(struct sp_journal_config *config, uint64_t ms);
 
 /**
+ * Sets how long one round trip to a PostgreSQL journal waits for the server's answer, in
+ * milliseconds (default: the lock time-out + 10000, 15000 with the defaults). Past it the
+ * connection is closed and the call fails with `SP_ERR_JOURNAL` (transient: answer 503); the
+ * URL's `command_timeout` (seconds) wins over it. Between 1 ms and 24 hours: another value makes
+ * `sp_journal_open` fail with `SP_ERR_INVALID_ARGUMENT` (field `command_timeout`). SQLite does
+ * not use it: its waits are the lock time-out.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum sp_status sp_journal_config_set_command_timeout_ms(struct sp_journal_config *config,
+                                                        uint64_t ms);
+
+/**
  * Sets how far beyond the highest index seen an index may land and still open a gap of its
  * size (at least 1; default 100000). Beyond it the index is recorded as an index jump (the
  * `SP_JOURNAL_REPORT_INDEX_JUMPS` report): the stretch between is not counted missing, and an

@@ -208,6 +208,12 @@ public:
         detail::check(sp_journal_config_set_lock_timeout_ms(config_.get(), ms));
         return *this;
     }
+    /// PostgreSQL: how long one round trip waits for the server's answer before the call fails
+    /// (default: the lock time-out + 10000); the URL's command_timeout (seconds) wins.
+    JournalConfig &command_timeout_ms(uint64_t ms) {
+        detail::check(sp_journal_config_set_command_timeout_ms(config_.get(), ms));
+        return *this;
+    }
     /// How far beyond the highest index seen an index may land and still open a gap of its size
     /// (at least 1; default 100000); beyond it the index is recorded as an index jump for the
     /// operator to decide (Journal::accept_jump(), Journal::jump_is_gap()). Throws Error (field

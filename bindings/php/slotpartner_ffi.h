@@ -422,6 +422,9 @@ enum sp_status sp_journal_config_set_max_reply_bytes(struct sp_journal_config *c
 
 enum sp_status sp_journal_config_set_lock_timeout_ms(struct sp_journal_config *config, uint64_t ms);
 
+enum sp_status sp_journal_config_set_command_timeout_ms(struct sp_journal_config *config,
+                                                        uint64_t ms);
+
 enum sp_status sp_journal_config_set_max_index_jump(struct sp_journal_config *config,
                                                     int64_t max_jump);
 

@@ -33,7 +33,9 @@ use crate::{Fail, Outcome, Verdict};
 const MAX_CONNECT_FAILURES_IN_A_ROW: u32 = 3;
 /// Missing ranges (and unrecoverable indexes) read at the end, to name what remains.
 const REMAINING_RANGES: usize = 1000;
-/// The lock's lease beyond `--max-time`: time for the last index and the final reading.
+/// The lock's lease beyond `--max-time`, besides the bound of one index's calls
+/// (`lock_margin`): time for the journal's own calls of an index (each round trip bounded by the
+/// journal's `command_timeout`, 15 s by default) and the final reading.
 const LOCK_MARGIN: Duration = Duration::from_secs(60);
 /// Lines printed of each kind of failure (`not_found`, `service`, `endpoint_failed`, ...); the
 /// rest are counted, and one line at the end says how many more of that kind there were.
@@ -68,7 +70,8 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     }
     let started = Instant::now();
     let deadline = started + args.max_time;
-    let lock = match RecoveryLock::take(Arc::clone(&journal), "slotpartner recover", args.max_time + LOCK_MARGIN) {
+    let margin = lock_margin(args.service.timeout, args.service.retries);
+    let lock = match RecoveryLock::take(Arc::clone(&journal), "slotpartner recover", args.max_time + margin) {
         Ok(lock) => lock,
         Err(error) if error.kind == ErrorKind::Busy => return Err(Fail(error.message)),
         Err(error) => return Err(error.into()),
@@ -144,7 +147,7 @@ pub fn run(args: &RecoverArgs) -> Outcome {
             break;
         }
         if left > 0 {
-            if let Err(error) = lock.renew(deadline.saturating_duration_since(Instant::now()) + LOCK_MARGIN) {
+            if let Err(error) = lock.renew(deadline.saturating_duration_since(Instant::now()) + margin) {
                 report.not_tried = left as u64;
                 report.stopped = Some(format!(
                     "the journal's lock could not be renewed ({}); {left} indexes not tried",
@@ -276,6 +279,18 @@ fn dry_run(
         );
     }
     Ok(Verdict::bad_if(attention.needed))
+}
+
+/// How long the lock's lease reaches past `--max-time`, renewed after each index: longer than
+/// the longest an index can take, so that a live run never loses its lock to another. An
+/// index is one fetch from the service (each try bounded by `--timeout`, `--retries` more tries
+/// after a back-off that starts at 200 ms and doubles), one delivery to the endpoint (bounded
+/// by `--timeout`), and the journal's calls (`LOCK_MARGIN`).
+fn lock_margin(timeout_seconds: f64, retries: u32) -> Duration {
+    let timeout = Duration::try_from_secs_f64(timeout_seconds).unwrap_or(Duration::MAX);
+    let tries = retries.saturating_add(1);
+    let backoffs = Duration::from_millis(200).saturating_mul(2u32.saturating_pow(retries));
+    timeout.saturating_mul(tries.saturating_add(1)).saturating_add(backoffs).saturating_add(LOCK_MARGIN)
 }
 
 /// The partner's own callback endpoint, from `--callback-url` and `--callback-ca-file`.
@@ -882,7 +897,20 @@ impl Lines {
 
 #[cfg(test)]
 mod tests {
-    use super::{ItemResult, LINES_PER_FAILURE_KIND, Lines, Report, bar_state};
+    use super::{ItemResult, LINES_PER_FAILURE_KIND, LOCK_MARGIN, Lines, Report, bar_state, lock_margin};
+    use std::time::Duration;
+
+    /// The lease reaches past the longest an index can take: every try of the fetch with its
+    /// back-offs, and the delivery, each at `--timeout`, with the journal's margin on top.
+    #[test]
+    fn the_lock_outlasts_the_slowest_index() {
+        for (timeout, retries) in [(15.0, 2), (0.5, 0), (60.0, 10), (3600.0, 10), (1.0, 3)] {
+            let backoffs: f64 = (0..retries).map(|n| 0.2 * 2f64.powi(n)).sum();
+            let slowest = timeout * f64::from(retries + 1) + backoffs + timeout;
+            let margin = lock_margin(timeout, u32::try_from(retries).unwrap());
+            assert!(margin > Duration::from_secs_f64(slowest) + LOCK_MARGIN / 2, "{timeout} s, {retries}: {margin:?}");
+        }
+    }
 
     /// A report after results of `outcomes` (result, reason), counted as the run counts them.
     fn report_of(outcomes: &[(&'static str, Option<&'static str>)]) -> Report {

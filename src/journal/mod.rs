@@ -102,6 +102,13 @@ pub struct JournalOptions {
     /// PostgreSQL's `lock_timeout`), and PostgreSQL's connect time-out unless the URL sets
     /// `connect_timeout`. Default 5 s.
     pub lock_timeout: Duration,
+    /// PostgreSQL: how long one round trip waits for the server's answer before the connection
+    /// is closed and the call fails with the journal's (transient) error; the URL's
+    /// `command_timeout` (seconds, asyncpg's name) wins over it. `None`: `lock_timeout` + 10 s
+    /// (15 s with the defaults), so that a lock wait ends at the server, with its own error,
+    /// before the client gives up. Not used by SQLite, whose waits are its busy time-out
+    /// (`lock_timeout`). Default `None`.
+    pub command_timeout: Option<Duration>,
     /// How far beyond the highest index seen an index may land and still open a gap of its
     /// size. Beyond it the index is recorded as an index jump (see `Journal::index_jumps`): the
     /// stretch between is not counted missing, and the operator sees and decides it. Default
@@ -149,6 +156,7 @@ impl Default for JournalOptions {
             first_index: None,
             max_reply_bytes: 64 * 1024,
             lock_timeout: Duration::from_secs(5),
+            command_timeout: None,
             max_index_jump: 100_000,
             not_found_limit: 3,
             retention: None,
@@ -170,6 +178,9 @@ impl JournalOptions {
         if self.lock_timeout > DAY {
             return invalid("lock_timeout", "must be at most 24 hours");
         }
+        if self.command_timeout.is_some_and(|t| t < Duration::from_millis(1) || t > DAY) {
+            return invalid("command_timeout", "must be between 1 ms and 24 hours");
+        }
         if self.first_index.is_some_and(|first| first < 0) {
             return invalid("first_index", "must be a non-negative index");
         }
@@ -188,6 +199,11 @@ impl JournalOptions {
             }
         }
         Ok(())
+    }
+
+    /// How long a PostgreSQL round trip waits, when the URL does not say (`command_timeout`).
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.command_timeout.unwrap_or(self.lock_timeout + Duration::from_secs(10))
     }
 
     /// The lease in milliseconds (at most a day, so it fits).

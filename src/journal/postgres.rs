@@ -49,8 +49,9 @@ use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, St
 mod client;
 mod staged;
 mod tls;
+mod url;
 
-use client::{Client, ConnectError, Params, PipelineError};
+use client::{Client, ConnectError, Deadlines, Params, PipelineError};
 
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
@@ -115,6 +116,8 @@ pub(crate) struct Postgres {
     label: String,
     /// The URL's `sslmode` and `sslrootcert`, and the TLS connector they make.
     tls: tls::Tls,
+    /// The URL's `command_timeout`, which wins over `JournalOptions::command_timeout`.
+    command_timeout: Option<Duration>,
     pool: Pool<PgConn>,
     /// Indexed deliveries of this process, for `maybe_fold`.
     calls: AtomicU64,
@@ -244,8 +247,9 @@ impl Postgres {
         let store = REGISTRY.get_or_make(url.to_owned(), || {
             // `sslmode` and `sslrootcert` first: the `postgres` parser refuses libpq's
             // `verify-ca`, `verify-full` and `sslrootcert`.
-            let (rest, tls) = tls::from_url(url)?;
-            let mut config: Config = rest.parse().map_err(|e| {
+            let own = url::take_ours(url)?;
+            let tls = tls::from_params(own.sslmode.as_deref(), own.sslrootcert.as_deref())?;
+            let mut config: Config = own.rest.parse().map_err(|e| {
                 Error::field(ErrorKind::InvalidArgument, "journal_url", format!("not a PostgreSQL URL: {e}"))
             })?;
             tls.configure(&mut config);
@@ -258,6 +262,7 @@ impl Postgres {
                 config,
                 label,
                 tls,
+                command_timeout: own.command_timeout,
                 pool: Pool::new(8),
                 calls: AtomicU64::new(pid),
                 next_shard: AtomicU64::new(pid),
@@ -361,16 +366,36 @@ impl Postgres {
         })
     }
 
+    /// How long a connection waits: to connect (the URL's `connect_timeout`, else
+    /// `lock_timeout` and at least a second), and a round trip (`command_timeout`).
+    fn deadlines(&self, options: &JournalOptions) -> Deadlines {
+        Deadlines {
+            connect: self
+                .config
+                .get_connect_timeout()
+                .copied()
+                .unwrap_or(options.lock_timeout.max(Duration::from_secs(1))),
+            command: self.command_timeout.unwrap_or_else(|| options.command_timeout()),
+        }
+    }
+
     fn connect(&self, options: &JournalOptions) -> Result<PgConn> {
         let generation = self.generation.load(Ordering::Acquire);
+        let deadlines = self.deadlines(options);
         let mut config = self.config.clone();
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(options.lock_timeout.max(Duration::from_secs(1)));
-        }
-        let mut client = Client::connect(&config, self.tls.connector()).map_err(|e| match e {
+        config.connect_timeout(deadlines.connect);
+        let mut client = Client::connect(&config, self.tls.connector(), deadlines).map_err(|e| match e {
             ConnectError::Runtime(e) => {
                 Error::new(ErrorKind::Journal, format!("{}: cannot start the client's I/O: {e}", self.label))
             }
+            ConnectError::TimedOut(after) => Error::new(
+                ErrorKind::Journal,
+                format!(
+                    "{}: not connected within connect_timeout ({} s): the server did not complete the connection (TCP, TLS, authentication and start-up); is it running, or stalled?",
+                    self.label,
+                    seconds(after)
+                ),
+            ),
             ConnectError::Db(e) => {
                 let mut error = self.error(&e);
                 if let Some(why) = self.tls.explain(&e) {
@@ -379,7 +404,7 @@ impl Postgres {
                 error
             }
         })?;
-        client.batch_execute(&session_settings(options)).map_err(|e| self.error(&e))?;
+        client.batch_execute(&session_settings(options)).map_err(|e| self.failure(&client, &e, true))?;
         Ok(PgConn {
             client,
             statements: HashMap::new(),
@@ -409,6 +434,30 @@ impl Postgres {
     fn dead(&self, conn: &mut Pooled<'_, PgConn>) {
         conn.mark_broken();
         self.generation.fetch_max(conn.generation + 1, Ordering::AcqRel);
+    }
+
+    /// The error of `e`, a failure on `client`: the time-out's own when a round trip went past
+    /// its deadline (`at_commit`: the round trip carried a commit, or a statement in autocommit,
+    /// whose outcome is then unknown), else `error`'s.
+    fn failure(&self, client: &Client, e: &tokio_postgres::Error, at_commit: bool) -> Error {
+        if client.timed_out() { self.timed_out(client, at_commit) } else { self.error(e) }
+    }
+
+    /// The error of a round trip on `client` past its deadline (see `failure`).
+    fn timed_out(&self, client: &Client, at_commit: bool) -> Error {
+        let outcome = if at_commit {
+            "the commit was sent and not confirmed: the change may or may not have been made"
+        } else {
+            "nothing of the transaction was committed"
+        };
+        Error::new(
+            ErrorKind::Journal,
+            format!(
+                "{}: no answer from the server within command_timeout ({} s): the connection was closed; {outcome}",
+                self.label,
+                seconds(client.command_timeout())
+            ),
+        )
     }
 
     fn error(&self, e: &tokio_postgres::Error) -> Error {
@@ -475,6 +524,9 @@ impl Postgres {
             let mut conn = self.connection(options)?;
             if let Err(e) = self.begin(&mut conn, options, begin) {
                 conn.mark_broken();
+                if conn.client.timed_out() {
+                    return Err(self.timed_out(&conn.client, false));
+                }
                 if connection_lost(&e) && !reconnected {
                     // Nothing of the work was sent: run it on a fresh connection.
                     self.dead(&mut conn);
@@ -500,6 +552,12 @@ impl Postgres {
                     (Err(fail), false)
                 }
             };
+            if conn.client.timed_out() {
+                // Past its deadline: the connection is closed, the work is not run again (the
+                // server may still be stalled), and the caller answers as for a lost commit.
+                conn.mark_broken();
+                return Err(self.timed_out(&conn.client, at_commit));
+            }
             match result {
                 Ok(value) => return Ok((value, unknown)),
                 Err(Fail::Journal(e)) => return Err(e),
@@ -598,6 +656,7 @@ impl Postgres {
         options: &JournalOptions,
         begin: Option<&'static str>,
     ) -> std::result::Result<(), tokio_postgres::Error> {
+        conn.client.set_command_timeout(self.deadlines(options).command);
         if conn.lock_timeout != options.lock_timeout {
             conn.client.batch_execute(&session_settings(options))?;
             conn.lock_timeout = options.lock_timeout;
@@ -761,6 +820,12 @@ fn unresolved_host(e: &tokio_postgres::Error) -> bool {
         next = error.source();
     }
     false
+}
+
+/// `duration` in seconds for messages: `15`, `2.5`.
+fn seconds(duration: Duration) -> String {
+    let text = format!("{:.3}", duration.as_secs_f64());
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn session_settings(options: &JournalOptions) -> String {

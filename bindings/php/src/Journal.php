@@ -64,6 +64,9 @@ final class Journal
      * @param int|null $maxReplyBytes the largest reply finish() stores, at least 1 [65536]
      * @param int|null $lockTimeoutMs how long one statement waits for a lock another process
      *     holds (SQLite's busy time-out, PostgreSQL's lock_timeout and connect time-out) [5000]
+     * @param int|null $commandTimeoutMs PostgreSQL: how long one round trip waits for the server's
+     *     answer before the connection is closed and the call fails (HTTP 503); the URL's
+     *     command_timeout (seconds) wins [lock time-out + 10000]
      * @param int|null $maxIndexJump how far beyond the highest index seen an index may land and
      *     still open a gap of that size, at least 1 [100000]; beyond it the index is recorded as
      *     an index jump (indexJumps()): the stretch between is not counted missing until an
@@ -106,6 +109,7 @@ final class Journal
         ?int $notFoundLimit = null,
         ?int $retentionMs = null,
         ?bool $claimAtFinish = null,
+        ?int $commandTimeoutMs = null,
     ) {
         $native = Native::get();
         $this->native = $native;
@@ -132,6 +136,9 @@ final class Journal
             }
             if ($lockTimeoutMs !== null) {
                 $native->check($ffi->sp_journal_config_set_lock_timeout_ms($config, Native::unsigned($lockTimeoutMs, 'lock_timeout_ms')));
+            }
+            if ($commandTimeoutMs !== null) {
+                $native->check($ffi->sp_journal_config_set_command_timeout_ms($config, Native::unsigned($commandTimeoutMs, 'command_timeout_ms')));
             }
             if ($maxIndexJump !== null) {
                 $native->check($ffi->sp_journal_config_set_max_index_jump($config, Native::unsigned($maxIndexJump, 'max_index_jump')));

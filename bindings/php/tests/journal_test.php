@@ -357,6 +357,27 @@ T::test('misuse and unusable journals get clear errors', function (): void {
     T::eq([24, 503], [$e?->status, $e?->httpStatus], 'status and HTTP answer');
 });
 
+T::test('a PostgreSQL server that never answers fails the open within its deadline, as the journal\'s transient error', function (): void {
+    // The kernel completes the TCP handshake for the listener's backlog: a server that accepts and
+    // never answers.
+    $silent = stream_socket_server('tcp://127.0.0.1:0');
+    $port = (int) substr(strrchr(stream_socket_get_name($silent, false), ':'), 1);
+    try {
+        // Without connect_timeout the open waits the lock time-out; with it, that.
+        foreach ([['', 'lockTimeoutMs'], ['?connect_timeout=1', 'commandTimeoutMs']] as [$query, $name]) {
+            $started = microtime(true);
+            $e = T::throws(JournalException::class, fn () => new Journal("postgres://me@127.0.0.1:{$port}/x{$query}", ...[$name => 1000]), 'a silent server');
+            $took = microtime(true) - $started;
+            T::true($took < 6, sprintf('answered in %.1f s, within the 1 s deadline and a loaded machine\'s slack', $took));
+            T::eq(503, $e?->httpStatus, 'transient: the service delivers again');
+        }
+        $e = T::throws(ConfigurationException::class, fn () => new Journal("postgres://me@127.0.0.1:{$port}/x", commandTimeoutMs: 0), 'no wait without a bound');
+        T::eq('command_timeout', $e?->field, 'the setting named');
+    } finally {
+        fclose($silent);
+    }
+});
+
 // The operator's side: what an operator sees and decides, each decision with a note.
 
 /** An event the binding does not type (an OtherEvent), keyed in the journal by its index. */

@@ -299,7 +299,7 @@ T::test('empty tokens and sources are refused by the library, as in C', function
 
 T::test('Journal: null is the library default and calls no setter', function (): void {
     $url = 'sqlite:' . tempDir() . '/journal.db';
-    $names = ['leaseMs', 'busyWaitMs', 'durable', 'firstIndex', 'maxReplyBytes', 'lockTimeoutMs', 'maxIndexJump', 'notFoundLimit'];
+    $names = ['leaseMs', 'busyWaitMs', 'durable', 'firstIndex', 'maxReplyBytes', 'lockTimeoutMs', 'commandTimeoutMs', 'maxIndexJump', 'notFoundLimit'];
     [$journal, $lib] = recording(fn () => new Journal($url, ...array_fill_keys($names, null)));
     T::eq([], $lib->setters(), 'no setter');
     $status = $journal->status();

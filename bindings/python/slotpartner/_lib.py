@@ -669,6 +669,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_journal_config_set_first_index": (c_int, [c_void_p, c_int64]),
     "sp_journal_config_set_max_reply_bytes": (c_int, [c_void_p, c_size_t]),
     "sp_journal_config_set_lock_timeout_ms": (c_int, [c_void_p, c_uint64]),
+    "sp_journal_config_set_command_timeout_ms": (c_int, [c_void_p, c_uint64]),
     "sp_journal_config_set_max_index_jump": (c_int, [c_void_p, c_int64]),
     "sp_journal_config_set_not_found_limit": (c_int, [c_void_p, c_uint32]),
     "sp_journal_open": (c_int, [c_void_p, _OUT]),

@@ -205,6 +205,9 @@ class Journal(GuardedHandle):
         max_reply_bytes: the largest reply ``finish`` stores, at least 1 [65536].
         lock_timeout_ms: how long one statement waits for a lock another process holds (SQLite's
             busy time-out, PostgreSQL's ``lock_timeout`` and connect time-out) [5000].
+        command_timeout_ms: PostgreSQL: how long one round trip waits for the server's answer
+            before the connection is closed and the call fails with ``JournalError`` (answer
+            503); the URL's ``command_timeout`` (seconds) wins [lock_timeout_ms + 10000].
         max_index_jump: how far beyond the highest index seen an index may land and still open
             a gap of that size, at least 1 [100000]. Beyond it the index is recorded as an index
             jump (``index_jumps()``): the stretch between is not counted missing until an
@@ -262,6 +265,7 @@ class Journal(GuardedHandle):
         not_found_limit: int | None = None,
         retention: datetime.timedelta | float | None = None,
         claim_at_finish: bool | None = None,
+        command_timeout_ms: int | None = None,
     ) -> None:
         self._init_guard()
         day = 24 * 3600 * 1000
@@ -295,6 +299,12 @@ class Journal(GuardedHandle):
                 None
                 if lock_timeout_ms is None
                 else _check_range(lock_timeout_ms, "lock_timeout_ms", 0, 2**64 - 1, "a number of milliseconds"),
+            ),
+            (
+                _LIB.sp_journal_config_set_command_timeout_ms,
+                None
+                if command_timeout_ms is None
+                else _check_range(command_timeout_ms, "command_timeout_ms", 0, 2**64 - 1, f"1 to {day} ms"),
             ),
             (
                 _LIB.sp_journal_config_set_max_index_jump,

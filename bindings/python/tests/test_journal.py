@@ -410,6 +410,30 @@ def bonus(index: int) -> bytes:
     return f'{{"event":"bonusGranted","index":{index}}}'.encode()
 
 
+class DeadlineTest(unittest.TestCase):
+    def test_a_postgresql_server_that_never_answers_fails_the_open_within_its_deadline(self) -> None:
+        import socket
+
+        # The kernel completes the TCP handshake for the listener's backlog: a server that
+        # accepts and never answers.
+        with socket.socket() as silent:
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(16)
+            port = silent.getsockname()[1]
+            # Without connect_timeout the open waits the lock time-out; with it, that.
+            for query, setting in (("", {"lock_timeout_ms": 1000}), ("?connect_timeout=1", {"command_timeout_ms": 1000})):
+                with self.subTest(query=query, setting=setting):
+                    started = time.monotonic()
+                    with self.assertRaises(JournalError) as caught:
+                        Journal(f"postgres://me@127.0.0.1:{port}/x{query}", **setting)
+                    took = time.monotonic() - started
+                    self.assertLess(took, 6, "within the 1 s deadline and a loaded machine's slack")
+                    self.assertEqual(caught.exception.http_status, 503)
+            with self.assertRaises(ConfigurationError) as refused:
+                Journal(f"postgres://me@127.0.0.1:{port}/x", command_timeout_ms=0)
+            self.assertEqual(refused.exception.field, "command_timeout")
+
+
 class OperatorTest(JournalCase):
     """What an operator sees and decides: index jumps, gaps resolved by hand, conflicts,
     renumbering; each decision with a note kept for audit."""

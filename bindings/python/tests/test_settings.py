@@ -329,7 +329,7 @@ class JournalDefaultsTest(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="sp-settings-") as directory:
             url = f"sqlite:{directory}/journal.db"
             names = ("lease_ms", "busy_wait_ms", "durable", "first_index", "max_reply_bytes", "lock_timeout_ms",
-                     "max_index_jump", "not_found_limit")  # fmt: skip
+                     "command_timeout_ms", "max_index_jump", "not_found_limit")  # fmt: skip
             with recording(journal_module) as lib:
                 journal = Journal(url, **{name: None for name in names})
             self.assertEqual(lib.setters(), [])

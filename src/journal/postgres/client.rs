@@ -11,10 +11,16 @@
 //! (SQLSTATE 25P02), and a request the client refuses before writing it (its parameters do not
 //! encode) keeps the ones after it from being written at all: the statements after a failed one
 //! never take effect, as when each waited for the one before.
+//!
+//! Every wait has a deadline: the whole connect (TCP, TLS, authentication, start-up) its
+//! `Deadlines::connect`, and each round trip its `Deadlines::command`. A round trip past its
+//! deadline closes the connection (the socket is dropped, with what was written and not
+//! answered) and fails; `timed_out` then tells that failure from the server's or the network's.
 
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::runtime::Runtime;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
@@ -27,11 +33,19 @@ pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 /// the reading and writing); notices and notifications are not used and are dropped.
 type Messages = Box<dyn FnMut(&mut Context<'_>) -> Poll<Option<Result<AsyncMessage, Error>>> + Send>;
 
-/// A failure to connect: the runtime could not be made (no file descriptors left), or the
-/// server was not reached or refused.
+/// A failure to connect: the runtime could not be made (no file descriptors left), the server
+/// was not reached or refused, or the connect was not done within its deadline.
 pub(super) enum ConnectError {
     Runtime(std::io::Error),
     Db(Error),
+    TimedOut(Duration),
+}
+
+/// How long a connection waits for the server: the whole connect, and each round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Deadlines {
+    pub connect: Duration,
+    pub command: Duration,
 }
 
 /// Where a round trip failed: the deferred batch (or the connection itself), or the statement at
@@ -60,10 +74,16 @@ pub(super) struct Client {
     inner: tokio_postgres::Client,
     /// Sent with the next request (`defer`).
     deferred: Option<&'static str>,
+    /// How long a round trip may wait for its answers.
+    command_timeout: Duration,
+    /// Whether a round trip went past `command_timeout` (the connection is closed since).
+    timed_out: bool,
 }
 
 impl Client {
-    pub(super) fn connect<T>(config: &Config, tls: T) -> Result<Client, ConnectError>
+    /// Connects within `deadlines.connect`, all of it: the TCP connect, the TLS request and
+    /// handshake, the authentication and the server's start-up answers.
+    pub(super) fn connect<T>(config: &Config, tls: T, deadlines: Deadlines) -> Result<Client, ConnectError>
     where
         T: MakeTlsConnect<Socket> + 'static + Send,
         T::TlsConnect: Send,
@@ -72,8 +92,36 @@ impl Client {
     {
         let runtime =
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ConnectError::Runtime)?;
-        let (inner, mut connection) = runtime.block_on(config.connect(tls)).map_err(ConnectError::Db)?;
-        Ok(Client { runtime, messages: Box::new(move |cx| connection.poll_message(cx)), inner, deferred: None })
+        // The timer is made inside the runtime, whose clock it needs.
+        let (inner, mut connection) = runtime
+            .block_on(async { tokio::time::timeout(deadlines.connect, config.connect(tls)).await })
+            .map_err(|_| ConnectError::TimedOut(deadlines.connect))?
+            .map_err(ConnectError::Db)?;
+        Ok(Client {
+            runtime,
+            messages: Box::new(move |cx| connection.poll_message(cx)),
+            inner,
+            deferred: None,
+            command_timeout: deadlines.command,
+            timed_out: false,
+        })
+    }
+
+    /// Whether a round trip of this connection went past its deadline: the connection was
+    /// closed then, and every request since failed as on a closed connection.
+    pub(super) fn timed_out(&self) -> bool {
+        self.timed_out
+    }
+
+    /// How long a round trip may wait.
+    pub(super) fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
+    /// Sets how long the next round trips may wait (a journal's options may differ from the
+    /// ones the connection was opened with).
+    pub(super) fn set_command_timeout(&mut self, command_timeout: Duration) {
+        self.command_timeout = command_timeout;
     }
 
     /// Keeps `batch` (statements in the simple query protocol, without parameters) to be
@@ -175,12 +223,23 @@ impl Client {
         &'a mut self,
         make: impl FnOnce(&'a tokio_postgres::Client) -> Vec<Request<'a, T>>,
     ) -> Result<Vec<T>, PipelineError> {
-        let Client { runtime, messages, inner, deferred } = self;
+        let Client { runtime, messages, inner, deferred, command_timeout, timed_out } = self;
         let inner: &'a tokio_postgres::Client = inner;
         let batch = deferred.take().map(|batch| batch_request(inner, batch));
         let before = usize::from(batch.is_some());
         let requests: Vec<Request<'a, T>> = batch.into_iter().chain(make(inner)).collect();
-        let answers = in_order(runtime, messages, requests).map_err(PipelineError::Before)?;
+        let answers = match in_order(runtime, messages, *command_timeout, requests) {
+            Ok(answers) => answers,
+            Err(Waited::Failed(e)) => return Err(PipelineError::Before(e)),
+            Err(Waited::TimedOut) => {
+                // The connection goes (its socket closed), with whatever it had written and
+                // not had answered; the requests fail as on any closed connection.
+                *timed_out = true;
+                *messages = Box::new(|_| Poll::Ready(None));
+                let closed = runtime.block_on(inner.batch_execute(""));
+                return Err(PipelineError::Before(closed.expect_err("a request on a dropped connection fails")));
+            }
+        };
         let mut answered = Vec::with_capacity(answers.len());
         for (at, answer) in answers.into_iter().enumerate() {
             match answer {
@@ -207,12 +266,13 @@ fn batch_request<'a, T>(inner: &'a tokio_postgres::Client, batch: &'static str) 
 fn in_order<T>(
     runtime: &mut Runtime,
     messages: &mut Messages,
+    deadline: Duration,
     mut requests: Vec<Request<'_, T>>,
-) -> Result<Vec<Option<Answer<T>>>, Error> {
+) -> Result<Vec<Option<Answer<T>>>, Waited> {
     let mut answers: Vec<Option<Answer<T>>> = requests.iter().map(|_| None).collect();
     let mut polled = vec![false; requests.len()];
     let mut sent = requests.len();
-    block_on(runtime, messages, |cx| {
+    block_on(runtime, messages, deadline, |cx| {
         let mut waiting = false;
         for at in 0..sent {
             if answers[at].is_some() {
@@ -236,21 +296,31 @@ fn in_order<T>(
     Ok(answers)
 }
 
-/// Polls `work` until it is ready, driving the connection meanwhile; a failure of the
-/// connection itself (the socket) ends the wait with that failure.
+/// Why a wait ended without its answers.
+enum Waited {
+    /// The connection itself failed (the socket).
+    Failed(Error),
+    /// Not answered within the deadline.
+    TimedOut,
+}
+
+/// Polls `work` until it is ready, driving the connection meanwhile, for at most `deadline`; a
+/// failure of the connection itself (the socket) ends the wait with that failure.
 fn block_on<T>(
     runtime: &mut Runtime,
     messages: &mut Messages,
+    deadline: Duration,
     mut work: impl FnMut(&mut Context<'_>) -> Poll<T>,
-) -> Result<T, Error> {
-    runtime.block_on(poll_fn(|cx| {
+) -> Result<T, Waited> {
+    let waiting = poll_fn(|cx| {
         loop {
             match messages(cx) {
                 Poll::Ready(Some(Ok(_))) => {}
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(Waited::Failed(e))),
                 Poll::Ready(None) | Poll::Pending => break,
             }
         }
         work(cx).map(Ok)
-    }))
+    });
+    runtime.block_on(async { tokio::time::timeout(deadline, waiting).await }).unwrap_or(Err(Waited::TimedOut))
 }

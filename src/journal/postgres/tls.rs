@@ -109,86 +109,9 @@ fn url_error(problem: impl std::fmt::Display) -> Error {
     Error::field(ErrorKind::InvalidArgument, "journal_url", problem)
 }
 
-/// Takes `sslmode` and `sslrootcert` out of `url` (the client's parser refuses what
-/// it does not know): the URL without them, and the settings they make.
-pub(crate) fn from_url(url: &str) -> Result<(String, Tls)> {
-    let split = split(url)?;
-    let tls = Tls::new(split.sslmode.as_deref(), split.sslrootcert.as_deref())?;
-    Ok((split.url, tls))
-}
-
-struct Split {
-    url: String,
-    sslmode: Option<String>,
-    sslrootcert: Option<String>,
-}
-
-/// Finds the query as tokio-postgres does (after the first `@`, the first `?`), and
-/// takes out the parameters this module handles; the others stay, in their order, as written.
-fn split(url: &str) -> Result<Split> {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let after_credentials = after_scheme + url[after_scheme..].find('@').map_or(0, |i| i + 1);
-    let Some(question) = url[after_credentials..].find('?').map(|i| after_credentials + i) else {
-        return Ok(Split { url: url.to_owned(), sslmode: None, sslrootcert: None });
-    };
-    let (mut sslmode, mut sslrootcert) = (None, None);
-    let mut kept = Vec::new();
-    for pair in url[question + 1..].split('&') {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        // A key that does not decode is none of ours: the `postgres` parser judges it.
-        match percent_decode(key).as_deref() {
-            Ok("sslmode") => sslmode = Some(percent_decode(value).map_err(|e| url_error(format!("sslmode: {e}")))?),
-            Ok("sslrootcert") => {
-                sslrootcert = Some(percent_decode(value).map_err(|e| url_error(format!("sslrootcert: {e}")))?);
-            }
-            Ok(
-                key @ ("sslcert"
-                | "sslkey"
-                | "sslpassword"
-                | "sslcertmode"
-                | "sslcrl"
-                | "sslcrldir"
-                | "sslsni"
-                | "sslcompression"
-                | "sslkeylogfile"
-                | "ssl_min_protocol_version"
-                | "ssl_max_protocol_version"
-                | "requiressl"),
-            ) => {
-                return Err(url_error(format!(
-                    "the URL parameter {key} is not supported: TLS is set with sslmode and sslrootcert alone"
-                )));
-            }
-            _ => kept.push(pair),
-        }
-    }
-    let mut rest = url[..question].to_owned();
-    if !kept.is_empty() {
-        rest.push('?');
-        rest.push_str(&kept.join("&"));
-    }
-    Ok(Split { url: rest, sslmode, sslrootcert })
-}
-
-/// `%XX` escapes decoded (`+` stays `+`, as libpq and tokio-postgres have it).
-fn percent_decode(text: &str) -> std::result::Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
-            (b'%', Some(high), Some(low)) => {
-                out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
-                i += 3;
-            }
-            (byte, ..) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).map_err(|_| "is not UTF-8 once %-decoded".to_owned())
+/// The TLS settings of the URL's `sslmode` and `sslrootcert` (`url::Own`), as libpq reads them.
+pub(crate) fn from_params(sslmode: Option<&str>, sslrootcert: Option<&str>) -> Result<Tls> {
+    Tls::new(sslmode, sslrootcert)
 }
 
 impl Tls {
@@ -493,35 +416,10 @@ impl ServerCertVerifier for Unchecked {
 mod tests {
     use super::*;
 
-    fn split_ok(url: &str) -> (String, Option<String>, Option<String>) {
-        let split = split(url).unwrap_or_else(|e| panic!("{url}: {}", e.message));
-        (split.url, split.sslmode, split.sslrootcert)
-    }
-
-    #[test]
-    fn our_parameters_leave_the_url_and_the_others_stay_in_order() {
-        assert_eq!(
-            split_ok(
-                "postgres://u:p@h:5432/db?options=-c%20x&sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&application_name=a"
-            ),
-            (
-                "postgres://u:p@h:5432/db?options=-c%20x&application_name=a".to_owned(),
-                Some("verify-full".to_owned()),
-                Some("/etc/ca.pem".to_owned())
-            )
-        );
-        assert_eq!(
-            split_ok("postgres://u@h/db?sslmode=require"),
-            ("postgres://u@h/db".to_owned(), Some("require".to_owned()), None)
-        );
-        assert_eq!(split_ok("postgres://u@h/db"), ("postgres://u@h/db".to_owned(), None, None));
-    }
-
-    #[test]
-    fn a_question_mark_in_the_password_is_not_the_query() {
-        let (url, mode, _) = split_ok("postgres://u:p?sslmode=disable@h/db?sslmode=verify-full");
-        assert_eq!(url, "postgres://u:p?sslmode=disable@h/db");
-        assert_eq!(mode.as_deref(), Some("verify-full"));
+    /// The URL without the parameters the journal takes, and the TLS settings they make.
+    fn from_url(url: &str) -> Result<(String, Tls)> {
+        let own = super::super::url::take_ours(url)?;
+        Ok((own.rest, from_params(own.sslmode.as_deref(), own.sslrootcert.as_deref())?))
     }
 
     #[test]
@@ -580,12 +478,5 @@ mod tests {
         assert_eq!(bare_name("DnsName(\"localhost\")"), "localhost");
         assert_eq!(bare_name("IpAddress(127.0.0.1)"), "127.0.0.1");
         assert_eq!(bare_name("db.example"), "db.example");
-    }
-
-    #[test]
-    fn percent_decoding() {
-        assert_eq!(percent_decode("%2Ftmp%2fca+x.pem%").unwrap(), "/tmp/ca+x.pem%");
-        assert_eq!(percent_decode("%C3%A9").unwrap(), "é");
-        assert!(percent_decode("%FF").is_err());
     }
 }
