@@ -1,9 +1,9 @@
 //! The shared configuration: the journal, the service client, the receiver's parse options.
 
-use std::path::Path;
 use std::time::Duration;
 
 use slotpartner::client::{Client, ClientConfig};
+use slotpartner::journal::{ExistingJournal, SCHEMA_VERSION};
 use slotpartner::{Journal, JournalOptions, Receiver, ReceiverConfig};
 
 use crate::Fail;
@@ -13,28 +13,31 @@ use crate::args::{JournalOpt, ServiceOpts};
 pub const PLACEHOLDER_TOKEN: &str = "00000000-0000-0000-0000-000000000000";
 
 /// Opens the journal of `--journal` (or `SLOTPARTNER_JOURNAL`) with `--max-index-jump` and
-/// `--not-found-limit`. A SQLite file must exist: an operator's typo must not create an empty
-/// journal that reports no gap.
+/// `--not-found-limit`, creating and migrating nothing (`Journal::open_existing`): an operator's
+/// typo must not create an empty journal that reports no gap, on SQLite or PostgreSQL, and a
+/// monitoring command must not migrate a journal the running endpoints still use. An absent
+/// journal is an error naming the database; so is an older schema version (the new release's
+/// endpoints migrate it on their first delivery).
 pub fn open_journal(opt: &JournalOpt) -> Result<Journal, Fail> {
     let url = opt
         .journal
         .as_deref()
         .filter(|u| !u.is_empty())
         .ok_or_else(|| Fail("no journal: give --journal URL or set SLOTPARTNER_JOURNAL".to_owned()))?;
-    if let Some(path) = url.strip_prefix("sqlite:") {
-        let path = path.strip_prefix("//").unwrap_or(path);
-        if !path.is_empty() && !Path::new(path).is_file() {
-            return Err(Fail(format!(
-                "journal_url: {path} is not a journal file (it does not exist; the endpoint creates it on its first delivery)"
-            )));
-        }
-    }
     let options = JournalOptions {
         max_index_jump: opt.max_index_jump,
         not_found_limit: opt.not_found_limit,
         ..JournalOptions::default()
     };
-    Ok(Journal::open(url, &options)?)
+    match Journal::open_existing(url, &options)? {
+        ExistingJournal::Current(journal) => Ok(journal),
+        ExistingJournal::Absent { reason } => Err(Fail(format!(
+            "journal_url: no journal there ({reason}); nothing was created: check the URL (the endpoint creates the journal on its first delivery)"
+        ))),
+        ExistingJournal::Older { version } => Err(Fail(format!(
+            "journal_url: the journal is of schema version {version}, older than this release's {SCHEMA_VERSION}; it was left as it is: this release's endpoints migrate it on their first delivery (a monitoring or operator command never does)"
+        ))),
+    }
 }
 
 /// The configured service client; `tune` adds a command's own settings.
