@@ -252,7 +252,7 @@ fn a_postgresql_journal_is_left_to_pg_dump() {
     let dest = dir.path().join("backup.db");
     let error = journal.backup(&dest).expect_err("PostgreSQL has its own tools");
     assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "journal_url"));
-    let command = "pg_dump --format=custom --table='sp_journal_*' --file=journal.dump JOURNAL_URL";
+    let command = "(umask 077 && pg_dump --format=custom --table='sp_journal_*' --file=journal.dump JOURNAL_URL)";
     assert!(error.message.contains(command), "{}", error.message);
     assert!(!error.message.contains(&cluster.port().to_string()), "the journal's URL named: {}", error.message);
     assert!(!dest.exists());
@@ -262,12 +262,16 @@ fn a_postgresql_journal_is_left_to_pg_dump() {
         println!("SKIP pg_dump of the journal: no /usr/bin/pg_dump (Debian package `postgresql-client`)");
         return;
     }
+    // As given, by a shell whose umask lets others read what it writes: the dump is 0600.
     let dump = dir.path().join("journal.dump");
-    let out = std::process::Command::new("pg_dump")
-        .args(["--format=custom", "--table=sp_journal_*", &format!("--file={}", dump.display()), &url])
+    let given = command.replace("JOURNAL_URL", &format!("'{url}'"));
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("umask 022 && cd '{}' && {given}", dir.path().display())])
         .output()
         .unwrap();
-    assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{given}: {}", String::from_utf8_lossy(&out.stderr));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&dump).unwrap().permissions().mode() & 0o777, 0o600);
     let list = std::process::Command::new("pg_restore").arg("--list").arg(&dump).output().unwrap();
     let list = String::from_utf8_lossy(&list.stdout);
     assert!(list.contains("TABLE DATA backup sp_journal_delivery"), "{list}");

@@ -461,6 +461,20 @@ impl BalanceCheck {
                 );
             }
             _ => {
+                let reply = match &answer.text {
+                    Ok(text) => judge_reply(&args.balance_wrapper, status, text),
+                    Err(problem) => Reply::Bad(format!("the answer could not be read ({problem})")),
+                };
+                let shaped = matches!(reply, Reply::Balance(_) | Reply::Refused(_));
+                if !(200..300).contains(&status) && !shaped {
+                    // Not an answer to the balance query (a 404 of the web server, a 503 of a
+                    // failing endpoint): it shows nothing of the source or token checks.
+                    let why = format!("not confirmed: the endpoint answered HTTP {status}, not a balance reply");
+                    lines.skip(&["callback source", "callback token"], &why, None);
+                    lines.fail("callback reply", format!("HTTP {status}: {said}"), unanswered_fix(status));
+                    Self::timing(args, lines, &timed);
+                    return;
+                }
                 lines.ok("callback source", format!("this host's address was let through (HTTP {status}, not 403)"));
                 if (200..300).contains(&status) {
                     lines.ok("callback token", format!("the endpoint accepted the token (HTTP {status})"));
@@ -471,10 +485,6 @@ impl BalanceCheck {
                         "make the endpoint answer a balance query HTTP 200, and check that its partner token is --token / SLOTPARTNER_TOKEN (a refusal of the token is HTTP 401)",
                     );
                 }
-                let reply = match &answer.text {
-                    Ok(text) => judge_reply(&args.balance_wrapper, status, text),
-                    Err(problem) => Reply::Bad(format!("the answer could not be read ({problem})")),
-                };
                 match reply {
                     Reply::Balance(detail) => lines.ok("callback reply", detail),
                     Reply::Refused(message) if explicit_player => lines.fail(
@@ -509,6 +519,12 @@ impl BalanceCheck {
                 }
             }
         }
+        Self::timing(args, lines, &timed);
+    }
+
+    /// The answer's time and its Date header against this host's clock.
+    fn timing(args: &CheckArgs, lines: &mut Lines, timed: &Timed) {
+        let answer = &timed.answer;
         let took = match timed.took.as_millis() {
             ms @ 0..1000 => format!("{ms}ms"),
             _ => format!("{:.1}s", timed.took.as_secs_f64()),
@@ -548,6 +564,31 @@ impl BalanceCheck {
                     ),
                 }
             }
+        }
+    }
+}
+
+/// The fix for an answer to the balance query that is no balance reply, by its status.
+fn unanswered_fix(status: u16) -> &'static str {
+    match status {
+        404 => {
+            "nothing answers the balance query at this URL: correct --callback-url's path, or the web server's route to the endpoint (for PHP-FPM behind nginx, SCRIPT_FILENAME must name the script: README, Deployment)"
+        }
+        405 => "the endpoint refused the method: the service POSTs every callback; let POST through to the endpoint",
+        413 | 400 => {
+            "the endpoint refused the request itself: check its body size limit (at least 64 KiB) and that nothing in front of it rewrites the body"
+        }
+        500 => {
+            "the endpoint failed before answering (HTTP 500): its log says why (a configuration error of the endpoint, such as its token or sources setting, is logged there and never shown to a caller)"
+        }
+        502 | 504 => {
+            "the web server in front got no answer from the endpoint's workers: check that they run (PHP-FPM pool, gunicorn) and its error log"
+        }
+        503 => {
+            "the endpoint said it is temporarily unavailable (HTTP 503): its log says why; a balance query needs no journal, so an endpoint that opens the journal before it knows the event answers balance queries 503 while the journal is down: read the event first (README, Exactly once)"
+        }
+        _ => {
+            "the endpoint's answer is no balance reply: its log says why; a balance query is answered HTTP 200 with the balance (or 500 with a refusal in the same shape)"
         }
     }
 }

@@ -785,6 +785,8 @@ impl Report {
         let more = if self.remaining_ranges.len() > 20 { ",..." } else { "" };
         let remaining = if ranges.is_empty() { "-".to_owned() } else { format!("{}{more}", ranges.join(",")) };
         let result = match (self.needs_attention, self.gaps_remaining.saturating_sub(self.gaps_too_young)) {
+            // Only gaps younger than --min-age are left: no bad news yet, but not all well either.
+            (false, _) if self.gaps_too_young > 0 => "waiting",
             (false, _) => "ok",
             (true, 0) => "attention_needed",
             (true, _) => "gaps_remain",

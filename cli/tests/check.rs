@@ -451,6 +451,31 @@ fn only_a_2xx_answer_confirms_the_callback_token() {
     assert_eq!(verdict(&out, "callback reply"), "ok");
 }
 
+/// An answer that is no balance reply (the web server's 404, a failing endpoint's 500 or 503)
+/// shows nothing of the source or token checks: they are not called ok, and the reply's fix
+/// follows the answer's status instead of the generic "answer HTTP 200".
+#[test]
+fn an_answer_that_is_no_balance_reply_confirms_nothing_and_its_fix_follows_the_status() {
+    let journal_down = r#"{"success":false,"errorMessage":"the partner is temporarily unavailable"}"#;
+    for (status, body, fix) in [
+        (404, "<html>404 Not Found</html>", "SCRIPT_FILENAME"),
+        (500, "partner misconfigured", "its log says why"),
+        (503, journal_down, "a balance query needs no journal"),
+        (405, "", "POSTs every callback"),
+    ] {
+        let endpoint = raw_endpoint(RawAnswer::new(status, body));
+        let out = check_endpoint(&endpoint, &[]).expect(1);
+        for check in ["callback source", "callback token"] {
+            let judged = line(&out, check);
+            assert!(judged.starts_with("skip") && judged.contains(&format!("HTTP {status}")), "{status}: {judged}");
+        }
+        let reply = line(&out, "callback reply");
+        assert!(reply.starts_with("FAIL") && reply.contains(fix), "{status}: {reply}");
+        assert!(!reply.contains("answer a balance query HTTP 200"), "{status}: {reply}");
+        assert_eq!(verdict(&out, "callback time"), "ok", "{status}: the answer's time is still judged");
+    }
+}
+
 #[test]
 fn a_reply_naming_a_key_twice_fails() {
     let twice = r#"{"playerBalance":{"money":-5,"currencyISO4217":"EUR","coins":0,"errorMessage":"blocked"},"playerBalance":{"money":12050,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}"#;

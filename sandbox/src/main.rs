@@ -60,7 +60,7 @@ send: POST callback events to a partner URL and judge each reply; prints
   --unset FIELD        remove a top-level field
   --body-file FILE     raw: the bytes to send
   --expect-success B   refund/payout: 'success' must be B; balance: B = empty errorMessage
-  --expect-http CODE   raw: the HTTP status must be CODE
+  --expect-http CODE   raw: the HTTP status must be CODE (without it, only 2xx is ok)
   --header NAME:VALUE  send this header too, with every request (repeatable; one named
                        Content-Type or X-Service-Token replaces that header)
   --print-body         print 'sent index=N event=NAME bytes=LEN body=BODY' before each reply line

@@ -341,8 +341,19 @@ pub fn verdict(
                 return Err(format!("HTTP {status}, expected {code}"));
             }
             Some(_) => {}
-            None if (200..300).contains(&status) || (400..500).contains(&status) => {}
-            None => return Err(format!("HTTP {status} is neither 2xx nor 4xx")),
+            None if (200..300).contains(&status) => {}
+            // A refusal is no success, whatever its body says: `--expect-http` when it is the point.
+            None if status == 409 => {
+                return Err(format!(
+                    "HTTP 409: the endpoint refused it as a conflict (its key was delivered before with other content; give --expect-http 409 when that is the point)"
+                ));
+            }
+            None if (400..500).contains(&status) => {
+                return Err(format!(
+                    "HTTP {status}: the endpoint refused it (give --expect-http {status} when that is the point)"
+                ));
+            }
+            None => return Err(format!("HTTP {status} is no 2xx answer")),
         }
         return serde_json::from_slice::<Value>(body).map(|_| ()).map_err(|e| format!("body is not JSON ({e})"));
     };
@@ -593,7 +604,10 @@ mod tests {
     #[test]
     fn raw_replies() {
         assert_eq!(verdict(EventKind::Raw, 200, b"{}", None, None), Ok(()));
-        assert_eq!(verdict(EventKind::Raw, 401, br#"{"e":1}"#, None, None), Ok(()));
+        assert!(verdict(EventKind::Raw, 401, br#"{"e":1}"#, None, None).is_err());
+        let conflict = verdict(EventKind::Raw, 409, br#"{"success":false}"#, None, None).unwrap_err();
+        assert!(conflict.contains("HTTP 409") && conflict.contains("--expect-http 409"), "{conflict}");
+        assert_eq!(verdict(EventKind::Raw, 409, b"{}", None, Some(409)), Ok(()));
         assert!(verdict(EventKind::Raw, 500, b"{}", None, None).is_err());
         assert!(verdict(EventKind::Raw, 400, b"nope", None, None).is_err());
         assert_eq!(verdict(EventKind::Raw, 400, b"{}", None, Some(400)), Ok(()));

@@ -49,7 +49,7 @@ pub struct BackupReport {
 
 /// Why a PostgreSQL journal is not copied by the library, and the commands that do it.
 pub(crate) const POSTGRES_HINT: &str = "a PostgreSQL journal is backed up with PostgreSQL's own tools, not by the library: \
-     pg_dump --format=custom --table='sp_journal_*' --file=journal.dump JOURNAL_URL \
+     (umask 077 && pg_dump --format=custom --table='sp_journal_*' --file=journal.dump JOURNAL_URL) \
      (restore, with every worker stopped: \
      pg_restore --clean --if-exists --single-transaction --dbname=JOURNAL_URL journal.dump), \
      or the database's usual backup";
