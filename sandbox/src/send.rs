@@ -344,9 +344,7 @@ pub fn verdict(
             None if (200..300).contains(&status) => {}
             // A refusal is no success, whatever its body says: `--expect-http` when it is the point.
             None if status == 409 => {
-                return Err(format!(
-                    "HTTP 409: the endpoint refused it as a conflict (its key was delivered before with other content; give --expect-http 409 when that is the point)"
-                ));
+                return Err("HTTP 409: the endpoint refused it as a conflict (its key was delivered before with other content; give --expect-http 409 when that is the point)".to_owned());
             }
             None if (400..500).contains(&status) => {
                 return Err(format!(
