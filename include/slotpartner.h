@@ -1739,8 +1739,10 @@ enum sp_status sp_journal_close_unfinished(const struct sp_journal *journal,
  * numbering, so that the new numbering's events never meet them; refunds and payouts, keyed by
  * `transactionId`, are untouched). Open index jumps of the old numbering are settled. `note`
  * (required) is kept for audit. On success `*numbering` (when `numbering` is not NULL) gets the
- * new numbering. Fails with `SP_ERR_INVALID_ARGUMENT`, field `first_index` (negative) or
- * `note`; `SP_ERR_JOURNAL` when the storage fails.
+ * new numbering. Fails with `SP_ERR_INVALID_ARGUMENT`, field `first_index` (negative, or
+ * indexes of the current numbering are missing: the message names them; recover or resolve
+ * them first, or give them up with `sp_journal_renumber_giving_up_gaps`) or `note`;
+ * `SP_ERR_JOURNAL` when the storage fails.
  *
  * # Safety
  * `journal` is NULL or live; `note` is NULL or NUL-terminated; `numbering` is NULL or writable.
@@ -1749,6 +1751,20 @@ enum sp_status sp_journal_renumber(const struct sp_journal *journal,
                                    int64_t first,
                                    const char *note,
                                    int64_t *numbering);
+
+/**
+ * `sp_journal_renumber`, giving up the missing indexes of the current numbering: each range
+ * is recorded as resolved by hand (the `SP_JOURNAL_REPORT_RESOLUTIONS` report) with the note
+ * "given up by renumbering from FIRST: NOTE", in the same transaction. Arguments, results and
+ * failures as `sp_journal_renumber`'s, without the refusal of missing indexes.
+ *
+ * # Safety
+ * `journal` is NULL or live; `note` is NULL or NUL-terminated; `numbering` is NULL or writable.
+ */
+enum sp_status sp_journal_renumber_giving_up_gaps(const struct sp_journal *journal,
+                                                  int64_t first,
+                                                  const char *note,
+                                                  int64_t *numbering);
 
 /**
  * Copies a SQLite journal into a new file at `dest_path` while workers go on writing, with

@@ -643,15 +643,26 @@ fn renumbering_starts_a_new_numbering_and_keeps_the_old_replies() {
     unsafe {
         refused(sp_journal_renumber(journal, -1, c"negative".as_ptr(), &mut numbering), "first_index");
         refused(sp_journal_renumber(journal, 1, c"".as_ptr(), &mut numbering), "note");
+        // Indexes 2 and 4 are missing: not given up silently.
+        refused(sp_journal_renumber(journal, 1, c"the service restarted".as_ptr(), &mut numbering), "first_index");
         assert_eq!(numbering, 0, "written only on success");
         assert_eq!(
-            sp_journal_renumber(journal, 1, c"the service restarted its numbering".as_ptr(), &mut numbering),
+            sp_journal_renumber_giving_up_gaps(
+                journal,
+                1,
+                c"the service restarted its numbering".as_ptr(),
+                &mut numbering
+            ),
             SP_OK
         );
     }
     assert_eq!(numbering, 2);
     let s = status(journal);
     assert_eq!((s.numbering, s.missing, s.has_highest_index), (2, 0, false));
+    let given_up: Vec<(Value, Value)> =
+        entries(journal, RESOLUTIONS, false).into_iter().map(|r| (r["first"].clone(), r["note"].clone())).collect();
+    let note = json!("given up by renumbering from 1: the service restarted its numbering");
+    assert_eq!(given_up, vec![(json!(4), note.clone()), (json!(2), note)]);
     // Index 1 of the new numbering is a new event, never the old one's stored reply; a refund,
     // keyed by its transactionId, is still answered with its stored reply.
     deliver(r, &bonus(1));
@@ -660,7 +671,11 @@ fn renumbering_starts_a_new_numbering_and_keeps_the_old_replies() {
     assert_eq!((claim.outcome, text(claim.reply)), (sp_begin::SP_BEGIN_DONE, r#"{"ok":true}"#));
     free(ev);
     // SAFETY: valid pointers; NULL `numbering` is allowed.
-    assert_eq!(unsafe { sp_journal_renumber(journal, 0, c"once more".as_ptr(), ptr::null_mut()) }, SP_OK);
+    // (The refund's repeat carried index 5 of the new numbering: 2-4 are missing there.)
+    assert_eq!(
+        unsafe { sp_journal_renumber_giving_up_gaps(journal, 0, c"once more".as_ptr(), ptr::null_mut()) },
+        SP_OK
+    );
     assert_eq!(status(journal).numbering, 3);
     let renumberings: Vec<Value> =
         entries(journal, INDEX_JUMPS, true).into_iter().filter(|j| j["kind"] == json!("renumbered")).collect();

@@ -209,6 +209,7 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("a_conflict_on_a_finished_delivery_stays_visible", a_conflict_on_a_finished_delivery_stays_visible),
     ("unfinished_deliveries_are_counted", unfinished_deliveries_are_counted),
     ("gaps_resolved_by_hand", gaps_resolved_by_hand),
+    ("a_renumbering_never_hides_missing_indexes", a_renumbering_never_hides_missing_indexes),
     (
         "a_reused_index_is_reported_and_renumbering_keeps_the_records",
         a_reused_index_is_reported_and_renumbering_keeps_the_records,
@@ -1021,6 +1022,35 @@ fn gaps_resolved_by_hand(b: &dyn Backend) {
     assert_eq!(resolutions.len(), 2);
     assert_eq!((resolutions[1].first, resolutions[1].last, resolutions[1].closed), (3, 4, 2));
     assert_eq!(resolutions[1].note, "the service confirms 3 and 4 were never sent");
+}
+
+/// A renumbering with indexes missing in the current numbering is refused, naming them (they
+/// would vanish from every count with the old runs); given up on purpose, each missing range is
+/// recorded as resolved with the renumbering's note, for audit.
+fn a_renumbering_never_hides_missing_indexes(b: &dyn Backend) {
+    let journal = open(&b.url("a_renumbering_never_hides_missing_indexes"));
+    for i in [1, 2, 5, 6, 20] {
+        handle(&journal, &indexed(i), b"ok");
+    }
+    assert_eq!(journal.status().unwrap().missing, 15);
+    let error = journal.renumber(1, "the service restarted").unwrap_err();
+    assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "first_index"), "{error}");
+    assert!(error.message.contains("3-4, 7-19"), "{error}");
+    let status = journal.status().unwrap();
+    assert_eq!((status.numbering, status.missing), (1, 15), "nothing changed");
+    assert_eq!(journal.renumber_giving_up_gaps(1, "the service restarted").unwrap(), 2);
+    let status = journal.status().unwrap();
+    assert_eq!((status.numbering, status.missing), (2, 0));
+    let resolutions = journal.resolutions(10).unwrap();
+    let given_up: Vec<(i64, i64, i64)> = resolutions.iter().map(|r| (r.first, r.last, r.closed)).collect();
+    assert_eq!(given_up, vec![(7, 19, 13), (3, 4, 2)]);
+    assert!(
+        resolutions.iter().all(|r| r.note == "given up by renumbering from 1: the service restarted"),
+        "{resolutions:?}"
+    );
+    // Nothing missing: renumbering again needs nothing given up.
+    handle(&journal, &indexed(1), b"ok");
+    assert_eq!(journal.renumber(1, "once more").unwrap(), 3);
 }
 
 fn a_reused_index_is_reported_and_renumbering_keeps_the_records(b: &dyn Backend) {

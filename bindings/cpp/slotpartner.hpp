@@ -481,11 +481,15 @@ public:
     }
 
     /// Starts a new numbering from index `first` after the service restarted its indexes;
-    /// records and stored replies stay. Returns the new numbering. Throws Error:
-    /// SP_ERR_INVALID_ARGUMENT (field "first_index": negative; field "note"), SP_ERR_JOURNAL.
-    int64_t renumber(int64_t first, std::string_view note) const {
+    /// records and stored replies stay. Returns the new numbering. Refused while indexes of the
+    /// current numbering are missing, unless `give_up_gaps`: then each missing range is recorded
+    /// as resolved with the note. Throws Error: SP_ERR_INVALID_ARGUMENT (field "first_index":
+    /// negative, or indexes missing; field "note"), SP_ERR_JOURNAL.
+    int64_t renumber(int64_t first, std::string_view note, bool give_up_gaps = false) const {
         int64_t numbering = 0;
-        detail::check(sp_journal_renumber(journal_.get(), first, detail::header(note).c_str(), &numbering));
+        const std::string text = detail::header(note);
+        detail::check(give_up_gaps ? sp_journal_renumber_giving_up_gaps(journal_.get(), first, text.c_str(), &numbering)
+                                   : sp_journal_renumber(journal_.get(), first, text.c_str(), &numbering));
         return numbering;
     }
 

@@ -487,6 +487,11 @@ enum sp_status sp_journal_renumber(const struct sp_journal *journal,
                                    const char *note,
                                    int64_t *numbering);
 
+enum sp_status sp_journal_renumber_giving_up_gaps(const struct sp_journal *journal,
+                                                  int64_t first,
+                                                  const char *note,
+                                                  int64_t *numbering);
+
 enum sp_status sp_journal_backup(const struct sp_journal *journal, const char *dest_path);
 
 enum sp_status sp_journal_report(const struct sp_journal *journal,

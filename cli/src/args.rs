@@ -678,6 +678,10 @@ pub struct RenumberArgs {
     /// Why (kept for audit; required)
     #[arg(long, value_name = "TEXT")]
     pub note: String,
+    /// Give up the indexes still missing in the current numbering, each range recorded as
+    /// resolved with the note (without it, missing indexes refuse the renumbering)
+    #[arg(long)]
+    pub give_up_gaps: bool,
     #[command(flatten)]
     pub journal: JournalOpt,
 }

@@ -288,10 +288,14 @@ pub fn jump_is_gap(args: &DecideArgs) -> Outcome {
     Ok(Verdict::Good)
 }
 
-/// `journal renumber --from N --note TEXT`.
+/// `journal renumber --from N --note TEXT [--give-up-gaps]`.
 pub fn renumber(args: &RenumberArgs) -> Outcome {
     let journal = open_journal(&args.journal)?;
-    let numbering = journal.renumber(args.first, &args.note)?;
+    let numbering = if args.give_up_gaps {
+        journal.renumber_giving_up_gaps(args.first, &args.note)?
+    } else {
+        journal.renumber(args.first, &args.note)?
+    };
     crate::outln!("numbering {numbering} starts at index {}", args.first);
     Ok(Verdict::Good)
 }

@@ -478,9 +478,22 @@ fn an_index_jump_needs_attention_until_an_operator_decides_it() {
     let out = run(&["journal", "gaps", "--journal", &url]).expect(1);
     assert_eq!(out.stdout, format!("{}-{}\n", FAR + 1, FAR + 200_000));
 
-    // The service restarted its numbering: a new one counts from 1 afresh.
-    let out = run(&["journal", "renumber", "--from", "1", "--note", "service reset", "--journal", &url]).expect(0);
+    // The service restarted its numbering: a new one counts from 1 afresh, once the operator
+    // says what becomes of the 200,000 indexes still missing (refused without it).
+    let line = run(&["journal", "renumber", "--from", "1", "--note", "service reset", "--journal", &url])
+        .expect(2)
+        .one_error_line()
+        .to_owned();
+    assert!(line.contains("indexes of the current numbering are missing") && line.contains("give them up"), "{line}");
+    let out =
+        run(&["journal", "renumber", "--from", "1", "--note", "service reset", "--give-up-gaps", "--journal", &url])
+            .expect(0);
     assert_eq!(out.stdout, "numbering 2 starts at index 1\n");
+    let resolutions = run(&["journal", "resolutions", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(
+        (resolutions[0]["first"].as_i64(), resolutions[0]["last"].as_i64(), resolutions[0]["note"].as_str()),
+        (Some(FAR + 1), Some(FAR + 200_000), Some("given up by renumbering from 1: service reset"))
+    );
     let json = run(&["journal", "status", "--journal", &url, "--json"]).expect(0).json();
     assert_eq!((json["numbering"].as_i64(), json["missing"].as_u64()), (Some(2), Some(0)));
     let all = run(&["journal", "jumps", "--all", "--journal", &url, "--json"]).expect(0).json();

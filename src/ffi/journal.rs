@@ -919,8 +919,10 @@ pub unsafe extern "C" fn sp_journal_close_unfinished(
 /// numbering, so that the new numbering's events never meet them; refunds and payouts, keyed by
 /// `transactionId`, are untouched). Open index jumps of the old numbering are settled. `note`
 /// (required) is kept for audit. On success `*numbering` (when `numbering` is not NULL) gets the
-/// new numbering. Fails with `SP_ERR_INVALID_ARGUMENT`, field `first_index` (negative) or
-/// `note`; `SP_ERR_JOURNAL` when the storage fails.
+/// new numbering. Fails with `SP_ERR_INVALID_ARGUMENT`, field `first_index` (negative, or
+/// indexes of the current numbering are missing: the message names them; recover or resolve
+/// them first, or give them up with `sp_journal_renumber_giving_up_gaps`) or `note`;
+/// `SP_ERR_JOURNAL` when the storage fails.
 ///
 /// # Safety
 /// `journal` is NULL or live; `note` is NULL or NUL-terminated; `numbering` is NULL or writable.
@@ -935,6 +937,30 @@ pub unsafe extern "C" fn sp_journal_renumber(
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
         let new = journal.inner.renumber(first, note)?;
+        // SAFETY: the caller promises NULL or a writable int64_t.
+        unsafe { write_optional(numbering, new) };
+        Ok(())
+    })
+}
+
+/// `sp_journal_renumber`, giving up the missing indexes of the current numbering: each range
+/// is recorded as resolved by hand (the `SP_JOURNAL_REPORT_RESOLUTIONS` report) with the note
+/// "given up by renumbering from FIRST: NOTE", in the same transaction. Arguments, results and
+/// failures as `sp_journal_renumber`'s, without the refusal of missing indexes.
+///
+/// # Safety
+/// `journal` is NULL or live; `note` is NULL or NUL-terminated; `numbering` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_journal_renumber_giving_up_gaps(
+    journal: *const sp_journal,
+    first: i64,
+    note: *const c_char,
+    numbering: *mut i64,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
+        let new = journal.inner.renumber_giving_up_gaps(first, note)?;
         // SAFETY: the caller promises NULL or a writable int64_t.
         unsafe { write_optional(numbering, new) };
         Ok(())

@@ -725,10 +725,37 @@ pub(crate) fn numbering_prefix(numbering: i64) -> String {
 /// starts afresh from `first`, index-keyed deliveries keep their records and replies under a key
 /// of their numbering (`n1/event#17#bonusGranted`), so that the new numbering's events never
 /// meet them. Refunds and payouts, keyed by `transactionId`, are untouched.
-pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str) -> Result<i64> {
+pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str, give_up_gaps: bool) -> Result<i64> {
     let note = note_checked(note)?;
     if first < 0 {
         return Err(invalid("first_index", "must be a non-negative index"));
+    }
+    // The missing indexes of the current numbering would leave every count with the old runs:
+    // refused, unless the operator gives them up, each range then recorded as resolved by hand.
+    let open = missing(sql, 20)?;
+    if !open.is_empty() && !give_up_gaps {
+        let shown: Vec<String> =
+            open.iter().map(|&(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }).collect();
+        let more = if open.len() == 20 { ", ..." } else { "" };
+        return Err(invalid(
+            "first_index",
+            format!(
+                "indexes of the current numbering are missing ({}{more}): recover them, resolve them by hand with a note, or give them up with this renumbering (recorded as resolved with its note)",
+                shown.join(", ")
+            ),
+        ));
+    }
+    if give_up_gaps {
+        let given_up = format!("given up by renumbering from {first}: {note}");
+        loop {
+            let open = missing(sql, 1000)?;
+            if open.is_empty() {
+                break;
+            }
+            for (lo, hi) in open {
+                resolve(sql, lo, hi, &given_up)?;
+            }
+        }
     }
     let waiting = unfinished(sql, 10)?;
     if !waiting.is_empty() {

@@ -828,9 +828,19 @@ impl Journal {
     /// every record and stored reply stays (events keyed by index keep theirs under a key of the
     /// old numbering, so the new numbering's events never meet them). Open index jumps of the
     /// old numbering are settled. Returns the new numbering. A `first_index` option given to
-    /// `open` is stored only while the numbering is 1.
+    /// `open` is stored only while the numbering is 1. Refused (`InvalidArgument`, field
+    /// `first_index`, naming the ranges) while indexes of the current numbering are missing:
+    /// recover or resolve them first, or give them up with [`Journal::renumber_giving_up_gaps`].
     pub fn renumber(&self, first: i64, note: &str) -> Result<i64> {
-        self.run(Access::Renumber, &mut |sql| admin::renumber(sql, first, note))
+        self.run(Access::Renumber, &mut |sql| admin::renumber(sql, first, note, false))
+    }
+
+    /// [`Journal::renumber`], giving up the missing indexes of the current numbering: each
+    /// range is recorded as resolved by hand (see [`Journal::resolutions`]) with the note
+    /// "given up by renumbering from FIRST: NOTE", in the same transaction, so that what was
+    /// dropped stays on record for audit.
+    pub fn renumber_giving_up_gaps(&self, first: i64, note: &str) -> Result<i64> {
+        self.run(Access::Renumber, &mut |sql| admin::renumber(sql, first, note, true))
     }
 
     /// Closes the unfinished deliveries at `index` by hand, with `note` kept for audit (an

@@ -447,15 +447,23 @@ final class Journal
      *
      * @return int the new numbering (JournalStatus::$numbering)
      *
-     * @throws ConfigurationException a negative $first (field first_index), a blank note (note)
+     * Refused while indexes of the current numbering are missing, unless $giveUpGaps: then each
+     * missing range is recorded as resolved (resolutions()) with the note "given up by
+     * renumbering from FIRST: NOTE".
+     *
+     * @throws ConfigurationException a negative $first (field first_index), missing indexes
+     *     without $giveUpGaps (first_index, naming them), a blank note (note)
      * @throws JournalException when the storage fails (HTTP 503)
      */
-    public function renumber(int $first, string $note): int
+    public function renumber(int $first, string $note, bool $giveUpGaps = false): int
     {
         $native = $this->native;
         $ffi = $native->ffi;
         $numbering = $ffi->new('int64_t[1]');
-        $native->check($ffi->sp_journal_renumber($this->handle, $first, Native::cString($note, 'note'), $numbering));
+        $text = Native::cString($note, 'note');
+        $native->check($giveUpGaps
+            ? $ffi->sp_journal_renumber_giving_up_gaps($this->handle, $first, $text, $numbering)
+            : $ffi->sp_journal_renumber($this->handle, $first, $text, $numbering));
         return $numbering[0];
     }
 

@@ -574,7 +574,10 @@ T::test('renumbering starts gap detection afresh and keeps the old events apart'
     T::eq([[1, 1]], $journal->missing(), 'counted from 1 again');
     $renumbered = array_values(array_filter($journal->indexJumps(true), static fn (array $j): bool => $j['kind'] === 'renumbered'));
     T::eq([[1, 2, 'accepted']], array_map(static fn (array $j): array => [$j['index'], $j['numbering'], $j['decision']], $renumbered), 'kept for audit');
-    T::eq(3, $journal->renumber(5, 'once more'), 'numbering 3');
+    // Index 1 of numbering 2 is missing: not given up silently.
+    T::eq('first_index', T::throws(ConfigurationException::class, fn () => $journal->renumber(5, 'once more'), 'a missing index')?->field, 'the first index named');
+    T::eq(3, $journal->renumber(5, 'once more', giveUpGaps: true), 'numbering 3');
+    T::eq([[1, 1, 'given up by renumbering from 5: once more']], array_map(static fn (array $r): array => [$r['first'], $r['last'], $r['note']], $journal->resolutions()), 'kept for audit');
 });
 
 T::test('the new settings and arguments name their field', function (): void {

@@ -691,6 +691,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_journal_resolve_conflict": (c_int, [c_void_p, c_int64, c_char_p]),
     "sp_journal_close_unfinished": (c_int, [c_void_p, c_int64, c_char_p, POINTER(c_uint64)]),
     "sp_journal_renumber": (c_int, [c_void_p, c_int64, c_char_p, POINTER(c_int64)]),
+    "sp_journal_renumber_giving_up_gaps": (c_int, [c_void_p, c_int64, c_char_p, POINTER(c_int64)]),
     "sp_journal_report": (c_int, [c_void_p, c_int32, c_bool, c_size_t, _OUT]),
     # A copy of a live SQLite journal.
     "sp_journal_backup": (c_int, [c_void_p, c_char_p]),

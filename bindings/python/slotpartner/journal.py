@@ -524,16 +524,20 @@ class Journal(GuardedHandle):
         self._invoke(_LIB.sp_journal_close_unfinished, index, c_text(note, "note"), ctypes.byref(closed))
         return closed.value
 
-    def renumber(self, first: int, note: str) -> int:
+    def renumber(self, first: int, note: str, *, give_up_gaps: bool = False) -> int:
         """Starts a new numbering from index ``first`` after the service restarted its indexes:
         the seen indexes of the old numbering are archived, gap detection counts from ``first``
         afresh, open index jumps of the old numbering are settled, and every record and stored
         reply stays (events keyed by their index keep theirs apart from the new numbering's).
-        Returns the new numbering (``status().numbering``). Raises ConfigurationError for a
-        negative ``first`` (field ``first_index``) or a blank note (``note``)."""
+        Returns the new numbering (``status().numbering``). Refused while indexes of the current
+        numbering are missing, unless ``give_up_gaps``: then each missing range is recorded as
+        resolved (``resolutions()``) with the note "given up by renumbering from FIRST: NOTE".
+        Raises ConfigurationError for a negative ``first`` or missing indexes without
+        ``give_up_gaps`` (field ``first_index``), or a blank note (``note``)."""
         first = _check_range(first, "first", *_INT64, "an index")
         numbering = ctypes.c_int64()
-        self._invoke(_LIB.sp_journal_renumber, first, c_text(note, "note"), ctypes.byref(numbering))
+        call = _LIB.sp_journal_renumber_giving_up_gaps if give_up_gaps else _LIB.sp_journal_renumber
+        self._invoke(call, first, c_text(note, "note"), ctypes.byref(numbering))
         return numbering.value
 
     def backup(self, dest_path: str | os.PathLike[str]) -> None:

@@ -619,7 +619,13 @@ class OperatorTest(JournalCase):
         self.assertEqual(self.journal.missing(), [(1, 1)])
         renumbered = [j for j in self.journal.index_jumps(all=True) if j["kind"] == "renumbered"]
         self.assertEqual([(j["index"], j["numbering"], j["decision"]) for j in renumbered], [(1, 2, "accepted")])
-        self.assertEqual(self.journal.renumber(5, "once more"), 3)
+        # Index 1 of numbering 2 is missing: not given up silently.
+        with self.assertRaises(ConfigurationError) as missing:
+            self.journal.renumber(5, "once more")
+        self.assertEqual(missing.exception.field, "first_index")
+        self.assertEqual(self.journal.renumber(5, "once more", give_up_gaps=True), 3)
+        given_up = [(r["first"], r["last"], r["note"]) for r in self.journal.resolutions()]
+        self.assertEqual(given_up, [(1, 1, "given up by renumbering from 5: once more")])
 
     def test_the_settings_and_arguments_name_their_field(self) -> None:
         for setting in ("max_index_jump", "not_found_limit"):
