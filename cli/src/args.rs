@@ -868,10 +868,11 @@ last new index, the oldest gap and the oldest stored reply. Every sample carries
 `slotpartner_journal_up 0` alone, with the error in a `#` line.
 
 It prints `listening on ADDR` on stderr once bound (port 0 picks a free port), then serves until
-stopped (SIGTERM). Connections are served one thread each, at most 8 at once (more are closed at
-once); a request must arrive within 5 s, and a request line over 8 KiB is answered 414. No TLS
-and no authentication: listen on loopback or a private address, and let the network decide who
-may scrape (the state names no player, yet tells your volume).
+stopped (SIGTERM). Idle or slow connections hold up no scrape: each is a task of one thread; its
+request head must arrive whole within 5 s (at most 32 KiB: 431; a target over 8 KiB: 414); it
+answers one request and lives 30 s at most; at most 512 are open, a new one closing the oldest
+still sending its head. No TLS and no authentication: listen on loopback or a private address,
+and let the network decide who may scrape (the state names no player, yet tells your volume).
 
 Examples:
   slotpartner metrics --listen 127.0.0.1:9464 --journal sqlite:/var/lib/partner/journal.db

@@ -14,31 +14,21 @@
 //!
 //! Every sample carries the label `journal`: the journal URL without its password.
 
+mod connections;
+mod listener;
+
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use slotpartner::journal::Status;
 
-use crate::args::{JournalOpt, MetricsArgs};
+use crate::args::JournalOpt;
 use crate::config::open_journal;
 use crate::{Fail, Outcome, Verdict};
 
+pub use listener::serve;
+
 /// The exposition's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-/// Connections served at once; more are closed at once (a scrape is rare: one every 15 s or so).
-const MAX_CONNECTIONS: usize = 8;
-/// How long a client has to send its request head.
-const REQUEST_TIME: Duration = Duration::from_secs(5);
-/// How long writing the answer may take.
-const WRITE_TIME: Duration = Duration::from_secs(10);
-/// The longest request line taken (longer ones are answered 414).
-const MAX_REQUEST_LINE: usize = 8 * 1024;
-/// The longest request head taken (longer ones are answered 431).
-const MAX_HEAD: usize = 32 * 1024;
 
 /// `journal status --prometheus`: the exposition on stdout; exit 0 whenever it was printed (an
 /// unreadable journal is `slotpartner_journal_up 0`, its error also on stderr).
@@ -325,153 +315,6 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-// ---------------------------------------------------------------------------------------------
-// The server
-
-/// `metrics --listen ADDR`: serves `GET /metrics` until stopped.
-pub fn serve(args: &MetricsArgs) -> Outcome {
-    let url = journal_url(&args.journal)?.to_owned();
-    let addresses: Vec<_> = args
-        .listen
-        .to_socket_addrs()
-        .map_err(|e| Fail(format!("listen: {:?} is not an address to listen on ({e})", args.listen)))?
-        .collect();
-    let listener = TcpListener::bind(&addresses[..])
-        .map_err(|e| Fail(format!("listen: cannot listen on {}: {e}", args.listen)))?;
-    let bound = listener.local_addr().map_err(|e| Fail(format!("listen: {e}")))?;
-    eprintln!("listening on {bound}");
-    let opt = Arc::new(JournalOpt {
-        journal: Some(url),
-        max_index_jump: args.journal.max_index_jump,
-        not_found_limit: args.journal.not_found_limit,
-    });
-    let active = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let stream = match stream {
-            Ok(stream) => stream,
-            Err(_) => {
-                // Out of file descriptors or the like: do not spin.
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
-        };
-        if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            active.fetch_sub(1, Ordering::SeqCst);
-            drop(stream);
-            continue;
-        }
-        let (opt, done) = (Arc::clone(&opt), Arc::clone(&active));
-        let spawned = std::thread::Builder::new().name("metrics".to_owned()).spawn(move || {
-            answer(stream, &opt);
-            done.fetch_sub(1, Ordering::SeqCst);
-        });
-        if spawned.is_err() {
-            active.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-    Ok(Verdict::Good)
-}
-
-/// What a request head asks for.
-#[derive(Debug, PartialEq, Eq)]
-enum Asked {
-    /// `GET /metrics` (`head`: HEAD, no body).
-    Metrics { head: bool },
-    /// Another status, its reason and body.
-    Other(u16, &'static str, &'static str),
-}
-
-/// Reads one request and answers it; the connection is closed after.
-fn answer(mut stream: TcpStream, opt: &JournalOpt) {
-    let asked = match read_head(&mut stream) {
-        Some(asked) => asked,
-        None => return,
-    };
-    let _ = stream.set_write_timeout(Some(WRITE_TIME));
-    let response = match asked {
-        Asked::Metrics { head } => {
-            let url = opt.journal.as_deref().unwrap_or("");
-            let (body, error) = render(opt, url);
-            if let Some(error) = error {
-                eprintln!("slotpartner: warning: journal unreadable: {error}");
-            }
-            response(200, "OK", CONTENT_TYPE, &body, head, "")
-        }
-        Asked::Other(status, reason, body) => {
-            let allow = if status == 405 { "Allow: GET, HEAD\r\n" } else { "" };
-            response(status, reason, "text/plain; charset=utf-8", body, false, allow)
-        }
-    };
-    let _ = stream.write_all(response.as_bytes()).and_then(|()| stream.flush());
-    let _ = stream.shutdown(Shutdown::Write);
-}
-
-fn response(status: u16, reason: &str, content_type: &str, body: &str, head: bool, extra: &str) -> String {
-    format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{}",
-        body.len(),
-        if head { "" } else { body }
-    )
-}
-
-/// Reads the request head within `REQUEST_TIME`; `None` when the client gave up or was too slow
-/// (nothing is answered then).
-fn read_head(stream: &mut TcpStream) -> Option<Asked> {
-    let deadline = Instant::now() + REQUEST_TIME;
-    let mut head: Vec<u8> = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 2048];
-    loop {
-        if let Some(asked) = judge(&head) {
-            return Some(asked);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return None;
-        }
-        stream.set_read_timeout(Some(left)).ok()?;
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => head.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
-
-/// What the head read so far asks for, once it can be told; `None` while more is needed.
-fn judge(head: &[u8]) -> Option<Asked> {
-    let Some(line_end) = head.iter().position(|&b| b == b'\n') else {
-        return (head.len() > MAX_REQUEST_LINE).then_some(Asked::Other(414, "URI Too Long", "request line too long\n"));
-    };
-    if line_end > MAX_REQUEST_LINE {
-        return Some(Asked::Other(414, "URI Too Long", "request line too long\n"));
-    }
-    let complete = head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n");
-    if !complete {
-        return (head.len() > MAX_HEAD).then_some(Asked::Other(
-            431,
-            "Request Header Fields Too Large",
-            "head too long\n",
-        ));
-    }
-    let line = String::from_utf8_lossy(&head[..line_end]);
-    let parts: Vec<&str> = line.trim_end_matches('\r').split(' ').collect();
-    let [method, target, version] = parts[..] else {
-        return Some(Asked::Other(400, "Bad Request", "bad request\n"));
-    };
-    if !version.starts_with("HTTP/1.") {
-        return Some(Asked::Other(400, "Bad Request", "bad request\n"));
-    }
-    let head_only = match method {
-        "GET" => false,
-        "HEAD" => true,
-        _ => return Some(Asked::Other(405, "Method Not Allowed", "only GET and HEAD\n")),
-    };
-    let path = target.split(['?', '#']).next().unwrap_or("");
-    if path != "/metrics" {
-        return Some(Asked::Other(404, "Not Found", "not found: the metrics are at /metrics\n"));
-    }
-    Some(Asked::Metrics { head: head_only })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -527,17 +370,5 @@ mod tests {
         );
         assert_eq!(seconds_text(1_500), "1.5");
         assert_eq!(seconds_text(2_000), "2");
-    }
-
-    #[test]
-    fn requests_are_judged_by_their_head() {
-        assert_eq!(judge(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"), None);
-        assert_eq!(judge(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), Some(Asked::Metrics { head: false }));
-        assert_eq!(judge(b"HEAD /metrics?x=1 HTTP/1.0\n\n"), Some(Asked::Metrics { head: true }));
-        assert!(matches!(judge(b"GET / HTTP/1.1\r\n\r\n"), Some(Asked::Other(404, ..))));
-        assert!(matches!(judge(b"POST /metrics HTTP/1.1\r\n\r\n"), Some(Asked::Other(405, ..))));
-        assert!(matches!(judge(b"nonsense\r\n\r\n"), Some(Asked::Other(400, ..))));
-        let long = format!("GET /{} HTTP/1.1", "a".repeat(MAX_REQUEST_LINE + 1));
-        assert!(matches!(judge(long.as_bytes()), Some(Asked::Other(414, ..))));
     }
 }

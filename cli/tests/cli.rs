@@ -3,6 +3,8 @@
 //! service is the sandbox in-process; the partner's callback endpoint is a small HTTP server on
 //! loopback running the library's receiver and journal, crediting a ledger.
 
+#[path = "support/metrics_server.rs"]
+mod metrics_server;
 mod support;
 
 use std::collections::BTreeSet;
@@ -11,6 +13,7 @@ use std::time::Duration;
 use slotpartner::journal::Begin;
 use slotpartner_sandbox::burst::{self, BurstOptions, EventMix, Shares};
 
+use metrics_server::MetricsServer;
 use support::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -1458,57 +1461,6 @@ fn journal_status_prometheus_prints_the_exposition_and_up_0_when_unreadable() {
     assert_eq!(line, "slotpartner: no journal: give --journal URL or set SLOTPARTNER_JOURNAL");
 }
 
-/// `slotpartner metrics --listen 127.0.0.1:0` running; killed when dropped.
-struct MetricsServer {
-    child: std::process::Child,
-    addr: String,
-}
-
-impl MetricsServer {
-    fn start(journal: &str) -> MetricsServer {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(BIN)
-            .args(["metrics", "--listen", "127.0.0.1:0", "--journal", journal])
-            .env_remove("SLOTPARTNER_JOURNAL")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        let addr = line.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}")).to_owned();
-        // The rest of stderr is drained, so that the server never blocks writing to it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        MetricsServer { child, addr }
-    }
-
-    /// Sends `request` as it is; the status, the head and the body of the answer.
-    fn ask(&self, request: &str) -> (u16, String, String) {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{answer:?}"));
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        (status, head.to_owned(), body.to_owned())
-    }
-
-    fn get(&self, path: &str) -> (u16, String, String) {
-        self.ask(&format!("GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/plain\r\n\r\n", self.addr))
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn metrics_serves_the_exposition_to_a_scrape() {
     let scratch = Scratch::new("metrics");
@@ -1556,6 +1508,15 @@ fn metrics_serves_the_exposition_to_a_scrape() {
     let (status, _, body) = server.get("/metrics");
     assert_eq!(status, 200);
     assert_eq!(samples(&body, &url).into_iter().collect::<Vec<_>>(), [("slotpartner_journal_up".to_owned(), 0.0)]);
+    // A PostgreSQL journal (whose client runs a runtime of its own, here off the listener's) that
+    // cannot be reached: up 0, without the password.
+    let secret = "postgres://partner:s3cret-pw@127.0.0.1:1/partner?sslmode=disable";
+    let unreachable = MetricsServer::start(secret);
+    let (status, _, body) = unreachable.get("/metrics");
+    assert_eq!(status, 200);
+    let label = "postgres://partner@127.0.0.1:1/partner?sslmode=disable";
+    assert_eq!(samples(&body, label).into_iter().collect::<Vec<_>>(), [("slotpartner_journal_up".to_owned(), 0.0)]);
+    assert!(!body.contains("s3cret"), "{body}");
 
     // No address: a usage error.
     let line = run(&["metrics", "--journal", &url]).expect(2).one_error_line().to_owned();
