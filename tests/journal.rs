@@ -216,6 +216,7 @@ const SUITE: &[(&str, Behaviour)] = &[
     ),
     ("recovery_works_through_every_gap", recovery_works_through_every_gap),
     ("one_holder_of_a_lock", one_holder_of_a_lock),
+    ("a_lock_of_a_gone_process_is_taken_at_once", a_lock_of_a_gone_process_is_taken_at_once),
     ("counts_at_the_ends_of_the_index_range", counts_at_the_ends_of_the_index_range),
     ("traffic_that_reaches_a_jump_shows_the_gap_below", traffic_that_reaches_a_jump_shows_the_gap_below),
     (
@@ -1117,6 +1118,30 @@ fn one_holder_of_a_lock(b: &dyn Backend) {
     journal.take_lock("recover", "run B", Duration::from_millis(1)).unwrap();
     thread::sleep(Duration::from_millis(20));
     journal.take_lock("recover", "run C", Duration::from_secs(60)).unwrap(); // B's lease ran out
+}
+
+/// A recovery lock held by a process of this host that is gone (a run killed with SIGKILL)
+/// is taken over at once, whatever its lease; one of a live process, or of another host, waits
+/// out its lease.
+fn a_lock_of_a_gone_process_is_taken_at_once(b: &dyn Backend) {
+    use slotpartner::journal::{RECOVERY_LOCK, RecoveryLock, holder_text};
+    let journal = std::sync::Arc::new(open(&b.url("a_lock_of_a_gone_process_is_taken_at_once")));
+    let mut child = std::process::Command::new("sleep").arg("60").spawn().expect("sleep");
+    let holder = holder_text("slotpartner recover", child.id()).unwrap();
+    journal.take_lock(RECOVERY_LOCK, &holder, Duration::from_secs(3600)).unwrap();
+    let busy = RecoveryLock::take(std::sync::Arc::clone(&journal), "second run", Duration::from_secs(60)).unwrap_err();
+    assert_eq!(busy.kind, ErrorKind::Busy, "{busy}");
+    assert!(busy.message.contains(&format!("pid {}", child.id())), "{busy}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let taken = RecoveryLock::take(std::sync::Arc::clone(&journal), "second run", Duration::from_secs(60))
+        .expect("the holder's process is gone");
+    drop(taken);
+    // The same dead process named on another host: its lease alone decides.
+    let elsewhere = holder.replace(&format!(" on {} (", slotpartner::journal::host_name()), " on elsewhere.example (");
+    journal.take_lock(RECOVERY_LOCK, &elsewhere, Duration::from_secs(3600)).unwrap();
+    let busy = RecoveryLock::take(std::sync::Arc::clone(&journal), "third run", Duration::from_secs(60)).unwrap_err();
+    assert_eq!(busy.kind, ErrorKind::Busy, "{busy}");
 }
 
 fn counts_at_the_ends_of_the_index_range(b: &dyn Backend) {

@@ -1001,7 +1001,8 @@ pub(crate) fn take_lock(
             since_ms: num(&r, 1).unwrap_or(0),
             until_ms: clock.wall_of(held_until, held_boot.as_deref()),
         };
-        if held.holder != holder && runs {
+        // A holder whose process is known gone (on this host) holds nothing any more.
+        if held.holder != holder && runs && !super::lock::holder_is_gone(&held.holder) {
             return Ok(Err(held));
         }
         let since = if held.holder == holder && runs { held.since_ms } else { clock.wall_ms };

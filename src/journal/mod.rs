@@ -55,7 +55,7 @@ pub use claims::{Claim, RecordState};
 pub use export::ExportRow;
 pub use export_format::{COLUMNS as EXPORT_COLUMNS, ExportFormat, ExportWriter};
 pub use key::{DECISIVE, Delivery, decisive_differences};
-pub use lock::{RECOVERY_LOCK, RecoveryLock, host_name};
+pub use lock::{RECOVERY_LOCK, RecoveryLock, holder_text, host_name};
 pub use prune::{PruneOptions, PruneReport};
 pub use staged::{MAX_PARAMS, MAX_SQL_BYTES, MAX_STAGED, SqlValue, Staged, check_room as check_staged_room};
 pub use time::{parse_time, rfc3339_ms};
@@ -888,7 +888,8 @@ impl Journal {
 
     /// Takes the named lock for `holder` (or renews it) for `lease`; `Busy` naming who holds it
     /// and since when when another holder's lease has not run out. Held in the journal, so it
-    /// works across processes and hosts, and a holder that died loses it when its lease ends.
+    /// works across processes and hosts, and a holder that died loses it when its lease ends,
+    /// or at once when its holder text (`holder_text`) names a process of this host that is gone.
     pub fn take_lock(&self, name: &str, holder: &str, lease: Duration) -> Result<()> {
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let mut held = None;
