@@ -729,6 +729,43 @@ fn other_schemes_are_refused() {
     assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "lease"));
 }
 
+/// A journal file restored (replaced) while a worker still has the old one open: the worker's
+/// next delivery goes into the file now at the path, not into the unlinked old one where no
+/// reader would ever find it; a file removed under it fails the delivery (nothing written
+/// where nobody reads) instead of creating an empty journal.
+#[test]
+fn a_sqlite_file_replaced_under_a_worker_is_written_where_it_now_is() {
+    let dir = TempDir::new("replaced");
+    let path = dir.path().join("journal.db");
+    let url = format!("sqlite:{}", path.display());
+    let worker = open(&url);
+    handle(&worker, &refund(1, Some(1), 7), b"one");
+    let copy = dir.path().join("copy.db");
+    worker.backup(&copy).expect("backup");
+    handle(&worker, &refund(2, Some(2), 7), b"two");
+    // The restore, with the worker still running.
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    std::fs::rename(&copy, &path).unwrap();
+    handle(&worker, &refund(3, Some(3), 7), b"three");
+    // Read behind the library's back (in this process, the journal's handles share one pool).
+    let reader = rusqlite::Connection::open(&path).unwrap();
+    let held = |id: i64| -> i64 {
+        reader
+            .query_row("SELECT count(*) FROM sp_journal_delivery WHERE transaction_id = ?1", [id], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!((held(1), held(2), held(3)), (1, 0, 1), "the delivery after the restore is in the restored file");
+    drop(reader);
+    // Removed: the worker's next delivery fails, and no empty journal appears in its place.
+    std::fs::remove_file(&path).unwrap();
+    let error = worker.begin(&refund(4, Some(4), 7)).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Journal, "{error}");
+    assert!(error.message.contains("file is gone"), "{error}");
+    assert!(!path.exists());
+}
+
 #[test]
 fn corrupt_sqlite_file_is_a_clear_error() {
     let dir = TempDir::new("slotpartner-journal-corrupt");

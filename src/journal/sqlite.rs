@@ -54,6 +54,14 @@ struct Conn {
     db: Connection,
     synchronous: Option<Synchronous>,
     lock_timeout: Duration,
+    /// The file it opened (device and inode), to find it replaced under it (`connection`).
+    file: Option<(u64, u64)>,
+}
+
+/// The device and inode of the file at `path` (following links), `None` when there is none.
+fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// A failure inside a transaction: SQLite's, or the journal's own.
@@ -151,7 +159,7 @@ impl Sqlite {
     /// version instead of creating or migrating it (the file exists: see `peek`).
     fn prepare(&self, options: &JournalOptions, prepare: Prepare) -> Result<Found> {
         let create = prepare == Prepare::CreateOrMigrate;
-        let mut conn = self.pool.get(|| self.connect_as(options, create))?;
+        let mut conn = self.connection(options, create)?;
         let result = (|| -> TxResult<Found> {
             let db = &mut conn.db;
             if !has_meta(db)? {
@@ -194,10 +202,6 @@ impl Sqlite {
         self.done(&mut conn, result)
     }
 
-    fn connect(&self, options: &JournalOptions) -> Result<Conn> {
-        self.connect_as(options, true)
-    }
-
     /// A read-write connection; `create`: creating the file when it does not exist (else a
     /// missing file fails, for `Journal::open_existing`).
     fn connect_as(&self, options: &JournalOptions, create: bool) -> Result<Conn> {
@@ -229,7 +233,37 @@ impl Sqlite {
                 ),
             ));
         }
-        Ok(Conn { db, synchronous: None, lock_timeout: options.lock_timeout })
+        Ok(Conn { db, synchronous: None, lock_timeout: options.lock_timeout, file: file_identity(&self.path) })
+    }
+
+    /// A connection to the file at the journal's path now: a kept one unless the path names
+    /// another file than the one it opened (the journal was restored or replaced under this
+    /// process: the kept connection would go on writing into the old, unlinked file), else a
+    /// new one (`create` as `connect_as`). One `stat` a call. A path with no file at all fails,
+    /// unless `create`, rather than a kept connection writing where nobody reads.
+    fn connection(&self, options: &JournalOptions, create: bool) -> Result<super::pool::Pooled<'_, Conn>> {
+        for _ in 0..32 {
+            let mut conn = self.pool.get(|| self.connect_as(options, create))?;
+            match file_identity(&self.path) {
+                Some(now) if conn.file == Some(now) => return Ok(conn),
+                Some(_) => conn.mark_broken(),
+                None if create => conn.mark_broken(),
+                None => {
+                    conn.mark_broken();
+                    return Err(Error::new(
+                        ErrorKind::Journal,
+                        format!(
+                            "{}: the journal's file is gone (moved or removed while this process had it open); nothing was written",
+                            self.label
+                        ),
+                    ));
+                }
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Journal,
+            format!("{}: the journal's file keeps changing under this process", self.label),
+        ))
     }
 
     /// Creates the journal's file readable and writable by its owner only (0600), when it does
@@ -353,7 +387,7 @@ impl Sqlite {
         work: impl FnOnce(&Transaction<'_>) -> TxResult<T>,
     ) -> Result<T> {
         let _pass = if write { self.writers.enter(options.lock_timeout) } else { None };
-        let mut conn = self.pool.get(|| self.connect(options))?;
+        let mut conn = self.connection(options, false)?;
         let result = (|| {
             let conn = &mut *conn;
             if conn.lock_timeout != options.lock_timeout {
@@ -1048,7 +1082,7 @@ impl super::Store for Sqlite {
     fn backup(&self, dest: &std::path::Path, options: &JournalOptions) -> Result<super::BackupReport> {
         let started = std::time::Instant::now();
         let (target, _) = super::new_file::NewFile::create(dest, "dest", "backup")?;
-        let mut conn = self.pool.get(|| self.connect(options))?;
+        let mut conn = self.connection(options, false)?;
         let copied = super::backup::copy(&mut conn.db, &self.label, target.temp(), options.lock_timeout);
         if copied.is_err() {
             conn.mark_broken();
