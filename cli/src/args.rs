@@ -833,6 +833,11 @@ pub struct RecoverArgs {
     /// Leave gaps and unfinished deliveries younger than this for the next run (0s: take all)
     #[arg(long, global = true, value_name = "DURATION", default_value = "1m", env = "SLOTPARTNER_MIN_AGE", hide_env_values = true, value_parser = parse_age)]
     pub min_age: Duration,
+    /// Ask the service for at most this many indexes at each end of the journal's numbering:
+    /// after the highest seen (once no new index came for --min-age) and below the lowest seen
+    /// (while no first index is stored), delivering each it has, until it has none (0: never)
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub probe: u64,
     /// List the indexes that would be fetched; fetch and deliver nothing
     #[arg(long)]
     pub dry_run: bool,

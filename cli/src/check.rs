@@ -183,6 +183,7 @@ const JOURNAL_CHECKS: &[&str] = &[
     "journal schema",
     "journal writable",
     "journal gaps",
+    "journal ends",
     "journal unfinished",
     "journal conflicts",
     "journal jumps",
@@ -857,6 +858,28 @@ fn server_clock(journal: &Journal) -> Result<(i64, i64, i64), String> {
     Ok((before, server, now_ms()))
 }
 
+/// Where the journal's numbering ends, where a lost event leaves no gap: below, whether the
+/// first index is stored (configured, or found by `recover`) or only the lowest seen; above,
+/// when `recover` last found the service had nothing after the highest.
+fn judge_ends(status: &slotpartner::journal::Status, lines: &mut Lines) {
+    let tail = match status.tail_checked {
+        Some((index, ms)) => format!(
+            "the service had no event at {index} when recover last asked ({})",
+            slotpartner::journal::rfc3339_ms(ms)
+        ),
+        None => "recover has not asked the service after the highest index yet".to_owned(),
+    };
+    match (status.first_index, status.first_index_stored) {
+        (Some(first), false) => lines.warn(
+            "journal ends",
+            format!("the first index is the lowest seen ({first}), not stored: events lost before it count nowhere; {tail}"),
+            "run `slotpartner recover` (it asks the service below the lowest seen and stores where the numbering starts), or configure the first index (sp_journal_config_set_first_index, the bindings' firstIndex / first_index)",
+        ),
+        (Some(first), true) => lines.ok("journal ends", format!("the first index {first} is stored; {tail}")),
+        (None, _) => lines.ok("journal ends", format!("no index seen yet; {tail}")),
+    }
+}
+
 /// Gaps, unfinished deliveries, open conflicts and index jumps.
 fn judge_status(journal: &Journal, status: &slotpartner::journal::Status, args: &CheckArgs, lines: &mut Lines) {
     let min_age = args.min_age;
@@ -912,6 +935,7 @@ fn judge_status(journal: &Journal, status: &slotpartner::journal::Status, args: 
             ),
         }
     }
+    judge_ends(status, lines);
     let count_line = |lines: &mut Lines, check: &'static str, count: u64, what: &str, fix: &str| {
         if count == 0 {
             lines.ok(check, format!("no {what}"));

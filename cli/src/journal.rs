@@ -26,8 +26,15 @@ struct StatusJson {
     unrecoverable: u64,
     numbering: i64,
     first_index: Option<i64>,
+    /// Whether the first index is stored (configured, or found by `recover` asking the service
+    /// below the lowest seen); `false`: it is the lowest seen, and `recover` asks below it.
+    first_index_stored: bool,
     highest_index: Option<i64>,
     watermark: Option<i64>,
+    /// The index after the highest seen that the service last had no event for (`recover`'s
+    /// probe of the tail), and when; `null` when never asked.
+    tail_checked_index: Option<i64>,
+    tail_checked: Option<String>,
     /// Missing indexes, unfinished deliveries, open conflicts or open index jumps.
     needs_attention: bool,
     /// Deliveries compacted by `journal prune`, and compact records it removed (counters).
@@ -65,8 +72,11 @@ impl From<Status> for StatusJson {
             unrecoverable: s.unrecoverable,
             numbering: s.numbering,
             first_index: s.first_index,
+            first_index_stored: s.first_index_stored,
             highest_index: s.highest_index,
             watermark: s.watermark,
+            tail_checked_index: s.tail_checked.map(|(index, _)| index),
+            tail_checked: s.tail_checked.map(|(_, ms)| rfc3339_ms(ms)),
             needs_attention: Journal::needs_attention(&s),
             pruned: s.pruned,
             forgotten: s.forgotten,
@@ -125,7 +135,12 @@ pub fn status(args: &StatusArgs) -> Outcome {
     crate::outln!("resolved:       {}", status.resolved);
     crate::outln!("index jumps:    {}", status.index_jumps);
     crate::outln!("numbering:      {}", status.numbering);
-    crate::outln!("first index:    {}", optional(status.first_index));
+    let first_from = match (status.first_index, status.first_index_stored) {
+        (None, _) => "",
+        (Some(_), true) => " (stored)",
+        (Some(_), false) => " (the lowest seen: recover asks the service below it)",
+    };
+    crate::outln!("first index:    {}{first_from}", optional(status.first_index));
     crate::outln!("highest index:  {}", optional(status.highest_index));
     crate::outln!("watermark:      {}", optional(status.watermark));
     crate::outln!("pruned:         {}", status.pruned);
@@ -137,6 +152,12 @@ pub fn status(args: &StatusArgs) -> Outcome {
     crate::outln!("oldest reply:   {}", time_and_age(status.oldest_record_ms));
     crate::outln!("last new index: {}", time_and_age(status.last_delivery_ms));
     crate::outln!("oldest gap:     {}", time_and_age(status.oldest_gap_ms));
+    let tail = match status.tail_checked {
+        Some((index, ms)) => format!("none at {index} when recover asked, {}", time_and_age(Some(ms))),
+        None => "never asked (recover asks the service after the highest index once no new one came for --min-age)"
+            .to_owned(),
+    };
+    crate::outln!("tail:           {tail}");
     Ok(verdict)
 }
 

@@ -201,6 +201,18 @@ pub fn exposition(label: &str, state: Result<&Status, &str>) -> String {
             help: "When the oldest delivery with its reply stored was finished, in Unix seconds (0: none).",
             value: seconds(status.oldest_record_ms),
         },
+        Family {
+            name: "slotpartner_journal_tail_checked_timestamp_seconds",
+            kind: "gauge",
+            help: "When recover last found the service had no event after the highest index seen, in Unix seconds (0: never).",
+            value: seconds(status.tail_checked.map(|(_, ms)| ms)),
+        },
+        Family {
+            name: "slotpartner_journal_first_index_stored",
+            kind: "gauge",
+            help: "1 when the first index is stored (configured, or found by recover); 0 when it is the lowest seen, below which recover asks the service.",
+            value: Some(u8::from(status.first_index_stored).to_string()),
+        },
     ];
     for family in &families {
         write_family(&mut out, &label, family);

@@ -157,6 +157,10 @@ pub fn run(args: &RecoverArgs) -> Outcome {
             }
         }
     }
+    if report.stopped.is_none() && args.probe > 0 {
+        let ends = Ends { journal: &journal, before: &before, probe: args.probe, min_age: args.min_age, deadline };
+        ends.probe(&mut run, &mut report, &mut progress)?;
+    }
     progress.finish();
     if let Some((index, message)) = note_failure {
         eprintln!("slotpartner: warning: the journal did not note what the fetch of index {index} got: {message}");
@@ -174,7 +178,8 @@ pub fn run(args: &RecoverArgs) -> Outcome {
     report.unrecoverable = journal.unrecoverable(REMAINING_RANGES)?;
     let attention = Attention::of(&journal, &after, args.min_age)?;
     report.gaps_too_young = attention.too_young;
-    report.needs_attention = attention.needed;
+    // An event found at an end and not delivered is lost as surely as a gap.
+    report.needs_attention = attention.needed || report.probes.undelivered > 0;
     drop(lock);
     let delivered_but_missing = report
         .results
@@ -200,6 +205,111 @@ pub fn run(args: &RecoverArgs) -> Outcome {
         Some(stopped) => Err(Fail(stopped)),
         None => Ok(Verdict::bad_if(report.needs_attention)),
     }
+}
+
+/// The ends of the journal's numbering, where a lost event leaves no gap: the events after
+/// the highest index seen (lost, and no later one came to show the gap) and below the lowest
+/// (lost before the journal saw its first, while no first index is stored). Each is asked of
+/// the service, one index at a time away from the journal's known stretch, and delivered as
+/// a missing one is, until the service has no event there (HTTP 404), at most `probe` at
+/// each end. The tail is probed only once no new index came for `min_age`, so that events on
+/// their way are not raced. A 404 below the lowest stores the first index (gap detection then
+/// counts from it); a 404 after the highest is noted (`Status::tail_checked`).
+struct Ends<'a> {
+    journal: &'a Journal,
+    before: &'a slotpartner::journal::Status,
+    probe: u64,
+    min_age: Duration,
+    deadline: Instant,
+}
+
+impl Ends<'_> {
+    fn probe(&self, run: &mut Run<'_>, report: &mut Report, progress: &mut Progress) -> Result<(), Fail> {
+        let now = self.journal.clock_ms()?;
+        let quiet_ms = i64::try_from(self.min_age.as_millis()).unwrap_or(i64::MAX);
+        let quiet = self.before.last_delivery_ms.is_none_or(|last| now.saturating_sub(last) >= quiet_ms);
+        if let (Some(highest), true) = (self.before.highest_index, quiet) {
+            let indexes = (1..=self.probe).map_while(|step| highest.checked_add(i64::try_from(step).ok()?));
+            if let Some(end) = self.walk("tail", indexes, run, report, progress) {
+                self.journal.note_tail_checked(end)?;
+                report.probes.tail_end = Some(end);
+            }
+        }
+        if let (false, 1, Some(lowest)) =
+            (self.before.first_index_stored, self.before.numbering, self.before.first_index)
+        {
+            let indexes = (1..=self.probe)
+                .map_while(|step| lowest.checked_sub(i64::try_from(step).ok()?))
+                .take_while(|&i| i >= 0);
+            let walked = self.walk("head", indexes, run, report, progress);
+            // The service has none below: where the numbering starts (0 when it has index 0).
+            let first = match walked {
+                Some(none) => Some(none + 1),
+                None if report.probes.head_found > 0 && report.probes.head_lowest == Some(0) => Some(0),
+                None => None,
+            };
+            if let Some(first) = first {
+                if self.journal.store_found_first_index(first)? {
+                    report.probes.first_index_stored = Some(first);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fetches and delivers `indexes` in order until the service has none (answers that index),
+    /// a fetch or delivery fails otherwise, or the run's time is up (`None` then).
+    fn walk(
+        &self,
+        end: &'static str,
+        indexes: impl Iterator<Item = i64>,
+        run: &mut Run<'_>,
+        report: &mut Report,
+        progress: &mut Progress,
+    ) -> Option<i64> {
+        for index in indexes {
+            if Instant::now() >= self.deadline || run.refused.is_some() {
+                return None;
+            }
+            let mut item = run.recover(index, false);
+            if item.result == "not_fetched" && item.reason == Some("not_found") {
+                return Some(index);
+            }
+            item.probe = Some(end);
+            let delivered = matches!(item.result, "recovered" | "handled_meanwhile" | "refused");
+            match (end, delivered) {
+                ("tail", true) => report.probes.tail_found += 1,
+                ("head", true) => {
+                    report.probes.head_found += 1;
+                    report.probes.head_lowest = Some(index);
+                }
+                _ => report.probes.undelivered += 1,
+            }
+            report.count(&item);
+            report.results.push(item);
+            progress.show(report);
+            if !delivered {
+                return None;
+            }
+        }
+        None
+    }
+}
+
+/// What the probes of the numbering's ends found (see `Ends`).
+#[derive(Debug, Default, Serialize)]
+struct Probes {
+    /// Events found after the highest index seen, and delivered.
+    tail_found: u64,
+    /// The index after the highest the service had no event for, when one was reached.
+    tail_end: Option<i64>,
+    /// Events found below the lowest index seen, and delivered; the lowest of them.
+    head_found: u64,
+    head_lowest: Option<i64>,
+    /// The first index stored from the service's answer below the lowest seen.
+    first_index_stored: Option<i64>,
+    /// Events found at an end that could not be delivered (the exit status is 1).
+    undelivered: u64,
 }
 
 /// `300s`, `1.5s`, `250ms`.
@@ -566,6 +676,9 @@ struct ItemResult {
     /// The callback endpoint's HTTP status.
     http_status: Option<u16>,
     message: Option<String>,
+    /// `tail` or `head`: found by a probe of the numbering's ends (`Ends`), not missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<&'static str>,
 }
 
 impl ItemResult {
@@ -579,6 +692,7 @@ impl ItemResult {
             transaction_id: None,
             http_status: None,
             message: None,
+            probe: None,
         }
     }
 
@@ -631,6 +745,9 @@ impl ItemResult {
         }
         if self.unfinished {
             line.push_str(" unfinished=true");
+        }
+        if let Some(end) = self.probe {
+            line.push_str(&format!(" probe={end}"));
         }
         if let Some(message) = &self.message {
             line.push_str(&format!(" message={}", quoted(message)));
@@ -709,6 +826,8 @@ struct Report {
     index_jumps: u64,
     /// Whether the journal needs an operator's look after the run: the exit status is 1.
     needs_attention: bool,
+    /// What the probes of the numbering's ends found.
+    probes: Probes,
     results: Vec<ItemResult>,
 }
 
@@ -791,6 +910,16 @@ impl Report {
             (true, 0) => "attention_needed",
             (true, _) => "gaps_remain",
         };
+        let shown = |value: Option<i64>| value.map_or("-".to_owned(), |v| v.to_string());
+        let p = &self.probes;
+        crate::outln!(
+            "summary tail_found={} tail_end={} head_found={} first_index_stored={} probe_undelivered={}",
+            p.tail_found,
+            shown(p.tail_end),
+            p.head_found,
+            shown(p.first_index_stored),
+            p.undelivered
+        );
         crate::outln!(
             "summary gaps_remaining={} gaps_too_young={} remaining={remaining} result={result}",
             self.gaps_remaining,

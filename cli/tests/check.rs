@@ -78,7 +78,7 @@ fn a_well_wired_partner_passes_every_check_and_the_balance_query_moves_no_money(
     ];
     let out = run_with(&["check", "--player", KNOWN_PLAYER], &env, None).expect(0);
     let verdicts = all_verdicts(&out);
-    assert_eq!(verdicts.len(), 20, "{}", out.stdout);
+    assert_eq!(verdicts.len(), 21, "{}", out.stdout);
     for (check, verdict) in &verdicts {
         let expected = match check.as_str() {
             // The library's client hands out no Date header; a SQLite journal keeps this host's clock.
@@ -91,6 +91,7 @@ fn a_well_wired_partner_passes_every_check_and_the_balance_query_moves_no_money(
     assert!(line(&out, "callback clock").contains("--clock-tolerance 5s"), "{}", out.stdout);
     assert!(line(&out, "callback time").contains("--slow 1s"), "{}", out.stdout);
     assert!(line(&out, "journal schema").contains("version 3 (current)"), "{}", out.stdout);
+    assert!(line(&out, "journal ends").contains("the first index 1 is stored"), "{}", out.stdout);
     assert!(line(&out, "service games").contains("7 games"), "{}", out.stdout);
     assert!(out.stderr.is_empty(), "{}", out.stderr);
 
@@ -246,6 +247,22 @@ fn an_unfinished_delivery_fails_its_check() {
         "{unfinished}"
     );
     assert_eq!(verdict(&out, "journal gaps"), "ok");
+}
+
+/// A journal whose first index is only the lowest seen (none configured): events lost before
+/// it count nowhere, and the check says so, naming what finds them.
+#[test]
+fn a_first_index_that_is_only_the_lowest_seen_warns() {
+    let scratch = Scratch::new("check-ends");
+    let url = scratch.journal_url();
+    let journal = slotpartner::journal::Journal::open(&url, &slotpartner::journal::JournalOptions::default()).unwrap();
+    let body = r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-3","playerIdentifier":"player-1","transactionId":703,"buyTransactionId":1703,"gameSessionId":5,"partnerGameRequestIdentifier":"req-3","gameId":1001,"isMobile":false,"index":3}"#;
+    let event = parse(body.as_bytes(), &ParseOptions::default()).unwrap();
+    let Begin::New(claim) = journal.begin(&Delivery::of(&event)).unwrap() else { panic!("new") };
+    journal.finish(&claim, b"{}").unwrap();
+    let out = run(&["check", "--journal", &url]).expect(0);
+    let ends = line(&out, "journal ends");
+    assert!(ends.starts_with("warn") && ends.contains("the lowest seen (3)") && ends.contains("recover"), "{ends}");
 }
 
 #[test]

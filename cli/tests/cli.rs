@@ -66,7 +66,7 @@ fn journal_status_counts_and_figures() {
         "resolved:       0",
         "index jumps:    0",
         "numbering:      1",
-        "first index:    1",
+        "first index:    1 (stored)",
         "highest index:  8",
         "watermark:      2",
     ] {
@@ -600,6 +600,8 @@ fn recover_args<'a>(journal: &'a str, base_url: &'a str, ca: &'a str, endpoint: 
         "--callback-url",
         &endpoint.url,
         "--retries",
+        "0",
+        "--probe",
         "0",
         "--min-age",
         "0s",

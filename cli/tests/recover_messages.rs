@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use slotpartner::journal::Begin;
+use slotpartner::journal::{Begin, Journal, JournalOptions};
 use slotpartner::{Receiver, ReceiverConfig, Request};
 use slotpartner_sandbox::burst::{self, EventMix, EventSet};
 use slotpartner_sandbox::http::{self, ListenerHandle};
@@ -44,7 +44,8 @@ fn journal_of(scratch: &Scratch, done: &[i64], abandoned: &[i64]) -> String {
 /// deliveries at least `min_age` old.
 fn recover_args_aged<'a>(journal: &'a str, base_url: &'a str, callback: &'a str, min_age: &'a str) -> Vec<&'a str> {
     let mut args = vec!["recover", "--journal", journal, "--base-url", base_url, "--callback-url", callback];
-    args.extend(["--retries", "0", "--min-age", min_age]);
+    // The ends of the numbering are probed in tests of their own.
+    args.extend(["--retries", "0", "--min-age", min_age, "--probe", "0"]);
     args
 }
 
@@ -692,4 +693,117 @@ fn a_postgres_host_that_does_not_resolve_is_told_from_a_server_that_refuses() {
     let line = run(&["journal", "status", "--journal", &url]).expect(2).one_error_line().to_owned();
     assert!(line.contains("(is the PostgreSQL server running and reachable?)"), "{line}");
     assert!(!line.contains("does not resolve"), "{line}");
+}
+
+/// The events lost after the highest index seen (no later one came to show the gap) are found
+/// by asking the service after it, and delivered; the journal notes where the tail was.
+#[test]
+fn lost_events_after_the_highest_index_are_found() {
+    let scratch = Scratch::new("msg-tail");
+    // The service numbered 1-9; the journal saw 1-5: 6-9 were lost, and no gap shows it.
+    let url = journal_of(&scratch, &[1, 2, 3, 4, 5], &[]);
+    let service = sandbox(1, 9);
+    let ca = ca_file(&scratch, &service);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let base = service.base_url();
+    let args = probing(recover_args(&url, &base, &endpoint.url), path_str(&ca));
+    let out = run(&args).expect(0);
+    let s = summary(&out);
+    assert_eq!(
+        (s["tail_found"].as_str(), s["tail_end"].as_str(), s["head_found"].as_str()),
+        ("4", "10", "0"),
+        "{}",
+        out.stdout
+    );
+    for index in 6..=9 {
+        let line = format!("index={index} result=recovered ");
+        assert!(
+            index_lines(&out).iter().any(|l| l.starts_with(&line) && l.ends_with(" probe=tail")),
+            "{index}: {}",
+            out.stdout
+        );
+    }
+    assert_eq!(endpoint.credits().len(), 4);
+    let status = run(&["journal", "status", "--journal", &url, "--json"]).expect(0).json();
+    assert_eq!(
+        (status["highest_index"].as_i64(), status["tail_checked_index"].as_i64()),
+        (Some(9), Some(10)),
+        "{status}"
+    );
+    // Asked again: nothing more there, nothing credited twice.
+    let s = summary(&run(&args).expect(0));
+    assert_eq!((s["tail_found"].as_str(), s["tail_end"].as_str()), ("0", "10"));
+    assert_eq!(endpoint.credits().len(), 4, "nothing credited twice");
+}
+
+/// The events lost before the journal saw its first (no first index stored: gaps count from the
+/// lowest seen) are found by asking the service below the lowest, and delivered; the service's
+/// first is then stored, so that a later loss there counts missing.
+#[test]
+fn lost_events_below_the_lowest_index_are_found_and_the_first_stored() {
+    let scratch = Scratch::new("msg-head");
+    let url = scratch.journal_url();
+    let journal = Arc::new(Journal::open(&url, &JournalOptions::default()).unwrap());
+    // The service numbered 1-5; the journal saw 3-5: 1 lost by the sender, 2's worker killed.
+    for index in 3..=5 {
+        let body = burst::burst_event(1, EventMix::Mixed, index).body;
+        let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!("new") };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    let status = run(&["journal", "status", "--journal", &url]).expect(0);
+    assert!(
+        status.stdout.contains("first index:    3 (the lowest seen: recover asks the service below it)"),
+        "{}",
+        status.stdout
+    );
+    let service = sandbox(1, 5);
+    let ca = ca_file(&scratch, &service);
+    let endpoint = Endpoint::start(journal);
+    let base = service.base_url();
+    let args = probing(recover_args(&url, &base, &endpoint.url), path_str(&ca));
+    let out = run(&args).expect(0);
+    let s = summary(&out);
+    assert_eq!((s["head_found"].as_str(), s["first_index_stored"].as_str()), ("2", "1"), "{}", out.stdout);
+    for index in [2, 1] {
+        let line = format!("index={index} result=recovered ");
+        assert!(
+            index_lines(&out).iter().any(|l| l.starts_with(&line) && l.ends_with(" probe=head")),
+            "{index}: {}",
+            out.stdout
+        );
+    }
+    assert_eq!(endpoint.credits().len(), 2);
+    let status = run(&["journal", "status", "--journal", &url]).expect(0);
+    assert!(status.stdout.contains("first index:    1 (stored)"), "{}", status.stdout);
+    let s = summary(&run(&args).expect(0));
+    assert_eq!(
+        (s["head_found"].as_str(), s["first_index_stored"].as_str()),
+        ("0", "-"),
+        "stored once: not asked again"
+    );
+}
+
+/// `args` probing up to 100 indexes at each end, with the service's CA and the token.
+fn probing<'a>(mut args: Vec<&'a str>, ca: &'a str) -> Vec<&'a str> {
+    let at = args.iter().position(|a| *a == "--probe").unwrap();
+    args[at + 1] = "100";
+    args.extend(["--ca-file", ca, "--token", TOKEN]);
+    args
+}
+
+/// While new indexes keep coming (the last younger than --min-age), the tail is left alone: its
+/// events are on their way, and a gap will show a lost one.
+#[test]
+fn the_tail_is_not_probed_while_events_arrive() {
+    let scratch = Scratch::new("msg-tail-busy");
+    let url = journal_of(&scratch, &[1, 2], &[]);
+    let service = sandbox(1, 5);
+    let ca = ca_file(&scratch, &service);
+    let endpoint = Endpoint::start(open_journal(&url));
+    let base = service.base_url();
+    let args = probing(recover_args_aged(&url, &base, &endpoint.url, "1h"), path_str(&ca));
+    let out = run(&args).expect(0);
+    let s = summary(&out);
+    assert_eq!((s["tail_found"].as_str(), s["tail_end"].as_str()), ("0", "-"), "{}", out.stdout);
+    assert!(endpoint.credits().is_empty());
 }

@@ -299,6 +299,8 @@ pub(crate) struct Vitals {
     pub oldest_record_ms: Option<i64>,
     pub last_delivery_ms: Option<i64>,
     pub oldest_gap_ms: Option<i64>,
+    pub first_index_stored: bool,
+    pub tail_checked: Option<(i64, i64)>,
 }
 
 /// The counters of `prune`, the oldest stored reply (through the index of finished deliveries),
@@ -325,7 +327,31 @@ pub(crate) fn vitals(sql: &mut dyn Sql) -> Result<Vitals> {
         oldest_record_ms: int(sql, "SELECT MIN(finished_ms) FROM sp_journal_delivery WHERE state = 'done'", &[])?,
         last_delivery_ms: int(sql, "SELECT MAX(last_ms) FROM sp_journal_runs", &[])?,
         oldest_gap_ms,
+        first_index_stored: meta(sql, "first_index")?.is_some(),
+        tail_checked: meta(sql, "tail_checked_index")?.zip(meta(sql, "tail_checked_ms")?),
     })
+}
+
+/// Notes that the service had no event at `index`, the one after the highest seen (asked by
+/// recovery's probe of the tail): the tail was where the journal thinks, now.
+pub(crate) fn note_tail_checked(sql: &mut dyn Sql, index: i64) -> Result<()> {
+    let now = sql.now_ms()?;
+    set_meta(sql, "tail_checked_index", index)?;
+    set_meta(sql, "tail_checked_ms", now)
+}
+
+/// Stores `first` as the first index of the numbering, found by asking the service (it had no
+/// event at `first - 1`), where none is stored yet and nothing below it was seen. Answers
+/// whether it was stored.
+pub(crate) fn store_found_first_index(sql: &mut dyn Sql, first: i64) -> Result<bool> {
+    if meta(sql, "first_index")?.is_some() || numbering(sql)? != 1 {
+        return Ok(false);
+    }
+    if SqlRuns(sql).lowest()?.is_some_and(|run| run.lo < first) {
+        return Ok(false);
+    }
+    set_meta(sql, "first_index", first)?;
+    Ok(true)
 }
 
 /// The condition of an unfinished delivery: abandoned, or claimed with its lease run out on the

@@ -264,8 +264,15 @@ pub struct Status {
     pub unrecoverable: u64,
     /// The current numbering: 1 until `Journal::renumber`.
     pub numbering: i64,
-    /// The index gap detection counts from (configured, else the lowest seen).
+    /// The index gap detection counts from (stored: configured, or found by recovery asking the
+    /// service below the lowest seen; else the lowest seen).
     pub first_index: Option<i64>,
+    /// Whether `first_index` is stored (configured or found), not just the lowest seen: then
+    /// indexes below the lowest seen count missing.
+    pub first_index_stored: bool,
+    /// The index after the highest seen that the service last said it had no event for (recovery's
+    /// probe of the tail), and when on the journal's clock (ms since the Unix epoch).
+    pub tail_checked: Option<(i64, i64)>,
     /// The highest index seen.
     pub highest_index: Option<i64>,
     /// Every index from the first up to this one was seen; `None` when the first one was not.
@@ -710,7 +717,23 @@ impl Journal {
             oldest_record_ms: vitals.oldest_record_ms,
             last_delivery_ms: vitals.last_delivery_ms,
             oldest_gap_ms: vitals.oldest_gap_ms,
+            first_index_stored: vitals.first_index_stored,
+            tail_checked: vitals.tail_checked,
         })
+    }
+
+    /// Notes that the service has no event at `index`, the one after the highest seen (see
+    /// `Status::tail_checked`): recovery's probe of the tail found nothing lost there.
+    pub fn note_tail_checked(&self, index: i64) -> Result<()> {
+        self.write(|sql| admin::note_tail_checked(sql, index))
+    }
+
+    /// Stores `first` as the numbering's first index, found by asking the service (it has no
+    /// event at `first - 1`), unless a first index is stored already, the numbering was
+    /// renumbered, or an index below `first` was seen. Answers whether it was stored; from then
+    /// on an index between it and the lowest seen counts missing.
+    pub fn store_found_first_index(&self, first: i64) -> Result<bool> {
+        self.write(|sql| admin::store_found_first_index(sql, first))
     }
 
     /// Removes what the service can no longer resend (see `PruneOptions`), in batches of
