@@ -106,9 +106,10 @@ function fixture(string $name): string
 }
 
 /**
- * Runs $cleanup when this test file's process ends (exit, an uncaught exception, a fatal error),
- * after the cleanups registered later (last in, first out: a server stops before its directory
- * is removed). A child made with pcntl_fork inherits the list and runs none of it.
+ * Runs $cleanup when this test file's process ends (exit, an uncaught exception, a fatal error,
+ * SIGINT, SIGTERM or SIGHUP), after the cleanups registered later (last in, first out: a server
+ * stops before its directory is removed). A child made with pcntl_fork inherits the list and
+ * runs none of it.
  */
 function atExit(callable $cleanup): void
 {
@@ -116,6 +117,13 @@ function atExit(callable $cleanup): void
     if ($cleanups === null) {
         $cleanups = new ArrayObject();
         $owner = getmypid();
+        // A signal's default action would end the process without its shutdown functions.
+        pcntl_async_signals(true);
+        foreach ([SIGINT => 130, SIGTERM => 143, SIGHUP => 129] as $signal => $status) {
+            pcntl_signal($signal, static function () use ($status): void {
+                exit($status);
+            });
+        }
         register_shutdown_function(static function () use ($cleanups, $owner): void {
             if (getmypid() !== $owner) {
                 return;
