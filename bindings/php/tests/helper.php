@@ -268,7 +268,7 @@ final class Sandbox
             usleep(20_000);
         }
         if ($state['running']) {
-            proc_terminate($this->process, 9);
+            proc_terminate($this->process, SIGKILL);
             $state = ['exitcode' => -1];
         }
         proc_close($this->process);
