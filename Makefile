@@ -72,12 +72,17 @@ $(SANDIR)/%: examples/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
 	$(CC) -std=c11 $(STRICT) -O1 -g $(SANITIZE) -Iinclude $< -o $@ $(RELEASE)/libslotpartner.a $(STATIC_LIBS)
 
+# Each suite that starts processes runs under tests/no_leftovers.py, which fails when the suite
+# leaves a process running (naming it, its command line and the TCP ports it listens on) or a
+# file in the temporary directory it gave the suite (TMPDIR), and then stops and removes them.
+NO_LEFTOVERS := python3 tests/no_leftovers.py
+
 test: all sanitized sandbox test-rust header-check symbols-check test-c test-valgrind test-threads test-fork test-clock test-e2e test-miri test-fuzz-smoke test-cpp test-php test-python test-install demo
 
 test-rust:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
-	$(CARGO) test --workspace --locked
+	$(NO_LEFTOVERS) $(CARGO) test --workspace --locked
 
 # The header compiles cleanly as C11 and as C++17.
 header-check:
@@ -92,9 +97,9 @@ symbols-check: lib
 	echo "symbols-check: $$(nm -D --defined-only $(RELEASE)/libslotpartner.so | grep -c ' sp_') sp_ symbols, nothing else"
 
 test-c: examples sanitized sandbox $(SANDIR)/careless_host
-	tests/c/run_examples.sh $(EXDIR)
-	tests/c/run_examples.sh $(SANDIR)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(SANDIR)/careless_host
+	$(NO_LEFTOVERS) tests/c/run_examples.sh $(EXDIR)
+	$(NO_LEFTOVERS) tests/c/run_examples.sh $(SANDIR)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(NO_LEFTOVERS) $(SANDIR)/careless_host
 
 # The careless-host ABI tests under miri (undefined behaviour, aliasing), where a nightly
 # toolchain with miri is present.
@@ -157,12 +162,12 @@ $(SANDIR)/careless_host: tests/c/careless_host.c include/slotpartner.h $(RELEASE
 # fixture, the CGI cases, get_games against the sandbox), callback_cgi with a SQLite journal and
 # journal_status on it; no error and nothing definitely lost (suppressions: tests/c/valgrind.supp).
 test-valgrind: examples sandbox
-	tests/c/valgrind.sh $(EXDIR)
+	$(NO_LEFTOVERS) tests/c/valgrind.sh $(EXDIR)
 
 # 8 threads sharing one receiver, one client (against the sandbox) and one SQLite journal,
 # checking every reply, under the sanitizers.
 test-threads: sandbox $(SANDIR)/threads
-	tests/c/threads.sh $(SANDIR)/threads
+	$(NO_LEFTOVERS) tests/c/threads.sh $(SANDIR)/threads
 
 $(SANDIR)/threads: tests/c/threads.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p $(SANDIR)
@@ -179,9 +184,9 @@ $(SANDIR)/threads: tests/c/threads.c include/slotpartner.h $(RELEASE)/libslotpar
 # every child must use its journal (a fork while another fork's handler was closing SQLite
 # connections would hang).
 test-fork: target/fork-test/fork target/fork-test/fork_concurrent
-	tests/c/fork.sh target/fork-test/fork
-	@scratch=$$(mktemp -d) && target/fork-test/fork_concurrent "sqlite:$$scratch/journal.db" 4 100; \
-		rc=$$?; rm -rf "$$scratch"; exit $$rc
+	$(NO_LEFTOVERS) tests/c/fork.sh target/fork-test/fork
+	@$(NO_LEFTOVERS) sh -c 'scratch=$$(mktemp -d) && target/fork-test/fork_concurrent "sqlite:$$scratch/journal.db" 4 100; \
+		rc=$$?; rm -rf "$$scratch"; exit $$rc'
 
 target/fork-test/%: tests/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 	@mkdir -p target/fork-test
@@ -196,7 +201,7 @@ target/fork-test/%: tests/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.
 CLOCKDIR := target/clock-test
 
 test-clock: $(CLOCKDIR)/lease_clock $(CLOCKDIR)/clock_shim.so
-	tests/c/lease_clock.sh $(CLOCKDIR)
+	$(NO_LEFTOVERS) tests/c/lease_clock.sh $(CLOCKDIR)
 
 $(CLOCKDIR)/lease_clock: tests/c/lease_clock.c include/slotpartner.h $(RELEASE)/libslotpartner.so
 	@mkdir -p $(CLOCKDIR)
@@ -211,16 +216,16 @@ $(CLOCKDIR)/clock_shim.so: tests/c/clock_shim.c
 # End to end: 10,000 events from the sandbox to callback_cgi behind a concurrent CGI gateway,
 # journalled on SQLite and on a throw-away PostgreSQL cluster (skipped if not installed).
 test-e2e: examples sandbox cli
-	python3 tests/e2e/exactly_once.py
+	$(NO_LEFTOVERS) python3 tests/e2e/exactly_once.py
 
 test-cpp: lib sandbox
-	bindings/cpp/run_tests.sh
+	$(NO_LEFTOVERS) bindings/cpp/run_tests.sh
 
 test-php: examples sandbox
-	bindings/php/run_tests.sh
+	$(NO_LEFTOVERS) bindings/php/run_tests.sh
 
 test-python: examples sandbox
-	bindings/python/run_tests.sh
+	$(NO_LEFTOVERS) bindings/python/run_tests.sh
 
 header:
 	SLOTPARTNER_BLESS=1 $(CARGO) test --test header
@@ -258,7 +263,7 @@ bench-e2e: lib sandbox
 # The whole job on the sandbox, all on loopback (scripts/demo.sh): callbacks answered, a repeat
 # answered from the journal, a lossy burst, then `slotpartner recover` closing every gap.
 demo: all sandbox
-	scripts/demo.sh
+	$(NO_LEFTOVERS) scripts/demo.sh
 
 sandbox:
 	$(BUILD_RELEASE)
@@ -343,7 +348,7 @@ deb:
 # apt, uses them the same way and purges them (SKIPPED, said so, otherwise). Prints
 # "install: N passed, N failed".
 test-install:
-	MAKE='$(MAKE)' tests/install/install_test.sh
+	MAKE='$(MAKE)' $(NO_LEFTOVERS) tests/install/install_test.sh
 
 clean:
 	$(CARGO) clean

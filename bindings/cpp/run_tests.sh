@@ -4,8 +4,23 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$root/target/cpp
+# What the test loads, checked before anything runs (tests/needs.sh): a C++ compiler with
+# AddressSanitizer and UndefinedBehaviorSanitizer (g++ brings both).
+# shellcheck source=../../tests/needs.sh
+. "$root/tests/needs.sh"
+needs_command "${CXX:-c++}" g++
+needs_check cpp_tests
 work=$(mktemp -d)
-trap 'kill "${sandbox_pid:-}" 2> /dev/null; rm -rf "$work"' EXIT
+# The sandbox started below is stopped however this ends; interrupted or terminated, the script
+# exits, and so cleans up, at once.
+sandbox_pid=
+cleanup() {
+  [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2> /dev/null && wait "$sandbox_pid" 2> /dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 mkdir -p "$out"
 flags=(-std=c++17 -Wall -Wextra -Werror -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all
   -fno-omit-frame-pointer -I"$root/include" -I"$root/bindings/cpp")

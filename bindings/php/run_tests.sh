@@ -16,11 +16,34 @@ for need in "$root/target/release/libslotpartner.so" "$root/target/release/slotp
     exit 1
   fi
 done
-if ! "$php" -r 'exit(extension_loaded("FFI") ? 0 : 1);'; then
-  echo "the PHP FFI extension is not loaded ($php -m)"
-  echo "0 passed, 1 failed"
-  exit 1
+# What the tests load, checked before any runs (tests/needs.sh). PHP's extensions: FFI (all),
+# pdo_sqlite (staged_test.php reads the journal's file through PDO), mbstring (staged_test.php),
+# Zend OPcache (the preload tests), pcntl and posix (fork_test.php, and stopping php -S with its
+# workers). Tools: setsid (php -S in a process group of its own), python3 with sqlite3
+# (journal_test.php holds the journal's lock from another process), cc (fork_test.php builds a
+# C helper).
+# shellcheck source=../../tests/needs.sh
+. "$root/tests/needs.sh"
+if command -v "$php" > /dev/null 2>&1; then
+  while IFS='|' read -r extension package; do
+    [ -n "$extension" ] && needs_item "the PHP extension $extension" "$package"
+  done < <("$php" -r '
+    $v = PHP_MAJOR_VERSION . "." . PHP_MINOR_VERSION;
+    $packages = ["FFI" => "php$v-common", "pdo_sqlite" => "php$v-sqlite3", "mbstring" => "php$v-mbstring",
+      "Zend OPcache" => "php$v-opcache", "pcntl" => "php$v-cli", "posix" => "php$v-common"];
+    foreach ($packages as $extension => $package) {
+        if (!extension_loaded($extension)) {
+            echo $extension, "|", $package, "\n";
+        }
+    }')
+else
+  needs_item "$php" php-cli
 fi
+needs_command setsid util-linux
+needs_command python3 python3
+needs_python_module sqlite3 python3
+needs_command "${CC:-cc}" gcc
+needs_check php_tests
 
 export SLOTPARTNER_LIB="$root/target/release/libslotpartner.so"
 passed=0 failed=0

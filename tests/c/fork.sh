@@ -8,6 +8,14 @@
 set -u
 prog=${1:?usage: fork.sh PROGRAM}
 runs=3
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# What it loads, checked before anything runs (tests/needs.sh): python3 (a free port) and
+# timeout; PostgreSQL is optional (skipped, said so, without it).
+# shellcheck source=../needs.sh
+. "$root/tests/needs.sh"
+needs_command python3 python3
+needs_command timeout coreutils
+needs_check fork
 work=$(mktemp -d)
 pg_bin= pg_dir= pg_prefix=() pg_started=
 cleanup() {
@@ -17,6 +25,9 @@ cleanup() {
   rm -rf "$work" ${pg_dir:+"$pg_dir"}
 }
 trap cleanup EXIT
+# Interrupted or terminated, the script exits, and so cleans up, at once.
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

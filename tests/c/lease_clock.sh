@@ -17,6 +17,12 @@ dir=$(cd "$dir" && pwd)
 prog=$dir/lease_clock
 shim=$dir/clock_shim.so
 lease_ms=${LEASE_MS:-4000}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# What it loads, checked before anything runs (tests/needs.sh): sqlite3 reads the journal's row.
+# shellcheck source=../needs.sh
+. "$root/tests/needs.sh"
+needs_command sqlite3 sqlite3
+needs_check lease_clock
 work=$(mktemp -d)
 journal="sqlite:$work/journal.db"
 hold_pid=
@@ -26,6 +32,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# Interrupted or terminated, the script exits, and so cleans up, at once.
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 
 passed=0
 failed=0
@@ -77,14 +86,10 @@ done
 # The lease really ends (A is alive but stuck).
 sleep "$(awk -v ms=$((claimed + lease_ms + 300 - $(now_ms))) 'BEGIN { print (ms > 0 ? ms / 1000 : 0) }')"
 check "B 45 s behind, A's lease over" "$(deliver -45000)" "new attempt 2 finished"
-if command -v sqlite3 > /dev/null 2>&1; then
-  updated=$(sqlite3 "$work/journal.db" "SELECT updated_ms FROM sp_journal_delivery WHERE transaction_id = 450045")
-  off=$((updated - $(now_ms)))
-  check "the take-over's updated_ms (wall clock, for people) is B's, 45 s behind" \
-    "$([ "$off" -gt -55000 ] && [ "$off" -lt -35000 ] && echo "about -45 s" || echo "$off ms")" "about -45 s"
-else
-  echo "skip the take-over's updated_ms: no sqlite3 command"
-fi
+updated=$(sqlite3 "$work/journal.db" "SELECT updated_ms FROM sp_journal_delivery WHERE transaction_id = 450045")
+off=$((updated - $(now_ms)))
+check "the take-over's updated_ms (wall clock, for people) is B's, 45 s behind" \
+  "$([ "$off" -gt -55000 ] && [ "$off" -lt -35000 ] && echo "about -45 s" || echo "$off ms")" "about -45 s"
 check "B 45 s ahead after the take-over" "$(deliver 45000)" "done"
 
 exec 3>&-

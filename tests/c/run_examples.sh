@@ -7,8 +7,22 @@ dir=${1:?usage: run_examples.sh DIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 fixtures=$root/tests/fixtures
 expected=$root/tests/c/expected
+# shellcheck source=../needs.sh
+. "$root/tests/needs.sh"
+needs_command python3 python3
+needs_check examples
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The servers started below (a connection counter, the sandbox) are stopped however this ends.
+counter_pid= sandbox_pid=
+cleanup() {
+  exec 3>&- 2> /dev/null
+  for pid in $counter_pid $sandbox_pid; do kill "$pid" 2> /dev/null && wait "$pid" 2> /dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# Interrupted or terminated, the script exits, and so cleans up, at once.
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 passed=0 failed=0
@@ -128,6 +142,7 @@ run_cgi journal_counted POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.js
 # (the listener sees a connection when one is made: the check above can fail)
 if [ -s "$work/counter.count" ] && head -1 "$work/out.lf" | grep -qx 'Status: 503 Service Unavailable'; then passed=$((passed + 1)); else fail cgi_journal_counted "$(cat "$work/out.lf" "$work/err")"; fi
 kill "$counter_pid" 2> /dev/null; wait "$counter_pid" 2> /dev/null
+counter_pid=
 cgi_env=("SLOTPARTNER_JOURNAL=postgres://sp_owner@127.0.0.1:1/sp_ledger")
 cgi no_token POST "" 34.254.138.20 staging "$fixtures/refund.json"
 names_no_journal cgi_journal_unreachable_no_token "$work/out.lf"
@@ -149,9 +164,12 @@ done
 
 # get_games against the sandbox over HTTPS on loopback.
 sandbox=$root/target/release/slotpartner-sandbox
+# The sandbox exits when its standard input (a fifo held open here) closes.
+mkfifo "$work/sandbox_stdin"
 "$sandbox" serve --listen 127.0.0.1:0 --token "$TOKEN" --ca-out "$work/ca.pem" --ready-file "$work/service" \
-  --exit-on-stdin-eof < <(sleep 60 2> /dev/null) > /dev/null 2>&1 &
+  --exit-on-stdin-eof < "$work/sandbox_stdin" > /dev/null 2>&1 &
 sandbox_pid=$!
+exec 3> "$work/sandbox_stdin"
 for _ in $(seq 200); do [ -s "$work/service" ] && break; sleep 0.1; done
 games() { # NAME EXPECTED_EXIT BASE_URL TOKEN CA_FILE ARGS...
   local name=get_games_$1 want=$2 url=$3 token=$4 ca=$5; shift 5
@@ -174,7 +192,9 @@ games server_error 1 "$url/fault/status/503" "$TOKEN" "$work/ca.pem" en-US
 games malformed 1 "$url/fault/malformed" "$TOKEN" "$work/ca.pem" en-US
 games nul_key 1 "$url/fault/nulkey" "$TOKEN" "$work/ca.pem" en-US
 games usage 2 "$url" "$TOKEN" "$work/ca.pem"
-kill "$sandbox_pid" 2> /dev/null; wait "$sandbox_pid" 2> /dev/null
+exec 3>&-
+wait "$sandbox_pid" 2> /dev/null
+sandbox_pid=
 
 echo "examples ($dir): $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -14,6 +14,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# Interrupted or terminated, the script exits, and so cleans up, at once.
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

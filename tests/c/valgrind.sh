@@ -18,7 +18,14 @@ dir=${1:?usage: valgrind.sh DIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(cd "$dir" && pwd)
 fixtures=$root/tests/fixtures
-valgrind=$(command -v valgrind) || { echo "valgrind: not installed (apt-get install valgrind)"; echo "valgrind: 0 passed, 1 failed"; exit 1; }
+# What it loads, checked before anything runs (tests/needs.sh): valgrind, and python3 for
+# run_examples.sh.
+# shellcheck source=../needs.sh
+. "$root/tests/needs.sh"
+needs_command valgrind valgrind
+needs_command python3 python3
+needs_check valgrind
+valgrind=$(command -v valgrind)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 started=$SECONDS
@@ -44,8 +51,7 @@ for prog in inspect_event callback_cgi get_games journal_status; do
   chmod +x "$bin/$prog"
 done
 
-# 1. Every case of run_examples.sh. Its output goes to a file, not a pipe: its sandbox's stdin
-# holder (`sleep 60`) would keep a pipe open for a minute.
+# 1. Every case of run_examples.sh, its output kept in a file.
 "$root/tests/c/run_examples.sh" "$bin" > "$work/examples.out" 2>&1
 sed -n '/^FAIL/,$p' "$work/examples.out" | grep -v '^examples (' | head -100
 summary=$(grep -E '^examples \(.*\): [0-9]+ passed, [0-9]+ failed$' "$work/examples.out" | tail -1)

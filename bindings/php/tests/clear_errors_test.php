@@ -22,9 +22,7 @@ function packageCopy(): string
     if ($rc !== 0) {
         throw new RuntimeException('cannot copy the package to ' . $dir);
     }
-    register_shutdown_function(static function () use ($dir): void {
-        exec('rm -rf ' . escapeshellarg($dir));
-    });
+    atExit(static fn () => removeTree($dir));
     return $dir;
 }
 

@@ -105,17 +105,88 @@ function fixture(string $name): string
     return $text;
 }
 
+/**
+ * Runs $cleanup when this test file's process ends (exit, an uncaught exception, a fatal error,
+ * SIGINT, SIGTERM or SIGHUP), after the cleanups registered later (last in, first out: a server
+ * stops before its directory is removed). A child made with pcntl_fork inherits the list and
+ * runs none of it.
+ */
+function atExit(callable $cleanup): void
+{
+    static $cleanups = null;
+    if ($cleanups === null) {
+        $cleanups = new ArrayObject();
+        $owner = getmypid();
+        // A signal's default action would end the process without its shutdown functions.
+        pcntl_async_signals(true);
+        foreach ([SIGINT => 130, SIGTERM => 143, SIGHUP => 129] as $signal => $status) {
+            pcntl_signal($signal, static function () use ($status): void {
+                exit($status);
+            });
+        }
+        register_shutdown_function(static function () use ($cleanups, $owner): void {
+            if (getmypid() !== $owner) {
+                return;
+            }
+            foreach (array_reverse($cleanups->getArrayCopy()) as $run) {
+                try {
+                    $run();
+                } catch (Throwable $e) {
+                    T::fail('cleanup: ' . $e->getMessage());
+                }
+            }
+        });
+    }
+    $cleanups[] = $cleanup;
+}
+
+/** A new directory under the system's temporary directory, removed with all it holds at exit. */
 function tempDir(): string
 {
     $dir = sys_get_temp_dir() . '/slotpartner-php-' . getmypid() . '-' . bin2hex(random_bytes(4));
     mkdir($dir, 0700);
-    register_shutdown_function(static function () use ($dir): void {
-        foreach (glob($dir . '/*') ?: [] as $file) {
-            @unlink($file);
-        }
-        @rmdir($dir);
-    });
+    atExit(static fn () => removeTree($dir));
     return $dir;
+}
+
+/** Removes $path and everything under it; a symbolic link is removed, never followed. */
+function removeTree(string $path): void
+{
+    if (is_link($path) || is_file($path)) {
+        @unlink($path);
+        return;
+    }
+    if (!is_dir($path)) {
+        return;
+    }
+    foreach (scandir($path) ?: [] as $entry) {
+        if ($entry !== '.' && $entry !== '..') {
+            removeTree($path . '/' . $entry);
+        }
+    }
+    @rmdir($path);
+}
+
+/**
+ * The live (not zombie) processes of process group $pgid, read from /proc.
+ *
+ * @return list<int>
+ */
+function processGroupMembers(int $pgid): array
+{
+    $members = [];
+    foreach (glob('/proc/[0-9]*/stat') ?: [] as $file) {
+        $stat = @file_get_contents($file);
+        if ($stat === false) {
+            continue; // ended meanwhile
+        }
+        // After "pid (comm) ": state, ppid, pgrp; comm may hold spaces and parentheses.
+        $fields = explode(' ', substr($stat, strrpos($stat, ')') + 2));
+        if ((int) ($fields[2] ?? 0) === $pgid && ($fields[0] ?? 'Z') !== 'Z') {
+            $members[] = (int) basename(dirname($file));
+        }
+    }
+    return $members;
 }
 
 function waitFor(callable $ready, float $seconds, string $what): void
@@ -142,16 +213,17 @@ function freePort(): int
 }
 
 /**
- * `slotpartner-sandbox serve` on 127.0.0.1:0; stopped by closing its standard input. With
- * $eventsCount it also serves getEvent for the events `send --burst N --seed $eventsSeed` sends
- * (indexes 1 to $eventsCount).
+ * `slotpartner-sandbox serve` on 127.0.0.1:0; stopped by closing its standard input, by stop()
+ * or at exit. With $eventsCount it also serves getEvent for the events `send --burst N --seed
+ * $eventsSeed` sends (indexes 1 to $eventsCount).
  */
 final class Sandbox
 {
-    /** @var resource */
+    /** @var resource|null the process until stop() */
     private $process;
     /** @var resource */
     private $stdin;
+    private ?int $status = null;
     public readonly string $url;
     public readonly string $caFile;
 
@@ -176,23 +248,47 @@ final class Sandbox
         }
         $this->process = $process;
         $this->stdin = $pipes[0];
+        atExit(fn () => $this->stop());
         waitFor(static fn (): bool => is_file($ready) && filesize($ready) > 0, 20, 'the sandbox ready file');
         $this->url = (string) file_get_contents($ready);
     }
 
-    /** Closes the sandbox's standard input (it exits) and waits for it; returns its exit status. */
+    /**
+     * Closes the sandbox's standard input (it exits) and waits for it, killing it after 20 s;
+     * returns its exit status. Once stopped, returns the same status again.
+     */
     public function stop(): int
     {
+        if ($this->process === null) {
+            return (int) $this->status;
+        }
         fclose($this->stdin);
-        return proc_close($this->process);
+        $deadline = microtime(true) + 20;
+        while (($state = proc_get_status($this->process))['running'] && microtime(true) < $deadline) {
+            usleep(20_000);
+        }
+        if ($state['running']) {
+            proc_terminate($this->process, SIGKILL);
+            $state = ['exitcode' => -1];
+        }
+        proc_close($this->process);
+        $this->process = null;
+        return $this->status = $state['exitcode'];
     }
 }
 
-/** `php -S 127.0.0.1:PORT SCRIPT` with extra ini settings and environment; stderr kept in a file. */
+/**
+ * `php -S 127.0.0.1:PORT SCRIPT` with extra ini settings and environment; stderr kept in a file.
+ * It runs in a process group of its own (setsid), with the workers it forks under
+ * PHP_CLI_SERVER_WORKERS: stop(), or the end of the test file whatever ends it, stops the whole
+ * group and waits until none of it is left.
+ */
 final class PhpServer
 {
-    /** @var resource */
+    /** @var resource|null the process until stop() */
     private $process;
+    /** The server's pid, which is also its process group's id. */
+    private int $group;
     public readonly int $port;
     public readonly string $url;
     public readonly string $logFile;
@@ -211,7 +307,9 @@ final class PhpServer
         foreach ($unsetEnv as $name) {
             unset($environment[$name]);
         }
-        $command = array_merge([PHP_BINARY], $phpArgs, ['-S', '127.0.0.1:' . $this->port, $script]);
+        // setsid execs php in place (proc_open's child leads no group), making the server's pid
+        // its process group's id, which its workers inherit.
+        $command = array_merge(['setsid', PHP_BINARY], $phpArgs, ['-S', '127.0.0.1:' . $this->port, $script]);
         $process = proc_open(
             $command,
             [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', $this->logFile, 'w']],
@@ -223,6 +321,8 @@ final class PhpServer
             throw new RuntimeException('cannot start php -S');
         }
         $this->process = $process;
+        $this->group = proc_get_status($process)['pid'];
+        atExit(fn () => $this->stop());
         waitFor(function (): bool {
             $socket = @stream_socket_client('tcp://127.0.0.1:' . $this->port, $errno, $error, 0.2);
             if ($socket === false) {
@@ -234,6 +334,9 @@ final class PhpServer
             fclose($socket);
             return true;
         }, 20, 'php -S on port ' . $this->port);
+        if (posix_getpgid($this->group) !== $this->group) {
+            throw new RuntimeException('php -S (pid ' . $this->group . ') is not in a process group of its own: setsid did not run it in place');
+        }
     }
 
     /** The lines the script wrote with the given prefix (the server's own log lines left out). */
@@ -243,10 +346,35 @@ final class PhpServer
         return array_values(array_filter($lines, static fn (string $line): bool => str_starts_with($line, $prefix)));
     }
 
+    /**
+     * Stops the server and its workers: SIGINT to the group ends each one's loop, and the server
+     * waits for its workers before it exits (SIGTERM would end the server alone and leave its
+     * workers serving). What is left after 10 s is killed. Returns once no process of the group
+     * is left; throws naming them when some outlive SIGKILL for 10 s. Does nothing once stopped.
+     */
     public function stop(): void
     {
-        proc_terminate($this->process);
-        proc_close($this->process);
+        if ($this->process === null) {
+            return;
+        }
+        $process = $this->process;
+        $this->process = null;
+        posix_kill(-$this->group, SIGINT);
+        $deadline = microtime(true) + 10;
+        while (proc_get_status($process)['running'] && microtime(true) < $deadline) {
+            usleep(20_000);
+        }
+        if (processGroupMembers($this->group) !== []) {
+            posix_kill(-$this->group, SIGKILL);
+        }
+        proc_close($process);
+        $deadline = microtime(true) + 10;
+        while (($left = processGroupMembers($this->group)) !== []) {
+            if (microtime(true) > $deadline) {
+                throw new RuntimeException('php -S on port ' . $this->port . ': processes ' . implode(', ', $left) . ' of its group outlived SIGKILL');
+            }
+            usleep(20_000);
+        }
     }
 }
 

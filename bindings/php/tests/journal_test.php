@@ -771,6 +771,9 @@ T::test('the example under four php -S workers: each event credited once, repeat
     } finally {
         $server->stop();
     }
+    // stop() ended the server and its four workers, which all listened on the port.
+    $socket = @stream_socket_client('tcp://127.0.0.1:' . $server->port, $errno, $error, 1);
+    T::true($socket === false, 'php -S and its workers stopped: the port refuses connections');
     $facts = json_decode((string) file_get_contents($report), true);
     T::eq([0, 0], [$facts['repeat_mismatches'] ?? null, $facts['verdict_failures'] ?? null], 'no mismatch, no wrong verdict');
     $credited = glob($dir . '/wallet/*') ?: [];
