@@ -55,7 +55,8 @@ pub struct sp_sql_value {
 /// cannot see makes `sp_event_finish` fail (field `statements`) without storing the reply.
 /// `sp_event_finish` runs them all or none: when one fails it answers `SP_ERR_JOURNAL`, field
 /// `statements[N]` (from 0), naming the statement and the database's error; nothing was stored,
-/// the claim is still held and the statements stay staged (finish again, or abandon).
+/// the statements stay staged and the claim is still held (under claim at finish, none was
+/// written): finish again, or abandon.
 /// `SP_ERR_CLAIM_LOST` from `sp_event_finish` means no staged statement ran: answer 503 and let
 /// the delivery that holds the key now run the logic. `sp_event_abandon` and `sp_event_free`
 /// drop them unrun.

@@ -5,9 +5,10 @@
 //! They are queued, not run through a callback: the partner decides its reply first, stages the
 //! writes that go with it (a ledger row, a balance update), and `finish` runs them in order after
 //! it has confirmed that the claim is still this worker's. A statement that fails rolls back the
-//! whole transaction: no credit, no stored reply, the claim still held. The partner cannot read
-//! a staged statement's result before deciding the reply; logic that must read first keeps its
-//! own transaction and the ledger's unique key (see the module documentation of `journal`).
+//! whole transaction: no credit, no stored reply, and the claim as it was (held when `begin`
+//! wrote it; never written under claim at finish). The partner cannot read a staged statement's
+//! result before deciding the reply; logic that must read first keeps its own transaction and
+//! the ledger's unique key (see the module documentation of `journal`).
 //!
 //! The SQL is the database's own dialect, with its own positional placeholders: `$1, $2` on
 //! PostgreSQL, `?` or `?1` on SQLite. Parameters are bound, never spliced into the text.
@@ -98,13 +99,13 @@ pub(crate) fn is_failed(error: &Error) -> bool {
 }
 
 /// The error of staged statement `number` (from 1) failing with the database's `problem`:
-/// nothing was stored and the claim is still held.
+/// nothing was stored. What stays of the claim is added by `tell_what_stays`.
 pub(crate) fn failed(number: usize, staged: &Staged, problem: &str) -> Error {
     Error::field(
         ErrorKind::Journal,
         format!("statements[{}]", number - 1),
         format!(
-            "staged statement {number} ({}) failed: {problem}; the transaction was rolled back: nothing was stored, no staged statement took effect, and the claim is still held (finish again or abandon it)",
+            "staged statement {number} ({}) failed: {problem}; the transaction was rolled back: nothing was stored and no staged statement took effect",
             sql_excerpt(&staged.sql)
         ),
     )
@@ -112,13 +113,36 @@ pub(crate) fn failed(number: usize, staged: &Staged, problem: &str) -> Error {
 
 /// The error of a staged statement having ended the journal's transaction (a `COMMIT` or
 /// `ROLLBACK` the check at staging could not see): the reply was not stored, but what the
-/// statements did may have been committed without it.
+/// statements did may have been committed without it. What stays of the claim, and what the
+/// host does, is added by `tell_what_stays`.
 pub(crate) fn escaped() -> Error {
     Error::field(
         ErrorKind::Journal,
         "statements",
-        "a staged statement ended the journal's transaction: the reply was not stored and the claim is still held, but what the staged statements did may have been committed without it: check the ledger before abandoning the claim",
+        "a staged statement ended the journal's transaction: the reply was not stored, but what the staged statements did may have been committed without it",
     )
+}
+
+/// Completes an error of `failed` or `escaped` (any other is left as it is) with what stays of
+/// the claim: held, when `begin` wrote it (`written`); nothing, under claim at finish. Either
+/// way the next delivery runs the logic again once the claim is abandoned; after `escaped`, a
+/// credit staged with its ledger's unique key and `ON CONFLICT DO NOTHING` then credits nothing
+/// twice.
+pub(crate) fn tell_what_stays(error: &mut Error, written: bool) {
+    let escaped = match error.field.as_str() {
+        "statements" => true,
+        field if field.starts_with("statements[") => false,
+        _ => return,
+    };
+    let stays =
+        if written { "; the claim is still held" } else { "; no claim was written for the delivery (claim at finish)" };
+    let then = if escaped {
+        ": abandon it and answer 503, and the next delivery runs the logic again (a credit staged with ON CONFLICT DO NOTHING on the ledger's unique key then credits nothing twice)"
+    } else {
+        ": finish again, or abandon it and answer 503, and the next delivery runs the logic again"
+    };
+    error.message.push_str(stays);
+    error.message.push_str(then);
 }
 
 /// The first 60 characters of `sql` on one line, for messages.
@@ -256,6 +280,19 @@ mod tests {
         assert!(
             error.message.contains("staged statement 2 (INSERT INTO credits (a) VALUES ($1)) failed: duplicate key")
         );
-        assert!(error.message.contains("the claim is still held"));
+        assert!(error.message.ends_with("nothing was stored and no staged statement took effect"), "{}", error.message);
+        let told = |mut error: Error, written| {
+            tell_what_stays(&mut error, written);
+            error.message
+        };
+        let held = told(error.clone(), true);
+        assert!(held.contains("took effect; the claim is still held: finish again, or abandon it"), "{held}");
+        let unwritten = told(error, false);
+        assert!(unwritten.contains("took effect; no claim was written for the delivery (claim at finish)"));
+        assert!(!unwritten.contains("held") && unwritten.contains("the next delivery runs the logic again"));
+        let escaped = told(escaped(), false);
+        assert!(escaped.contains("no claim was written") && escaped.contains("ON CONFLICT DO NOTHING"), "{escaped}");
+        let other = Error::field(ErrorKind::Journal, "reply", "too long");
+        assert_eq!(told(other.clone(), true), other.message, "not a staged statement's error");
     }
 }
