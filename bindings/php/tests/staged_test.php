@@ -355,13 +355,16 @@ T::test('a careless host passes the last error back: its message as the SQL and 
     $e = T::throws(ConfigurationException::class, fn () => $event->stage('COMMIT'), 'COMMIT');
     $message = (string) $e?->getMessage();
     T::true(str_starts_with($message, 'sql: '), 'a message: ' . $message);
-    // Not transaction control: staged as it is, and the database refuses it at finish().
-    $event->stage($message);
+    // No statement a credit needs: refused at staging, naming what it starts with.
+    $again = T::throws(ConfigurationException::class, fn () => $event->stage($message), 'the message as SQL');
+    T::eq('sql', $again?->field, 'the message as SQL: sql named');
+    T::true(str_contains((string) $again?->getMessage(), 'starts with SQL'), 'what it starts with: ' . $again?->getMessage());
+    $event->stage('INSERT INTO no_such_table VALUES (?)', [$message]);
     $event->stage('INSERT INTO log VALUES (?, ?)', [$message, (string) $e?->responseBody]);
     $event->reply(true);
-    $failed = T::throws(JournalException::class, fn () => $event->finish(), 'finish() with the message as SQL');
-    T::eq('statements[0]', $failed?->field, 'the message, staged as statement 0, fails');
-    T::true(str_contains((string) $failed?->getMessage(), mb_substr($message, 0, 40)), 'its text arrived whole: ' . $failed?->getMessage());
+    $failed = T::throws(JournalException::class, fn () => $event->finish(), 'finish() with a missing table');
+    T::eq('statements[0]', $failed?->field, 'the missing table, statement 0, fails');
+    T::true(str_contains((string) $failed?->getMessage(), 'no_such_table'), 'named: ' . $failed?->getMessage());
     $event->abandon();
     // The same, with a failure's message and body passed as parameters of a statement that works.
     $event = $db->claimed(payoutBody(910014, 1), 2);
