@@ -2220,7 +2220,10 @@ void sp_buffer_free(struct sp_buffer *buffer);
  *
  * The statements run before the reply is stored, and the reply is stored only if the
  * transaction is still the journal's: a statement that ended it in a way the check at staging
- * cannot see makes `sp_event_finish` fail (field `statements`) without storing the reply.
+ * cannot see makes `sp_event_finish` fail (`SP_ERR_JOURNAL`, field `statements`) without
+ * storing the reply, though what the statements did may have been committed: abandon and
+ * answer 503, and stage the credit with `ON CONFLICT (...) DO NOTHING` on the ledger's unique
+ * key, so that the next delivery's run credits nothing twice.
  * `sp_event_finish` runs them all or none: when one fails it answers `SP_ERR_JOURNAL`, field
  * `statements[N]` (from 0), naming the statement and the database's error; nothing was stored,
  * the statements stay staged and the claim is still held (under claim at finish, none was
