@@ -144,9 +144,11 @@ if ($journalUrl === '') {
     respond(500, '{"error":{"code":"internal_error","field":"","message":"the endpoint is not configured"}}');
     return;
 }
-// The ledger's credit in the journal database's own dialect.
+// The ledger's credit in the journal database's own dialect, a no-op on a credit made before
+// (the README: a statement that ended the journal's transaction never credits twice).
 $credit = 'INSERT INTO credits (kind, transaction_id, player, amount) VALUES '
-    . (str_starts_with($journalUrl, 'postgres') ? '($1, $2, $3, $4)' : '(?, ?, ?, ?)');
+    . (str_starts_with($journalUrl, 'postgres') ? '($1, $2, $3, $4)' : '(?, ?, ?, ?)')
+    . ' ON CONFLICT (kind, transaction_id) DO NOTHING';
 try {
     $receiver = makeReceiver();
     step('receiver');

@@ -38,10 +38,13 @@ import callback_wsgi  # noqa: E402
 from callback_wsgi import LedgerDown, slotpartner  # noqa: E402
 
 JOURNAL = os.environ.get("SLOTPARTNER_JOURNAL", "")
+# The credit is a no-op on a credit made before (the README: a statement that ended the
+# journal's transaction never credits twice).
+NO_SECOND_CREDIT = " ON CONFLICT (kind, transaction_id) DO NOTHING"
 if JOURNAL.startswith("postgres"):
-    CREDIT = "INSERT INTO credits (kind, transaction_id, player, amount) VALUES ($1, $2, $3, $4)"
+    CREDIT = "INSERT INTO credits (kind, transaction_id, player, amount) VALUES ($1, $2, $3, $4)" + NO_SECOND_CREDIT
 elif JOURNAL.startswith("sqlite:"):
-    CREDIT = "INSERT INTO credits (kind, transaction_id, player, amount) VALUES (?, ?, ?, ?)"
+    CREDIT = "INSERT INTO credits (kind, transaction_id, player, amount) VALUES (?, ?, ?, ?)" + NO_SECOND_CREDIT
 else:
     raise RuntimeError(
         "library_wsgi: SLOTPARTNER_JOURNAL must name the journal (postgres://... or sqlite:PATH), "

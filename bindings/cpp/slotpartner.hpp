@@ -828,10 +828,10 @@ public:
     ///
     /// Throws Error SP_ERR_INVALID_ARGUMENT, staging nothing: field "event" when the event holds
     /// no claim (not begun, answered from the journal, not journaled, finished, abandoned; or
-    /// moved from); "sql" when it is empty, not UTF-8, over 1 MiB, begins transaction control
-    /// (BEGIN, COMMIT, ROLLBACK, SAVEPOINT...: the journal's) or a command that outlives the
-    /// transaction (a SET other than SET LOCAL, RESET, PRAGMA...), or 1,000
-    /// statements are staged already; "params" beyond 65,535 values; "params[N].bytes" for text
+    /// moved from); "sql" when it is empty, not UTF-8, over 1 MiB, or not one statement starting
+    /// with INSERT, UPDATE, DELETE, MERGE, REPLACE, SELECT, WITH or SET LOCAL as both databases
+    /// read it (transaction control, the journal's, a command that outlives the transaction, DDL,
+    /// a second statement after ';': refused), or 1,000 statements are staged already; "params" beyond 65,535 values; "params[N].bytes" for text
     /// that is not UTF-8.
     void stage(std::string_view sql, std::initializer_list<SqlValue> params = {}) {
         stage_values(sql, params.begin(), params.size());

@@ -52,22 +52,30 @@ pub struct sp_sql_value {
 ///
 /// The statements run before the reply is stored, and the reply is stored only if the
 /// transaction is still the journal's: a statement that ended it in a way the check at staging
-/// cannot see makes `sp_event_finish` fail (field `statements`) without storing the reply.
+/// cannot see makes `sp_event_finish` fail (`SP_ERR_JOURNAL`, field `statements`) without
+/// storing the reply, though what the statements did may have been committed: abandon and
+/// answer 503, and stage the credit with `ON CONFLICT (...) DO NOTHING` on the ledger's unique
+/// key, so that the next delivery's run credits nothing twice.
 /// `sp_event_finish` runs them all or none: when one fails it answers `SP_ERR_JOURNAL`, field
 /// `statements[N]` (from 0), naming the statement and the database's error; nothing was stored,
-/// the claim is still held and the statements stay staged (finish again, or abandon).
+/// the statements stay staged and the claim is still held (under claim at finish, none was
+/// written): finish again, or abandon.
 /// `SP_ERR_CLAIM_LOST` from `sp_event_finish` means no staged statement ran: answer 503 and let
 /// the delivery that holds the key now run the logic. `sp_event_abandon` and `sp_event_free`
 /// drop them unrun.
 ///
 /// Fails with `SP_ERR_INVALID_ARGUMENT`, staging nothing: field `event` when it holds no claim
 /// (not begun, answered from the journal, not journaled, finished or abandoned: no finish would
-/// run the statement); field `sql` when it is NULL, empty, not UTF-8, longer than 1 MiB, begins
-/// (after blanks, `;` and comments) with transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`,
-/// `SAVEPOINT`, `RELEASE`, `END`, `PREPARE`...: the journal's) or with a command that outlives
-/// the transaction on the pooled connection (a `SET` other than `SET LOCAL`, `RESET`, `DISCARD`,
-/// `DEALLOCATE`, `LISTEN`, `UNLISTEN`, `LOAD`, SQLite's `PRAGMA`, `ATTACH`, `DETACH`, `VACUUM`),
-/// or 1,000 statements are staged already; field `params` when `params_len` exceeds
+/// run the statement); field `sql` when it is NULL, empty, not UTF-8, holds a NUL, is longer
+/// than 1 MiB, or is not one statement of a kind a credit needs as both PostgreSQL's and
+/// SQLite's lexers read it (past the blanks, comments and `;` each skips): it must start with
+/// `INSERT`, `UPDATE`, `DELETE`, `MERGE`, `REPLACE` (SQLite), `SELECT`, `WITH` or `SET LOCAL`.
+/// Transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`...: the journal's), commands
+/// that outlive the transaction on the pooled connection (a `SET` other than `SET LOCAL`,
+/// `RESET`, `DISCARD`, `DEALLOCATE`, `LISTEN`, `CALL`, `DO`, SQLite's `PRAGMA`, `ATTACH`), DDL,
+/// `SELECT ... INTO`, a second statement after `;` and text ending inside a string or comment
+/// are refused, the message naming what was found; or 1,000 statements are staged already;
+/// field `params` when `params_len` exceeds
 /// 65,535 or `params` is NULL with `params_len` above 0; field `params[N].kind` for an unknown
 /// kind, `params[N].bytes` for text that is not UTF-8 or bytes NULL with `len` above 0.
 ///

@@ -584,8 +584,10 @@ impl Journal {
     /// unique key: a worker dying before the commit leaves neither, and the next delivery runs
     /// the logic again.
     /// Errors: as `finish`; `Journal` (field `statements[N]`) when a staged statement fails:
-    /// nothing was stored, no statement took effect, the claim is still held (finish again, or
-    /// abandon it); `ClaimLost`: no staged statement was run.
+    /// nothing was stored, no statement took effect, the claim is still held or, under claim at
+    /// finish, was never written (finish again, or abandon it); `Journal` (field `statements`)
+    /// when a statement ended the transaction nonetheless (`staged::escaped`); `ClaimLost`: no
+    /// staged statement was run.
     pub fn finish_with(&self, claim: &Claim, reply: &[u8], staged: &[Staged]) -> Result<()> {
         if !claim.held_by_this_process() {
             return Err(claim.not_this_process("finish"));
@@ -604,7 +606,10 @@ impl Journal {
         }
         {
             let _inside = self.pass()?;
-            self.store.finish(claim, reply, staged, &self.options)?;
+            self.store.finish(claim, reply, staged, &self.options).map_err(|mut e| {
+                staged::tell_what_stays(&mut e, claim.unwritten.is_none());
+                e
+            })?;
         }
         self.run_retention();
         Ok(())

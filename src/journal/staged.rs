@@ -5,12 +5,17 @@
 //! They are queued, not run through a callback: the partner decides its reply first, stages the
 //! writes that go with it (a ledger row, a balance update), and `finish` runs them in order after
 //! it has confirmed that the claim is still this worker's. A statement that fails rolls back the
-//! whole transaction: no credit, no stored reply, the claim still held. The partner cannot read
-//! a staged statement's result before deciding the reply; logic that must read first keeps its
-//! own transaction and the ledger's unique key (see the module documentation of `journal`).
+//! whole transaction: no credit, no stored reply, and the claim as it was (held when `begin`
+//! wrote it; never written under claim at finish). The partner cannot read a staged statement's
+//! result before deciding the reply; logic that must read first keeps its own transaction and
+//! the ledger's unique key (see the module documentation of `journal`).
 //!
 //! The SQL is the database's own dialect, with its own positional placeholders: `$1, $2` on
-//! PostgreSQL, `?` or `?1` on SQLite. Parameters are bound, never spliced into the text.
+//! PostgreSQL, `?` or `?1` on SQLite. Parameters are bound, never spliced into the text. What
+//! a statement may be is decided at staging (`allowed`), by both databases' lexers (`lexer`).
+
+mod allowed;
+mod lexer;
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -44,8 +49,9 @@ pub struct Staged {
 
 impl Staged {
     /// Checks and keeps `sql` with `params`. Errors: `InvalidArgument` naming `sql` (empty, over
-    /// `MAX_SQL_BYTES`, or transaction control such as `COMMIT`, which is the journal's) or
-    /// `params` (more than `MAX_PARAMS`).
+    /// `MAX_SQL_BYTES`, holding a NUL, or not one statement of a kind a credit needs as both
+    /// databases read it: see `allowed`; `COMMIT` and the other transaction control are the
+    /// journal's) or `params` (more than `MAX_PARAMS`).
     pub fn new(sql: impl Into<String>, params: Vec<SqlValue>) -> Result<Staged> {
         let sql = sql.into();
         let invalid = |field: &str, problem: String| Err(Error::field(ErrorKind::InvalidArgument, field, problem));
@@ -55,13 +61,11 @@ impl Staged {
         if sql.len() > MAX_SQL_BYTES {
             return invalid("sql", format!("is {} bytes, more than the limit of {MAX_SQL_BYTES}", sql.len()));
         }
-        if let Some(word) = transaction_control(&sql) {
-            return invalid(
-                "sql",
-                format!(
-                    "starts with {word}: the journal begins and commits the transaction staged statements run in, and a statement may not change the session of the journal's pooled connection (use SET LOCAL)"
-                ),
-            );
+        if let Some(at) = sql.find('\0') {
+            return invalid("sql", format!("holds a NUL character at byte {at}: neither database reads past it"));
+        }
+        if let Some(problem) = allowed::refusal(&sql) {
+            return invalid("sql", problem);
         }
         if params.len() > MAX_PARAMS {
             return invalid("params", format!("has {} values, more than the limit of {MAX_PARAMS}", params.len()));
@@ -98,13 +102,13 @@ pub(crate) fn is_failed(error: &Error) -> bool {
 }
 
 /// The error of staged statement `number` (from 1) failing with the database's `problem`:
-/// nothing was stored and the claim is still held.
+/// nothing was stored. What stays of the claim is added by `tell_what_stays`.
 pub(crate) fn failed(number: usize, staged: &Staged, problem: &str) -> Error {
     Error::field(
         ErrorKind::Journal,
         format!("statements[{}]", number - 1),
         format!(
-            "staged statement {number} ({}) failed: {problem}; the transaction was rolled back: nothing was stored, no staged statement took effect, and the claim is still held (finish again or abandon it)",
+            "staged statement {number} ({}) failed: {problem}; the transaction was rolled back: nothing was stored and no staged statement took effect",
             sql_excerpt(&staged.sql)
         ),
     )
@@ -112,13 +116,36 @@ pub(crate) fn failed(number: usize, staged: &Staged, problem: &str) -> Error {
 
 /// The error of a staged statement having ended the journal's transaction (a `COMMIT` or
 /// `ROLLBACK` the check at staging could not see): the reply was not stored, but what the
-/// statements did may have been committed without it.
+/// statements did may have been committed without it. What stays of the claim, and what the
+/// host does, is added by `tell_what_stays`.
 pub(crate) fn escaped() -> Error {
     Error::field(
         ErrorKind::Journal,
         "statements",
-        "a staged statement ended the journal's transaction: the reply was not stored and the claim is still held, but what the staged statements did may have been committed without it: check the ledger before abandoning the claim",
+        "a staged statement ended the journal's transaction: the reply was not stored, but what the staged statements did may have been committed without it",
     )
+}
+
+/// Completes an error of `failed` or `escaped` (any other is left as it is) with what stays of
+/// the claim: held, when `begin` wrote it (`written`); nothing, under claim at finish. Either
+/// way the next delivery runs the logic again once the claim is abandoned; after `escaped`, a
+/// credit staged with its ledger's unique key and `ON CONFLICT DO NOTHING` then credits nothing
+/// twice.
+pub(crate) fn tell_what_stays(error: &mut Error, written: bool) {
+    let escaped = match error.field.as_str() {
+        "statements" => true,
+        field if field.starts_with("statements[") => false,
+        _ => return,
+    };
+    let stays =
+        if written { "; the claim is still held" } else { "; no claim was written for the delivery (claim at finish)" };
+    let then = if escaped {
+        ": abandon it and answer 503, and the next delivery runs the logic again (a credit staged with ON CONFLICT DO NOTHING on the ledger's unique key then credits nothing twice)"
+    } else {
+        ": finish again, or abandon it and answer 503, and the next delivery runs the logic again"
+    };
+    error.message.push_str(stays);
+    error.message.push_str(then);
 }
 
 /// The first 60 characters of `sql` on one line, for messages.
@@ -130,111 +157,34 @@ fn sql_excerpt(sql: &str) -> String {
     }
 }
 
-/// Why `sql` may not be staged, if it may not: it starts (after blanks, empty statements and
-/// comments, read both as PostgreSQL nests `/* */` comments and as SQLite does not) with
-/// transaction control, which would end the journal's transaction, or with a command that
-/// changes the session of a pooled connection beyond the transaction (a session-level `SET`,
-/// `RESET`, `DISCARD`, `DEALLOCATE`, `LISTEN`, SQLite's `PRAGMA`, `ATTACH`...).
-fn transaction_control(sql: &str) -> Option<String> {
-    [false, true].into_iter().find_map(|nested| refused_start(skip_prelude(sql, nested)))
-}
-
-fn refused_start(rest: &str) -> Option<String> {
-    const CONTROL: [&str; 9] =
-        ["BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE", "PREPARE"];
-    const SESSION: [&str; 10] =
-        ["RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN", "LOAD", "PRAGMA", "ATTACH", "DETACH", "VACUUM"];
-    let word: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
-    let upper = word.to_ascii_uppercase();
-    if CONTROL.contains(&upper.as_str()) || SESSION.contains(&upper.as_str()) {
-        return Some(upper);
-    }
-    if upper == "SET" {
-        // SET LOCAL ends with the transaction; any other SET outlives it on the pooled
-        // connection (SET TRANSACTION changes the journal's own transaction).
-        let next: String =
-            skip_prelude(&rest[word.len()..], false).chars().take_while(|c| c.is_ascii_alphabetic()).collect();
-        if !next.eq_ignore_ascii_case("LOCAL") {
-            return Some("SET (not SET LOCAL)".to_owned());
-        }
-    }
-    None
-}
-
-/// `sql` past leading white space, `;` (empty statements), `-- line` comments and `/* block */`
-/// comments, nested when `nested` (PostgreSQL) or ending at the first `*/` (SQLite).
-fn skip_prelude(mut sql: &str, nested: bool) -> &str {
-    loop {
-        let trimmed = sql.trim_start_matches(|c: char| c.is_whitespace() || c == ';');
-        if let Some(rest) = trimmed.strip_prefix("--") {
-            sql = rest.find('\n').map_or("", |at| &rest[at + 1..]);
-        } else if let Some(rest) = trimmed.strip_prefix("/*") {
-            sql = past_block_comment(rest, nested);
-        } else {
-            return trimmed;
-        }
-    }
-}
-
-/// What follows the block comment whose opening `/*` came just before `rest`.
-fn past_block_comment(rest: &str, nested: bool) -> &str {
-    let bytes = rest.as_bytes();
-    let (mut depth, mut at) = (1, 0);
-    while at + 1 < bytes.len() {
-        match &bytes[at..at + 2] {
-            b"*/" => {
-                depth -= 1;
-                at += 2;
-                if depth == 0 {
-                    return &rest[at..];
-                }
-            }
-            b"/*" if nested => {
-                depth += 1;
-                at += 2;
-            }
-            _ => at += 1,
-        }
-    }
-    ""
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn refuses_transaction_control_behind_blanks_and_comments() {
-        for sql in [
-            "COMMIT",
-            "  commit;",
-            "/* x */ -- y\n Rollback",
-            "begin",
-            "SAVEPOINT a",
-            "set transaction read only",
-            ";COMMIT",
-            " ;; COMMIT",
-            "/* x */;COMMIT",
-            "/* a /* b */ */ COMMIT",
-            "/* a /* b */ COMMIT",
-            "SET search_path = ledger",
-            "set role clerk",
-            "DEALLOCATE ALL",
-            "RESET ALL",
-            "PRAGMA foreign_keys = off",
-            "ATTACH 'x.db' AS x",
+    fn refuses_transaction_and_session_control_naming_sql() {
+        for (sql, word) in [
+            ("COMMIT", "COMMIT"),
+            ("/* x */ -- y\n Rollback", "ROLLBACK"),
+            (";COMMIT", "COMMIT"),
+            ("/* x */;COMMIT", "COMMIT"),
+            ("-- note\rCOMMIT", "COMMIT"),
+            ("\u{feff}COMMIT", "COMMIT"),
+            ("set transaction read only", "SET without LOCAL"),
+            ("set role clerk", "SET without LOCAL"),
+            ("DEALLOCATE ALL", "DEALLOCATE"),
+            ("RESET ALL", "RESET"),
+            ("PRAGMA foreign_keys = off", "PRAGMA"),
+            ("INSERT INTO t VALUES (1); COMMIT", "second statement: COMMIT"),
         ] {
             let error = Staged::new(sql, vec![]).unwrap_err();
-            assert_eq!(error.field, "sql", "{sql}");
-            assert!(error.message.contains("the journal begins and commits"), "{sql}: {}", error.message);
+            assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "sql"), "{sql:?}");
+            assert!(error.message.starts_with("sql: "), "{sql:?}: {}", error.message);
+            assert!(error.message.contains(word), "{sql:?}: {}", error.message);
         }
-        for sql in [
-            "INSERT INTO credits VALUES (1)",
-            "SET LOCAL search_path = ledger",
-            "UPDATE ends SET x = 1",
-            "/* COMMIT */ DELETE FROM t",
-            "/* a /* b */ */ DELETE FROM t",
-        ] {
+        let error = Staged::new("INSERT INTO t VALUES ('a\0')", vec![]).unwrap_err();
+        assert!(error.message.contains("holds a NUL character at byte 24"), "{}", error.message);
+        for sql in ["INSERT INTO credits VALUES (1)", "SET LOCAL search_path = ledger", "SELECT credit($1, $2)"] {
             assert!(Staged::new(sql, vec![]).is_ok(), "{sql}");
         }
     }
@@ -256,6 +206,19 @@ mod tests {
         assert!(
             error.message.contains("staged statement 2 (INSERT INTO credits (a) VALUES ($1)) failed: duplicate key")
         );
-        assert!(error.message.contains("the claim is still held"));
+        assert!(error.message.ends_with("nothing was stored and no staged statement took effect"), "{}", error.message);
+        let told = |mut error: Error, written| {
+            tell_what_stays(&mut error, written);
+            error.message
+        };
+        let held = told(error.clone(), true);
+        assert!(held.contains("took effect; the claim is still held: finish again, or abandon it"), "{held}");
+        let unwritten = told(error, false);
+        assert!(unwritten.contains("took effect; no claim was written for the delivery (claim at finish)"));
+        assert!(!unwritten.contains("held") && unwritten.contains("the next delivery runs the logic again"));
+        let escaped = told(escaped(), false);
+        assert!(escaped.contains("no claim was written") && escaped.contains("ON CONFLICT DO NOTHING"), "{escaped}");
+        let other = Error::field(ErrorKind::Journal, "reply", "too long");
+        assert_eq!(told(other.clone(), true), other.message, "not a staged statement's error");
     }
 }

@@ -334,9 +334,10 @@ abstract class Event
      * @throws ConfigurationException nothing staged; HTTP 500 with the invalid_argument body.
      *     Field `event`: the event holds no claim (not begun, answered from the journal, not
      *     journaled, finished, abandoned or freed: no finish() would run the statement); field
-     *     `sql`: empty, not UTF-8, over 1 MiB, transaction control (BEGIN, COMMIT, ROLLBACK,
-     *     SAVEPOINT...: the journal's) or a command that outlives the transaction (a SET other
-     *     than SET LOCAL, RESET, PRAGMA...), or 1,000 statements staged already;
+     *     `sql`: empty, not UTF-8, over 1 MiB, or not one statement starting with INSERT, UPDATE,
+     *     DELETE, MERGE, REPLACE, SELECT, WITH or SET LOCAL as both databases read it
+     *     (transaction control, the journal's, a command that outlives the transaction, DDL, a
+     *     second statement after `;`: refused), or 1,000 statements staged already;
      *     field `params`: not a list, or over 65,535 values; field `params[N]`: a value that is
      *     not null, an int or a string (a float, a bool, an array, an object); field
      *     `params[N].bytes`: a string that is not UTF-8

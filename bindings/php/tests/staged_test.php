@@ -355,13 +355,16 @@ T::test('a careless host passes the last error back: its message as the SQL and 
     $e = T::throws(ConfigurationException::class, fn () => $event->stage('COMMIT'), 'COMMIT');
     $message = (string) $e?->getMessage();
     T::true(str_starts_with($message, 'sql: '), 'a message: ' . $message);
-    // Not transaction control: staged as it is, and the database refuses it at finish().
-    $event->stage($message);
+    // No statement a credit needs: refused at staging, naming what it starts with.
+    $again = T::throws(ConfigurationException::class, fn () => $event->stage($message), 'the message as SQL');
+    T::eq('sql', $again?->field, 'the message as SQL: sql named');
+    T::true(str_contains((string) $again?->getMessage(), 'starts with SQL'), 'what it starts with: ' . $again?->getMessage());
+    $event->stage('INSERT INTO no_such_table VALUES (?)', [$message]);
     $event->stage('INSERT INTO log VALUES (?, ?)', [$message, (string) $e?->responseBody]);
     $event->reply(true);
-    $failed = T::throws(JournalException::class, fn () => $event->finish(), 'finish() with the message as SQL');
-    T::eq('statements[0]', $failed?->field, 'the message, staged as statement 0, fails');
-    T::true(str_contains((string) $failed?->getMessage(), mb_substr($message, 0, 40)), 'its text arrived whole: ' . $failed?->getMessage());
+    $failed = T::throws(JournalException::class, fn () => $event->finish(), 'finish() with a missing table');
+    T::eq('statements[0]', $failed?->field, 'the missing table, statement 0, fails');
+    T::true(str_contains((string) $failed?->getMessage(), 'no_such_table'), 'named: ' . $failed?->getMessage());
     $event->abandon();
     // The same, with a failure's message and body passed as parameters of a statement that works.
     $event = $db->claimed(payoutBody(910014, 1), 2);
@@ -449,20 +452,27 @@ function runStagedSnippet(Receiver $receiver, string $body): ?array
     return $GLOBALS['snippetAnswer'];
 }
 
-T::test('the README snippet: the credit commits with the reply, a failed finish() answers 503 and credits nothing', function (): void {
+T::test('the README snippet: the credit commits with the reply, never twice, and a failed finish() answers 503 and credits nothing', function (): void {
     $db = new Db('CREATE TABLE credits (kind TEXT NOT NULL, transaction_id INTEGER NOT NULL, player TEXT NOT NULL, '
         . 'amount INTEGER NOT NULL, PRIMARY KEY (kind, transaction_id))');
     T::eq([200, '{"payout":{"success":true,"errorMessage":""}}'], runStagedSnippet($db->receiver, payoutBody(910020, 1)), 'a new payout: 200');
     T::eq([['payout', 910020, 'partner-42', 150000]], $db->rows('SELECT * FROM credits'), 'credited once');
     T::eq(null, runStagedSnippet($db->receiver, payoutBody(910020, 1)), 'a repeat: Done, left to the code above');
     T::eq(1, $db->count('credits'), 'a repeat credits nothing');
-    // A row the ledger holds already for this transaction: the staged INSERT fails at finish().
+    // A credit the ledger holds already for this transaction (a run whose reply was not stored):
+    // ON CONFLICT DO NOTHING credits nothing twice, and the reply is stored.
     $db->pdo->exec("INSERT INTO credits VALUES ('payout', 910021, 'elsewhere', 1)");
-    $down = runStagedSnippet($db->receiver, payoutBody(910021, 2));
+    T::eq(200, runStagedSnippet($db->receiver, payoutBody(910021, 2))[0] ?? null, 'credited before: 200');
+    $credited = [[910020, 150000], [910021, 1]];
+    T::eq($credited, $db->rows('SELECT transaction_id, amount FROM credits ORDER BY transaction_id'), 'not credited twice');
+    // The ledger's table gone: the staged INSERT fails at finish().
+    $db->pdo->exec('ALTER TABLE credits RENAME TO credits_away');
+    $down = runStagedSnippet($db->receiver, payoutBody(910022, 3));
+    $db->pdo->exec('ALTER TABLE credits_away RENAME TO credits');
     T::eq(503, $down[0] ?? null, 'the statement failed: 503');
     T::eq('ledger_unavailable', json_decode($down[1] ?? '', true)['error']['code'] ?? null, 'the ledger_unavailable body');
-    T::eq([[910020, 150000], [910021, 1]], $db->rows('SELECT transaction_id, amount FROM credits ORDER BY transaction_id'), 'nothing credited');
-    $claim = $db->receiver->parse(payoutBody(910021, 2))->begin();
+    T::eq($credited, $db->rows('SELECT transaction_id, amount FROM credits ORDER BY transaction_id'), 'nothing credited');
+    $claim = $db->receiver->parse(payoutBody(910022, 3))->begin();
     T::eq([Outcome::New, 2], [$claim->outcome, $claim->attempt], 'abandoned: the next delivery is attempt 2');
 });
 

@@ -424,9 +424,10 @@ class Event:
                 ``event`` when it holds no claim (``begin()`` did not answer NEW, or it was
                 answered from the journal, finished, abandoned or closed: no ``finish()`` would
                 run the statement); ``sql`` when it is not a str, cannot be encoded as UTF-8, is
-                empty, over 1 MiB, begins transaction control (``BEGIN``, ``COMMIT``,
-                ``ROLLBACK``, ``SAVEPOINT``...: the journal's) or a command that outlives the
-                transaction (a ``SET`` other than ``SET LOCAL``, ``RESET``, ``PRAGMA``...), or 1,000
+                empty, over 1 MiB, or not one statement starting with ``INSERT``, ``UPDATE``,
+                ``DELETE``, ``MERGE``, ``REPLACE``, ``SELECT``, ``WITH`` or ``SET LOCAL`` as both
+                databases read it (transaction control, the journal's, a command that outlives
+                the transaction, DDL, a second statement after ``;``: refused), or 1,000
                 statements are staged already; ``params`` when it is not a sequence (a str or
                 bytes is refused rather than taken one item per character) or holds more than
                 65,535 values; ``params[N]`` for a value of another type (a bool, which Python

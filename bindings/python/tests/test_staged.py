@@ -331,20 +331,21 @@ class StagedStatementsTest(StagedCase):
     def test_a_careless_host_passing_an_error_back_as_sql(self) -> None:
         event = self.claimed(700_090, 1)
         refusal = self.assert_refused("sql", lambda: event.stage("COMMIT"))
-        # The refusal's message and body handed back as the statement: the message is a str the
-        # database cannot run, the body is bytes and refused as such.
-        event.stage(refusal.message)
+        # The refusal's message and body handed back as the statement: the message is a str that
+        # is no statement a credit needs, the body is bytes; both refused as such.
+        self.assert_refused("sql", lambda: event.stage(refusal.message), "starts with SQL")
         assert refusal.response_body is not None
         self.assert_refused("sql", lambda: event.stage(refusal.response_body), "not bytes")  # type: ignore[arg-type]
         self.assert_refused("params", lambda: event.stage(CREDIT, refusal), "not ConfigurationError")  # type: ignore
+        event.stage("INSERT INTO no_such_table (x) VALUES (?)", [refusal.message])
         event.reply()
         with self.assertRaises(JournalError) as caught:
             event.finish()
         failure = caught.exception
         self.assertEqual(failure.field, "statements[0]")
-        self.assertIn("syntax error", failure.message)
-        # And the finish failure itself, longer, quoting the statement, staged behind it.
-        event.stage(failure.message, [failure.message])
+        self.assertIn("no such table", failure.message)
+        # And the finish failure itself, longer, quoting the statement, handed back: refused too.
+        self.assert_refused("sql", lambda: event.stage(failure.message, [failure.message]), "starts with STATEMENTS")
         with self.assertRaises(JournalError) as again:
             event.finish()
         self.assertEqual(again.exception.field, "statements[0]", "the first one still fails first")
