@@ -551,13 +551,25 @@ impl Run<'_> {
                 return item.not_fetched("journal", message);
             }
         }
+        // The journal holds this transaction already, delivered at another index: the service
+        // answered this index with another index's event. Delivering it would close nothing
+        // (the endpoint's journal counts an index only for its own event); the gap stays open
+        // and visible for an operator.
+        let records = match transaction_id.map(|id| self.journal.lookup(id)).transpose() {
+            Ok(records) => records.unwrap_or_default(),
+            Err(error) => return item.not_fetched("journal", error.message),
+        };
+        let same_event = |r: &&slotpartner::journal::Record| r.name.as_deref() == Some(&*event.name);
+        if let Some(elsewhere) = records.iter().filter(same_event).find_map(|r| r.index.filter(|&at| at != index)) {
+            let message = format!(
+                "the service answers index {index} with the event of transactionId {}, which the journal holds at index {elsewhere}: not this index's event; not delivered, the gap stays open (ask the service; `journal resolve` once settled)",
+                transaction_id.unwrap_or_default()
+            );
+            return item.not_fetched("wrong_event", message);
+        }
         // A late delivery may have handled it since the journal was read: the endpoint will
         // answer from its journal; say so.
-        let handled_before = transaction_id.is_some_and(|id| {
-            self.journal.lookup(id).is_ok_and(|records| {
-                records.iter().any(|r| r.state == RecordState::Done && r.name.as_deref() == Some(&*event.name))
-            })
-        });
+        let handled_before = records.iter().filter(same_event).any(|r| r.state == RecordState::Done);
         let wrapper =
             event.known().filter(|k| *k != slotpartner::KnownEvent::BalanceQuery).map(|k| self.parser.wrapper(k));
         let (status, answer, unread) = match self.endpoint.post(&body) {
@@ -762,6 +774,8 @@ struct NotFetched {
     service: u64,
     invalid_event: u64,
     journal: u64,
+    /// The service answered with the event of another index (the journal holds it there).
+    wrong_event: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -841,6 +855,7 @@ impl Report {
             ("not_fetched", Some("not_found")) => self.not_fetched.not_found += 1,
             ("not_fetched", Some("invalid_event")) => self.not_fetched.invalid_event += 1,
             ("not_fetched", Some("journal")) => self.not_fetched.journal += 1,
+            ("not_fetched", Some("wrong_event")) => self.not_fetched.wrong_event += 1,
             ("not_fetched", _) => self.not_fetched.service += 1,
             _ => self.endpoint_failures += 1,
         }
@@ -848,7 +863,7 @@ impl Report {
 
     fn not_fetched_total(&self) -> u64 {
         let n = &self.not_fetched;
-        n.not_found + n.service + n.invalid_event + n.journal
+        n.not_found + n.service + n.invalid_event + n.journal + n.wrong_event
     }
 
     /// Indexes that did not end as a success.
@@ -883,11 +898,12 @@ impl Report {
         );
         let n = &self.not_fetched;
         crate::outln!(
-            "summary not_found={} service={} invalid_event={} journal={}",
+            "summary not_found={} service={} invalid_event={} journal={} wrong_event={}",
             n.not_found,
             n.service,
             n.invalid_event,
-            n.journal
+            n.journal,
+            n.wrong_event
         );
         if let Some(stopped) = &self.stopped {
             crate::outln!("summary stopped={}", quoted(stopped));

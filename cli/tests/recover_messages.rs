@@ -807,3 +807,48 @@ fn the_tail_is_not_probed_while_events_arrive() {
     assert_eq!((s["tail_found"].as_str(), s["tail_end"].as_str()), ("0", "-"), "{}", out.stdout);
     assert!(endpoint.credits().is_empty());
 }
+
+/// A service answering a missing index with another index's event (an earlier one, its index
+/// changed): recovery does not deliver it, the gap stays open, and the run says why (exit 1);
+/// nothing is credited.
+#[test]
+fn an_index_answered_with_another_index_s_event_stays_open() {
+    let scratch = Scratch::new("msg-wrong-event");
+    let url = journal_of(&scratch, &[1, 2, 3, 4, 5, 7], &[]);
+    slotpartner_sandbox::quiet_logs();
+    let certs = slotpartner_sandbox::tls::generate().unwrap();
+    let events = EventSet { seed: 1, mix: EventMix::Mixed, first_index: 1, count: 7 };
+    let handler: http::Handler = Arc::new(move |req| {
+        let asked: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        if asked["action"] == "getEvent" && asked["index"] == 6 {
+            // Event 5, only its index changed.
+            let mut event: serde_json::Value =
+                serde_json::from_str(&burst::burst_event(1, EventMix::Mixed, 5).body).unwrap();
+            event["index"] = 6.into();
+            return http::Response::json(200, &serde_json::json!({ "event": event }));
+        }
+        actions::handle_with(req, TOKEN, Some(&events))
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let service = http::spawn(listener, Some(Arc::clone(&certs.server_config)), "https", handler).unwrap();
+    let ca = scratch.write("service-ca.pem", certs.ca_pem.as_bytes());
+    let endpoint = Endpoint::start(open_journal(&url));
+    let base = format!("https://{}", service.addr());
+    let mut args = recover_args(&url, &base, &endpoint.url);
+    args.extend(["--ca-file", path_str(&ca), "--token", TOKEN]);
+    let out = run(&args).expect(1);
+    let lines = index_lines(&out);
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("index=6 result=not_fetched reason=wrong_event "),
+        "{}",
+        out.stdout
+    );
+    assert!(lines[0].contains("holds at index 5"), "{}", lines[0]);
+    let s = summary(&out);
+    assert_eq!(
+        (s["wrong_event"].as_str(), s["gaps_remaining"].as_str(), s["result"].as_str()),
+        ("1", "1", "gaps_remain")
+    );
+    assert!(endpoint.credits().is_empty(), "nothing delivered");
+    run(&["journal", "gaps", "--journal", &url]).expect(1);
+}
