@@ -46,9 +46,12 @@ pub fn http_status(kind: ErrorKind) -> u16 {
 /// SQL or the server's message (those stay in the error for the host's log).
 pub const JOURNAL_UNAVAILABLE: &str = "the partner is temporarily unavailable; deliver again later";
 
-/// What the caller is told when the journal's URL was refused at open: the same 500 a host's
-/// other configuration errors get, without the URL, path or server.
-pub const JOURNAL_MISCONFIGURED: &str = "the partner is misconfigured; its log says how";
+/// What the caller is told of a configuration error of the host's (a receiver setting such as
+/// its token or sources, the journal's URL refused at open): HTTP 500 and nothing of the
+/// setting, its value, a path or a server. The caller may be anyone who reached the endpoint,
+/// and has not been authenticated when the receiver could not be made; the host's log has the
+/// error's message, which names the setting and the problem.
+pub const MISCONFIGURED: &str = "the partner is misconfigured; its log says how";
 
 /// `{"error":{"code":"<code>","field":"<field>","message":"<message>"}}` with the kind's status.
 /// A failure of the journal's storage (`ErrorKind::Journal`) says only that the partner is
@@ -56,9 +59,10 @@ pub const JOURNAL_MISCONFIGURED: &str = "the partner is misconfigured; its log s
 pub fn error_body(error: &Error) -> Response {
     let (field, message) = match error.kind {
         ErrorKind::Journal => ("", JOURNAL_UNAVAILABLE),
-        // The journal's URL refused when it was opened (another program's file, a TLS setting):
-        // the host's mistake, and its path or server is nobody else's business.
-        _ if error.field == "journal_url" => ("", JOURNAL_MISCONFIGURED),
+        // The host's own configuration refused (a receiver setting, the journal's URL: another
+        // program's file, a TLS setting): its mistake, and none of it is the caller's business.
+        ErrorKind::InvalidArgument => ("", MISCONFIGURED),
+        _ if error.field == "journal_url" => ("", MISCONFIGURED),
         _ => (error.field.as_str(), error.message.as_str()),
     };
     Response {
@@ -95,6 +99,12 @@ mod tests {
         let response = error_body(&refused);
         assert_eq!(response.http_status, 500);
         assert!(!response.body.contains("/var/lib") && !response.body.contains("wallet"), "{}", response.body);
+        let sources =
+            Error::field(ErrorKind::InvalidArgument, "sources", "\"127.0.0.1;::1\" is not an address or range");
+        let response = error_body(&sources);
+        assert_eq!(response.http_status, 500);
+        assert!(!response.body.contains("127.0.0.1") && !response.body.contains("sources"), "{}", response.body);
+        assert!(response.body.contains(MISCONFIGURED), "{}", response.body);
         let conflict =
             Error::field(ErrorKind::Conflict, "jackpotPayout.transactionId", "transactionId 5 was delivered before");
         assert!(error_body(&conflict).body.contains("transactionId 5"));

@@ -349,13 +349,14 @@ final class Native
     /**
      * `<field>: <problem>`: an argument of a call refused by the binding before it calls the
      * library, with the answer the library gives a refused argument (HTTP 500, an
-     * `invalid_argument` JSON body), as wrongType().
+     * `invalid_argument` JSON body saying only that the partner is misconfigured: the setting
+     * and its problem are for the log, never the caller), as wrongType().
      */
     public static function argumentRefused(string $field, string $problem): ConfigurationException
     {
         $message = $field . ': ' . $problem;
         $body = json_encode(
-            ['error' => ['code' => 'invalid_argument', 'field' => $field, 'message' => $message]],
+            ['error' => ['code' => 'invalid_argument', 'field' => '', 'message' => 'the partner is misconfigured; its log says how']],
             JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_THROW_ON_ERROR,
         );
         return new ConfigurationException($message, Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', $field, 500, $body);

@@ -149,7 +149,7 @@ T::test('configuration refusals', function (): void {
     $e = T::throws(ConfigurationException::class, fn () => new Receiver(null), 'no token (null)');
     T::eq('token', $e?->field, 'field');
     T::eq('token: must be a string, not null', $e?->getMessage(), 'message');
-    T::eq('{"error":{"code":"invalid_argument","field":"token","message":"token: must be a string, not null"}}', $e?->responseBody, 'the answer the library gives a NULL token in C');
+    T::eq('{"error":{"code":"invalid_argument","field":"","message":"the partner is misconfigured; its log says how"}}', $e?->responseBody, 'the answer the library gives a NULL token in C: nothing of the setting');
     T::eq(500, $e?->httpStatus, 'HTTP 500');
     T::eq(Status::INVALID_ARGUMENT, T::throws(ConfigurationException::class, fn () => new Receiver([]), 'no token (empty list)')?->status, 'empty list');
     T::eq('token', T::throws(ConfigurationException::class, fn () => new Receiver('not-a-uuid'), 'malformed token')?->field, 'malformed token field');

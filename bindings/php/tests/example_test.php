@@ -166,7 +166,8 @@ T::test('no token configured: the CGI program\'s answer in PHP\'s words, and a h
     $answer = httpRequest($server->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
     $server->stop();
     T::eq(500, $answer[0] ?? null, 'status');
-    T::eq('{"error":{"code":"invalid_argument","field":"token","message":"token: must be a string, not null"}}', $answer[2] ?? null, 'body');
+    // The caller, not yet authenticated, is told nothing of the setting; the log names it.
+    T::eq('{"error":{"code":"invalid_argument","field":"","message":"the partner is misconfigured; its log says how"}}', $answer[2] ?? null, 'body');
     T::eq(['callback.php: configuration: token: must be a string, not null (is SLOTPARTNER_TOKEN set?)'], $server->scriptLog(), 'the log asks for the variable');
     // (proc_open drops an empty variable: a malformed token stands for one that is set.)
     $set = new PhpServer(EXAMPLE, ['SLOTPARTNER_TOKEN' => 'not-a-uuid'], FFI_ON);
@@ -186,9 +187,9 @@ T::test('no token configured: the CGI program\'s answer in PHP\'s words, and a h
     $out = (string) stream_get_contents($pipes[1]);
     fclose($pipes[1]);
     proc_close($process);
-    // C is handed NULL: the library's words for it; the same status, code and field.
+    // C is handed NULL: the library answers the same, nothing of the setting.
     T::eq("Status: 500 Internal Server Error\r\nContent-Type: application/json; charset=utf-8\r\n\r\n"
-        . '{"error":{"code":"invalid_argument","field":"token","message":"token: must not be NULL"}}', $out, 'the CGI program\'s answer');
+        . '{"error":{"code":"invalid_argument","field":"","message":"the partner is misconfigured; its log says how"}}', $out, 'the CGI program\'s answer');
 });
 
 // A journal whose PostgreSQL server cannot be reached (a closed port on loopback); its user and

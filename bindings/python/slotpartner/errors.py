@@ -217,11 +217,17 @@ def last_error(status: int) -> SlotPartnerError:
     )
 
 
+#: What the caller is told of a configuration error, as the library tells it.
+MISCONFIGURED = "the partner is misconfigured; its log says how"
+
+
 def _invalid_argument(field: str, message: str) -> ConfigurationError:
     """A status-1 error found by the binding before calling the library, with the answer the
-    library gives a bad argument (HTTP 500, an ``invalid_argument`` JSON body), so that an
-    endpoint answers it as it answers any refused setting (``http_status`` is never None)."""
-    body = {"error": {"code": "invalid_argument", "field": field, "message": message}}
+    library gives a bad argument (HTTP 500, an ``invalid_argument`` JSON body saying only that
+    the partner is misconfigured: the setting and its problem are for the log, never the
+    caller), so that an endpoint answers it as it answers any refused setting (``http_status``
+    is never None)."""
+    body = {"error": {"code": "invalid_argument", "field": "", "message": MISCONFIGURED}}
     return ConfigurationError(
         _lib.SP_ERR_INVALID_ARGUMENT,
         field,

