@@ -250,8 +250,10 @@ typedef enum sp_trust_roots {
  */
 typedef enum sp_journal_report_kind {
   /**
-   * Index jumps, reused indexes and renumberings, newest first: objects with `id`, `kind`
-   * (`jump`, `reused`, `renumbered`), `index`, `previous_highest`, `key`, `name`, `other_key`,
+   * Index jumps, reused indexes, renumberings and moved events, newest first: objects with
+   * `id`, `kind` (`jump`, `reused`, `renumbered`, `moved`: an index that came with the event
+   * of a key held at another index, `previous_highest`, and was not counted seen), `index`,
+   * `previous_highest`, `key`, `name`, `other_key`,
    * `count`, `last_index`, `numbering`, `at_ms`, `last_ms`, `decision` (`accepted`, `gap`, or
    * null while open), `decided_ms` and `note`.
    */

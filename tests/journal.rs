@@ -210,6 +210,7 @@ const SUITE: &[(&str, Behaviour)] = &[
     ("unfinished_deliveries_are_counted", unfinished_deliveries_are_counted),
     ("gaps_resolved_by_hand", gaps_resolved_by_hand),
     ("a_renumbering_never_hides_missing_indexes", a_renumbering_never_hides_missing_indexes),
+    ("an_index_is_closed_only_by_its_own_event", an_index_is_closed_only_by_its_own_event),
     (
         "a_reused_index_is_reported_and_renumbering_keeps_the_records",
         a_reused_index_is_reported_and_renumbering_keeps_the_records,
@@ -1060,6 +1061,42 @@ fn gaps_resolved_by_hand(b: &dyn Backend) {
     assert_eq!(resolutions.len(), 2);
     assert_eq!((resolutions[1].first, resolutions[1].last, resolutions[1].closed), (3, 4, 2));
     assert_eq!(resolutions[1].note, "the service confirms 3 and 4 were never sent");
+}
+
+/// An index is counted seen only with its own event: an event the journal holds at another
+/// index arriving with this one (a repeat answered from the journal, or a conflict refused)
+/// leaves the index missing, and records the anomaly (`moved`) for the operator; a repeat at
+/// its own index is a plain repeat.
+fn an_index_is_closed_only_by_its_own_event(b: &dyn Backend) {
+    use slotpartner::journal::JumpKind;
+    let journal = open(&b.url("an_index_is_closed_only_by_its_own_event"));
+    handle(&journal, &refund(900_000_001, Some(5), 7), b"five");
+    // A repeat at its own index: answered, nothing anomalous.
+    assert!(matches!(journal.begin(&refund(900_000_001, Some(5), 7)).unwrap(), Begin::Done(_)));
+    // The same event carrying index 6: answered from the journal, index 6 not closed by it.
+    match journal.begin(&refund(900_000_001, Some(6), 7)).unwrap() {
+        Begin::Done(stored) => assert_eq!(stored, b"five"),
+        other => panic!("expected Done, got {other:?}"),
+    }
+    // Another content under the same key carrying index 8: refused, index 8 not closed either.
+    assert!(matches!(journal.begin(&refund(900_000_001, Some(8), 12)).unwrap(), Begin::Conflict(_)));
+    handle(&journal, &indexed(9), b"nine");
+    let status = journal.status().unwrap();
+    assert_eq!(journal.missing(10).unwrap(), vec![(6, 8)], "{status:?}");
+    assert_eq!(status.index_jumps, 2, "{status:?}");
+    assert!(Journal::needs_attention(&status));
+    let moved: Vec<(i64, Option<i64>)> = journal
+        .index_jumps(false, 10)
+        .unwrap()
+        .iter()
+        .filter(|j| j.kind == JumpKind::Moved)
+        .map(|j| (j.index, j.previous_highest))
+        .collect();
+    assert_eq!(moved, vec![(8, Some(5)), (6, Some(5))]);
+    // Delivered again at 6: counted in the same entry, not a new one.
+    let _ = journal.begin(&refund(900_000_001, Some(6), 7)).unwrap();
+    let jumps = journal.index_jumps(false, 10).unwrap();
+    assert_eq!(jumps.iter().find(|j| j.index == 6).map(|j| j.count), Some(2));
 }
 
 /// A renumbering with indexes missing in the current numbering is refused, naming them (they
@@ -2006,13 +2043,16 @@ fn a_claim_at_finish_is_written_by_finish_only(b: &dyn Backend) {
     let status = journal.status().unwrap();
     assert_eq!((status.handled, status.replayed, status.in_progress), (1, 1, 0));
     assert_eq!(status.highest_index, Some(4));
-    // Other content under the key is a conflict, as without the option.
+    // Other content under the key is a conflict, as without the option; it came with index 5,
+    // which it does not close (the key is held at 4): recorded as moved.
     assert!(matches!(journal.begin(&refund(11, Some(5), 8)).unwrap(), Begin::Conflict(_)));
     // The same index under another key is reported as reused.
     journal.finish(&new_claim(&journal, &refund(12, Some(4), 7)), b"{}").unwrap();
     let jumps = journal.index_jumps(true, 10).unwrap();
-    assert_eq!(jumps.len(), 1, "{jumps:?}");
-    assert_eq!((jumps[0].index, jumps[0].other_key.as_deref()), (4, Some("gameSessionBuyRefund:11")));
+    let kinds: Vec<(slotpartner::journal::JumpKind, i64)> = jumps.iter().map(|j| (j.kind, j.index)).collect();
+    use slotpartner::journal::JumpKind::{Moved, Reused};
+    assert_eq!(kinds, vec![(Reused, 4), (Moved, 5)], "{jumps:?}");
+    assert_eq!(jumps[0].other_key.as_deref(), Some("gameSessionBuyRefund:11"));
 }
 
 /// Two deliveries of one key at once both run the logic; the first `finish` stores its reply and

@@ -756,8 +756,10 @@ pub unsafe extern "C" fn sp_journal_prune(
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum sp_journal_report_kind {
-    /// Index jumps, reused indexes and renumberings, newest first: objects with `id`, `kind`
-    /// (`jump`, `reused`, `renumbered`), `index`, `previous_highest`, `key`, `name`, `other_key`,
+    /// Index jumps, reused indexes, renumberings and moved events, newest first: objects with
+    /// `id`, `kind` (`jump`, `reused`, `renumbered`, `moved`: an index that came with the event
+    /// of a key held at another index, `previous_highest`, and was not counted seen), `index`,
+    /// `previous_highest`, `key`, `name`, `other_key`,
     /// `count`, `last_index`, `numbering`, `at_ms`, `last_ms`, `decision` (`accepted`, `gap`, or
     /// null while open), `decided_ms` and `note`.
     SP_JOURNAL_REPORT_INDEX_JUMPS = 1,

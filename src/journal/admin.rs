@@ -24,15 +24,21 @@ pub enum JumpKind {
     Reused,
     /// An operator started a new numbering (`Journal::renumber`); kept for audit.
     Renumbered,
+    /// An index arriving with the event of a key the journal holds at another index (its
+    /// `previous_highest` is that index): the index is not counted seen, since only its own
+    /// event closes it, and stays missing until recovered or resolved. Repeats while it is open
+    /// are counted in it.
+    Moved,
 }
 
 impl JumpKind {
-    /// `jump`, `reused`, `renumbered`.
+    /// `jump`, `reused`, `renumbered`, `moved`.
     pub fn as_str(self) -> &'static str {
         match self {
             JumpKind::Jump => "jump",
             JumpKind::Reused => "reused",
             JumpKind::Renumbered => "renumbered",
+            JumpKind::Moved => "moved",
         }
     }
 
@@ -40,6 +46,7 @@ impl JumpKind {
         match text {
             "reused" => JumpKind::Reused,
             "renumbered" => JumpKind::Renumbered,
+            "moved" => JumpKind::Moved,
             _ => JumpKind::Jump,
         }
     }
@@ -52,7 +59,8 @@ pub struct IndexJump {
     pub kind: JumpKind,
     /// The index that jumped (or was reused; for a renumbering, the new first index).
     pub index: i64,
-    /// The highest index seen before the jump.
+    /// The highest index seen before the jump; for a moved one, the index the event's key is
+    /// held at.
     pub previous_highest: Option<i64>,
     /// The delivery that carried it, as far as the journal knows.
     pub key: Option<String>,
@@ -474,6 +482,20 @@ pub(crate) fn record_jump(
             sql.exec(
                 "UPDATE sp_journal_jumps SET count = count + 1, last_idx = ?2, last_ms = ?3 WHERE id = ?1",
                 &[id.into(), index.into(), now.into()],
+            )?;
+            return Ok(());
+        }
+    }
+    if kind == JumpKind::Moved {
+        let open = int(
+            sql,
+            "SELECT id FROM sp_journal_jumps WHERE kind = 'moved' AND decision IS NULL AND numbering = ?1 AND idx = ?2 AND key = ?3 LIMIT 1",
+            &[numbering.into(), index.into(), key.into()],
+        )?;
+        if let Some(id) = open {
+            sql.exec(
+                "UPDATE sp_journal_jumps SET count = count + 1, last_ms = ?2 WHERE id = ?1",
+                &[id.into(), now.into()],
             )?;
             return Ok(());
         }

@@ -522,6 +522,32 @@ fn record_index(
     Ok(new > 0)
 }
 
+/// Records `index`, carried by a delivery of `key` that the journal holds already (first
+/// delivered at `held_at`), as seen only when it is that event's own: a repeat at the same
+/// index (or of a key held without one). A key held at another index arriving with this one
+/// is the service answering an index with another's event: the index is not counted seen,
+/// it stays missing, and the anomaly is recorded for the operator (`JumpKind::Moved`).
+fn record_if_own(
+    tx: &Transaction<'_>,
+    label: &str,
+    index: i64,
+    key: &str,
+    name: &str,
+    held_at: Option<i64>,
+    options: &JournalOptions,
+) -> TxResult<()> {
+    match held_at {
+        Some(at) if at != index => {
+            let sql = &mut SqliteSql { tx, label };
+            admin::record_jump(sql, JumpKind::Moved, index, Some(at), Some(key), Some(name), None)?;
+        }
+        _ => {
+            record_index(tx, label, index, Some(key), Some(name), options)?;
+        }
+    }
+    Ok(())
+}
+
 /// Records an index jump of kind `Reused` when `index`, seen before, was first delivered with a
 /// key other than `key` (whose row is written already).
 fn note_reused(tx: &Transaction<'_>, label: &str, index: i64, key: &str, name: &str) -> TxResult<()> {
@@ -739,8 +765,7 @@ impl Runs for SqliteRuns<'_, '_> {
 
 /// `?7` the wall clock (for people), `?8` the lease's end on the lease clock, `?9` its boot.
 const CLAIM_INSERT: &str = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, lease_boot) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', ?6, 1, ?7, ?7, ?8, ?9) ON CONFLICT (key) DO NOTHING";
-const CLAIM_SELECT: &str =
-    "SELECT content, state, attempts, lease_until_ms, reply, lease_boot FROM sp_journal_delivery WHERE key = ?1";
+const CLAIM_SELECT: &str = "SELECT content, state, attempts, lease_until_ms, reply, lease_boot, first_index FROM sp_journal_delivery WHERE key = ?1";
 /// The content of a pruned delivery taken over by a repeat of the same decisive content.
 const CLAIM_RESTORE_CONTENT: &str = "UPDATE sp_journal_delivery SET content = ?2 WHERE key = ?1";
 const CLAIM_TAKE_OVER: &str = "UPDATE sp_journal_delivery SET state = 'claimed', token = ?2, attempts = ?3, updated_ms = ?4, lease_until_ms = ?5, lease_boot = ?6 WHERE key = ?1";
@@ -754,12 +779,8 @@ impl super::Store for Sqlite {
     fn claim(&self, delivery: &Delivery, key: &str, first_look: bool, options: &JournalOptions) -> Result<Step> {
         let token = claims::new_token()?;
         self.transaction(options, true, false, |tx| {
-            let mut index_is_new = true;
-            if first_look {
-                if let Some(index) = delivery.index() {
-                    index_is_new = record_index(tx, &self.label, index, Some(key), Some(delivery.name()), options)?;
-                }
-            }
+            // The index a first look records, once it is known to be this event's (see `seen`).
+            let index = delivery.index().filter(|_| first_look);
             let now = now_ms();
             let clock = lease_clock(&self.label)?;
             let lease_until = clock.until(options.lease_ms());
@@ -788,17 +809,23 @@ impl super::Store for Sqlite {
             ])?;
             if inserted == 1 {
                 bump(tx, Counter::InProgress, 1)?;
-                if let (false, Some(index)) = (index_is_new, delivery.index()) {
-                    note_reused(tx, &self.label, index, key, delivery.name())?;
+                if let Some(index) = index {
+                    let index_is_new = record_index(tx, &self.label, index, Some(key), Some(delivery.name()), options)?;
+                    if !index_is_new {
+                        note_reused(tx, &self.label, index, key, delivery.name())?;
+                    }
                 }
                 return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
             }
-            type Found = (String, String, i64, i64, Option<Vec<u8>>, Option<String>);
+            type Found = (String, String, i64, i64, Option<Vec<u8>>, Option<String>, Option<i64>);
             let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Found> {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
             };
-            let (content, state_text, attempts, lease_until_ms, reply, lease_boot) =
+            let (content, state_text, attempts, lease_until_ms, reply, lease_boot, held_at) =
                 tx.prepare_cached(CLAIM_SELECT)?.query_row([key], read)?;
+            if let Some(index) = index {
+                record_if_own(tx, &self.label, index, key, delivery.name(), held_at, options)?;
+            }
             let first_content = key::from_stored(&content).into_owned();
             let existing = Existing {
                 content: first_content.clone(),

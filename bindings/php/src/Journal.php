@@ -552,7 +552,7 @@ final class Journal
      * @return list<array{id: int, kind: string, index: int, previous_highest: ?int, key: ?string,
      *     name: ?string, other_key: ?string, count: int, last_index: int, numbering: int,
      *     at_ms: int, last_ms: int, decision: ?string, decided_ms: ?int, note: ?string}> kind is
-     *     "jump", "reused" or "renumbered"; decision null while open, else "accepted" or "gap"
+     *     "jump", "reused", "renumbered" or "moved"; decision null while open, else "accepted" or "gap"
      *
      * @throws ConfigurationException a negative $limit (field limit)
      * @throws JournalException when the storage fails (HTTP 503)
