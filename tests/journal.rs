@@ -1,7 +1,9 @@
-//! The delivery journal's conformance suite: one function per behaviour, each run against SQLite
-//! and against a throw-away PostgreSQL cluster started here (as an unprivileged user, on
-//! loopback, stopped by a guard even when a behaviour panics). Plus what only one backend has:
-//! read-only and corrupt SQLite files, an unreachable PostgreSQL server.
+//! The delivery journal's conformance suite: one function per behaviour, each run against SQLite,
+//! against a throw-away PostgreSQL cluster started here (as an unprivileged user, on loopback,
+//! stopped by a guard even when a behaviour panics), and against such a cluster through PgBouncer
+//! in transaction pooling mode (`e2e/pgbouncer.rs`: a pool of two server connections a database,
+//! which the journal's client connections share). Plus what only one backend has: read-only and
+//! corrupt SQLite files, an unreachable PostgreSQL server.
 //!
 //! `cargo test --test journal -- --ignored --nocapture throughput` prints deliveries per second
 //! through begin + finish on both backends.
@@ -21,6 +23,10 @@ use slotpartner::{ErrorKind, ParseOptions, parse};
 #[path = "e2e/cluster.rs"]
 mod cluster;
 use cluster::{Cluster, TempDir, free_port, unprivileged_prefix};
+
+#[path = "e2e/pgbouncer.rs"]
+mod pgbouncer;
+use pgbouncer::PgBouncer;
 
 /// Only its `run_suite`: this suite's backends can also set a journal's schema version.
 #[path = "e2e/backends.rs"]
@@ -112,6 +118,11 @@ trait Backend: Sync {
     fn cluster(&self) -> Option<&Cluster> {
         None
     }
+    /// A PostgreSQL client of the journal's database at `url`, straight to the server (behind
+    /// the journal's back, past any pooler); `None` on SQLite.
+    fn client(&self, _url: &str) -> Option<postgres::Client> {
+        None
+    }
 }
 
 struct Sqlite {
@@ -158,17 +169,13 @@ impl Backend for Postgres {
         self.cluster.schema_url(behaviour)
     }
     fn set_schema_version(&self, url: &str, version: i64) {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client.execute("UPDATE sp_journal_meta SET value = $1 WHERE key = 'schema_version'", &[&version]).unwrap();
+        postgres_set_schema_version(url, version);
     }
     fn create_ledger(&self, url: &str) {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client.batch_execute("CREATE TABLE credits (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)").unwrap();
+        postgres_create_ledger(url);
     }
     fn ledger(&self, url: &str) -> Vec<(i64, i64)> {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        let rows = client.query("SELECT transaction_id, amount FROM credits ORDER BY 1, 2", &[]).unwrap();
-        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+        postgres_ledger(url)
     }
     fn credit_sql(&self) -> &'static str {
         "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
@@ -179,6 +186,62 @@ impl Backend for Postgres {
     fn cluster(&self) -> Option<&Cluster> {
         Some(&self.cluster)
     }
+    fn client(&self, url: &str) -> Option<postgres::Client> {
+        Some(postgres::Client::connect(url, postgres::NoTls).unwrap())
+    }
+}
+
+/// PostgreSQL through PgBouncer in transaction pooling mode: a database for each behaviour (the
+/// pooler passes no `options`, so no schema in the URL), the journal's URL through the pooler,
+/// what a behaviour does behind the journal's back straight to the cluster.
+struct Pooled {
+    bouncer: PgBouncer,
+}
+
+impl Backend for Pooled {
+    fn name(&self) -> &'static str {
+        "pgbouncer"
+    }
+    fn url(&self, behaviour: &str) -> String {
+        self.bouncer.create_database(behaviour)
+    }
+    fn set_schema_version(&self, url: &str, version: i64) {
+        postgres_set_schema_version(&self.bouncer.direct(url), version);
+    }
+    fn create_ledger(&self, url: &str) {
+        postgres_create_ledger(&self.bouncer.direct(url));
+    }
+    fn ledger(&self, url: &str) -> Vec<(i64, i64)> {
+        postgres_ledger(&self.bouncer.direct(url))
+    }
+    fn credit_sql(&self) -> &'static str {
+        "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
+    }
+    fn sleep_sql(&self) -> Option<&'static str> {
+        Some("SELECT pg_sleep(0.3)")
+    }
+    fn cluster(&self) -> Option<&Cluster> {
+        Some(self.bouncer.cluster())
+    }
+    fn client(&self, url: &str) -> Option<postgres::Client> {
+        Some(postgres::Client::connect(&self.bouncer.direct(url), postgres::NoTls).unwrap())
+    }
+}
+
+fn postgres_set_schema_version(url: &str, version: i64) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client.execute("UPDATE sp_journal_meta SET value = $1 WHERE key = 'schema_version'", &[&version]).unwrap();
+}
+
+fn postgres_create_ledger(url: &str) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client.batch_execute("CREATE TABLE credits (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)").unwrap();
+}
+
+fn postgres_ledger(url: &str) -> Vec<(i64, i64)> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let rows = client.query("SELECT transaction_id, amount FROM credits ORDER BY 1, 2", &[]).unwrap();
+    rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -254,6 +317,7 @@ const SUITE: &[(&str, Behaviour)] = &[
         "a_claim_at_finish_across_a_renumbering_is_not_answered_by_the_new_numbering",
         a_claim_at_finish_across_a_renumbering_is_not_answered_by_the_new_numbering,
     ),
+    ("a_staged_session_setting_leaves_the_lock_timeout_alone", a_staged_session_setting_leaves_the_lock_timeout_alone),
 ];
 
 #[test]
@@ -265,6 +329,13 @@ fn sqlite_conformance() {
 fn postgres_conformance() {
     let Some(cluster) = Cluster::start("PostgreSQL half") else { return };
     backends::run_suite(SUITE, "postgres", &Postgres { cluster });
+}
+
+/// The same behaviours through PgBouncer in transaction pooling mode, unchanged.
+#[test]
+fn pgbouncer_conformance() {
+    let Some(bouncer) = PgBouncer::start("PostgreSQL through PgBouncer") else { return };
+    backends::run_suite(SUITE, "pgbouncer", &Pooled { bouncer });
 }
 
 /// `Journal::clock_ms` reads the journal's wall clock (PostgreSQL's, this host's on SQLite) in
@@ -1891,6 +1962,52 @@ fn at_finish() -> JournalOptions {
 
 fn credit(b: &dyn Backend, transaction_id: i64, amount: i64) -> Vec<Staged> {
     vec![Staged::new(b.credit_sql(), vec![SqlValue::Int(transaction_id), SqlValue::Int(amount)]).unwrap()]
+}
+
+/// PostgreSQL: a staged `SELECT set_config('lock_timeout', '0', false)` (a function call, which
+/// staging does not refuse as it does `SET`) changes the session of the server connection it ran
+/// on, which a pool (the journal's own, or PgBouncer's) hands to the next delivery. That delivery
+/// still waits for a table lock no longer than the journal's lock time-out (2 s) and fails, rather
+/// than waiting for the lock's holder (15 s); once the lock is gone, deliveries go through. With
+/// the claim written by `begin` and at finish.
+fn a_staged_session_setting_leaves_the_lock_timeout_alone(b: &dyn Backend) {
+    if b.cluster().is_none() {
+        return; // SQLite has no session settings to change
+    }
+    let lock_timeout = Duration::from_secs(2);
+    for (name, options) in [
+        ("staged_lock_timeout", JournalOptions { busy_wait: Duration::ZERO, lock_timeout, ..Default::default() }),
+        ("staged_lock_timeout_at_finish", JournalOptions { lock_timeout, ..at_finish() }),
+    ] {
+        let url = b.url(name);
+        let journal = open_with(&url, options);
+        b.create_ledger(&url);
+        let claim = new_claim(&journal, &refund(1, Some(1), 7));
+        let mut staged = credit(b, 1, 100);
+        staged.push(Staged::new("SELECT set_config('lock_timeout', '0', false)", Vec::new()).unwrap());
+        journal.finish_with(&claim, b"credited", &staged).expect("finish with the setting staged");
+        let (locked, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        let mut holder = b.client(&url).expect("a PostgreSQL client");
+        let holding = thread::spawn(move || {
+            let mut tx = holder.transaction().unwrap();
+            tx.batch_execute("LOCK TABLE sp_journal_delivery IN ACCESS EXCLUSIVE MODE").unwrap();
+            locked.0.send(()).unwrap();
+            let _ = release.1.recv_timeout(Duration::from_secs(15));
+            tx.rollback().unwrap();
+        });
+        locked.1.recv().unwrap();
+        let started = Instant::now();
+        let waited = journal.begin(&refund(2, Some(2), 7));
+        let elapsed = started.elapsed();
+        release.0.send(()).unwrap();
+        holding.join().unwrap();
+        let error = waited.expect_err("a delivery while the table is locked");
+        assert_eq!(error.kind, ErrorKind::Journal, "{name}: {error}");
+        assert!(error.message.contains("lock timeout"), "{name}: {error}");
+        assert!(elapsed < Duration::from_secs(10), "{name}: waited {elapsed:?} for the lock, not the lock time-out");
+        handle(&journal, &refund(2, Some(2), 7), b"after the lock");
+        assert_eq!(b.ledger(&url), vec![(1, 100)], "{name}");
+    }
 }
 
 /// `begin` writes nothing for a new key; `finish` stores the delivery, its credit, its index and
