@@ -1822,13 +1822,20 @@ fn the_whole_index_range_resolved(b: &dyn Backend) {
 }
 
 /// A TCP proxy in front of the cluster that can cut a connection the moment the server answers
-/// a message carrying a marker, without passing the answer on: the server did the work (and
-/// committed it) and the journal never hears so, as when the server dies at that moment.
+/// a message carrying a marker and ends its transaction, without passing the answers on: the
+/// server did the work (and committed it) and the journal never hears so, as when the server
+/// dies at that moment.
 struct Cutter {
     port: u16,
-    armed: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
+    /// The marker, and whether it must be the whole of what the client sends at once.
+    armed: Arc<std::sync::Mutex<Option<(Vec<u8>, bool)>>>,
     cuts: Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// The simple query `COMMIT`, as a client sends it.
+const COMMIT_QUERY: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
+/// The server's ReadyForQuery outside a transaction: what it did before is committed.
+const READY_IDLE: &[u8] = b"Z\0\0\0\x05I";
 
 impl Cutter {
     fn start(server_port: u16) -> Cutter {
@@ -1850,7 +1857,10 @@ impl Cutter {
                     let mut buffer = vec![0; 1 << 16];
                     while let Ok(n @ 1..) = from.read(&mut buffer) {
                         let mut marker = armed.lock().unwrap();
-                        if marker.as_ref().is_some_and(|m| buffer[..n].windows(m.len()).any(|w| w == m)) {
+                        let sent = &buffer[..n];
+                        if marker.as_ref().is_some_and(|(m, alone)| {
+                            if *alone { sent == m.as_slice() } else { sent.windows(m.len()).any(|w| w == m) }
+                        }) {
                             *marker = None;
                             marked.store(true, Ordering::SeqCst);
                         }
@@ -1866,6 +1876,11 @@ impl Cutter {
                     let mut buffer = vec![0; 1 << 16];
                     while let Ok(n @ 1..) = from.read(&mut buffer) {
                         if cut.load(Ordering::SeqCst) {
+                            // Swallowed until the server ends the transaction: the statement
+                            // and its COMMIT may be answered apart.
+                            if !buffer[..n].windows(READY_IDLE.len()).any(|w| w == READY_IDLE) {
+                                continue;
+                            }
                             cuts.fetch_add(1, Ordering::SeqCst);
                             let _ = from.shutdown(Shutdown::Both);
                             break;
@@ -1883,7 +1898,14 @@ impl Cutter {
 
     /// Cuts the connection that next sends `marker`, once the server answered it.
     fn arm(&self, marker: &[u8]) {
-        *self.armed.lock().unwrap() = Some(marker.to_vec());
+        *self.armed.lock().unwrap() = Some((marker.to_vec(), false));
+    }
+
+    /// Cuts the connection that next sends `COMMIT` on its own (the end of a transaction of
+    /// several statements: one of a single statement sends its `COMMIT` with it), once the
+    /// server answered it.
+    fn arm_commit(&self) {
+        *self.armed.lock().unwrap() = Some((COMMIT_QUERY.to_vec(), true));
     }
 
     fn cuts(&self) -> usize {
@@ -1934,7 +1956,7 @@ fn postgres_recognises_its_own_work_when_the_answer_is_lost() {
     journal.abandon(&claim).expect("abandon whose first answer was lost");
     assert_eq!(cutter.cuts(), 3);
     assert_eq!(rows(7002), ("abandoned".to_owned(), 1));
-    cutter.arm(b"COMMIT");
+    cutter.arm_commit();
     let claim = match journal.begin(&event).expect("a take-over whose COMMIT answer was lost") {
         Begin::New(claim) => claim,
         other => panic!("the worker's own take-over was not recognised: {other:?}"),
@@ -1945,7 +1967,7 @@ fn postgres_recognises_its_own_work_when_the_answer_is_lost() {
     let status = journal.status().unwrap();
     assert_eq!((status.handled, status.in_progress, status.unfinished), (2, 0, 0));
     // An operator's renumbering whose COMMIT's answer is lost: reported, done once.
-    cutter.arm(b"COMMIT");
+    cutter.arm_commit();
     let error = journal.renumber(1, "after a restart of the service").unwrap_err();
     assert_eq!(cutter.cuts(), 5);
     assert_eq!(error.kind, ErrorKind::Journal);
@@ -2367,7 +2389,7 @@ fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised() {
     let result = thread::scope(|s| {
         let finishing = s.spawn(|| journal.finish_with(&claim, b"two", &staged));
         thread::sleep(Duration::from_millis(150)); // inside its sleep, holding the numbering's lock
-        cutter.arm(b"COMMIT");
+        cutter.arm_commit();
         operator.renumber(1, "the service restarted its numbering").unwrap();
         finishing.join().unwrap()
     });

@@ -7,12 +7,20 @@
 //! again), else `SELECT ... FOR UPDATE` of the existing row decides. Times (leases) are the
 //! server's clock, so that hosts whose clocks differ agree. Claims commit with
 //! `synchronous_commit=off`, stored replies with `on` (`Synchronous::Full`): the statement that
-//! stores a reply sets its own transaction's `synchronous_commit` (`set_config(..., true)`), so
-//! that a durable `finish` is one round trip, not three (`BEGIN; SET LOCAL`, the statement,
-//! `COMMIT`). A transaction's `BEGIN` is written with its first statement (`Client::defer`), and
-//! the finish of a claim at finish writes the partner's staged statements and the storing
-//! statement together (`Client::pipeline`): its transaction is two round trips, that and
-//! `COMMIT`, however many statements it holds. Indexes are appended to `sp_journal_seen` and
+//! stores a reply sets its own transaction's `synchronous_commit` (`set_config(..., true)`).
+//!
+//! Nothing the journal relies on is left on a connection between transactions, so that it works
+//! unchanged behind a pooler in transaction mode (PgBouncer), where each transaction may run on
+//! another server connection, shared with other clients: its statements are unnamed (see
+//! `client`), every transaction's `BEGIN` sets the settings it relies on for that transaction
+//! only (`begin_batch`: `SET LOCAL lock_timeout`, `synchronous_commit`), whatever a staged
+//! statement or another client left in the session, and its locks are transaction-level
+//! (`pg_advisory_xact_lock`, row locks). A transaction's `BEGIN` is written with its first
+//! statement (`Client::defer`), and a transaction of one statement (`Mode::Single`) is written
+//! whole, `BEGIN`, the statement and `COMMIT` (`Client::close_with`): one round trip. The finish
+//! of a claim at finish writes the partner's staged statements and the storing statement
+//! together (`Client::pipeline`): its transaction is two round trips, that and `COMMIT`, however
+//! many statements it holds. Indexes are appended to `sp_journal_seen` and
 //! merged into the runs in batches (every few hundred deliveries of a process, and before
 //! `status` and `missing` answer), so that concurrent deliveries never queue on the runs.
 //! Counters are spread over shard rows for the same reason.
@@ -24,14 +32,12 @@
 //! recognises what the first did: its claim by the claim's token, its stored reply or release
 //! by the claim's attempt.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, Row, Statement};
+use tokio_postgres::{Config, Row};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -47,10 +53,12 @@ use super::staged::Staged;
 use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
 
 mod client;
+mod param;
 mod staged;
 mod tls;
 
-use client::{Client, ConnectError, Params, PipelineError};
+use client::{Client, ConnectError, PipelineError};
+use param::{Param, Params, typed};
 
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
@@ -132,10 +140,6 @@ pub(crate) struct Postgres {
 
 struct PgConn {
     client: Client,
-    statements: HashMap<&'static str, Statement>,
-    /// The partner's staged statements prepared on this connection.
-    staged: staged::Prepared,
-    lock_timeout: Duration,
     /// `Postgres::generation` when it was opened.
     generation: u64,
 }
@@ -164,10 +168,11 @@ type TxResult<T> = std::result::Result<T, Fail>;
 /// `COMMIT` (the server may have committed and died before answering).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// One statement, committed on its own (`synchronous_commit=off`, the session's setting).
-    /// Run again on a fresh connection when the connection dies during it: every such
-    /// statement is harmless to run twice or recognises its own first run (a claim by its
-    /// token, a stored reply or release by its attempt); at worst a replay or refusal is
+    /// One statement in a transaction of its own (`synchronous_commit=off` unless it sets its
+    /// own), written with its `BEGIN` and `COMMIT` in one round trip. Run again on a fresh
+    /// connection when the connection dies during it (its outcome unknown, as at `COMMIT`):
+    /// every such statement is harmless to run twice or recognises its own first run (a claim
+    /// by its token, a stored reply or release by its attempt); at worst a replay or refusal is
     /// counted twice.
     Single,
     /// Between `BEGIN` and `COMMIT`, `synchronous_commit=off`; run again as `Single` is, so
@@ -186,45 +191,27 @@ enum Mode {
     Once,
 }
 
-/// One transaction on a pooled connection, with its prepared statements.
+/// One transaction on a pooled connection. Its statements are sent unnamed, each parameter
+/// declared as the type of its value (`param`).
 struct Tx<'a> {
     client: &'a mut Client,
-    statements: &'a mut HashMap<&'static str, Statement>,
-    staged: &'a mut staged::Prepared,
 }
 
 impl Tx<'_> {
-    fn statement(&mut self, sql: &'static str) -> std::result::Result<Statement, tokio_postgres::Error> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.client.prepare(sql)?;
-        self.statements.insert(sql, statement.clone());
-        Ok(statement)
+    fn execute(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<u64, tokio_postgres::Error> {
+        self.client.execute(sql, &typed(params))
     }
 
-    fn execute(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<u64, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.execute(&statement, params)
+    fn query(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
+        self.client.query(sql, &typed(params))
     }
 
-    fn query(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.query(&statement, params)
+    fn query_one(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Row, tokio_postgres::Error> {
+        self.client.query_one(sql, &typed(params))
     }
 
-    fn query_one(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Row, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.query_one(&statement, params)
-    }
-
-    fn query_opt(
-        &mut self,
-        sql: &'static str,
-        params: Params<'_>,
-    ) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.query_opt(&statement, params)
+    fn query_opt(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
+        self.client.query_opt(sql, &typed(params))
     }
 
     fn meta(&mut self, key: &str) -> std::result::Result<Option<i64>, tokio_postgres::Error> {
@@ -338,7 +325,7 @@ impl Postgres {
     }
 
     /// Whether the journal is current and holds the configured first index, read in one
-    /// statement in autocommit (prepared once a connection): the usual case of an open, a
+    /// statement (`Mode::Single`: one round trip): the usual case of an open, a
     /// journal opened again (PHP-FPM opens one for every request), costs a round trip instead
     /// of a transaction of four. `false` sends the open down the full path, which decides.
     fn settled(&self, options: &JournalOptions) -> Result<bool> {
@@ -367,7 +354,7 @@ impl Postgres {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.lock_timeout.max(Duration::from_secs(1)));
         }
-        let mut client = Client::connect(&config, self.tls.connector()).map_err(|e| match e {
+        let client = Client::connect(&config, self.tls.connector()).map_err(|e| match e {
             ConnectError::Runtime(e) => {
                 Error::new(ErrorKind::Journal, format!("{}: cannot start the client's I/O: {e}", self.label))
             }
@@ -379,14 +366,7 @@ impl Postgres {
                 error
             }
         })?;
-        client.batch_execute(&session_settings(options)).map_err(|e| self.error(&e))?;
-        Ok(PgConn {
-            client,
-            statements: HashMap::new(),
-            staged: staged::Prepared::default(),
-            lock_timeout: options.lock_timeout,
-            generation,
-        })
+        Ok(PgConn { client, generation })
     }
 
     /// A connection for one transaction: a kept one, unless it is closed or was opened before a
@@ -460,20 +440,11 @@ impl Postgres {
         mode: Mode,
         mut work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
     ) -> Result<(T, bool)> {
-        let begin = match mode {
-            Mode::Single => None,
-            Mode::Normal | Mode::Once => Some("BEGIN"),
-            Mode::AtFinish => Some(concat!(
-                "BEGIN; SELECT pg_advisory_xact_lock_shared(",
-                numbering_lock!(),
-                "), set_config('slotpartner.guard', 'on', true)"
-            )),
-        };
         let (mut tries, mut reconnected, mut unknown) = (0, false, false);
         loop {
             tries += 1;
             let mut conn = self.connection(options)?;
-            if let Err(e) = self.begin(&mut conn, options, begin) {
+            if let Err(e) = self.begin(&mut conn, options, mode) {
                 conn.mark_broken();
                 if connection_lost(&e) && !reconnected {
                     // Nothing of the work was sent: run it on a fresh connection.
@@ -483,17 +454,13 @@ impl Postgres {
                 }
                 return Err(self.error(&e));
             }
-            let result = {
-                let PgConn { client, statements, staged, .. } = &mut *conn;
-                let mut tx = Tx { client, statements, staged };
-                work(&mut tx)
-            };
-            // Whether a failure leaves the outcome unknown: it came at a single statement or at
-            // COMMIT. A failure inside BEGIN ... COMMIT committed nothing.
-            let (result, at_commit) = match (result, begin) {
-                (result, None) => (result, true),
-                (Ok(value), Some(_)) => (conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db), true),
-                (Err(fail), Some(_)) => {
+            let result = work(&mut Tx { client: &mut conn.client });
+            // Whether a failure leaves the outcome unknown: it came at a single statement (sent
+            // with its COMMIT) or at COMMIT. A failure inside BEGIN ... COMMIT committed nothing.
+            let (result, at_commit) = match (result, mode) {
+                (result, Mode::Single) => (end_single(&mut conn, result), true),
+                (Ok(value), _) => (conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db), true),
+                (Err(fail), _) => {
                     if conn.client.batch_execute("ROLLBACK").is_err() {
                         conn.mark_broken();
                     }
@@ -575,15 +542,8 @@ impl Postgres {
     /// The staged statements, then the storing statement `sql` with `params`, written together
     /// in one round trip (with the transaction's `BEGIN`, when not yet sent): the one row the
     /// storing statement answers.
-    fn staged_then_store(
-        &self,
-        tx: &mut Tx<'_>,
-        staged: &[Staged],
-        sql: &'static str,
-        params: Params<'_>,
-    ) -> TxResult<Row> {
-        let store = tx.statement(sql)?;
-        let rows = staged::run_then(tx.client, tx.staged, staged, (&store, params))?;
+    fn staged_then_store(&self, tx: &mut Tx<'_>, staged: &[Staged], sql: &str, params: Params<'_>) -> TxResult<Row> {
+        let rows = staged::run_then(tx.client, staged, (sql, params))?;
         <[Row; 1]>::try_from(rows).map(|[row]| row).map_err(|rows| {
             Fail::Journal(Error::new(
                 ErrorKind::Journal,
@@ -592,21 +552,19 @@ impl Postgres {
         })
     }
 
+    /// Begins a transaction of `mode` on `conn`: its `begin_batch` is sent with its first
+    /// statement, in its round trip, and a `Mode::Single` transaction's `COMMIT` after it.
     fn begin(
         &self,
         conn: &mut Pooled<'_, PgConn>,
         options: &JournalOptions,
-        begin: Option<&'static str>,
+        mode: Mode,
     ) -> std::result::Result<(), tokio_postgres::Error> {
-        if conn.lock_timeout != options.lock_timeout {
-            conn.client.batch_execute(&session_settings(options))?;
-            conn.lock_timeout = options.lock_timeout;
+        conn.client.defer(begin_batch(mode, options))?;
+        if mode == Mode::Single {
+            conn.client.close_with("COMMIT");
         }
-        match begin {
-            // Sent with the transaction's first statement, in its round trip.
-            Some(begin) => conn.client.defer(begin),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// Records that `index`, first delivered with `other`, came again with the key `key` (an
@@ -735,17 +693,11 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
         || std::error::Error::source(e).is_some_and(|cause| cause.is::<std::io::Error>())
 }
 
-/// Whether `e` says the connection's session is no longer the one the journal set up: its
-/// prepared statements are stale (`cached plan must not change result type` after a table
-/// changed, or gone after a `DEALLOCATE`), or its tables are not found or not allowed (a search
-/// path or role changed for the session). Such a connection is dropped, not kept.
+/// Whether `e` says the connection's session is no longer the one the journal relies on: its
+/// tables are not found or not allowed (a search path or role changed for the session). Such a
+/// connection is dropped, not kept.
 fn poisoned(e: &tokio_postgres::Error) -> bool {
-    const STALE: [SqlState; 4] = [
-        SqlState::FEATURE_NOT_SUPPORTED,
-        SqlState::INVALID_SQL_STATEMENT_NAME,
-        SqlState::UNDEFINED_TABLE,
-        SqlState::INSUFFICIENT_PRIVILEGE,
-    ];
+    const STALE: [SqlState; 2] = [SqlState::UNDEFINED_TABLE, SqlState::INSUFFICIENT_PRIVILEGE];
     e.code().is_some_and(|code| STALE.contains(code))
 }
 
@@ -763,9 +715,45 @@ fn unresolved_host(e: &tokio_postgres::Error) -> bool {
     false
 }
 
-fn session_settings(options: &JournalOptions) -> String {
+/// The batch that begins each of the journal's transactions (written with its first
+/// statement): READ COMMITTED whatever the session's default, and every setting the journal
+/// relies on, set for this transaction only (`SET LOCAL`), so that none is left on the
+/// connection and none found there counts: neither one a staged statement changed for the
+/// session (`set_config(..., false)`) nor one another client of a pooler's server connection
+/// left. `lock_timeout` is the journal's lock time-out; `synchronous_commit` is off (a
+/// statement storing a reply sets its own). A claim at finish's (`Mode::AtFinish`) also takes
+/// the numbering's lock shared and sets the transaction's guard.
+fn begin_batch(mode: Mode, options: &JournalOptions) -> String {
     let lock_ms = options.lock_timeout.as_millis().max(1);
-    format!("SET synchronous_commit TO off; SET lock_timeout TO {lock_ms}")
+    let mut batch = format!(
+        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout TO {lock_ms}; SET LOCAL synchronous_commit TO off"
+    );
+    if mode == Mode::AtFinish {
+        batch.push_str(concat!(
+            "; SELECT pg_advisory_xact_lock_shared(",
+            numbering_lock!(),
+            "), set_config('slotpartner.guard', 'on', true)"
+        ));
+    }
+    batch
+}
+
+/// Ends a `Mode::Single` transaction whose `COMMIT` did not go with its statement (the statement
+/// failed before it was written, or none was sent): committed when `result` is a success, else
+/// rolled back (the connection dropped when that fails). Answers `result`, or the commit's failure.
+fn end_single<T>(conn: &mut Pooled<'_, PgConn>, result: TxResult<T>) -> TxResult<T> {
+    if !conn.client.left_open() {
+        return result;
+    }
+    match result {
+        Ok(value) => conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db),
+        Err(fail) => {
+            if conn.client.batch_execute("ROLLBACK").is_err() {
+                conn.mark_broken();
+            }
+            Err(fail)
+        }
+    }
 }
 
 /// `postgres://user@host:port/dbname`, leaving out the password and other parameters.
@@ -861,7 +849,7 @@ impl Runs for PgRuns<'_, '_> {
     }
 
     fn put(&mut self, run: Run, seen: gaps::Seen) -> std::result::Result<(), tokio_postgres::Error> {
-        /// `schema::RUNS_PUT` with `$N` parameters, prepared once per connection like the rest.
+        /// `schema::RUNS_PUT` with `$N` parameters, made once.
         static RUNS_PUT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| dollar_params(schema::RUNS_PUT));
         self.0.execute(RUNS_PUT.as_str(), &[&run.lo, &run.hi, &seen.first_ms, &seen.last_ms]).map(drop)
     }
@@ -904,15 +892,14 @@ impl PgSql<'_, '_> {
     }
 }
 
-type PgParam = Box<dyn ToSql + Sync>;
-
-fn pg_params(params: &[Value]) -> Vec<PgParam> {
+/// The parameters of one of the statements shared with SQLite: integers as `int8`, text as `text`.
+fn pg_params(params: &[Value]) -> Vec<&dyn Param> {
     params
         .iter()
-        .map(|p| -> PgParam {
+        .map(|p| -> &dyn Param {
             match p {
-                Value::Int(v) => Box::new(*v),
-                Value::Text(v) => Box::new(v.clone()),
+                Value::Int(v) => v,
+                Value::Text(v) => v,
             }
         })
         .collect()
@@ -920,16 +907,12 @@ fn pg_params(params: &[Value]) -> Vec<PgParam> {
 
 impl Sql for PgSql<'_, '_> {
     fn exec(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
-        let owned = pg_params(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| p.as_ref()).collect();
-        self.tx.client.execute(dollar_params(sql).as_str(), &refs).map_err(|e| self.fail(&e))
+        self.tx.execute(&dollar_params(sql), &pg_params(params)).map_err(|e| self.fail(&e))
     }
 
     fn rows(&mut self, sql: &str, params: &[Value]) -> Result<Vec<SqlRow>> {
         use tokio_postgres::types::Type;
-        let owned = pg_params(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| p.as_ref()).collect();
-        let rows = self.tx.client.query(dollar_params(sql).as_str(), &refs).map_err(|e| self.fail(&e))?;
+        let rows = self.tx.query(&dollar_params(sql), &pg_params(params)).map_err(|e| self.fail(&e))?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let mut values = Vec::with_capacity(row.len());
@@ -956,7 +939,7 @@ impl Sql for PgSql<'_, '_> {
 
     fn now_ms(&mut self) -> Result<i64> {
         let sql = concat!("SELECT ", now_ms!());
-        let row = self.tx.client.query_one(sql, &[]).map_err(|e| self.fail(&e))?;
+        let row = self.tx.query_one(sql, &[]).map_err(|e| self.fail(&e))?;
         row.try_get(0).map_err(|e| self.fail(&e))
     }
 
