@@ -1827,9 +1827,21 @@ fn the_whole_index_range_resolved(b: &dyn Backend) {
 /// dies at that moment.
 struct Cutter {
     port: u16,
-    /// The marker, and whether it must be the whole of what the client sends at once.
-    armed: Arc<std::sync::Mutex<Option<(Vec<u8>, bool)>>>,
+    armed: Arc<std::sync::Mutex<Option<Marker>>>,
     cuts: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// What the `Cutter` waits for the client to send.
+struct Marker {
+    bytes: Vec<u8>,
+    /// Whether it must be the whole of what the client sends at once.
+    alone: bool,
+}
+
+impl Marker {
+    fn found_in(&self, sent: &[u8]) -> bool {
+        if self.alone { sent == self.bytes.as_slice() } else { sent.windows(self.bytes.len()).any(|w| w == self.bytes) }
+    }
 }
 
 /// The simple query `COMMIT`, as a client sends it.
@@ -1857,10 +1869,7 @@ impl Cutter {
                     let mut buffer = vec![0; 1 << 16];
                     while let Ok(n @ 1..) = from.read(&mut buffer) {
                         let mut marker = armed.lock().unwrap();
-                        let sent = &buffer[..n];
-                        if marker.as_ref().is_some_and(|(m, alone)| {
-                            if *alone { sent == m.as_slice() } else { sent.windows(m.len()).any(|w| w == m) }
-                        }) {
+                        if marker.as_ref().is_some_and(|marker| marker.found_in(&buffer[..n])) {
                             *marker = None;
                             marked.store(true, Ordering::SeqCst);
                         }
@@ -1898,14 +1907,14 @@ impl Cutter {
 
     /// Cuts the connection that next sends `marker`, once the server answered it.
     fn arm(&self, marker: &[u8]) {
-        *self.armed.lock().unwrap() = Some((marker.to_vec(), false));
+        *self.armed.lock().unwrap() = Some(Marker { bytes: marker.to_vec(), alone: false });
     }
 
     /// Cuts the connection that next sends `COMMIT` on its own (the end of a transaction of
     /// several statements: one of a single statement sends its `COMMIT` with it), once the
     /// server answered it.
     fn arm_commit(&self) {
-        *self.armed.lock().unwrap() = Some((COMMIT_QUERY.to_vec(), true));
+        *self.armed.lock().unwrap() = Some(Marker { bytes: COMMIT_QUERY.to_vec(), alone: true });
     }
 
     fn cuts(&self) -> usize {
