@@ -191,6 +191,52 @@ impl Backend for Postgres {
     }
 }
 
+/// PostgreSQL with the journal's statements kept prepared by name on each connection
+/// (`statement_cache_size` in the URL, for a direct connection), schemas as for `Postgres`.
+struct Prepared {
+    cluster: Cluster,
+}
+
+/// What `Prepared` adds to a URL.
+const STATEMENT_CACHE: &str = "&statement_cache_size=64";
+
+impl Prepared {
+    /// `url` without `STATEMENT_CACHE`, for a client other than the journal's.
+    fn plain(url: &str) -> String {
+        url.replacen(STATEMENT_CACHE, "", 1)
+    }
+}
+
+impl Backend for Prepared {
+    fn name(&self) -> &'static str {
+        "postgres-prepared"
+    }
+    fn url(&self, behaviour: &str) -> String {
+        format!("{}{STATEMENT_CACHE}", self.cluster.schema_url(behaviour))
+    }
+    fn set_schema_version(&self, url: &str, version: i64) {
+        postgres_set_schema_version(&Prepared::plain(url), version);
+    }
+    fn create_ledger(&self, url: &str) {
+        postgres_create_ledger(&Prepared::plain(url));
+    }
+    fn ledger(&self, url: &str) -> Vec<(i64, i64)> {
+        postgres_ledger(&Prepared::plain(url))
+    }
+    fn credit_sql(&self) -> &'static str {
+        "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
+    }
+    fn sleep_sql(&self) -> Option<&'static str> {
+        Some("SELECT pg_sleep(0.3)")
+    }
+    fn cluster(&self) -> Option<&Cluster> {
+        Some(&self.cluster)
+    }
+    fn client(&self, url: &str) -> Option<postgres::Client> {
+        Some(postgres::Client::connect(&Prepared::plain(url), postgres::NoTls).unwrap())
+    }
+}
+
 /// PostgreSQL through PgBouncer in transaction pooling mode: a database for each behaviour (the
 /// pooler passes no `options`, so no schema in the URL), the journal's URL through the pooler,
 /// what a behaviour does behind the journal's back straight to the cluster.
@@ -336,6 +382,36 @@ fn postgres_conformance() {
 fn pgbouncer_conformance() {
     let Some(bouncer) = PgBouncer::start("PostgreSQL through PgBouncer") else { return };
     backends::run_suite(SUITE, "pgbouncer", &Pooled { bouncer });
+}
+
+/// The same behaviours with the journal's statements kept prepared (`statement_cache_size`).
+#[test]
+fn postgres_prepared_conformance() {
+    let Some(cluster) = Cluster::start("PostgreSQL with statements kept prepared") else { return };
+    backends::run_suite(SUITE, "postgres-prepared", &Prepared { cluster });
+}
+
+/// A connection keeps named statements only when its URL asks (`statement_cache_size`): a staged
+/// statement, run in the journal's own session, counts that session's prepared statements.
+#[test]
+fn postgres_statements_are_kept_prepared_only_when_the_url_asks() {
+    let Some(cluster) = Cluster::start("PostgreSQL statements kept prepared") else { return };
+    for (schema, suffix, kept) in [("unnamed", "", false), ("named", STATEMENT_CACHE, true)] {
+        let url = format!("{}{suffix}", cluster.schema_url(schema));
+        let journal = open(&url);
+        let mut client = postgres::Client::connect(&Prepared::plain(&url), postgres::NoTls).unwrap();
+        client.batch_execute("CREATE TABLE prepared_seen (n BIGINT NOT NULL)").unwrap();
+        for n in 1..=3 {
+            let claim = new_claim(&journal, &refund(n, Some(n), 7));
+            let count =
+                Staged::new("INSERT INTO prepared_seen SELECT count(*) FROM pg_prepared_statements", Vec::new());
+            journal.finish_with(&claim, b"ok", &[count.unwrap()]).expect("finish");
+        }
+        let counts: Vec<i64> =
+            client.query("SELECT n FROM prepared_seen", &[]).unwrap().iter().map(|row| row.get(0)).collect();
+        assert_eq!(counts.len(), 3, "{schema}");
+        assert!(counts.iter().all(|&n| (n > 0) == kept), "{schema}: prepared statements seen {counts:?}");
+    }
 }
 
 /// `Journal::clock_ms` reads the journal's wall clock (PostgreSQL's, this host's on SQLite) in

@@ -12,15 +12,17 @@
 //! Nothing the journal relies on is left on a connection between transactions, so that it works
 //! unchanged behind a pooler in transaction mode (PgBouncer), where each transaction may run on
 //! another server connection, shared with other clients: its statements are unnamed (see
-//! `client`), every transaction's `BEGIN` sets the settings it relies on for that transaction
-//! only (`begin_batch`: `SET LOCAL lock_timeout`, `synchronous_commit`), whatever a staged
-//! statement or another client left in the session, and its locks are transaction-level
-//! (`pg_advisory_xact_lock`, row locks). A transaction's `BEGIN` is written with its first
-//! statement (`Client::defer`), and a transaction of one statement (`Mode::Single`) is written
-//! whole, `BEGIN`, the statement and `COMMIT` (`Client::close_with`): one round trip. The finish
-//! of a claim at finish writes the partner's staged statements and the storing statement
-//! together (`Client::pipeline`): its transaction is two round trips, that and `COMMIT`, however
-//! many statements it holds. Indexes are appended to `sp_journal_seen` and
+//! `client`; the URL's `statement_cache_size` keeps them prepared on a direct connection
+//! instead, see `statement_cache`), every transaction's `BEGIN` sets the settings it relies on
+//! for that transaction only (`begin_batch`: `SET LOCAL lock_timeout`, `synchronous_commit`),
+//! whatever a staged statement or another client left in the session, and its locks are
+//! transaction-level (`pg_advisory_xact_lock`, row locks). A transaction's `BEGIN` is written
+//! with its first statement (`Client::defer`), and a transaction of one statement
+//! (`Mode::Single`) is written whole, `BEGIN`, the statement and `COMMIT`
+//! (`Client::close_with`): one round trip. The finish of a claim at finish writes the partner's
+//! staged statements and the storing statement together (`Client::pipeline`): its transaction
+//! is two round trips, that and `COMMIT`, however many statements it holds. Indexes are
+//! appended to `sp_journal_seen` and
 //! merged into the runs in batches (every few hundred deliveries of a process, and before
 //! `status` and `missing` answer), so that concurrent deliveries never queue on the runs.
 //! Counters are spread over shard rows for the same reason.
@@ -55,10 +57,12 @@ use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, St
 mod client;
 mod param;
 mod staged;
+mod statement_cache;
 mod tls;
 
-use client::{Client, ConnectError, PipelineError};
+use client::{Client, ConnectError, PipelineError, Typed};
 use param::{Param, Params, typed};
+use statement_cache::StatementCache;
 
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
@@ -123,6 +127,9 @@ pub(crate) struct Postgres {
     label: String,
     /// The URL's `sslmode` and `sslrootcert`, and the TLS connector they make.
     tls: tls::Tls,
+    /// The URL's `statement_cache_size`: how many of the journal's statements a connection
+    /// keeps prepared by name (0: none, every statement unnamed; see `statement_cache`).
+    statement_cache_size: usize,
     pool: Pool<PgConn>,
     /// Indexed deliveries of this process, for `maybe_fold`.
     calls: AtomicU64,
@@ -140,6 +147,8 @@ pub(crate) struct Postgres {
 
 struct PgConn {
     client: Client,
+    /// The journal's statements it keeps prepared, when the URL asks.
+    statements: StatementCache,
     /// `Postgres::generation` when it was opened.
     generation: u64,
 }
@@ -192,26 +201,45 @@ enum Mode {
 }
 
 /// One transaction on a pooled connection. Its statements are sent unnamed, each parameter
-/// declared as the type of its value (`param`).
+/// declared as the type of its value (`param`), or by name when the connection keeps them
+/// prepared (`statement_cache`).
 struct Tx<'a> {
     client: &'a mut Client,
+    statements: &'a mut StatementCache,
 }
 
 impl Tx<'_> {
+    /// `sql`'s statement when the connection keeps it prepared (see `StatementCache::prepared`).
+    fn prepared(
+        &mut self,
+        sql: &str,
+        params: &Typed<'_>,
+    ) -> std::result::Result<Option<tokio_postgres::Statement>, tokio_postgres::Error> {
+        self.statements.prepared(self.client, sql, params)
+    }
+
     fn execute(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<u64, tokio_postgres::Error> {
-        self.client.execute(sql, &typed(params))
+        let params = typed(params);
+        let named = self.prepared(sql, &params)?;
+        self.client.execute(statement_cache::sql(sql, named.as_ref()), &params)
     }
 
     fn query(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
-        self.client.query(sql, &typed(params))
+        let params = typed(params);
+        let named = self.prepared(sql, &params)?;
+        self.client.query(statement_cache::sql(sql, named.as_ref()), &params)
     }
 
     fn query_one(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Row, tokio_postgres::Error> {
-        self.client.query_one(sql, &typed(params))
+        let params = typed(params);
+        let named = self.prepared(sql, &params)?;
+        self.client.query_one(statement_cache::sql(sql, named.as_ref()), &params)
     }
 
     fn query_opt(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
-        self.client.query_opt(sql, &typed(params))
+        let params = typed(params);
+        let named = self.prepared(sql, &params)?;
+        self.client.query_opt(statement_cache::sql(sql, named.as_ref()), &params)
     }
 
     fn meta(&mut self, key: &str) -> std::result::Result<Option<i64>, tokio_postgres::Error> {
@@ -232,6 +260,7 @@ impl Postgres {
             // `sslmode` and `sslrootcert` first: the `postgres` parser refuses libpq's
             // `verify-ca`, `verify-full` and `sslrootcert`.
             let (rest, tls) = tls::from_url(url)?;
+            let (rest, statement_cache_size) = statement_cache::from_url(&rest)?;
             let mut config: Config = rest.parse().map_err(|e| {
                 Error::field(ErrorKind::InvalidArgument, "journal_url", format!("not a PostgreSQL URL: {e}"))
             })?;
@@ -245,6 +274,7 @@ impl Postgres {
                 config,
                 label,
                 tls,
+                statement_cache_size,
                 pool: Pool::new(8),
                 calls: AtomicU64::new(pid),
                 next_shard: AtomicU64::new(pid),
@@ -366,7 +396,7 @@ impl Postgres {
                 error
             }
         })?;
-        Ok(PgConn { client, generation })
+        Ok(PgConn { client, statements: StatementCache::new(self.statement_cache_size), generation })
     }
 
     /// A connection for one transaction: a kept one, unless it is closed or was opened before a
@@ -454,7 +484,10 @@ impl Postgres {
                 }
                 return Err(self.error(&e));
             }
-            let result = work(&mut Tx { client: &mut conn.client });
+            let result = {
+                let PgConn { client, statements, .. } = &mut *conn;
+                work(&mut Tx { client, statements })
+            };
             // Whether a failure leaves the outcome unknown: it came at a single statement (sent
             // with its COMMIT) or at COMMIT. A failure inside BEGIN ... COMMIT committed nothing.
             let (result, at_commit) = match (result, mode) {
@@ -543,7 +576,9 @@ impl Postgres {
     /// in one round trip (with the transaction's `BEGIN`, when not yet sent): the one row the
     /// storing statement answers.
     fn staged_then_store(&self, tx: &mut Tx<'_>, staged: &[Staged], sql: &str, params: Params<'_>) -> TxResult<Row> {
-        let rows = staged::run_then(tx.client, staged, (sql, params))?;
+        let params = typed(params);
+        let named = tx.prepared(sql, &params)?;
+        let rows = staged::run_then(tx.client, staged, (statement_cache::sql(sql, named.as_ref()), &params))?;
         <[Row; 1]>::try_from(rows).map(|[row]| row).map_err(|rows| {
             Fail::Journal(Error::new(
                 ErrorKind::Journal,
@@ -694,10 +729,17 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
 }
 
 /// Whether `e` says the connection's session is no longer the one the journal relies on: its
-/// tables are not found or not allowed (a search path or role changed for the session). Such a
-/// connection is dropped, not kept.
+/// tables are not found or not allowed (a search path or role changed for the session), or a
+/// statement it keeps prepared (`statement_cache_size`) is stale (`cached plan must not change
+/// result type` after a table changed, or gone after a `DEALLOCATE`). Such a connection is
+/// dropped, not kept.
 fn poisoned(e: &tokio_postgres::Error) -> bool {
-    const STALE: [SqlState; 2] = [SqlState::UNDEFINED_TABLE, SqlState::INSUFFICIENT_PRIVILEGE];
+    const STALE: [SqlState; 4] = [
+        SqlState::FEATURE_NOT_SUPPORTED,
+        SqlState::INVALID_SQL_STATEMENT_NAME,
+        SqlState::UNDEFINED_TABLE,
+        SqlState::INSUFFICIENT_PRIVILEGE,
+    ];
     e.code().is_some_and(|code| STALE.contains(code))
 }
 

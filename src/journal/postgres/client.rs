@@ -7,11 +7,11 @@
 //!   of it and after it;
 //! - `pipeline`: several statements written together and answered in order.
 //!
-//! Every statement is unnamed, its parameters declared with their types (`Typed`): parsed, bound
-//! and run in one message sequence, so that nothing of it outlives its request on the server
-//! connection. A pooler in transaction mode (PgBouncer) hands a client's transactions to
-//! whichever server connection is free, where a named statement prepared on another would be
-//! missing, or one of another client's name already there.
+//! A statement is unnamed unless the caller prepared it (`Sql`): its parameters declared with
+//! their types (`Typed`), it is parsed, bound and run in one message sequence, so that nothing of
+//! it outlives its request on the server connection. A pooler in transaction mode (PgBouncer)
+//! hands a client's transactions to whichever server connection is free, where a named statement
+//! prepared on another would be missing, or one of another client's name already there.
 //!
 //! A round trip's requests are all written before any answer is read; the server runs them in
 //! order. Inside a transaction a statement failing on the server fails the ones after it
@@ -26,11 +26,19 @@ use std::task::{Context, Poll};
 use tokio::runtime::Runtime;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{AsyncMessage, Config, Error, Row, Socket};
+use tokio_postgres::{AsyncMessage, Config, Error, Row, Socket, Statement};
 
 /// A statement's parameters, each with the type it is declared to the server as (`Type`'s OID
 /// 0 leaves it to the server to infer from the statement). Borrowed for the request.
 pub(super) type Typed<'a> = [(&'a (dyn ToSql + Sync), Type)];
+
+/// A statement as it is sent: its text, unnamed (parsed, bound and run at once), or by the name
+/// the connection keeps it prepared under (`Client::prepare`).
+#[derive(Clone, Copy)]
+pub(super) enum Sql<'a> {
+    Unnamed(&'a str),
+    Named(&'a Statement),
+}
 
 /// The connection's next message, polled by every request while it waits (the connection does
 /// the reading and writing); notices and notifications are not used and are dropped.
@@ -132,20 +140,42 @@ impl Client {
         self.one(|inner| inner.batch_execute(sql))
     }
 
-    pub(super) fn execute(&mut self, sql: &str, params: &Typed<'_>) -> Result<u64, Error> {
-        self.one(|inner| inner.execute_typed(sql, params))
+    pub(super) fn execute(&mut self, sql: Sql<'_>, params: &Typed<'_>) -> Result<u64, Error> {
+        self.one(|inner| execute(inner, sql, params))
     }
 
-    pub(super) fn query(&mut self, sql: &str, params: &Typed<'_>) -> Result<Vec<Row>, Error> {
-        self.one(|inner| inner.query_typed(sql, params))
+    pub(super) fn query(&mut self, sql: Sql<'_>, params: &Typed<'_>) -> Result<Vec<Row>, Error> {
+        self.one(|inner| query(inner, sql, params))
     }
 
-    pub(super) fn query_one(&mut self, sql: &str, params: &Typed<'_>) -> Result<Row, Error> {
-        self.one(|inner| inner.query_typed_one(sql, params))
+    pub(super) fn query_one(&mut self, sql: Sql<'_>, params: &Typed<'_>) -> Result<Row, Error> {
+        self.one(|inner| async move {
+            match sql {
+                Sql::Unnamed(sql) => inner.query_typed_one(sql, params).await,
+                Sql::Named(statement) => inner.query_one(statement, &values(params)).await,
+            }
+        })
     }
 
-    pub(super) fn query_opt(&mut self, sql: &str, params: &Typed<'_>) -> Result<Option<Row>, Error> {
-        self.one(|inner| inner.query_typed_opt(sql, params))
+    pub(super) fn query_opt(&mut self, sql: Sql<'_>, params: &Typed<'_>) -> Result<Option<Row>, Error> {
+        self.one(|inner| async move {
+            match sql {
+                Sql::Unnamed(sql) => inner.query_typed_opt(sql, params).await,
+                Sql::Named(statement) => inner.query_opt(statement, &values(params)).await,
+            }
+        })
+    }
+
+    /// `sql` prepared under a name of this connection's, its parameters of `types`: one round
+    /// trip, with the deferred batch but never the closing one (the statement it closes is yet
+    /// to come).
+    pub(super) fn prepare(&mut self, sql: &str, types: &[Type]) -> Result<Statement, Error> {
+        let mut answers = self
+            .round_trip(false, |inner| {
+                vec![Box::pin(async move { inner.prepare_typed(sql, types).await.map(Some) }) as Request<'_, _>]
+            })
+            .map_err(PipelineError::into_error)?;
+        Ok(answers.pop().unwrap_or_else(|| unreachable!("a prepared statement answers `Some`")))
     }
 
     /// `send` of the one tokio-postgres call `call` makes, its failure whichever it was.
@@ -166,7 +196,7 @@ impl Client {
         &'a mut self,
         make: impl FnOnce(&'a tokio_postgres::Client) -> Request<'a, T>,
     ) -> Result<T, PipelineError> {
-        let mut answers = self.round_trip(|inner| vec![make(inner)])?;
+        let mut answers = self.round_trip(true, |inner| vec![make(inner)])?;
         Ok(answers.pop().unwrap_or_else(|| unreachable!("an answered request answers `Some`")))
     }
 
@@ -176,26 +206,28 @@ impl Client {
     pub(super) fn pipeline(
         &mut self,
         executed: &[(&str, &Typed<'_>)],
-        queried: (&str, &Typed<'_>),
+        queried: (Sql<'_>, &Typed<'_>),
     ) -> Result<Vec<Row>, PipelineError> {
-        let mut answers = self.round_trip(|inner| {
+        let mut answers = self.round_trip(true, |inner| {
             let executed = executed.iter().map(|&(sql, params)| -> Request<'_, Vec<Row>> {
                 Box::pin(async move { inner.execute_typed(sql, params).await.map(|_| None) })
             });
             let (sql, params) = queried;
             executed
-                .chain([Box::pin(async move { inner.query_typed(sql, params).await.map(Some) }) as Request<'_, _>])
+                .chain([Box::pin(async move { query(inner, sql, params).await.map(Some) }) as Request<'_, _>])
                 .collect()
         })?;
         Ok(answers.pop().unwrap_or_else(|| unreachable!("the queried statement answers `Some`")))
     }
 
-    /// The deferred batch, when there is one, then the requests `make` makes, then the closing
-    /// batch, when there is one, in one round trip (see `in_order`): each request's answer, or
-    /// where the first failure was (a batch's, or a request's by its position among them). A
-    /// closing batch left unsent (a request before it failed unsent) is kept (see `left_open`).
+    /// The deferred batch, when there is one, then the requests `make` makes, then (when
+    /// `closes`) the closing batch, when there is one, in one round trip (see `in_order`): each
+    /// request's answer, or where the first failure was (a batch's, or a request's by its position
+    /// among them). A closing batch left unsent (a request before it failed unsent) is kept (see
+    /// `left_open`).
     fn round_trip<'a, T>(
         &'a mut self,
+        closes: bool,
         make: impl FnOnce(&'a tokio_postgres::Client) -> Vec<Request<'a, T>>,
     ) -> Result<Vec<T>, PipelineError> {
         let Client { runtime, messages, inner, deferred, closing } = self;
@@ -204,7 +236,7 @@ impl Client {
         let before = usize::from(batch.is_some());
         let mut requests: Vec<Request<'a, T>> = batch.into_iter().chain(make(inner)).collect();
         let after = requests.len();
-        let closed = closing.take();
+        let closed = if closes { closing.take() } else { None };
         requests.extend(closed.map(|batch| batch_request(inner, batch)));
         let answers = in_order(runtime, messages, requests).map_err(PipelineError::Before)?;
         if closed.is_some() && answers.last().is_some_and(Option::is_none) {
@@ -222,6 +254,27 @@ impl Client {
         }
         Ok(answered)
     }
+}
+
+/// `sql` run with `params`, its rows dropped: the number of rows it changed.
+async fn execute(inner: &tokio_postgres::Client, sql: Sql<'_>, params: &Typed<'_>) -> Result<u64, Error> {
+    match sql {
+        Sql::Unnamed(sql) => inner.execute_typed(sql, params).await,
+        Sql::Named(statement) => inner.execute(statement, &values(params)).await,
+    }
+}
+
+/// `sql` run with `params`: its rows.
+async fn query(inner: &tokio_postgres::Client, sql: Sql<'_>, params: &Typed<'_>) -> Result<Vec<Row>, Error> {
+    match sql {
+        Sql::Unnamed(sql) => inner.query_typed(sql, params).await,
+        Sql::Named(statement) => inner.query(statement, &values(params)).await,
+    }
+}
+
+/// The values of `params`, for a statement prepared with their types.
+fn values<'a>(params: &Typed<'a>) -> Vec<&'a (dyn ToSql + Sync)> {
+    params.iter().map(|&(value, _)| value).collect()
 }
 
 /// A kept `batch` as a request of a round trip.

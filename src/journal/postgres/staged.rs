@@ -14,8 +14,7 @@ use tokio_postgres::types::{Format, IsNull, Kind, ToSql, Type, to_sql_checked};
 
 use super::super::hex::hex;
 use super::super::staged::{self, SqlValue, Staged};
-use super::client::Typed;
-use super::param::{Params, typed};
+use super::client::{Sql, Typed};
 use super::{Client, Fail, PipelineError, TxResult, connection_lost};
 
 /// A parameter's type left to the server (OID 0 in the Parse message: "unspecified").
@@ -68,7 +67,7 @@ fn declared(value: &SqlValue) -> Type {
 /// A lost connection or a serialization failure is left to the caller's retry (`Fail::Db`);
 /// any other failure of a staged statement names it (`Fail::Journal`), and the caller's
 /// rollback undoes them all.
-pub(super) fn run_then(client: &mut Client, staged: &[Staged], last: (&str, Params<'_>)) -> TxResult<Vec<Row>> {
+pub(super) fn run_then(client: &mut Client, staged: &[Staged], last: (Sql<'_>, &Typed<'_>)) -> TxResult<Vec<Row>> {
     let texts: Vec<Vec<AsText<'_>>> =
         staged.iter().map(|statement| statement.params().iter().map(AsText).collect()).collect();
     let params: Vec<Vec<(&(dyn ToSql + Sync), Type)>> = texts
@@ -77,8 +76,7 @@ pub(super) fn run_then(client: &mut Client, staged: &[Staged], last: (&str, Para
         .collect();
     let executed: Vec<(&str, &Typed<'_>)> =
         staged.iter().zip(&params).map(|(statement, params)| (statement.sql(), params.as_slice())).collect();
-    let (sql, last_params) = last;
-    match client.pipeline(&executed, (sql, &typed(last_params))) {
+    match client.pipeline(&executed, last) {
         Ok(rows) => Ok(rows),
         Err(PipelineError::At(at, e)) if at < staged.len() => Err(failure(at, &staged[at], e)),
         Err(PipelineError::At(_, e) | PipelineError::Before(e) | PipelineError::After(e)) => Err(Fail::Db(e)),
