@@ -1900,7 +1900,8 @@ fn the_whole_index_range_resolved(b: &dyn Backend) {
 /// A TCP proxy in front of the cluster that can cut a connection the moment the server answers
 /// a message carrying a marker and ends its transaction, without passing the answers on: the
 /// server did the work (and committed it) and the journal never hears so, as when the server
-/// dies at that moment.
+/// dies at that moment; or hears only a pooler's FATAL error in their place, as when PgBouncer's
+/// server connection dies under a client's transaction.
 struct Cutter {
     port: u16,
     armed: Arc<std::sync::Mutex<Option<Marker>>>,
@@ -1912,6 +1913,20 @@ struct Marker {
     bytes: Vec<u8>,
     /// Whether it must be the whole of what the client sends at once.
     alone: bool,
+    /// Whether the client is told `POOLER_FATAL` before the cut.
+    fatal: bool,
+}
+
+/// What PgBouncer 1.18 sends a client whose server connection died under it, before it closes
+/// the client's connection: an ErrorResponse, FATAL, SQLSTATE 08P01.
+fn pooler_fatal() -> Vec<u8> {
+    let fields: Vec<u8> = [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "08P01"), (b'M', "server conn crashed?")]
+        .iter()
+        .flat_map(|&(code, text)| std::iter::once(code).chain(text.bytes()).chain([0]))
+        .chain([0])
+        .collect();
+    let length = u32::try_from(fields.len() + 4).unwrap();
+    [&[b'E'][..], &length.to_be_bytes(), &fields].concat()
 }
 
 impl Marker {
@@ -1929,7 +1944,7 @@ impl Cutter {
     fn start(server_port: u16) -> Cutter {
         use std::io::{Read, Write};
         use std::net::{Shutdown, TcpListener, TcpStream};
-        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::atomic::{AtomicU8, Ordering};
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let cutter = Cutter { port, armed: Arc::default(), cuts: Arc::default() };
@@ -1938,16 +1953,16 @@ impl Cutter {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
                 let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else { continue };
-                let cut = Arc::new(AtomicBool::new(false));
+                // 0: not armed for this connection; 1: to be cut; 2: to be cut after POOLER_FATAL.
+                let cut = Arc::new(AtomicU8::new(0));
                 let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 let (armed, marked) = (Arc::clone(&armed), Arc::clone(&cut));
                 thread::spawn(move || {
                     let mut buffer = vec![0; 1 << 16];
                     while let Ok(n @ 1..) = from.read(&mut buffer) {
                         let mut marker = armed.lock().unwrap();
-                        if marker.as_ref().is_some_and(|marker| marker.found_in(&buffer[..n])) {
-                            *marker = None;
-                            marked.store(true, Ordering::SeqCst);
+                        if let Some(found) = marker.take_if(|marker| marker.found_in(&buffer[..n])) {
+                            marked.store(if found.fatal { 2 } else { 1 }, Ordering::SeqCst);
                         }
                         drop(marker);
                         if to.write_all(&buffer[..n]).is_err() {
@@ -1960,13 +1975,20 @@ impl Cutter {
                 thread::spawn(move || {
                     let mut buffer = vec![0; 1 << 16];
                     while let Ok(n @ 1..) = from.read(&mut buffer) {
-                        if cut.load(Ordering::SeqCst) {
+                        let how = cut.load(Ordering::SeqCst);
+                        if how > 0 {
                             // Swallowed until the server ends the transaction: the statement
                             // and its COMMIT may be answered apart.
                             if !buffer[..n].windows(READY_IDLE.len()).any(|w| w == READY_IDLE) {
                                 continue;
                             }
                             cuts.fetch_add(1, Ordering::SeqCst);
+                            if how == 2 {
+                                // The connection's end comes later: the error is all the
+                                // journal hears of its request.
+                                let _ = to.write_all(&pooler_fatal());
+                                thread::sleep(Duration::from_millis(300));
+                            }
                             let _ = from.shutdown(Shutdown::Both);
                             break;
                         }
@@ -1983,14 +2005,24 @@ impl Cutter {
 
     /// Cuts the connection that next sends `marker`, once the server answered it.
     fn arm(&self, marker: &[u8]) {
-        *self.armed.lock().unwrap() = Some(Marker { bytes: marker.to_vec(), alone: false });
+        *self.armed.lock().unwrap() = Some(Marker { bytes: marker.to_vec(), alone: false, fatal: false });
+    }
+
+    /// As `arm`, the client told a pooler's FATAL error (`pooler_fatal`) before the cut.
+    fn arm_fatal(&self, marker: &[u8]) {
+        *self.armed.lock().unwrap() = Some(Marker { bytes: marker.to_vec(), alone: false, fatal: true });
     }
 
     /// Cuts the connection that next sends `COMMIT` on its own (the end of a transaction of
     /// several statements: one of a single statement sends its `COMMIT` with it), once the
     /// server answered it.
     fn arm_commit(&self) {
-        *self.armed.lock().unwrap() = Some(Marker { bytes: COMMIT_QUERY.to_vec(), alone: true });
+        *self.armed.lock().unwrap() = Some(Marker { bytes: COMMIT_QUERY.to_vec(), alone: true, fatal: false });
+    }
+
+    /// As `arm_commit`, the client told a pooler's FATAL error (`pooler_fatal`) before the cut.
+    fn arm_commit_fatal(&self) {
+        *self.armed.lock().unwrap() = Some(Marker { bytes: COMMIT_QUERY.to_vec(), alone: true, fatal: true });
     }
 
     fn cuts(&self) -> usize {
@@ -2058,6 +2090,42 @@ fn postgres_recognises_its_own_work_when_the_answer_is_lost() {
     assert_eq!(error.kind, ErrorKind::Journal);
     assert!(error.message.contains("may or may not have been made"), "{error}");
     assert_eq!(journal.status().unwrap().numbering, 2, "renumbered once");
+}
+
+/// A pooler's own FATAL error in place of the answer (PgBouncer's `server conn crashed?`, SQLSTATE
+/// 08P01, when its server connection died under the transaction; the server did the work) ends
+/// the connection as a lost one does: the work runs again on a fresh connection and recognises
+/// its first run (a claim by its token, a stored reply by its attempt), also when the error is
+/// the whole answer to a `COMMIT` sent alone (then the connection's end is not seen first).
+#[test]
+fn postgres_a_poolers_fatal_error_in_place_of_the_answer_is_a_lost_connection() {
+    let Some(cluster) = Cluster::start("PostgreSQL, a pooler's FATAL error") else { return };
+    cluster.schema_url("pooler_fatal");
+    let cutter = Cutter::start(cluster.port());
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres?options=-csearch_path%3Dpooler_fatal", cutter.port);
+    let journal = open_with(&url, JournalOptions { busy_wait: Duration::ZERO, ..JournalOptions::default() });
+    let event = refund(7101, None, 7);
+    cutter.arm_fatal(b"gameSessionBuyRefund:7101");
+    let claim = match journal.begin(&event).expect("begin answered by the pooler's FATAL error") {
+        Begin::New(claim) => claim,
+        other => panic!("the worker's own claim was not recognised: {other:?}"),
+    };
+    assert_eq!((cutter.cuts(), claim.attempt()), (1, 1));
+    cutter.arm_fatal(b"the reply of 7101");
+    journal.finish(&claim, b"the reply of 7101").expect("finish answered by the pooler's FATAL error");
+    assert_eq!(cutter.cuts(), 2);
+    assert_eq!(done_reply(&journal, &event), b"the reply of 7101");
+    // A finish with a staged credit: its transaction's COMMIT, sent alone, answered so.
+    let mut client = cluster.client();
+    client.batch_execute("CREATE TABLE pooler_fatal.credits (transaction_id BIGINT, amount BIGINT)").unwrap();
+    let claim = new_claim(&journal, &refund(7102, None, 7));
+    let credit = Staged::new("INSERT INTO credits VALUES ($1, 5)", vec![SqlValue::Int(7102)]).unwrap();
+    cutter.arm_commit_fatal();
+    journal.finish_with(&claim, b"credited", &[credit]).expect("a COMMIT answered by the pooler's FATAL error");
+    assert_eq!(cutter.cuts(), 3);
+    assert_eq!(client.query("SELECT * FROM pooler_fatal.credits", &[]).unwrap().len(), 1, "credited once");
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.in_progress), (2, 0));
 }
 
 // ---------------------------------------------------------------------------------------------

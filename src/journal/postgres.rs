@@ -715,8 +715,12 @@ impl Postgres {
 
 /// Whether `e` says the connection is gone: the server shut down (SQLSTATE 57P01, a restart or
 /// `pg_terminate_backend`), crashed (57P02), is starting (57P03), ended an idle session
-/// (57P05), or the socket failed. A fresh connection may succeed where it failed.
+/// (57P05), ended it for any other reason (any FATAL error: a pooler's own when its server
+/// connection died under the transaction, PgBouncer's `server conn crashed?`, 08P01, which may
+/// come as the whole answer to a `COMMIT` before the connection's end is seen), or the socket
+/// failed. A fresh connection may succeed where it failed.
 fn connection_lost(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::Severity;
     const GONE: [SqlState; 4] = [
         SqlState::ADMIN_SHUTDOWN,
         SqlState::CRASH_SHUTDOWN,
@@ -725,6 +729,7 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
     ];
     e.is_closed()
         || e.code().is_some_and(|code| GONE.contains(code))
+        || e.as_db_error().is_some_and(|db| matches!(db.parsed_severity(), Some(Severity::Fatal | Severity::Panic)))
         || std::error::Error::source(e).is_some_and(|cause| cause.is::<std::io::Error>())
 }
 
