@@ -1,8 +1,9 @@
 //! The parameters of the journal's own statements, each declared to the server as the type of
 //! its Rust value: `i64` as `int8`, text as `text`, bytes as `bytea`, `bool` as `bool`, a list of
-//! `i64` as `int8[]`, an `Option` as its value's. The client sends unnamed statements with their
-//! parameters' types (`client::Typed`) instead of preparing them for the types the server infers;
-//! these are the types the server inferred for every parameter of the journal's statements
+//! `i64` as `int8[]`, an `Option` as its value's. The client sends statements with their
+//! parameters' types (`client::Typed`; unnamed, or prepared with them by `statement_cache`)
+//! instead of asking the server which types it infers; these are the types it inferred for every
+//! parameter of the journal's statements
 //! (their columns are `bigint`, `text` and `bytea`, and the rest cast: `$4::bigint`).
 
 use tokio_postgres::types::{ToSql, Type};

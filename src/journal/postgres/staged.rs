@@ -1,5 +1,5 @@
-//! The partner's staged statements on PostgreSQL: sent unnamed, as the journal's own statements
-//! are (see `client`), their parameters in text format and declared of no type (OID 0), so that
+//! The partner's staged statements on PostgreSQL: sent unnamed (see `client`), also where the
+//! URL keeps the journal's own prepared (`statement_cache`), their parameters in text format and declared of no type (OID 0), so that
 //! the server infers each from the statement and reads it as its column's type, as when they were
 //! prepared; bytes declared `bytea`. Run inside the transaction of `finish`, sent together with
 //! the statement storing the reply; their rows, if any, dropped unread.
