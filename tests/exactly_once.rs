@@ -5,7 +5,8 @@
 //!   wallet holds one credit;
 //! - 4 processes of 8 threads each calling `begin` on one key at once: exactly one `New`, every
 //!   other `Done` with that worker's reply byte for byte, or `Busy` (SQLite, and PostgreSQL when
-//!   installed);
+//!   installed, straight and through PgBouncer in transaction pooling mode, whose two server
+//!   connections the 32 threads' connections share);
 //! - faults: a reply over `max_reply_bytes` is refused and the claim kept; a full disk (a tiny
 //!   tmpfs in a private mount namespace, else a file-size limit) gives `ErrorKind::Journal`
 //!   errors and loses no stored reply.
@@ -16,6 +17,8 @@
 
 #[path = "e2e/cluster.rs"]
 mod cluster;
+#[path = "e2e/pgbouncer.rs"]
+mod pgbouncer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +28,7 @@ use std::thread;
 use std::time::Duration;
 
 use cluster::{Cluster, TempDir, have_tool, is_root, now_ms};
+use pgbouncer::PgBouncer;
 use slotpartner::journal::{Begin, Delivery, Journal, JournalOptions};
 use slotpartner::{ErrorKind, ParseOptions, parse};
 
@@ -210,6 +214,14 @@ fn four_processes_eight_threads_one_key_postgres() {
     one_key(&cluster.schema_url("one_key"));
 }
 
+#[test]
+fn four_processes_eight_threads_one_key_pgbouncer() {
+    let Some(bouncer) = PgBouncer::start("PostgreSQL through PgBouncer: 4 processes and 8 threads on one key") else {
+        return;
+    };
+    one_key(&bouncer.create_database("one_key"));
+}
+
 fn one_key(url: &str) {
     open(url, &JournalOptions::default()); // creates the tables
     // A start time far enough ahead for every process to start and connect.
@@ -223,9 +235,10 @@ fn one_key(url: &str) {
                 .unwrap()
         })
         .collect();
+    // Every worker waited for before any is judged: none is left running when one failed.
+    let outputs: Vec<Output> = workers.into_iter().map(|worker| worker.wait_with_output().unwrap()).collect();
     let mut answers = Vec::new();
-    for worker in workers {
-        let output = worker.wait_with_output().unwrap();
+    for output in outputs {
         assert!(output.status.success(), "a worker failed: {}", describe(&output));
         let lines = tagged(&output, "ANSWER");
         assert_eq!(lines.len(), THREADS, "{}", describe(&output));
@@ -263,6 +276,12 @@ fn one_key_child() {
         return;
     };
     let start: i64 = start.parse().unwrap();
+    // A thread that fails ends the process: the others would wait at the barrier for it forever.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |panic| {
+        report(panic);
+        std::process::exit(101);
+    }));
     let barrier = Barrier::new(THREADS);
     let event = payout(CONTENDED_TX, 1, 5000);
     let answers: Vec<String> = thread::scope(|s| {

@@ -1,7 +1,9 @@
-//! The delivery journal's conformance suite: one function per behaviour, each run against SQLite
-//! and against a throw-away PostgreSQL cluster started here (as an unprivileged user, on
-//! loopback, stopped by a guard even when a behaviour panics). Plus what only one backend has:
-//! read-only and corrupt SQLite files, an unreachable PostgreSQL server.
+//! The delivery journal's conformance suite: one function per behaviour, each run against SQLite,
+//! against a throw-away PostgreSQL cluster started here (as an unprivileged user, on loopback,
+//! stopped by a guard even when a behaviour panics), and against such a cluster through PgBouncer
+//! in transaction pooling mode (`e2e/pgbouncer.rs`: a pool of two server connections a database,
+//! which the journal's client connections share). Plus what only one backend has: read-only and
+//! corrupt SQLite files, an unreachable PostgreSQL server.
 //!
 //! `cargo test --test journal -- --ignored --nocapture throughput` prints deliveries per second
 //! through begin + finish on both backends.
@@ -21,6 +23,10 @@ use slotpartner::{ErrorKind, ParseOptions, parse};
 #[path = "e2e/cluster.rs"]
 mod cluster;
 use cluster::{Cluster, TempDir, free_port, unprivileged_prefix};
+
+#[path = "e2e/pgbouncer.rs"]
+mod pgbouncer;
+use pgbouncer::PgBouncer;
 
 /// Only its `run_suite`: this suite's backends can also set a journal's schema version.
 #[path = "e2e/backends.rs"]
@@ -112,6 +118,11 @@ trait Backend: Sync {
     fn cluster(&self) -> Option<&Cluster> {
         None
     }
+    /// A PostgreSQL client of the journal's database at `url`, straight to the server (behind
+    /// the journal's back, past any pooler); `None` on SQLite.
+    fn client(&self, _url: &str) -> Option<postgres::Client> {
+        None
+    }
 }
 
 struct Sqlite {
@@ -158,17 +169,13 @@ impl Backend for Postgres {
         self.cluster.schema_url(behaviour)
     }
     fn set_schema_version(&self, url: &str, version: i64) {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client.execute("UPDATE sp_journal_meta SET value = $1 WHERE key = 'schema_version'", &[&version]).unwrap();
+        postgres_set_schema_version(url, version);
     }
     fn create_ledger(&self, url: &str) {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client.batch_execute("CREATE TABLE credits (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)").unwrap();
+        postgres_create_ledger(url);
     }
     fn ledger(&self, url: &str) -> Vec<(i64, i64)> {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        let rows = client.query("SELECT transaction_id, amount FROM credits ORDER BY 1, 2", &[]).unwrap();
-        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+        postgres_ledger(url)
     }
     fn credit_sql(&self) -> &'static str {
         "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
@@ -179,6 +186,108 @@ impl Backend for Postgres {
     fn cluster(&self) -> Option<&Cluster> {
         Some(&self.cluster)
     }
+    fn client(&self, url: &str) -> Option<postgres::Client> {
+        Some(postgres::Client::connect(url, postgres::NoTls).unwrap())
+    }
+}
+
+/// PostgreSQL with the journal's statements kept prepared by name on each connection
+/// (`statement_cache_size` in the URL, for a direct connection), schemas as for `Postgres`.
+struct Prepared {
+    cluster: Cluster,
+}
+
+/// What `Prepared` adds to a URL.
+const STATEMENT_CACHE: &str = "&statement_cache_size=64";
+
+impl Prepared {
+    /// `url` without `STATEMENT_CACHE`, for a client other than the journal's.
+    fn plain(url: &str) -> String {
+        url.replacen(STATEMENT_CACHE, "", 1)
+    }
+}
+
+impl Backend for Prepared {
+    fn name(&self) -> &'static str {
+        "postgres-prepared"
+    }
+    fn url(&self, behaviour: &str) -> String {
+        format!("{}{STATEMENT_CACHE}", self.cluster.schema_url(behaviour))
+    }
+    fn set_schema_version(&self, url: &str, version: i64) {
+        postgres_set_schema_version(&Prepared::plain(url), version);
+    }
+    fn create_ledger(&self, url: &str) {
+        postgres_create_ledger(&Prepared::plain(url));
+    }
+    fn ledger(&self, url: &str) -> Vec<(i64, i64)> {
+        postgres_ledger(&Prepared::plain(url))
+    }
+    fn credit_sql(&self) -> &'static str {
+        "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
+    }
+    fn sleep_sql(&self) -> Option<&'static str> {
+        Some("SELECT pg_sleep(0.3)")
+    }
+    fn cluster(&self) -> Option<&Cluster> {
+        Some(&self.cluster)
+    }
+    fn client(&self, url: &str) -> Option<postgres::Client> {
+        Some(postgres::Client::connect(&Prepared::plain(url), postgres::NoTls).unwrap())
+    }
+}
+
+/// PostgreSQL through PgBouncer in transaction pooling mode: a database for each behaviour (the
+/// pooler passes no `options`, so no schema in the URL), the journal's URL through the pooler,
+/// what a behaviour does behind the journal's back straight to the cluster.
+struct Pooled {
+    bouncer: PgBouncer,
+}
+
+impl Backend for Pooled {
+    fn name(&self) -> &'static str {
+        "pgbouncer"
+    }
+    fn url(&self, behaviour: &str) -> String {
+        self.bouncer.create_database(behaviour)
+    }
+    fn set_schema_version(&self, url: &str, version: i64) {
+        postgres_set_schema_version(&self.bouncer.direct(url), version);
+    }
+    fn create_ledger(&self, url: &str) {
+        postgres_create_ledger(&self.bouncer.direct(url));
+    }
+    fn ledger(&self, url: &str) -> Vec<(i64, i64)> {
+        postgres_ledger(&self.bouncer.direct(url))
+    }
+    fn credit_sql(&self) -> &'static str {
+        "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
+    }
+    fn sleep_sql(&self) -> Option<&'static str> {
+        Some("SELECT pg_sleep(0.3)")
+    }
+    fn cluster(&self) -> Option<&Cluster> {
+        Some(self.bouncer.cluster())
+    }
+    fn client(&self, url: &str) -> Option<postgres::Client> {
+        Some(postgres::Client::connect(&self.bouncer.direct(url), postgres::NoTls).unwrap())
+    }
+}
+
+fn postgres_set_schema_version(url: &str, version: i64) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client.execute("UPDATE sp_journal_meta SET value = $1 WHERE key = 'schema_version'", &[&version]).unwrap();
+}
+
+fn postgres_create_ledger(url: &str) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client.batch_execute("CREATE TABLE credits (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)").unwrap();
+}
+
+fn postgres_ledger(url: &str) -> Vec<(i64, i64)> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let rows = client.query("SELECT transaction_id, amount FROM credits ORDER BY 1, 2", &[]).unwrap();
+    rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -257,6 +366,7 @@ const SUITE: &[(&str, Behaviour)] = &[
         "a_claim_at_finish_across_a_renumbering_is_not_answered_by_the_new_numbering",
         a_claim_at_finish_across_a_renumbering_is_not_answered_by_the_new_numbering,
     ),
+    ("a_staged_session_setting_leaves_the_lock_timeout_alone", a_staged_session_setting_leaves_the_lock_timeout_alone),
 ];
 
 #[test]
@@ -268,6 +378,43 @@ fn sqlite_conformance() {
 fn postgres_conformance() {
     let Some(cluster) = Cluster::start("PostgreSQL half") else { return };
     backends::run_suite(SUITE, "postgres", &Postgres { cluster });
+}
+
+/// The same behaviours through PgBouncer in transaction pooling mode, unchanged.
+#[test]
+fn pgbouncer_conformance() {
+    let Some(bouncer) = PgBouncer::start("PostgreSQL through PgBouncer") else { return };
+    backends::run_suite(SUITE, "pgbouncer", &Pooled { bouncer });
+}
+
+/// The same behaviours with the journal's statements kept prepared (`statement_cache_size`).
+#[test]
+fn postgres_prepared_conformance() {
+    let Some(cluster) = Cluster::start("PostgreSQL with statements kept prepared") else { return };
+    backends::run_suite(SUITE, "postgres-prepared", &Prepared { cluster });
+}
+
+/// A connection keeps named statements only when its URL asks (`statement_cache_size`): a staged
+/// statement, run in the journal's own session, counts that session's prepared statements.
+#[test]
+fn postgres_statements_are_kept_prepared_only_when_the_url_asks() {
+    let Some(cluster) = Cluster::start("PostgreSQL statements kept prepared") else { return };
+    for (schema, suffix, kept) in [("unnamed", "", false), ("named", STATEMENT_CACHE, true)] {
+        let url = format!("{}{suffix}", cluster.schema_url(schema));
+        let journal = open(&url);
+        let mut client = postgres::Client::connect(&Prepared::plain(&url), postgres::NoTls).unwrap();
+        client.batch_execute("CREATE TABLE prepared_seen (n BIGINT NOT NULL)").unwrap();
+        for n in 1..=3 {
+            let claim = new_claim(&journal, &refund(n, Some(n), 7));
+            let count =
+                Staged::new("INSERT INTO prepared_seen SELECT count(*) FROM pg_prepared_statements", Vec::new());
+            journal.finish_with(&claim, b"ok", &[count.unwrap()]).expect("finish");
+        }
+        let counts: Vec<i64> =
+            client.query("SELECT n FROM prepared_seen", &[]).unwrap().iter().map(|row| row.get(0)).collect();
+        assert_eq!(counts.len(), 3, "{schema}");
+        assert!(counts.iter().all(|&n| (n > 0) == kept), "{schema}: prepared statements seen {counts:?}");
+    }
 }
 
 /// `Journal::clock_ms` reads the journal's wall clock (PostgreSQL's, this host's on SQLite) in
@@ -1880,19 +2027,53 @@ fn the_whole_index_range_resolved(b: &dyn Backend) {
 }
 
 /// A TCP proxy in front of the cluster that can cut a connection the moment the server answers
-/// a message carrying a marker, without passing the answer on: the server did the work (and
-/// committed it) and the journal never hears so, as when the server dies at that moment.
+/// a message carrying a marker and ends its transaction, without passing the answers on: the
+/// server did the work (and committed it) and the journal never hears so, as when the server
+/// dies at that moment; or hears only a pooler's FATAL error in their place, as when PgBouncer's
+/// server connection dies under a client's transaction.
 struct Cutter {
     port: u16,
-    armed: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
+    armed: Arc<std::sync::Mutex<Option<Marker>>>,
     cuts: Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// What the `Cutter` waits for the client to send.
+struct Marker {
+    bytes: Vec<u8>,
+    /// Whether it must be the whole of what the client sends at once.
+    alone: bool,
+    /// Whether the client is told `POOLER_FATAL` before the cut.
+    fatal: bool,
+}
+
+/// What PgBouncer 1.18 sends a client whose server connection died under it, before it closes
+/// the client's connection: an ErrorResponse, FATAL, SQLSTATE 08P01.
+fn pooler_fatal() -> Vec<u8> {
+    let fields: Vec<u8> = [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "08P01"), (b'M', "server conn crashed?")]
+        .iter()
+        .flat_map(|&(code, text)| std::iter::once(code).chain(text.bytes()).chain([0]))
+        .chain([0])
+        .collect();
+    let length = u32::try_from(fields.len() + 4).unwrap();
+    [&[b'E'][..], &length.to_be_bytes(), &fields].concat()
+}
+
+impl Marker {
+    fn found_in(&self, sent: &[u8]) -> bool {
+        if self.alone { sent == self.bytes.as_slice() } else { sent.windows(self.bytes.len()).any(|w| w == self.bytes) }
+    }
+}
+
+/// The simple query `COMMIT`, as a client sends it.
+const COMMIT_QUERY: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
+/// The server's ReadyForQuery outside a transaction: what it did before is committed.
+const READY_IDLE: &[u8] = b"Z\0\0\0\x05I";
 
 impl Cutter {
     fn start(server_port: u16) -> Cutter {
         use std::io::{Read, Write};
         use std::net::{Shutdown, TcpListener, TcpStream};
-        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::atomic::{AtomicU8, Ordering};
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let cutter = Cutter { port, armed: Arc::default(), cuts: Arc::default() };
@@ -1901,16 +2082,16 @@ impl Cutter {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
                 let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else { continue };
-                let cut = Arc::new(AtomicBool::new(false));
+                // 0: not armed for this connection; 1: to be cut; 2: to be cut after POOLER_FATAL.
+                let cut = Arc::new(AtomicU8::new(0));
                 let (mut from, mut to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 let (armed, marked) = (Arc::clone(&armed), Arc::clone(&cut));
                 thread::spawn(move || {
                     let mut buffer = vec![0; 1 << 16];
                     while let Ok(n @ 1..) = from.read(&mut buffer) {
                         let mut marker = armed.lock().unwrap();
-                        if marker.as_ref().is_some_and(|m| buffer[..n].windows(m.len()).any(|w| w == m)) {
-                            *marker = None;
-                            marked.store(true, Ordering::SeqCst);
+                        if let Some(found) = marker.take_if(|marker| marker.found_in(&buffer[..n])) {
+                            marked.store(if found.fatal { 2 } else { 1 }, Ordering::SeqCst);
                         }
                         drop(marker);
                         if to.write_all(&buffer[..n]).is_err() {
@@ -1923,8 +2104,20 @@ impl Cutter {
                 thread::spawn(move || {
                     let mut buffer = vec![0; 1 << 16];
                     while let Ok(n @ 1..) = from.read(&mut buffer) {
-                        if cut.load(Ordering::SeqCst) {
+                        let how = cut.load(Ordering::SeqCst);
+                        if how > 0 {
+                            // Swallowed until the server ends the transaction: the statement
+                            // and its COMMIT may be answered apart.
+                            if !buffer[..n].windows(READY_IDLE.len()).any(|w| w == READY_IDLE) {
+                                continue;
+                            }
                             cuts.fetch_add(1, Ordering::SeqCst);
+                            if how == 2 {
+                                // The connection's end comes later: the error is all the
+                                // journal hears of its request.
+                                let _ = to.write_all(&pooler_fatal());
+                                thread::sleep(Duration::from_millis(300));
+                            }
                             let _ = from.shutdown(Shutdown::Both);
                             break;
                         }
@@ -1941,7 +2134,24 @@ impl Cutter {
 
     /// Cuts the connection that next sends `marker`, once the server answered it.
     fn arm(&self, marker: &[u8]) {
-        *self.armed.lock().unwrap() = Some(marker.to_vec());
+        *self.armed.lock().unwrap() = Some(Marker { bytes: marker.to_vec(), alone: false, fatal: false });
+    }
+
+    /// As `arm`, the client told a pooler's FATAL error (`pooler_fatal`) before the cut.
+    fn arm_fatal(&self, marker: &[u8]) {
+        *self.armed.lock().unwrap() = Some(Marker { bytes: marker.to_vec(), alone: false, fatal: true });
+    }
+
+    /// Cuts the connection that next sends `COMMIT` on its own (the end of a transaction of
+    /// several statements: one of a single statement sends its `COMMIT` with it), once the
+    /// server answered it.
+    fn arm_commit(&self) {
+        *self.armed.lock().unwrap() = Some(Marker { bytes: COMMIT_QUERY.to_vec(), alone: true, fatal: false });
+    }
+
+    /// As `arm_commit`, the client told a pooler's FATAL error (`pooler_fatal`) before the cut.
+    fn arm_commit_fatal(&self) {
+        *self.armed.lock().unwrap() = Some(Marker { bytes: COMMIT_QUERY.to_vec(), alone: true, fatal: true });
     }
 
     fn cuts(&self) -> usize {
@@ -1992,7 +2202,7 @@ fn postgres_recognises_its_own_work_when_the_answer_is_lost() {
     journal.abandon(&claim).expect("abandon whose first answer was lost");
     assert_eq!(cutter.cuts(), 3);
     assert_eq!(rows(7002), ("abandoned".to_owned(), 1));
-    cutter.arm(b"COMMIT");
+    cutter.arm_commit();
     let claim = match journal.begin(&event).expect("a take-over whose COMMIT answer was lost") {
         Begin::New(claim) => claim,
         other => panic!("the worker's own take-over was not recognised: {other:?}"),
@@ -2003,12 +2213,48 @@ fn postgres_recognises_its_own_work_when_the_answer_is_lost() {
     let status = journal.status().unwrap();
     assert_eq!((status.handled, status.in_progress, status.unfinished), (2, 0, 0));
     // An operator's renumbering whose COMMIT's answer is lost: reported, done once.
-    cutter.arm(b"COMMIT");
+    cutter.arm_commit();
     let error = journal.renumber(1, "after a restart of the service").unwrap_err();
     assert_eq!(cutter.cuts(), 5);
     assert_eq!(error.kind, ErrorKind::Journal);
     assert!(error.message.contains("may or may not have been made"), "{error}");
     assert_eq!(journal.status().unwrap().numbering, 2, "renumbered once");
+}
+
+/// A pooler's own FATAL error in place of the answer (PgBouncer's `server conn crashed?`, SQLSTATE
+/// 08P01, when its server connection died under the transaction; the server did the work) ends
+/// the connection as a lost one does: the work runs again on a fresh connection and recognises
+/// its first run (a claim by its token, a stored reply by its attempt), also when the error is
+/// the whole answer to a `COMMIT` sent alone (then the connection's end is not seen first).
+#[test]
+fn postgres_a_poolers_fatal_error_in_place_of_the_answer_is_a_lost_connection() {
+    let Some(cluster) = Cluster::start("PostgreSQL, a pooler's FATAL error") else { return };
+    cluster.schema_url("pooler_fatal");
+    let cutter = Cutter::start(cluster.port());
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres?options=-csearch_path%3Dpooler_fatal", cutter.port);
+    let journal = open_with(&url, JournalOptions { busy_wait: Duration::ZERO, ..JournalOptions::default() });
+    let event = refund(7101, None, 7);
+    cutter.arm_fatal(b"gameSessionBuyRefund:7101");
+    let claim = match journal.begin(&event).expect("begin answered by the pooler's FATAL error") {
+        Begin::New(claim) => claim,
+        other => panic!("the worker's own claim was not recognised: {other:?}"),
+    };
+    assert_eq!((cutter.cuts(), claim.attempt()), (1, 1));
+    cutter.arm_fatal(b"the reply of 7101");
+    journal.finish(&claim, b"the reply of 7101").expect("finish answered by the pooler's FATAL error");
+    assert_eq!(cutter.cuts(), 2);
+    assert_eq!(done_reply(&journal, &event), b"the reply of 7101");
+    // A finish with a staged credit: its transaction's COMMIT, sent alone, answered so.
+    let mut client = cluster.client();
+    client.batch_execute("CREATE TABLE pooler_fatal.credits (transaction_id BIGINT, amount BIGINT)").unwrap();
+    let claim = new_claim(&journal, &refund(7102, None, 7));
+    let credit = Staged::new("INSERT INTO credits VALUES ($1, 5)", vec![SqlValue::Int(7102)]).unwrap();
+    cutter.arm_commit_fatal();
+    journal.finish_with(&claim, b"credited", &[credit]).expect("a COMMIT answered by the pooler's FATAL error");
+    assert_eq!(cutter.cuts(), 3);
+    assert_eq!(client.query("SELECT * FROM pooler_fatal.credits", &[]).unwrap().len(), 1, "credited once");
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.in_progress), (2, 0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2020,6 +2266,52 @@ fn at_finish() -> JournalOptions {
 
 fn credit(b: &dyn Backend, transaction_id: i64, amount: i64) -> Vec<Staged> {
     vec![Staged::new(b.credit_sql(), vec![SqlValue::Int(transaction_id), SqlValue::Int(amount)]).unwrap()]
+}
+
+/// PostgreSQL: a staged `SELECT set_config('lock_timeout', '0', false)` (a function call, which
+/// staging does not refuse as it does `SET`) changes the session of the server connection it ran
+/// on, which a pool (the journal's own, or PgBouncer's) hands to the next delivery. That delivery
+/// still waits for a table lock no longer than the journal's lock time-out (2 s) and fails, rather
+/// than waiting for the lock's holder (15 s); once the lock is gone, deliveries go through. With
+/// the claim written by `begin` and at finish.
+fn a_staged_session_setting_leaves_the_lock_timeout_alone(b: &dyn Backend) {
+    if b.cluster().is_none() {
+        return; // SQLite has no session settings to change
+    }
+    let lock_timeout = Duration::from_secs(2);
+    for (name, options) in [
+        ("staged_lock_timeout", JournalOptions { busy_wait: Duration::ZERO, lock_timeout, ..Default::default() }),
+        ("staged_lock_timeout_at_finish", JournalOptions { lock_timeout, ..at_finish() }),
+    ] {
+        let url = b.url(name);
+        let journal = open_with(&url, options);
+        b.create_ledger(&url);
+        let claim = new_claim(&journal, &refund(1, Some(1), 7));
+        let mut staged = credit(b, 1, 100);
+        staged.push(Staged::new("SELECT set_config('lock_timeout', '0', false)", Vec::new()).unwrap());
+        journal.finish_with(&claim, b"credited", &staged).expect("finish with the setting staged");
+        let (locked, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        let mut holder = b.client(&url).expect("a PostgreSQL client");
+        let holding = thread::spawn(move || {
+            let mut tx = holder.transaction().unwrap();
+            tx.batch_execute("LOCK TABLE sp_journal_delivery IN ACCESS EXCLUSIVE MODE").unwrap();
+            locked.0.send(()).unwrap();
+            let _ = release.1.recv_timeout(Duration::from_secs(15));
+            tx.rollback().unwrap();
+        });
+        locked.1.recv().unwrap();
+        let started = Instant::now();
+        let waited = journal.begin(&refund(2, Some(2), 7));
+        let elapsed = started.elapsed();
+        release.0.send(()).unwrap();
+        holding.join().unwrap();
+        let error = waited.expect_err("a delivery while the table is locked");
+        assert_eq!(error.kind, ErrorKind::Journal, "{name}: {error}");
+        assert!(error.message.contains("lock timeout"), "{name}: {error}");
+        assert!(elapsed < Duration::from_secs(10), "{name}: waited {elapsed:?} for the lock, not the lock time-out");
+        handle(&journal, &refund(2, Some(2), 7), b"after the lock");
+        assert_eq!(b.ledger(&url), vec![(1, 100)], "{name}");
+    }
 }
 
 /// `begin` writes nothing for a new key; `finish` stores the delivery, its credit, its index and
@@ -2382,7 +2674,7 @@ fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised() {
     let result = thread::scope(|s| {
         let finishing = s.spawn(|| journal.finish_with(&claim, b"two", &staged));
         thread::sleep(Duration::from_millis(150)); // inside its sleep, holding the numbering's lock
-        cutter.arm(b"COMMIT");
+        cutter.arm_commit();
         operator.renumber(1, "the service restarted its numbering").unwrap();
         finishing.join().unwrap()
     });

@@ -7,12 +7,22 @@
 //! again), else `SELECT ... FOR UPDATE` of the existing row decides. Times (leases) are the
 //! server's clock, so that hosts whose clocks differ agree. Claims commit with
 //! `synchronous_commit=off`, stored replies with `on` (`Synchronous::Full`): the statement that
-//! stores a reply sets its own transaction's `synchronous_commit` (`set_config(..., true)`), so
-//! that a durable `finish` is one round trip, not three (`BEGIN; SET LOCAL`, the statement,
-//! `COMMIT`). A transaction's `BEGIN` is written with its first statement (`Client::defer`), and
-//! the finish of a claim at finish writes the partner's staged statements and the storing
-//! statement together (`Client::pipeline`): its transaction is two round trips, that and
-//! `COMMIT`, however many statements it holds. Indexes are appended to `sp_journal_seen` and
+//! stores a reply sets its own transaction's `synchronous_commit` (`set_config(..., true)`).
+//!
+//! Nothing the journal relies on is left on a connection between transactions, so that it works
+//! unchanged behind a pooler in transaction mode (PgBouncer), where each transaction may run on
+//! another server connection, shared with other clients: its statements are unnamed (see
+//! `client`; the URL's `statement_cache_size` keeps them prepared on a direct connection
+//! instead, see `statement_cache`), every transaction's `BEGIN` sets the settings it relies on
+//! for that transaction only (`begin_batch`: `SET LOCAL lock_timeout`, `synchronous_commit`),
+//! whatever a staged statement or another client left in the session, and its locks are
+//! transaction-level (`pg_advisory_xact_lock`, row locks). A transaction's `BEGIN` is written
+//! with its first statement (`Client::defer`), and a transaction of one statement
+//! (`Mode::Single`) is written whole, `BEGIN`, the statement and `COMMIT`
+//! (`Client::close_with`): one round trip. The finish of a claim at finish writes the partner's
+//! staged statements and the storing statement together (`Client::pipeline`): its transaction
+//! is two round trips, that and `COMMIT`, however many statements it holds. Indexes are
+//! appended to `sp_journal_seen` and
 //! merged into the runs in batches (every few hundred deliveries of a process, and before
 //! `status` and `missing` answer), so that concurrent deliveries never queue on the runs.
 //! Counters are spread over shard rows for the same reason.
@@ -24,14 +34,12 @@
 //! recognises what the first did: its claim by the claim's token, its stored reply or release
 //! by the claim's attempt.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, Row, Statement};
+use tokio_postgres::{Config, Row};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -47,11 +55,15 @@ use super::staged::Staged;
 use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous};
 
 mod client;
+mod param;
 mod staged;
+mod statement_cache;
 mod tls;
 mod url;
 
-use client::{Client, ConnectError, Deadlines, Params, PipelineError};
+use client::{Client, ConnectError, Deadlines, PipelineError, Typed};
+use param::{Param, Params, typed};
+use statement_cache::StatementCache;
 
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
@@ -118,6 +130,9 @@ pub(crate) struct Postgres {
     tls: tls::Tls,
     /// The URL's `command_timeout`, which wins over `JournalOptions::command_timeout`.
     command_timeout: Option<Duration>,
+    /// The URL's `statement_cache_size`: how many of the journal's statements a connection
+    /// keeps prepared by name (0: none, every statement unnamed; see `statement_cache`).
+    statement_cache_size: usize,
     pool: Pool<PgConn>,
     /// Indexed deliveries of this process, for `maybe_fold`.
     calls: AtomicU64,
@@ -135,10 +150,8 @@ pub(crate) struct Postgres {
 
 struct PgConn {
     client: Client,
-    statements: HashMap<&'static str, Statement>,
-    /// The partner's staged statements prepared on this connection.
-    staged: staged::Prepared,
-    lock_timeout: Duration,
+    /// The journal's statements it keeps prepared, when the URL asks.
+    statements: StatementCache,
     /// `Postgres::generation` when it was opened.
     generation: u64,
 }
@@ -167,10 +180,11 @@ type TxResult<T> = std::result::Result<T, Fail>;
 /// `COMMIT` (the server may have committed and died before answering).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// One statement, committed on its own (`synchronous_commit=off`, the session's setting).
-    /// Run again on a fresh connection when the connection dies during it: every such
-    /// statement is harmless to run twice or recognises its own first run (a claim by its
-    /// token, a stored reply or release by its attempt); at worst a replay or refusal is
+    /// One statement in a transaction of its own (`synchronous_commit=off` unless it sets its
+    /// own), written with its `BEGIN` and `COMMIT` in one round trip. Run again on a fresh
+    /// connection when the connection dies during it (its outcome unknown, as at `COMMIT`):
+    /// every such statement is harmless to run twice or recognises its own first run (a claim
+    /// by its token, a stored reply or release by its attempt); at worst a replay or refusal is
     /// counted twice.
     Single,
     /// Between `BEGIN` and `COMMIT`, `synchronous_commit=off`; run again as `Single` is, so
@@ -189,45 +203,46 @@ enum Mode {
     Once,
 }
 
-/// One transaction on a pooled connection, with its prepared statements.
+/// One transaction on a pooled connection. Its statements are sent unnamed, each parameter
+/// declared as the type of its value (`param`), or by name when the connection keeps them
+/// prepared (`statement_cache`).
 struct Tx<'a> {
     client: &'a mut Client,
-    statements: &'a mut HashMap<&'static str, Statement>,
-    staged: &'a mut staged::Prepared,
+    statements: &'a mut StatementCache,
 }
 
 impl Tx<'_> {
-    fn statement(&mut self, sql: &'static str) -> std::result::Result<Statement, tokio_postgres::Error> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.client.prepare(sql)?;
-        self.statements.insert(sql, statement.clone());
-        Ok(statement)
-    }
-
-    fn execute(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<u64, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.execute(&statement, params)
-    }
-
-    fn query(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.query(&statement, params)
-    }
-
-    fn query_one(&mut self, sql: &'static str, params: Params<'_>) -> std::result::Result<Row, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.query_one(&statement, params)
-    }
-
-    fn query_opt(
+    /// `sql`'s statement when the connection keeps it prepared (see `StatementCache::prepared`).
+    fn prepared(
         &mut self,
-        sql: &'static str,
-        params: Params<'_>,
-    ) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
-        let statement = self.statement(sql)?;
-        self.client.query_opt(&statement, params)
+        sql: &str,
+        params: &Typed<'_>,
+    ) -> std::result::Result<Option<tokio_postgres::Statement>, tokio_postgres::Error> {
+        self.statements.prepared(self.client, sql, params)
+    }
+
+    fn execute(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<u64, tokio_postgres::Error> {
+        let params = typed(params);
+        let named = self.prepared(sql, &params)?;
+        self.client.execute(statement_cache::sql(sql, named.as_ref()), &params)
+    }
+
+    fn query(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
+        let params = typed(params);
+        let named = self.prepared(sql, &params)?;
+        self.client.query(statement_cache::sql(sql, named.as_ref()), &params)
+    }
+
+    fn query_one(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Row, tokio_postgres::Error> {
+        let params = typed(params);
+        let named = self.prepared(sql, &params)?;
+        self.client.query_one(statement_cache::sql(sql, named.as_ref()), &params)
+    }
+
+    fn query_opt(&mut self, sql: &str, params: Params<'_>) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
+        let params = typed(params);
+        let named = self.prepared(sql, &params)?;
+        self.client.query_opt(statement_cache::sql(sql, named.as_ref()), &params)
     }
 
     fn meta(&mut self, key: &str) -> std::result::Result<Option<i64>, tokio_postgres::Error> {
@@ -249,7 +264,8 @@ impl Postgres {
             // `verify-ca`, `verify-full` and `sslrootcert`.
             let own = url::take_ours(url)?;
             let tls = tls::from_params(own.sslmode.as_deref(), own.sslrootcert.as_deref())?;
-            let mut config: Config = own.rest.parse().map_err(|e| {
+            let (rest, statement_cache_size) = statement_cache::from_url(&own.rest)?;
+            let mut config: Config = rest.parse().map_err(|e| {
                 Error::field(ErrorKind::InvalidArgument, "journal_url", format!("not a PostgreSQL URL: {e}"))
             })?;
             tls.configure(&mut config);
@@ -263,6 +279,7 @@ impl Postgres {
                 label,
                 tls,
                 command_timeout: own.command_timeout,
+                statement_cache_size,
                 pool: Pool::new(8),
                 calls: AtomicU64::new(pid),
                 next_shard: AtomicU64::new(pid),
@@ -343,7 +360,7 @@ impl Postgres {
     }
 
     /// Whether the journal is current and holds the configured first index, read in one
-    /// statement in autocommit (prepared once a connection): the usual case of an open, a
+    /// statement (`Mode::Single`: one round trip): the usual case of an open, a
     /// journal opened again (PHP-FPM opens one for every request), costs a round trip instead
     /// of a transaction of four. `false` sends the open down the full path, which decides.
     fn settled(&self, options: &JournalOptions) -> Result<bool> {
@@ -384,7 +401,7 @@ impl Postgres {
         let deadlines = self.deadlines(options);
         let mut config = self.config.clone();
         config.connect_timeout(deadlines.connect);
-        let mut client = Client::connect(&config, self.tls.connector(), deadlines).map_err(|e| match e {
+        let client = Client::connect(&config, self.tls.connector(), deadlines).map_err(|e| match e {
             ConnectError::Runtime(e) => {
                 Error::new(ErrorKind::Journal, format!("{}: cannot start the client's I/O: {e}", self.label))
             }
@@ -404,14 +421,7 @@ impl Postgres {
                 error
             }
         })?;
-        client.batch_execute(&session_settings(options)).map_err(|e| self.failure(&client, &e, true))?;
-        Ok(PgConn {
-            client,
-            statements: HashMap::new(),
-            staged: staged::Prepared::default(),
-            lock_timeout: options.lock_timeout,
-            generation,
-        })
+        Ok(PgConn { client, statements: StatementCache::new(self.statement_cache_size), generation })
     }
 
     /// A connection for one transaction: a kept one, unless it is closed or was opened before a
@@ -436,14 +446,9 @@ impl Postgres {
         self.generation.fetch_max(conn.generation + 1, Ordering::AcqRel);
     }
 
-    /// The error of `e`, a failure on `client`: the time-out's own when a round trip went past
-    /// its deadline (`at_commit`: the round trip carried a commit, or a statement in autocommit,
-    /// whose outcome is then unknown), else `error`'s.
-    fn failure(&self, client: &Client, e: &tokio_postgres::Error, at_commit: bool) -> Error {
-        if client.timed_out() { self.timed_out(client, at_commit) } else { self.error(e) }
-    }
-
-    /// The error of a round trip on `client` past its deadline (see `failure`).
+    /// The error of a round trip on `client` past its deadline: the connection was closed, and
+    /// `at_commit` (the round trip carried a commit, or a statement in autocommit) says that the
+    /// outcome is unknown.
     fn timed_out(&self, client: &Client, at_commit: bool) -> Error {
         let outcome = if at_commit {
             "the commit was sent and not confirmed: the change may or may not have been made"
@@ -509,20 +514,11 @@ impl Postgres {
         mode: Mode,
         mut work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
     ) -> Result<(T, bool)> {
-        let begin = match mode {
-            Mode::Single => None,
-            Mode::Normal | Mode::Once => Some("BEGIN"),
-            Mode::AtFinish => Some(concat!(
-                "BEGIN; SELECT pg_advisory_xact_lock_shared(",
-                numbering_lock!(),
-                "), set_config('slotpartner.guard', 'on', true)"
-            )),
-        };
         let (mut tries, mut reconnected, mut unknown) = (0, false, false);
         loop {
             tries += 1;
             let mut conn = self.connection(options)?;
-            if let Err(e) = self.begin(&mut conn, options, begin) {
+            if let Err(e) = self.begin(&mut conn, options, mode) {
                 conn.mark_broken();
                 if conn.client.timed_out() {
                     return Err(self.timed_out(&conn.client, false));
@@ -536,16 +532,15 @@ impl Postgres {
                 return Err(self.error(&e));
             }
             let result = {
-                let PgConn { client, statements, staged, .. } = &mut *conn;
-                let mut tx = Tx { client, statements, staged };
-                work(&mut tx)
+                let PgConn { client, statements, .. } = &mut *conn;
+                work(&mut Tx { client, statements })
             };
-            // Whether a failure leaves the outcome unknown: it came at a single statement or at
-            // COMMIT. A failure inside BEGIN ... COMMIT committed nothing.
-            let (result, at_commit) = match (result, begin) {
-                (result, None) => (result, true),
-                (Ok(value), Some(_)) => (conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db), true),
-                (Err(fail), Some(_)) => {
+            // Whether a failure leaves the outcome unknown: it came at a single statement (sent
+            // with its COMMIT) or at COMMIT. A failure inside BEGIN ... COMMIT committed nothing.
+            let (result, at_commit) = match (result, mode) {
+                (result, Mode::Single) => (end_single(&mut conn, result), true),
+                (Ok(value), _) => (conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db), true),
+                (Err(fail), _) => {
                     if conn.client.batch_execute("ROLLBACK").is_err() {
                         conn.mark_broken();
                     }
@@ -633,15 +628,10 @@ impl Postgres {
     /// The staged statements, then the storing statement `sql` with `params`, written together
     /// in one round trip (with the transaction's `BEGIN`, when not yet sent): the one row the
     /// storing statement answers.
-    fn staged_then_store(
-        &self,
-        tx: &mut Tx<'_>,
-        staged: &[Staged],
-        sql: &'static str,
-        params: Params<'_>,
-    ) -> TxResult<Row> {
-        let store = tx.statement(sql)?;
-        let rows = staged::run_then(tx.client, tx.staged, staged, (&store, params))?;
+    fn staged_then_store(&self, tx: &mut Tx<'_>, staged: &[Staged], sql: &str, params: Params<'_>) -> TxResult<Row> {
+        let params = typed(params);
+        let named = tx.prepared(sql, &params)?;
+        let rows = staged::run_then(tx.client, staged, (statement_cache::sql(sql, named.as_ref()), &params))?;
         <[Row; 1]>::try_from(rows).map(|[row]| row).map_err(|rows| {
             Fail::Journal(Error::new(
                 ErrorKind::Journal,
@@ -650,22 +640,20 @@ impl Postgres {
         })
     }
 
+    /// Begins a transaction of `mode` on `conn`: its `begin_batch` is sent with its first
+    /// statement, in its round trip, and a `Mode::Single` transaction's `COMMIT` after it.
     fn begin(
         &self,
         conn: &mut Pooled<'_, PgConn>,
         options: &JournalOptions,
-        begin: Option<&'static str>,
+        mode: Mode,
     ) -> std::result::Result<(), tokio_postgres::Error> {
         conn.client.set_command_timeout(self.deadlines(options).command);
-        if conn.lock_timeout != options.lock_timeout {
-            conn.client.batch_execute(&session_settings(options))?;
-            conn.lock_timeout = options.lock_timeout;
+        conn.client.defer(begin_batch(mode, options))?;
+        if mode == Mode::Single {
+            conn.client.close_with("COMMIT");
         }
-        match begin {
-            // Sent with the transaction's first statement, in its round trip.
-            Some(begin) => conn.client.defer(begin),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// Records that `index`, first delivered with `other`, came again with the key `key` (an
@@ -781,8 +769,12 @@ impl Postgres {
 
 /// Whether `e` says the connection is gone: the server shut down (SQLSTATE 57P01, a restart or
 /// `pg_terminate_backend`), crashed (57P02), is starting (57P03), ended an idle session
-/// (57P05), or the socket failed. A fresh connection may succeed where it failed.
+/// (57P05), ended it for any other reason (any FATAL error: a pooler's own when its server
+/// connection died under the transaction, PgBouncer's `server conn crashed?`, 08P01, which may
+/// come as the whole answer to a `COMMIT` before the connection's end is seen), or the socket
+/// failed. A fresh connection may succeed where it failed.
 fn connection_lost(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::Severity;
     const GONE: [SqlState; 4] = [
         SqlState::ADMIN_SHUTDOWN,
         SqlState::CRASH_SHUTDOWN,
@@ -791,13 +783,15 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
     ];
     e.is_closed()
         || e.code().is_some_and(|code| GONE.contains(code))
+        || e.as_db_error().is_some_and(|db| matches!(db.parsed_severity(), Some(Severity::Fatal | Severity::Panic)))
         || std::error::Error::source(e).is_some_and(|cause| cause.is::<std::io::Error>())
 }
 
-/// Whether `e` says the connection's session is no longer the one the journal set up: its
-/// prepared statements are stale (`cached plan must not change result type` after a table
-/// changed, or gone after a `DEALLOCATE`), or its tables are not found or not allowed (a search
-/// path or role changed for the session). Such a connection is dropped, not kept.
+/// Whether `e` says the connection's session is no longer the one the journal relies on: its
+/// tables are not found or not allowed (a search path or role changed for the session), or a
+/// statement it keeps prepared (`statement_cache_size`) is stale (`cached plan must not change
+/// result type` after a table changed, or gone after a `DEALLOCATE`). Such a connection is
+/// dropped, not kept.
 fn poisoned(e: &tokio_postgres::Error) -> bool {
     const STALE: [SqlState; 4] = [
         SqlState::FEATURE_NOT_SUPPORTED,
@@ -828,9 +822,45 @@ fn seconds(duration: Duration) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-fn session_settings(options: &JournalOptions) -> String {
+/// The batch that begins each of the journal's transactions (written with its first
+/// statement): READ COMMITTED whatever the session's default, and every setting the journal
+/// relies on, set for this transaction only (`SET LOCAL`), so that none is left on the
+/// connection and none found there counts: neither one a staged statement changed for the
+/// session (`set_config(..., false)`) nor one another client of a pooler's server connection
+/// left. `lock_timeout` is the journal's lock time-out; `synchronous_commit` is off (a
+/// statement storing a reply sets its own). A claim at finish's (`Mode::AtFinish`) also takes
+/// the numbering's lock shared and sets the transaction's guard.
+fn begin_batch(mode: Mode, options: &JournalOptions) -> String {
     let lock_ms = options.lock_timeout.as_millis().max(1);
-    format!("SET synchronous_commit TO off; SET lock_timeout TO {lock_ms}")
+    let mut batch = format!(
+        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout TO {lock_ms}; SET LOCAL synchronous_commit TO off"
+    );
+    if mode == Mode::AtFinish {
+        batch.push_str(concat!(
+            "; SELECT pg_advisory_xact_lock_shared(",
+            numbering_lock!(),
+            "), set_config('slotpartner.guard', 'on', true)"
+        ));
+    }
+    batch
+}
+
+/// Ends a `Mode::Single` transaction whose `COMMIT` did not go with its statement (the statement
+/// failed before it was written, or none was sent): committed when `result` is a success, else
+/// rolled back (the connection dropped when that fails). Answers `result`, or the commit's failure.
+fn end_single<T>(conn: &mut Pooled<'_, PgConn>, result: TxResult<T>) -> TxResult<T> {
+    if !conn.client.left_open() {
+        return result;
+    }
+    match result {
+        Ok(value) => conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db),
+        Err(fail) => {
+            if conn.client.batch_execute("ROLLBACK").is_err() {
+                conn.mark_broken();
+            }
+            Err(fail)
+        }
+    }
 }
 
 /// `postgres://user@host:port/dbname`, leaving out the password and other parameters.
@@ -926,7 +956,7 @@ impl Runs for PgRuns<'_, '_> {
     }
 
     fn put(&mut self, run: Run, seen: gaps::Seen) -> std::result::Result<(), tokio_postgres::Error> {
-        /// `schema::RUNS_PUT` with `$N` parameters, prepared once per connection like the rest.
+        /// `schema::RUNS_PUT` with `$N` parameters, made once.
         static RUNS_PUT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| dollar_params(schema::RUNS_PUT));
         self.0.execute(RUNS_PUT.as_str(), &[&run.lo, &run.hi, &seen.first_ms, &seen.last_ms]).map(drop)
     }
@@ -969,15 +999,14 @@ impl PgSql<'_, '_> {
     }
 }
 
-type PgParam = Box<dyn ToSql + Sync>;
-
-fn pg_params(params: &[Value]) -> Vec<PgParam> {
+/// The parameters of one of the statements shared with SQLite: integers as `int8`, text as `text`.
+fn pg_params(params: &[Value]) -> Vec<&dyn Param> {
     params
         .iter()
-        .map(|p| -> PgParam {
+        .map(|p| -> &dyn Param {
             match p {
-                Value::Int(v) => Box::new(*v),
-                Value::Text(v) => Box::new(v.clone()),
+                Value::Int(v) => v,
+                Value::Text(v) => v,
             }
         })
         .collect()
@@ -985,16 +1014,12 @@ fn pg_params(params: &[Value]) -> Vec<PgParam> {
 
 impl Sql for PgSql<'_, '_> {
     fn exec(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
-        let owned = pg_params(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| p.as_ref()).collect();
-        self.tx.client.execute(dollar_params(sql).as_str(), &refs).map_err(|e| self.fail(&e))
+        self.tx.execute(&dollar_params(sql), &pg_params(params)).map_err(|e| self.fail(&e))
     }
 
     fn rows(&mut self, sql: &str, params: &[Value]) -> Result<Vec<SqlRow>> {
         use tokio_postgres::types::Type;
-        let owned = pg_params(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|p| p.as_ref()).collect();
-        let rows = self.tx.client.query(dollar_params(sql).as_str(), &refs).map_err(|e| self.fail(&e))?;
+        let rows = self.tx.query(&dollar_params(sql), &pg_params(params)).map_err(|e| self.fail(&e))?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let mut values = Vec::with_capacity(row.len());
@@ -1021,7 +1046,7 @@ impl Sql for PgSql<'_, '_> {
 
     fn now_ms(&mut self) -> Result<i64> {
         let sql = concat!("SELECT ", now_ms!());
-        let row = self.tx.client.query_one(sql, &[]).map_err(|e| self.fail(&e))?;
+        let row = self.tx.query_one(sql, &[]).map_err(|e| self.fail(&e))?;
         row.try_get(0).map_err(|e| self.fail(&e))
     }
 

@@ -59,6 +59,20 @@ pub fn unprivileged_prefix() -> Option<Vec<&'static str>> {
     }
 }
 
+/// Hands `path` to the unprivileged user `runner` runs commands as (`nobody` when it is not
+/// empty), so that a server run as that user may write there; nothing to do otherwise.
+pub fn give_to_runner(runner: &[&str], path: &Path) {
+    if runner.is_empty() {
+        return;
+    }
+    let id = |flag: &str| -> u32 {
+        let out = Command::new("id").args([flag, "nobody"]).output().expect("id");
+        String::from_utf8_lossy(&out.stdout).trim().parse().expect("nobody's id")
+    };
+    std::os::unix::fs::chown(path, Some(id("-u")), Some(id("-g")))
+        .unwrap_or_else(|e| panic!("chown {} to nobody: {e}", path.display()));
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -100,13 +114,7 @@ impl Cluster {
             return None;
         };
         let dir = TempDir::new("slotpartner-pg");
-        if !runner.is_empty() {
-            let id = |flag: &str| -> u32 {
-                let out = Command::new("id").args([flag, "nobody"]).output().expect("id");
-                String::from_utf8_lossy(&out.stdout).trim().parse().expect("nobody's id")
-            };
-            std::os::unix::fs::chown(&dir.0, Some(id("-u")), Some(id("-g"))).expect("chown the cluster folder");
-        }
+        give_to_runner(&runner, &dir.0);
         let cluster = Cluster { bin, runner, dir, port: free_port() };
         let data = cluster.dir.0.join("data");
         cluster
@@ -178,14 +186,8 @@ impl Cluster {
         std::fs::write(&cert, cert_pem).expect("write the server certificate");
         std::fs::write(&key, key_pem).expect("write the server key");
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod the server key");
-        if !self.runner.is_empty() {
-            let id = |flag: &str| -> u32 {
-                let out = Command::new("id").args([flag, "nobody"]).output().expect("id");
-                String::from_utf8_lossy(&out.stdout).trim().parse().expect("nobody's id")
-            };
-            for file in [&cert, &key] {
-                std::os::unix::fs::chown(file, Some(id("-u")), Some(id("-g"))).expect("chown a TLS file");
-            }
+        for file in [&cert, &key] {
+            give_to_runner(&self.runner, file);
         }
         let mut client = self.client();
         // One statement per query: ALTER SYSTEM refuses to run inside a transaction block, and a
@@ -208,6 +210,23 @@ impl Cluster {
 
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect to the test cluster")
+    }
+
+    /// The superuser's URL of database `name`.
+    pub fn database_url(&self, name: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// Creates database `name`, for a journal of its own where a URL cannot name a schema (behind
+    /// a pooler, which passes no `options` on): answers its URL.
+    pub fn create_database(&self, name: &str) -> String {
+        self.client().batch_execute(&format!("CREATE DATABASE {name}")).expect("create a database");
+        self.database_url(name)
+    }
+
+    /// The command prefix that runs a server as this cluster's user (see `unprivileged_prefix`).
+    pub fn runner(&self) -> &[&'static str] {
+        &self.runner
     }
 
     /// A URL whose tables live in schema `name` of their own (created here), so that one

@@ -2,9 +2,16 @@
 //! connection's own (one thread, the caller's), as the `postgres` crate does, with two ways of
 //! sending more than one request in a round trip:
 //!
-//! - `defer`: a batch (the `BEGIN` of a transaction) kept until the next request and written
-//!   with it; its failure is that request's failure;
-//! - `pipeline`: several prepared statements written together and answered in order.
+//! - `defer` and `close_with`: batches (the `BEGIN` of a transaction with its settings, the
+//!   `COMMIT` of a transaction of one statement) kept until the next request and written ahead
+//!   of it and after it;
+//! - `pipeline`: several statements written together and answered in order.
+//!
+//! A statement is unnamed unless the caller prepared it (`Sql`): its parameters declared with
+//! their types (`Typed`), it is parsed, bound and run in one message sequence, so that nothing of
+//! it outlives its request on the server connection. A pooler in transaction mode (PgBouncer)
+//! hands a client's transactions to whichever server connection is free, where a named statement
+//! prepared on another would be missing, or one of another client's name already there.
 //!
 //! A round trip's requests are all written before any answer is read; the server runs them in
 //! order. Inside a transaction a statement failing on the server fails the ones after it
@@ -24,10 +31,20 @@ use std::time::Duration;
 
 use tokio::runtime::Runtime;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, Config, Error, Row, Socket, Statement, ToStatement};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{AsyncMessage, Config, Error, Row, Socket, Statement};
 
-pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+/// A statement's parameters, each with the type it is declared to the server as (`Type`'s OID
+/// 0 leaves it to the server to infer from the statement). Borrowed for the request.
+pub(super) type Typed<'a> = [(&'a (dyn ToSql + Sync), Type)];
+
+/// A statement as it is sent: its text, unnamed (parsed, bound and run at once), or by the name
+/// the connection keeps it prepared under (`Client::prepare`).
+#[derive(Clone, Copy)]
+pub(super) enum Sql<'a> {
+    Unnamed(&'a str),
+    Named(&'a Statement),
+}
 
 /// The connection's next message, polled by every request while it waits (the connection does
 /// the reading and writing); notices and notifications are not used and are dropped.
@@ -48,17 +65,19 @@ pub(super) struct Deadlines {
     pub command: Duration,
 }
 
-/// Where a round trip failed: the deferred batch (or the connection itself), or the statement at
-/// that position (from 0). The statements after it failed too, or were never sent.
+/// Where a round trip failed: the deferred batch (or the connection itself), the statement at
+/// that position (from 0), or the closing batch. The requests after it failed too, or were never
+/// sent.
 pub(super) enum PipelineError {
     Before(Error),
     At(usize, Error),
+    After(Error),
 }
 
 impl PipelineError {
     fn into_error(self) -> Error {
         match self {
-            PipelineError::Before(e) | PipelineError::At(_, e) => e,
+            PipelineError::Before(e) | PipelineError::At(_, e) | PipelineError::After(e) => e,
         }
     }
 }
@@ -72,8 +91,10 @@ pub(super) struct Client {
     runtime: Runtime,
     messages: Messages,
     inner: tokio_postgres::Client,
-    /// Sent with the next request (`defer`).
-    deferred: Option<&'static str>,
+    /// Sent ahead of the next request (`defer`).
+    deferred: Option<String>,
+    /// Sent after the next request (`close_with`).
+    closing: Option<&'static str>,
     /// How long a round trip may wait for its answers.
     command_timeout: Duration,
     /// Whether a round trip went past `command_timeout` (the connection is closed since).
@@ -102,6 +123,7 @@ impl Client {
             messages: Box::new(move |cx| connection.poll_message(cx)),
             inner,
             deferred: None,
+            closing: None,
             command_timeout: deadlines.command,
             timed_out: false,
         })
@@ -127,58 +149,76 @@ impl Client {
     /// Keeps `batch` (statements in the simple query protocol, without parameters) to be
     /// written with the next request, ahead of it. A batch deferred before and not yet sent is
     /// sent now, on its own.
-    pub(super) fn defer(&mut self, batch: &'static str) -> Result<(), Error> {
+    pub(super) fn defer(&mut self, batch: String) -> Result<(), Error> {
         if let Some(earlier) = self.deferred.take() {
-            self.batch_execute(earlier)?;
+            self.batch_execute(&earlier)?;
         }
         self.deferred = Some(batch);
         Ok(())
+    }
+
+    /// Keeps `batch` (as for `defer`) to be written with the next request, after it: a
+    /// transaction of one statement, `BEGIN` deferred and `COMMIT` closing, is one round trip.
+    /// The statement's failure is answered; the batch still runs (a `COMMIT` of a failed
+    /// transaction rolls it back).
+    pub(super) fn close_with(&mut self, batch: &'static str) {
+        self.closing = Some(batch);
+    }
+
+    /// Drops the batches of `defer` and `close_with` that were not written (no request came, or
+    /// one before them failed unsent), telling whether the deferred one was written and the
+    /// closing one not: then the transaction the deferred one began is still open on the server,
+    /// and the caller ends it.
+    pub(super) fn left_open(&mut self) -> bool {
+        let deferred = self.deferred.take();
+        let closing = self.closing.take();
+        deferred.is_none() && closing.is_some()
     }
 
     pub(super) fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
 
-    pub(super) fn prepare(&mut self, sql: &str) -> Result<Statement, Error> {
-        self.prepare_apart(sql).map_err(PipelineError::into_error)
-    }
-
-    /// `prepare`, telling the deferred batch's failure (`Before`: the transaction's, such as its
-    /// lock wait timing out) from the statement's own (`At(0)`).
-    pub(super) fn prepare_apart(&mut self, sql: &str) -> Result<Statement, PipelineError> {
-        self.send(|inner| Box::pin(async move { inner.prepare(sql).await.map(Some) }))
-    }
-
     pub(super) fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
         self.one(|inner| inner.batch_execute(sql))
     }
 
-    pub(super) fn execute<S: ?Sized + ToStatement>(&mut self, statement: &S, params: Params<'_>) -> Result<u64, Error> {
-        self.one(|inner| inner.execute(statement, params))
+    pub(super) fn execute(&mut self, sql: Sql<'_>, params: &Typed<'_>) -> Result<u64, Error> {
+        self.one(|inner| execute(inner, sql, params))
     }
 
-    pub(super) fn query<S: ?Sized + ToStatement>(
-        &mut self,
-        statement: &S,
-        params: Params<'_>,
-    ) -> Result<Vec<Row>, Error> {
-        self.one(|inner| inner.query(statement, params))
+    pub(super) fn query(&mut self, sql: Sql<'_>, params: &Typed<'_>) -> Result<Vec<Row>, Error> {
+        self.one(|inner| query(inner, sql, params))
     }
 
-    pub(super) fn query_one<S: ?Sized + ToStatement>(
-        &mut self,
-        statement: &S,
-        params: Params<'_>,
-    ) -> Result<Row, Error> {
-        self.one(|inner| inner.query_one(statement, params))
+    pub(super) fn query_one(&mut self, sql: Sql<'_>, params: &Typed<'_>) -> Result<Row, Error> {
+        self.one(|inner| async move {
+            match sql {
+                Sql::Unnamed(sql) => inner.query_typed_one(sql, params).await,
+                Sql::Named(statement) => inner.query_one(statement, &values(params)).await,
+            }
+        })
     }
 
-    pub(super) fn query_opt<S: ?Sized + ToStatement>(
-        &mut self,
-        statement: &S,
-        params: Params<'_>,
-    ) -> Result<Option<Row>, Error> {
-        self.one(|inner| inner.query_opt(statement, params))
+    pub(super) fn query_opt(&mut self, sql: Sql<'_>, params: &Typed<'_>) -> Result<Option<Row>, Error> {
+        self.one(|inner| async move {
+            match sql {
+                Sql::Unnamed(sql) => inner.query_typed_opt(sql, params).await,
+                Sql::Named(statement) => inner.query_opt(statement, &values(params)).await,
+            }
+        })
+    }
+
+    /// `sql` prepared under a name of this connection's, its parameters of `types`: one round
+    /// trip, with the deferred batch but never the closing one (the statement it closes is yet
+    /// to come).
+    pub(super) fn prepare(&mut self, sql: &str, types: &[Type]) -> Result<Statement, Error> {
+        let mut answers = self
+            .round_trip(false, |inner| {
+                vec![Box::pin(async move { inner.prepare_typed(sql, types).await.map(Some) }) as Request<'_, _>]
+            })
+            .map_err(PipelineError::into_error)?;
+        Ok(answers.pop().unwrap_or_else(|| unreachable!("a prepared statement answers `Some`")))
     }
 
     /// `send` of the one tokio-postgres call `call` makes, its failure whichever it was.
@@ -199,35 +239,48 @@ impl Client {
         &'a mut self,
         make: impl FnOnce(&'a tokio_postgres::Client) -> Request<'a, T>,
     ) -> Result<T, PipelineError> {
-        let mut answers = self.round_trip(|inner| vec![make(inner)])?;
+        let mut answers = self.round_trip(true, |inner| vec![make(inner)])?;
         Ok(answers.pop().unwrap_or_else(|| unreachable!("an answered request answers `Some`")))
     }
 
-    /// Runs the deferred batch, if any, then `statements` in order, all written at once: one
-    /// round trip. Answers each statement's rows, or where the first failure was.
-    pub(super) fn pipeline(&mut self, statements: &[(&Statement, Params<'_>)]) -> Result<Vec<Vec<Row>>, PipelineError> {
-        self.round_trip(|inner| {
-            statements
-                .iter()
-                .map(|&(statement, params)| -> Request<'_, Vec<Row>> {
-                    Box::pin(async move { inner.query(statement, params).await.map(Some) })
-                })
+    /// Runs the deferred batch, if any, then `executed` in order (their rows, if any, dropped),
+    /// then `queried`, all written at once: one round trip. Answers `queried`'s rows, or where the
+    /// first failure was (a statement's position counts `queried` last).
+    pub(super) fn pipeline(
+        &mut self,
+        executed: &[(&str, &Typed<'_>)],
+        queried: (Sql<'_>, &Typed<'_>),
+    ) -> Result<Vec<Row>, PipelineError> {
+        let mut answers = self.round_trip(true, |inner| {
+            let executed = executed.iter().map(|&(sql, params)| -> Request<'_, Vec<Row>> {
+                Box::pin(async move { inner.execute_typed(sql, params).await.map(|_| None) })
+            });
+            let (sql, params) = queried;
+            executed
+                .chain([Box::pin(async move { query(inner, sql, params).await.map(Some) }) as Request<'_, _>])
                 .collect()
-        })
+        })?;
+        Ok(answers.pop().unwrap_or_else(|| unreachable!("the queried statement answers `Some`")))
     }
 
-    /// The deferred batch, when there is one, then the requests `make` makes, in one round trip
-    /// (see `in_order`): each request's answer, or where the first failure was (the batch's,
-    /// or a request's by its position among them).
+    /// The deferred batch, when there is one, then the requests `make` makes, then (when
+    /// `closes`) the closing batch, when there is one, in one round trip (see `in_order`): each
+    /// request's answer, or where the first failure was (a batch's, or a request's by its position
+    /// among them). A closing batch left unsent (a request before it failed unsent) is kept (see
+    /// `left_open`).
     fn round_trip<'a, T>(
         &'a mut self,
+        closes: bool,
         make: impl FnOnce(&'a tokio_postgres::Client) -> Vec<Request<'a, T>>,
     ) -> Result<Vec<T>, PipelineError> {
-        let Client { runtime, messages, inner, deferred, command_timeout, timed_out } = self;
+        let Client { runtime, messages, inner, deferred, closing, command_timeout, timed_out } = self;
         let inner: &'a tokio_postgres::Client = inner;
         let batch = deferred.take().map(|batch| batch_request(inner, batch));
         let before = usize::from(batch.is_some());
-        let requests: Vec<Request<'a, T>> = batch.into_iter().chain(make(inner)).collect();
+        let mut requests: Vec<Request<'a, T>> = batch.into_iter().chain(make(inner)).collect();
+        let after = requests.len();
+        let closed = if closes { closing.take() } else { None };
+        requests.extend(closed.map(|batch| batch_request(inner, batch)));
         let answers = match in_order(runtime, messages, *command_timeout, requests) {
             Ok(answers) => answers,
             Err(Waited::Failed(e)) => return Err(PipelineError::Before(e)),
@@ -235,16 +288,21 @@ impl Client {
                 // The connection goes (its socket closed), with whatever it had written and
                 // not had answered; the requests fail as on any closed connection.
                 *timed_out = true;
+                *closing = None;
                 *messages = Box::new(|_| Poll::Ready(None));
                 let closed = runtime.block_on(inner.batch_execute(""));
                 return Err(PipelineError::Before(closed.expect_err("a request on a dropped connection fails")));
             }
         };
+        if closed.is_some() && answers.last().is_some_and(Option::is_none) {
+            *closing = closed;
+        }
         let mut answered = Vec::with_capacity(answers.len());
         for (at, answer) in answers.into_iter().enumerate() {
             match answer {
                 Some(Ok(answer)) => answered.extend(answer),
                 Some(Err(e)) if at < before => return Err(PipelineError::Before(e)),
+                Some(Err(e)) if at >= after => return Err(PipelineError::After(e)),
                 Some(Err(e)) => return Err(PipelineError::At(at - before, e)),
                 None => unreachable!("a request is left unsent only after one that failed"),
             }
@@ -253,9 +311,30 @@ impl Client {
     }
 }
 
-/// The deferred `batch` as a request of a round trip.
-fn batch_request<'a, T>(inner: &'a tokio_postgres::Client, batch: &'static str) -> Request<'a, T> {
-    Box::pin(async move { inner.batch_execute(batch).await.map(|()| None) })
+/// `sql` run with `params`, its rows dropped: the number of rows it changed.
+async fn execute(inner: &tokio_postgres::Client, sql: Sql<'_>, params: &Typed<'_>) -> Result<u64, Error> {
+    match sql {
+        Sql::Unnamed(sql) => inner.execute_typed(sql, params).await,
+        Sql::Named(statement) => inner.execute(statement, &values(params)).await,
+    }
+}
+
+/// `sql` run with `params`: its rows.
+async fn query(inner: &tokio_postgres::Client, sql: Sql<'_>, params: &Typed<'_>) -> Result<Vec<Row>, Error> {
+    match sql {
+        Sql::Unnamed(sql) => inner.query_typed(sql, params).await,
+        Sql::Named(statement) => inner.query(statement, &values(params)).await,
+    }
+}
+
+/// The values of `params`, for a statement prepared with their types.
+fn values<'a>(params: &Typed<'a>) -> Vec<&'a (dyn ToSql + Sync)> {
+    params.iter().map(|&(value, _)| value).collect()
+}
+
+/// A kept `batch` as a request of a round trip.
+fn batch_request<'a, T>(inner: &'a tokio_postgres::Client, batch: impl AsRef<str> + 'a) -> Request<'a, T> {
+    Box::pin(async move { inner.batch_execute(batch.as_ref()).await.map(|()| None) })
 }
 
 /// Polls `requests` in order until each is answered, driving the connection meanwhile: all are
@@ -322,5 +401,6 @@ fn block_on<T>(
         }
         work(cx).map(Ok)
     });
+    // The timer is made inside the runtime, whose clock it needs.
     runtime.block_on(async { tokio::time::timeout(deadline, waiting).await }).unwrap_or(Err(Waited::TimedOut))
 }

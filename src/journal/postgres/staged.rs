@@ -1,42 +1,41 @@
-//! The partner's staged statements on PostgreSQL: prepared once a connection (a few kept, like
-//! the journal's own), their parameters sent in text format so that the server converts each to
-//! its column's type, run inside the transaction of `finish`, sent together with the statement
-//! storing the reply.
+//! The partner's staged statements on PostgreSQL: sent unnamed (see `client`), also where the
+//! URL keeps the journal's own prepared (`statement_cache`), their parameters in text format and declared of no type (OID 0), so that
+//! the server infers each from the statement and reads it as its column's type, as when they were
+//! prepared; bytes declared `bytea`. Run inside the transaction of `finish`, sent together with
+//! the statement storing the reply; their rows, if any, dropped unread.
 
-use std::collections::HashMap;
 use std::error::Error as StdError;
+use std::sync::LazyLock;
 
 use bytes::BytesMut;
+use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Row, Statement};
+use tokio_postgres::types::{Format, IsNull, Kind, ToSql, Type, to_sql_checked};
 
 use super::super::hex::hex;
 use super::super::staged::{self, SqlValue, Staged};
-use super::{Client, Fail, Params, PipelineError, TxResult, connection_lost};
+use super::client::{Sql, Typed};
+use super::{Client, Fail, PipelineError, TxResult, connection_lost};
 
-/// How many of the partner's statements a connection keeps prepared; past it, all are dropped.
-const KEPT: usize = 64;
+/// A parameter's type left to the server (OID 0 in the Parse message: "unspecified").
+static UNSPECIFIED: LazyLock<Type> =
+    LazyLock::new(|| Type::new("unknown".to_owned(), 0, Kind::Simple, "pg_catalog".to_owned()));
 
-/// The partner's statements prepared on one connection, by text.
-#[derive(Default)]
-pub(super) struct Prepared(HashMap<String, Statement>);
-
-/// A parameter in text format, accepted for any type: the server reads it as the column's type.
+/// A parameter in text format: the server reads it as the type it infers for it; bytes in
+/// `bytea`'s hex format, declared `bytea` (see `declared`).
 #[derive(Debug)]
 struct AsText<'a>(&'a SqlValue);
 
 impl ToSql for AsText<'_> {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
+    fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
         match self.0 {
             SqlValue::Null => return Ok(IsNull::Yes),
             SqlValue::Int(v) => out.extend_from_slice(v.to_string().as_bytes()),
             SqlValue::Text(v) => out.extend_from_slice(v.as_bytes()),
-            SqlValue::Blob(v) if *ty == Type::BYTEA => {
+            SqlValue::Blob(v) => {
                 out.extend_from_slice(b"\\x");
                 out.extend_from_slice(hex(v).as_bytes());
             }
-            SqlValue::Blob(_) => return Err(format!("bytes cannot be bound to a parameter of type {ty}").into()),
         }
         Ok(IsNull::No)
     }
@@ -52,6 +51,15 @@ impl ToSql for AsText<'_> {
     to_sql_checked!();
 }
 
+/// The type a staged parameter is declared as: `bytea` for bytes (so that bytes bound where the
+/// server expects text are refused by it, not stored as their hex text), else left to the server.
+fn declared(value: &SqlValue) -> Type {
+    match value {
+        SqlValue::Blob(_) => Type::BYTEA,
+        SqlValue::Null | SqlValue::Int(_) | SqlValue::Text(_) => UNSPECIFIED.clone(),
+    }
+}
+
 /// Runs `staged` in order on `client`, inside the caller's transaction, then `last` (one of the
 /// journal's statements, with its parameters), all sent in one round trip (with the
 /// transaction's deferred `BEGIN`, if not yet sent); answers `last`'s rows. Inside the
@@ -59,44 +67,28 @@ impl ToSql for AsText<'_> {
 /// A lost connection or a serialization failure is left to the caller's retry (`Fail::Db`);
 /// any other failure of a staged statement names it (`Fail::Journal`), and the caller's
 /// rollback undoes them all.
-pub(super) fn run_then(
-    client: &mut Client,
-    prepared: &mut Prepared,
-    staged: &[Staged],
-    last: (&Statement, Params<'_>),
-) -> TxResult<Vec<Row>> {
-    let mut statements = Vec::with_capacity(staged.len());
-    for (at, statement) in staged.iter().enumerate() {
-        match prepare(client, prepared, statement.sql()) {
-            Ok(ready) => statements.push(ready),
-            // The transaction's deferred `BEGIN` went with it: its failure is not the statement's.
-            Err(PipelineError::Before(e)) => return Err(Fail::Db(e)),
-            Err(PipelineError::At(_, e)) => return Err(failure(prepared, at, statement, e)),
-        }
-    }
+pub(super) fn run_then(client: &mut Client, staged: &[Staged], last: (Sql<'_>, &Typed<'_>)) -> TxResult<Vec<Row>> {
     let texts: Vec<Vec<AsText<'_>>> =
         staged.iter().map(|statement| statement.params().iter().map(AsText).collect()).collect();
-    let refs: Vec<Vec<&(dyn ToSql + Sync)>> =
-        texts.iter().map(|params| params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()).collect();
-    let mut requests: Vec<(&Statement, Params<'_>)> =
-        statements.iter().zip(refs.iter()).map(|(statement, params)| (statement, params.as_slice())).collect();
-    requests.push(last);
-    match client.pipeline(&requests) {
-        Ok(mut answers) => Ok(answers.pop().unwrap_or_default()),
-        Err(PipelineError::At(at, e)) if at < staged.len() => Err(failure(prepared, at, &staged[at], e)),
-        Err(PipelineError::At(_, e) | PipelineError::Before(e)) => Err(Fail::Db(e)),
+    let params: Vec<Vec<(&(dyn ToSql + Sync), Type)>> = texts
+        .iter()
+        .map(|values| values.iter().map(|value| (value as &(dyn ToSql + Sync), declared(value.0))).collect())
+        .collect();
+    let executed: Vec<(&str, &Typed<'_>)> =
+        staged.iter().zip(&params).map(|(statement, params)| (statement.sql(), params.as_slice())).collect();
+    match client.pipeline(&executed, last) {
+        Ok(rows) => Ok(rows),
+        Err(PipelineError::At(at, e)) if at < staged.len() => Err(failure(at, &staged[at], e)),
+        Err(PipelineError::At(_, e) | PipelineError::Before(e) | PipelineError::After(e)) => Err(Fail::Db(e)),
     }
 }
 
 /// The failure of the staged statement at `at` (from 0).
-fn failure(prepared: &mut Prepared, at: usize, statement: &Staged, e: tokio_postgres::Error) -> Fail {
-    // Prepared again next time: a statement that failed may be stale (its table changed).
-    prepared.0.remove(statement.sql());
+fn failure(at: usize, statement: &Staged, e: tokio_postgres::Error) -> Fail {
     let code = e.code();
     if connection_lost(&e)
         || code == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
         || code == Some(&SqlState::T_R_DEADLOCK_DETECTED)
-        || code == Some(&SqlState::FEATURE_NOT_SUPPORTED)
     {
         return Fail::Db(e);
     }
@@ -108,16 +100,4 @@ fn failure(prepared: &mut Prepared, at: usize, statement: &Staged, e: tokio_post
         },
     };
     Fail::Journal(staged::failed(at + 1, statement, &problem))
-}
-
-fn prepare(client: &mut Client, prepared: &mut Prepared, sql: &str) -> Result<Statement, PipelineError> {
-    if let Some(statement) = prepared.0.get(sql) {
-        return Ok(statement.clone());
-    }
-    let statement = client.prepare_apart(sql)?;
-    if prepared.0.len() >= KEPT {
-        prepared.0.clear();
-    }
-    prepared.0.insert(sql.to_owned(), statement.clone());
-    Ok(statement)
 }
