@@ -769,10 +769,11 @@ impl Postgres {
 
 /// Whether `e` says the connection is gone: the server shut down (SQLSTATE 57P01, a restart or
 /// `pg_terminate_backend`), crashed (57P02), is starting (57P03), ended an idle session
-/// (57P05), ended it for any other reason (any FATAL error: a pooler's own when its server
-/// connection died under the transaction, PgBouncer's `server conn crashed?`, 08P01, which may
-/// come as the whole answer to a `COMMIT` before the connection's end is seen), or the socket
-/// failed. A fresh connection may succeed where it failed.
+/// (57P05), ended it for any other reason (any FATAL error), reported a connection exception
+/// (class 08: PgBouncer answers `server conn crashed?`, 08P01, with severity ERROR when its
+/// server connection died under the transaction, and closes the client's connection only after
+/// it, so that it may come as the whole answer to a `COMMIT` before the connection's end is
+/// seen), or the socket failed. A fresh connection may succeed where it failed.
 fn connection_lost(e: &tokio_postgres::Error) -> bool {
     use tokio_postgres::error::Severity;
     const GONE: [SqlState; 4] = [
@@ -784,6 +785,7 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
     e.is_closed()
         || e.code().is_some_and(|code| GONE.contains(code))
         || e.as_db_error().is_some_and(|db| matches!(db.parsed_severity(), Some(Severity::Fatal | Severity::Panic)))
+        || e.code().is_some_and(|code| code.code().starts_with("08"))
         || std::error::Error::source(e).is_some_and(|cause| cause.is::<std::io::Error>())
 }
 
@@ -1063,12 +1065,14 @@ impl Sql for PgSql<'_, '_> {
 
 const SEEN_INSERT: &str =
     concat!("INSERT INTO sp_journal_seen (idx, at_ms) VALUES ($1, ", now_ms!(), ") ON CONFLICT DO NOTHING");
-/// Records the index (when `$8`), inserts the claim unless the key exists, counts it in
-/// progress: one statement, so the common case of `begin` is one round trip.
+/// Records the index (when `$8`) unless the key is held at another index (then it is not this
+/// index's event: the third column answers that index, and the caller records the anomaly),
+/// inserts the claim unless the key exists, counts it in progress: one statement, so the common
+/// case of `begin` is one round trip.
 const CLAIM_NEW: &str = concat!(
     "WITH seen AS (INSERT INTO sp_journal_seen (idx, at_ms) SELECT $4::bigint, ",
     now_ms!(),
-    " WHERE $8::boolean AND $4::bigint IS NOT NULL ON CONFLICT DO NOTHING), ",
+    " WHERE $8::boolean AND $4::bigint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1 AND first_index <> $4::bigint) ON CONFLICT DO NOTHING), ",
     "claimed AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms) VALUES ($1, $2, $3, $4, $5, 'claimed', $6, 1, ",
     now_ms!(),
     ", ",
@@ -1077,7 +1081,8 @@ const CLAIM_NEW: &str = concat!(
     now_ms!(),
     " + $7) ON CONFLICT (key) DO NOTHING RETURNING 1), ",
     "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress + 1 WHERE shard = $9 AND EXISTS (SELECT 1 FROM claimed)) ",
-    "SELECT (SELECT count(*) FROM claimed), (SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM claimed) LIMIT 1)"
+    "SELECT (SELECT count(*) FROM claimed), (SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM claimed) LIMIT 1), ",
+    "(SELECT first_index FROM sp_journal_delivery WHERE $8::boolean AND key = $1 AND first_index <> $4::bigint)"
 );
 /// A repeat of a finished delivery, answered without the locking path: the stored reply of the
 /// key's done row when its content matches, counted as replayed, in one statement. A finished
@@ -1250,7 +1255,7 @@ impl super::Store for Postgres {
             reply_pruned,
             unwritten: None,
         };
-        let (inserted, reused_from) = self.transaction(options, Mode::Single, |tx| {
+        let (inserted, reused_from, held_at) = self.transaction(options, Mode::Single, |tx| {
             let params: Params<'_> = &[
                 &key,
                 &delivery.name(),
@@ -1263,8 +1268,19 @@ impl super::Store for Postgres {
                 &shard,
             ];
             let row = tx.query_one(CLAIM_NEW, params)?;
-            Ok((row.try_get::<_, i64>(0)? == 1, row.try_get::<_, Option<String>>(1)?))
+            Ok((
+                row.try_get::<_, i64>(0)? == 1,
+                row.try_get::<_, Option<String>>(1)?,
+                row.try_get::<_, Option<i64>>(2)?,
+            ))
         })?;
+        if let (Some(at), Some(index)) = (held_at, index) {
+            // Not this index's event: the index was not counted seen (see `CLAIM_NEW`).
+            self.transaction(options, Mode::Normal, |tx| {
+                let sql = &mut PgSql { tx, label: &self.label };
+                Ok(admin::record_jump(sql, JumpKind::Moved, index, Some(at), Some(key), Some(delivery.name()), None)?)
+            })?;
+        }
         if first_look && index.is_some() {
             self.maybe_fold(options);
         }
