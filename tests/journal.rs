@@ -2047,9 +2047,11 @@ struct Marker {
 }
 
 /// What PgBouncer 1.18 sends a client whose server connection died under it, before it closes
-/// the client's connection: an ErrorResponse, FATAL, SQLSTATE 08P01.
+/// the client's connection: an ErrorResponse, SQLSTATE 08P01, of severity ERROR (its pooler
+/// errors are ERRORs; the connection's end, seen only after it, is what makes it fatal). The
+/// journal takes it for a lost connection by its class, 08, whatever its severity.
 fn pooler_fatal() -> Vec<u8> {
-    let fields: Vec<u8> = [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', "08P01"), (b'M', "server conn crashed?")]
+    let fields: Vec<u8> = [(b'S', "ERROR"), (b'V', "ERROR"), (b'C', "08P01"), (b'M', "server conn crashed?")]
         .iter()
         .flat_map(|&(code, text)| std::iter::once(code).chain(text.bytes()).chain([0]))
         .chain([0])
