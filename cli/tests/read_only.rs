@@ -95,3 +95,21 @@ fn scrape_once(url: &str) -> String {
     let _ = child.wait();
     answer.unwrap_or_else(|| panic!("{line:?}")).expect("a scrape's answer")
 }
+
+/// Against a PostgreSQL address that accepts and never answers (the kernel completes the TCP
+/// handshake for the listener's backlog), the operator's commands give up within the connect's
+/// deadline (the URL's connect_timeout, else the lock time-out, 5 s) instead of waiting for ever.
+#[test]
+fn a_silent_server_is_given_up_within_the_connect_deadline() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    for (query, bound) in [("?connect_timeout=1", 1), ("", 5)] {
+        let url = format!("postgres://me@127.0.0.1:{port}/x{query}");
+        let started = std::time::Instant::now();
+        let line = run(&["journal", "status", "--journal", &url]).expect(2).one_error_line().to_owned();
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(bound + 6), "{url}: {took:?}");
+        assert!(line.contains("not connected within connect_timeout"), "{line}");
+    }
+    drop(silent);
+}
