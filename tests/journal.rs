@@ -352,6 +352,10 @@ const SUITE: &[(&str, Behaviour)] = &[
     ),
     ("a_claim_at_finish_across_a_renumbering_stores_nothing", a_claim_at_finish_across_a_renumbering_stores_nothing),
     ("a_claim_at_finish_answered_alike_records_its_index", a_claim_at_finish_answered_alike_records_its_index),
+    (
+        "a_claim_at_finish_answered_alike_at_another_index_leaves_it_missing",
+        a_claim_at_finish_answered_alike_at_another_index_leaves_it_missing,
+    ),
     ("a_renumbering_waits_for_a_claim_at_finish_in_flight", a_renumbering_waits_for_a_claim_at_finish_in_flight),
     (
         "claims_at_finish_in_pairs_through_a_restart_credit_once",
@@ -2458,6 +2462,37 @@ fn a_claim_at_finish_answered_alike_records_its_index(b: &dyn Backend) {
     assert!(journal.missing(10).unwrap().is_empty());
     let status = journal.status().unwrap();
     assert_eq!((status.handled, status.replayed, status.highest_index), (2, 1, Some(3)));
+}
+
+/// Claims at finish of one event carrying two indexes (the service answering index 6 with event
+/// 5, only its index changed), both begun before either finished: the second finish is answered
+/// alike (same content, same reply), and must not close index 6 with event 5's delivery, as
+/// `an_index_is_closed_only_by_its_own_event` requires of a claim made at `begin`: index 6 stays
+/// missing and the anomaly is recorded as `moved`. (`a_claim_at_finish_answered_alike_records_its_index`
+/// asserts the opposite, from before the rule.)
+fn a_claim_at_finish_answered_alike_at_another_index_leaves_it_missing(b: &dyn Backend) {
+    use slotpartner::journal::JumpKind;
+    let url = b.url("at_finish_alike_moved");
+    let (journal, other_process) = (open_with(&url, at_finish()), open_with(&url, at_finish()));
+    let own = new_claim(&journal, &refund(900_000_001, Some(5), 7));
+    let moved = new_claim(&other_process, &refund(900_000_001, Some(6), 7));
+    journal.finish(&own, b"five").unwrap();
+    let _ = other_process.finish(&moved, b"five");
+    handle(&journal, &indexed(9), b"nine");
+    let status = journal.status().unwrap();
+    assert_eq!(
+        journal.missing(10).unwrap(),
+        vec![(6, 8)],
+        "index 6 was closed by event 5's delivery (claimed at finish): {status:?}"
+    );
+    let moved: Vec<(i64, Option<i64>)> = journal
+        .index_jumps(false, 10)
+        .unwrap()
+        .iter()
+        .filter(|j| j.kind == JumpKind::Moved)
+        .map(|j| (j.index, j.previous_highest))
+        .collect();
+    assert_eq!(moved, vec![(6, Some(5))], "{status:?}");
 }
 
 /// A renumbering while the finish of a claim at finish is running (its staged statement sleeps)
