@@ -2723,3 +2723,126 @@ fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised() {
     assert_eq!(pg.ledger(&direct), vec![(2, 100)]);
     result.expect("stored by the first run, before the renumbering renamed it");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The recovery lock of a live run elsewhere on this machine
+
+/// The variable that makes `recovery_lock_holder_in_a_namespace` hold the lock of the journal
+/// it names; without it that test does nothing.
+const HOLD_LOCK: &str = "SLOTPARTNER_TEST_HOLD_RECOVERY_LOCK";
+
+/// Not a test of its own: run by the tests below as another process, inside namespaces they
+/// give it (`unshare`), with `HOLD_LOCK` naming a journal. It takes the recovery lock, prints its
+/// holder text, and holds the lock until its standard input closes.
+#[test]
+fn recovery_lock_holder_in_a_namespace() {
+    use std::io::Read;
+    let Ok(url) = std::env::var(HOLD_LOCK) else { return };
+    let journal = Arc::new(open(&url));
+    let lock = slotpartner::journal::RecoveryLock::take(journal, "slotpartner recover", Duration::from_secs(3600))
+        .expect("the lock is free");
+    println!("holder: {}", lock.holder());
+    let _ = std::io::stdin().read(&mut [0u8; 1]);
+    drop(lock);
+}
+
+/// A live recovery run, holding the journal's lock, started by `unshare` with `namespaces`
+/// (`--fork --kill-child` added: it ends with `unshare`); stopped when dropped.
+struct LiveHolder {
+    unshare: std::process::Child,
+    holder: String,
+}
+
+impl LiveHolder {
+    /// `None` (saying so) where namespaces cannot be made here (not root).
+    fn start(namespaces: &[&str], wrapper: &[&str], url: &str) -> Option<LiveHolder> {
+        use std::io::BufRead;
+        let exe = std::env::current_exe().unwrap();
+        let mut unshare = Command::new("unshare")
+            .args(namespaces)
+            .args(["--fork", "--kill-child"])
+            .args(wrapper)
+            .arg(&exe)
+            .args(["--exact", "recovery_lock_holder_in_a_namespace", "--nocapture", "--test-threads=1"])
+            .env(HOLD_LOCK, url)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let stdout = unshare.stdout.take().unwrap();
+        let holder = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| line.split_once("holder: ").map(|(_, holder)| holder.to_owned()));
+        match holder {
+            Some(holder) => Some(LiveHolder { unshare, holder }),
+            None => {
+                let _ = unshare.kill();
+                let _ = unshare.wait();
+                println!("SKIPPED: unshare {namespaces:?} is not allowed here (root is needed)");
+                None
+            }
+        }
+    }
+
+    fn is_alive(&mut self) -> bool {
+        self.unshare.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for LiveHolder {
+    fn drop(&mut self) {
+        drop(self.unshare.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && self.is_alive() {
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.unshare.kill();
+        let _ = self.unshare.wait();
+    }
+}
+
+/// A recovery run in a container of this machine (a PID namespace of its own, the same host
+/// name and boot, as with `docker run --network host`) holds the lock: its process id means
+/// nothing in this namespace (no such process, or another one), yet it is alive. A second run
+/// here must wait out its lease; it takes the lock over at once.
+#[test]
+fn a_live_recovery_lock_in_another_pid_namespace_is_not_taken_over() {
+    let dir = TempDir::new("slotpartner-lock-pidns");
+    let url = format!("sqlite:{}", dir.0.join("journal.db").display());
+    let journal = Arc::new(open(&url));
+    let Some(mut live) = LiveHolder::start(&["--pid", "--mount-proc"], &[], &url) else { return };
+    let taken = slotpartner::journal::RecoveryLock::take(Arc::clone(&journal), "second run", Duration::from_secs(60));
+    assert!(live.is_alive(), "the holder is still running");
+    let error = taken.map(|lock| lock.holder().to_owned()).expect_err(&format!(
+        "a live run's lock was taken over: it is held by {:?}, a running process of another PID namespace",
+        live.holder
+    ));
+    assert_eq!(error.kind, ErrorKind::Busy, "{error}");
+}
+
+/// A recovery run on another host that has this host's name (cloned machines, containers on
+/// several hosts with one `--hostname`) holds a PostgreSQL journal's lock: another boot
+/// identity, the same name. A run here must wait out its lease; it takes the live run's lock at
+/// once, reading the other boot as an earlier one of its own. The other host is a process in a
+/// mount namespace of its own whose `/proc/sys/kernel/random/boot_id` is another boot's.
+#[test]
+fn a_live_recovery_lock_of_another_host_with_this_name_is_not_taken_over() {
+    let Some(cluster) = Cluster::start("the recovery lock of another host of this name") else { return };
+    let url = cluster.schema_url("lock_same_name");
+    let journal = Arc::new(open(&url));
+    let dir = TempDir::new("slotpartner-lock-host");
+    let boot = dir.0.join("boot_id");
+    std::fs::write(&boot, "0badb007-0000-4000-8000-000000000000\n").unwrap();
+    let boot = boot.display().to_string();
+    let wrapper = ["sh", "-c", r#"mount --bind "$0" /proc/sys/kernel/random/boot_id && exec "$@""#, &boot];
+    let Some(mut live) = LiveHolder::start(&["--mount"], &wrapper, &url) else { return };
+    assert!(live.holder.contains("process 0badb007:"), "the holder names the other boot: {}", live.holder);
+    let taken = slotpartner::journal::RecoveryLock::take(Arc::clone(&journal), "second run", Duration::from_secs(60));
+    assert!(live.is_alive(), "the holder is still running");
+    let error = taken.map(|lock| lock.holder().to_owned()).expect_err(&format!(
+        "a live run's lock was taken over: it is held by {:?}, a running process of another host of this name",
+        live.holder
+    ));
+    assert_eq!(error.kind, ErrorKind::Busy, "{error}");
+}
