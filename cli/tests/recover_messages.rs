@@ -852,3 +852,58 @@ fn an_index_answered_with_another_index_s_event_stays_open() {
     assert!(endpoint.credits().is_empty(), "nothing delivered");
     run(&["journal", "gaps", "--journal", &url]).expect(1);
 }
+
+/// A 404 at the head that is not the service's answer (a proxy in front of it misrouting
+/// `getEvent` for a moment, as during a deploy: nginx's HTML page) stores the lowest seen as the
+/// service's first index, for good: the events lost below it (1 lost by the sender, 2's worker
+/// killed) are never asked for again, and the next run, the service answering again, finds
+/// nothing to probe. Missing indexes need `--not-found-limit` runs of 404 before they are given
+/// up; the head is given up on one 404 of anything.
+#[test]
+fn a_head_404_that_is_not_the_service_s_stores_no_first_index() {
+    let scratch = Scratch::new("msg-head-proxy-404");
+    let url = scratch.journal_url();
+    let journal = Arc::new(Journal::open(&url, &JournalOptions::default()).unwrap());
+    for index in 3..=5 {
+        let body = burst::burst_event(1, EventMix::Mixed, index).body;
+        let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!("new") };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    slotpartner_sandbox::quiet_logs();
+    let certs = slotpartner_sandbox::tls::generate().unwrap();
+    let events = EventSet { seed: 1, mix: EventMix::Mixed, first_index: 1, count: 5 };
+    let misrouted = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let proxy_404 = Arc::clone(&misrouted);
+    let handler: http::Handler = Arc::new(move |req| {
+        if proxy_404.load(Ordering::SeqCst) {
+            let page = "<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>";
+            return http::Response {
+                status: 404,
+                content_type: Some("text/html"),
+                headers: Vec::new(),
+                body: http::Body::Bytes(page.as_bytes().to_vec()),
+                action: None,
+            };
+        }
+        actions::handle_with(req, TOKEN, Some(&events))
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let service = http::spawn(listener, Some(Arc::clone(&certs.server_config)), "https", handler).unwrap();
+    let ca = scratch.write("service-ca.pem", certs.ca_pem.as_bytes());
+    let endpoint = Endpoint::start(journal);
+    let base = format!("https://{}", service.addr());
+    let args = probing(recover_args(&url, &base, &endpoint.url), path_str(&ca));
+    let misrouted_run = run(&args);
+    let status = run(&["journal", "status", "--journal", &url]).expect(0);
+    // The proxy routes to the service again; the next run asks below the lowest seen.
+    misrouted.store(false, Ordering::SeqCst);
+    let next_run = run(&args);
+    assert_eq!(
+        endpoint.credits().len(),
+        2,
+        "events 1 and 2 were never recovered: one proxy 404 stored the first index.\nthe misrouted run:\n{}\nstatus after it:\n{}\nthe next run:\n{}",
+        misrouted_run.stdout,
+        status.stdout,
+        next_run.stdout
+    );
+}
