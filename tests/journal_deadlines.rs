@@ -430,3 +430,74 @@ fn sqlite_waits_end_at_the_lock_timeout() {
     let credits: i64 = ledger.query_row("SELECT count(*) FROM credits", [], |r| r.get(0)).unwrap();
     assert_eq!(credits, 1);
 }
+
+/// The variable that makes `open_in_a_namespace` open the journal it names; without it that
+/// test does nothing.
+const OPEN_URL: &str = "SLOTPARTNER_TEST_OPEN_URL";
+
+/// Not a test of its own: run by `an_open_whose_host_name_does_not_resolve_in_time_returns_within_connect_timeout`
+/// as another process, in a mount namespace whose `/etc/resolv.conf` it gives. Opens the journal
+/// `OPEN_URL` names and says how long the call took.
+#[test]
+fn open_in_a_namespace() {
+    let Ok(url) = std::env::var(OPEN_URL) else { return };
+    let started = Instant::now();
+    let error = Journal::open(&url, &JournalOptions::default()).err();
+    println!("open answered in {} ms: {error:?}", started.elapsed().as_millis());
+}
+
+/// A name server that receives and never answers (a resolver stalled, its packets dropped:
+/// here a UDP socket on 127.0.0.2:53, the only name server of the child's resolv.conf, with
+/// glibc's time-out 20 s): opening `postgres://me@journal-db.example/x?connect_timeout=1` must
+/// return within the connect's deadline. The deadline fires, yet the call returns only once the
+/// resolver gave up: the client's runtime, dropped with the failed connect, waits for its
+/// blocking thread still in getaddrinfo (tokio's Runtime drop joins its blocking pool).
+#[test]
+fn an_open_whose_host_name_does_not_resolve_in_time_returns_within_connect_timeout() {
+    let Ok(silent_dns) = std::net::UdpSocket::bind("127.0.0.2:53") else {
+        println!("SKIPPED: cannot listen on 127.0.0.2:53 (root is needed)");
+        return;
+    };
+    let dir = cluster::TempDir::new("slotpartner-stalled-dns");
+    let resolv = dir.path().join("resolv.conf");
+    std::fs::write(&resolv, "nameserver 127.0.0.2\noptions timeout:20 attempts:1\n").unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let deadline = Duration::from_secs(1);
+    let started = Instant::now();
+    let mut child = Command::new("unshare")
+        .args(["--mount", "--fork", "--kill-child", "sh", "-c"])
+        .arg(r#"mount --bind "$0" /etc/resolv.conf && exec "$@""#)
+        .arg(&resolv)
+        .arg(&exe)
+        .args(["--exact", "open_in_a_namespace", "--nocapture", "--test-threads=1"])
+        .env(OPEN_URL, "postgres://me@journal-db.example:5432/x?connect_timeout=1&sslmode=disable")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare");
+    let waited = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(40) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    drop(silent_dns);
+    let mut said = String::new();
+    let _ = child.stdout.take().unwrap().read_to_string(&mut said);
+    let status = waited.expect("the open still waiting after 40 s");
+    if !status.success() {
+        println!("SKIPPED: the child could not run in a mount namespace of its own ({status}): {said}");
+        return;
+    }
+    let answered = said.lines().find_map(|l| l.split_once("open answered in ").map(|(_, rest)| rest.to_owned()));
+    assert!(
+        elapsed <= deadline + SLACK,
+        "an open with connect_timeout=1 took {} ms while the name server stayed silent: {answered:?}",
+        elapsed.as_millis()
+    );
+}
