@@ -859,8 +859,8 @@ fn server_clock(journal: &Journal) -> Result<(i64, i64, i64), String> {
 }
 
 /// Where the journal's numbering ends, where a lost event leaves no gap: below, whether the
-/// first index is stored (configured, or found by `recover`) or only the lowest seen; above,
-/// when `recover` last found the service had nothing after the highest.
+/// first index is configured or only the lowest seen (then `recover` asks below it); above,
+/// when `recover` last found the service had nothing after the highest. Said, never failed.
 fn judge_ends(status: &slotpartner::journal::Status, lines: &mut Lines) {
     let tail = match status.tail_checked {
         Some((index, ms)) => format!(
@@ -870,12 +870,11 @@ fn judge_ends(status: &slotpartner::journal::Status, lines: &mut Lines) {
         None => "recover has not asked the service after the highest index yet".to_owned(),
     };
     match (status.first_index, status.first_index_stored) {
-        (Some(first), false) => lines.warn(
+        (Some(first), false) => lines.ok(
             "journal ends",
-            format!("the first index is the lowest seen ({first}), not stored: events lost before it count nowhere; {tail}"),
-            "run `slotpartner recover` (it asks the service below the lowest seen and stores where the numbering starts), or configure the first index (sp_journal_config_set_first_index, the bindings' firstIndex / first_index)",
+            format!("the first index is the lowest seen ({first}), not configured: events lost before it are found by recover, which asks the service below it each run; {tail}"),
         ),
-        (Some(first), true) => lines.ok("journal ends", format!("the first index {first} is stored; {tail}")),
+        (Some(first), true) => lines.ok("journal ends", format!("the first index {first} is configured; {tail}")),
         (None, _) => lines.ok("journal ends", format!("no index seen yet; {tail}")),
     }
 }

@@ -26,8 +26,8 @@ struct StatusJson {
     unrecoverable: u64,
     numbering: i64,
     first_index: Option<i64>,
-    /// Whether the first index is stored (configured, or found by `recover` asking the service
-    /// below the lowest seen); `false`: it is the lowest seen, and `recover` asks below it.
+    /// Whether the first index is configured; `false`: it is the lowest seen, and `recover` asks
+    /// the service below it each run.
     first_index_stored: bool,
     highest_index: Option<i64>,
     watermark: Option<i64>,
@@ -137,8 +137,8 @@ pub fn status(args: &StatusArgs) -> Outcome {
     crate::outln!("numbering:      {}", status.numbering);
     let first_from = match (status.first_index, status.first_index_stored) {
         (None, _) => "",
-        (Some(_), true) => " (stored)",
-        (Some(_), false) => " (the lowest seen: recover asks the service below it)",
+        (Some(_), true) => " (configured)",
+        (Some(_), false) => " (the lowest seen: recover asks the service below it each run)",
     };
     crate::outln!("first index:    {}{first_from}", optional(status.first_index));
     crate::outln!("highest index:  {}", optional(status.highest_index));

@@ -208,9 +208,9 @@ pub fn exposition(label: &str, state: Result<&Status, &str>) -> String {
             value: seconds(status.tail_checked.map(|(_, ms)| ms)),
         },
         Family {
-            name: "slotpartner_journal_first_index_stored",
+            name: "slotpartner_journal_first_index_configured",
             kind: "gauge",
-            help: "1 when the first index is stored (configured, or found by recover); 0 when it is the lowest seen, below which recover asks the service.",
+            help: "1 when the first index is configured; 0 when it is the lowest seen, below which recover asks the service each run.",
             value: Some(u8::from(status.first_index_stored).to_string()),
         },
     ];

@@ -213,8 +213,8 @@ pub fn run(args: &RecoverArgs) -> Outcome {
 /// the service, one index at a time away from the journal's known stretch, and delivered as
 /// a missing one is, until the service has no event there (HTTP 404), at most `probe` at
 /// each end. The tail is probed only once no new index came for `min_age`, so that events on
-/// their way are not raced. A 404 below the lowest stores the first index (gap detection then
-/// counts from it); a 404 after the highest is noted (`Status::tail_checked`).
+/// their way are not raced. A 404 after the highest is noted (`Status::tail_checked`); below the
+/// lowest, nothing is stored: the head is asked again every run, since a 404 may be a proxy's.
 struct Ends<'a> {
     journal: &'a Journal,
     before: &'a slotpartner::journal::Status,
@@ -238,21 +238,12 @@ impl Ends<'_> {
         if let (false, 1, Some(lowest)) =
             (self.before.first_index_stored, self.before.numbering, self.before.first_index)
         {
+            // Asked again every run: a 404 here is not taken as the numbering's start for good
+            // (a proxy in front of the service may have answered it).
             let indexes = (1..=self.probe)
                 .map_while(|step| lowest.checked_sub(i64::try_from(step).ok()?))
                 .take_while(|&i| i >= 0);
-            let walked = self.walk("head", indexes, run, report, progress);
-            // The service has none below: where the numbering starts (0 when it has index 0).
-            let first = match walked {
-                Some(none) => Some(none + 1),
-                None if report.probes.head_found > 0 && report.probes.head_lowest == Some(0) => Some(0),
-                None => None,
-            };
-            if let Some(first) = first {
-                if self.journal.store_found_first_index(first)? {
-                    report.probes.first_index_stored = Some(first);
-                }
-            }
+            self.walk("head", indexes, run, report, progress);
         }
         Ok(())
     }
@@ -279,10 +270,7 @@ impl Ends<'_> {
             let delivered = matches!(item.result, "recovered" | "handled_meanwhile" | "refused");
             match (end, delivered) {
                 ("tail", true) => report.probes.tail_found += 1,
-                ("head", true) => {
-                    report.probes.head_found += 1;
-                    report.probes.head_lowest = Some(index);
-                }
+                ("head", true) => report.probes.head_found += 1,
                 _ => report.probes.undelivered += 1,
             }
             report.count(&item);
@@ -303,11 +291,8 @@ struct Probes {
     tail_found: u64,
     /// The index after the highest the service had no event for, when one was reached.
     tail_end: Option<i64>,
-    /// Events found below the lowest index seen, and delivered; the lowest of them.
+    /// Events found below the lowest index seen, and delivered.
     head_found: u64,
-    head_lowest: Option<i64>,
-    /// The first index stored from the service's answer below the lowest seen.
-    first_index_stored: Option<i64>,
     /// Events found at an end that could not be delivered (the exit status is 1).
     undelivered: u64,
 }
@@ -929,11 +914,10 @@ impl Report {
         let shown = |value: Option<i64>| value.map_or("-".to_owned(), |v| v.to_string());
         let p = &self.probes;
         crate::outln!(
-            "summary tail_found={} tail_end={} head_found={} first_index_stored={} probe_undelivered={}",
+            "summary tail_found={} tail_end={} head_found={} probe_undelivered={}",
             p.tail_found,
             shown(p.tail_end),
             p.head_found,
-            shown(p.first_index_stored),
             p.undelivered
         );
         crate::outln!(

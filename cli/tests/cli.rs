@@ -66,7 +66,7 @@ fn journal_status_counts_and_figures() {
         "resolved:       0",
         "index jumps:    0",
         "numbering:      1",
-        "first index:    1 (stored)",
+        "first index:    1 (configured)",
         "highest index:  8",
         "watermark:      2",
     ] {

@@ -348,20 +348,6 @@ pub(crate) fn note_tail_checked(sql: &mut dyn Sql, index: i64) -> Result<()> {
     set_meta(sql, "tail_checked_ms", now)
 }
 
-/// Stores `first` as the first index of the numbering, found by asking the service (it had no
-/// event at `first - 1`), where none is stored yet and nothing below it was seen. Answers
-/// whether it was stored.
-pub(crate) fn store_found_first_index(sql: &mut dyn Sql, first: i64) -> Result<bool> {
-    if meta(sql, "first_index")?.is_some() || numbering(sql)? != 1 {
-        return Ok(false);
-    }
-    if SqlRuns(sql).lowest()?.is_some_and(|run| run.lo < first) {
-        return Ok(false);
-    }
-    set_meta(sql, "first_index", first)?;
-    Ok(true)
-}
-
 /// The condition of an unfinished delivery: abandoned, or claimed with its lease run out on the
 /// lease clock. Its parameters are `unfinished_params`: `?1` now on the lease clock, `?2` its
 /// boot (a lease of another boot or of none ran out too; on PostgreSQL `?2` and every

@@ -264,11 +264,11 @@ pub struct Status {
     pub unrecoverable: u64,
     /// The current numbering: 1 until `Journal::renumber`.
     pub numbering: i64,
-    /// The index gap detection counts from (stored: configured, or found by recovery asking the
-    /// service below the lowest seen; else the lowest seen).
+    /// The index gap detection counts from (configured, else the lowest seen).
     pub first_index: Option<i64>,
-    /// Whether `first_index` is stored (configured or found), not just the lowest seen: then
-    /// indexes below the lowest seen count missing.
+    /// Whether `first_index` is configured (stored in the journal), not just the lowest seen:
+    /// then indexes below the lowest seen count missing. While not, recovery asks the service
+    /// below the lowest seen on every run (`slotpartner recover --probe`).
     pub first_index_stored: bool,
     /// The index after the highest seen that the service last said it had no event for (recovery's
     /// probe of the tail), and when on the journal's clock (ms since the Unix epoch).
@@ -733,14 +733,6 @@ impl Journal {
         self.write(|sql| admin::note_tail_checked(sql, index))
     }
 
-    /// Stores `first` as the numbering's first index, found by asking the service (it has no
-    /// event at `first - 1`), unless a first index is stored already, the numbering was
-    /// renumbered, or an index below `first` was seen. Answers whether it was stored; from then
-    /// on an index between it and the lowest seen counts missing.
-    pub fn store_found_first_index(&self, first: i64) -> Result<bool> {
-        self.write(|sql| admin::store_found_first_index(sql, first))
-    }
-
     /// Removes what the service can no longer resend (see `PruneOptions`), in batches of
     /// `options.batch` rows, each its own transaction, `options.pause` apart; then gives the
     /// freed pages of a SQLite journal back to the file system (journals created by this
@@ -917,7 +909,8 @@ impl Journal {
     /// Takes the named lock for `holder` (or renews it) for `lease`; `Busy` naming who holds it
     /// and since when when another holder's lease has not run out. Held in the journal, so it
     /// works across processes and hosts, and a holder that died loses it when its lease ends,
-    /// or at once when its holder text (`holder_text`) names a process of this host that is gone.
+    /// or at once when its holder text (`holder_text`) names a process of this host, boot and PID
+    /// namespace that is gone.
     pub fn take_lock(&self, name: &str, holder: &str, lease: Duration) -> Result<()> {
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let mut held = None;

@@ -731,6 +731,19 @@ impl Postgres {
                     &[&claim.key, &unwritten.content, &reply, &claim.index, &unwritten.numbering, &self.shard()];
                 let (numbered, state, attempts, alike) = self.transaction(options, Mode::AtFinish, |tx| {
                     let row = tx.query_one(STORED_ALIKE, params)?;
+                    if let (Some(at), Some(index)) = (row.try_get::<_, Option<i64>>(4)?, claim.index) {
+                        // Stored at another index: not this index's event, which stays missing.
+                        let sql = &mut PgSql { tx, label: &self.label };
+                        admin::record_jump(
+                            sql,
+                            JumpKind::Moved,
+                            index,
+                            Some(at),
+                            Some(&claim.key),
+                            Some(&unwritten.name),
+                            None,
+                        )?;
+                    }
                     let state: Option<&str> = row.try_get(1)?;
                     Ok((
                         row.try_get::<_, bool>(0)?,
@@ -1181,12 +1194,14 @@ const STORED_BY_TOKEN: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery 
 /// recorded and a replay counted in shard `$6`.
 const STORED_ALIKE: &str = concat!(
     "WITH numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $5), ",
-    "found AS (SELECT state, attempts, state = 'done' AND content = $2 AND reply = $3 AS alike FROM sp_journal_delivery WHERE key = $1), ",
+    "found AS (SELECT state, attempts, state = 'done' AND content = $2 AND reply = $3 AS alike, first_index FROM sp_journal_delivery WHERE key = $1), ",
     "answered AS (SELECT 1 FROM found WHERE alike AND EXISTS (SELECT 1 FROM numbered)), ",
-    seen_when!("answered"),
+    "own AS (SELECT 1 FROM found WHERE alike AND EXISTS (SELECT 1 FROM numbered) AND (first_index IS NULL OR first_index = $4::bigint)), ",
+    seen_when!("own"),
     ", ",
     "counted AS (UPDATE sp_journal_counters SET replayed = replayed + 1 WHERE shard = $6 AND EXISTS (SELECT 1 FROM answered)) ",
-    "SELECT EXISTS (SELECT 1 FROM numbered), (SELECT state FROM found), (SELECT attempts FROM found), COALESCE((SELECT alike FROM found), false)"
+    "SELECT EXISTS (SELECT 1 FROM numbered), (SELECT state FROM found), (SELECT attempts FROM found), COALESCE((SELECT alike FROM found), false), ",
+    "(SELECT first_index FROM found WHERE alike AND $4::bigint IS NOT NULL AND first_index <> $4::bigint)"
 );
 /// `abandon` of a delivery claimed at finish: stores it abandoned (`$1`..`$5` as for
 /// `FINISH_UNWRITTEN`) with its index, so that it counts unfinished and recovery fetches it,

@@ -917,21 +917,23 @@ impl super::Store for Sqlite {
                 // Stored by a delivery of the same content with this very reply: the event is
                 // handled once and this reply is its stored reply (its index recorded, counted
                 // as a replay).
-                let sql =
-                    "SELECT state = 'done' AND content = ?2 AND reply = ?3 FROM sp_journal_delivery WHERE key = ?1";
+                // Its index only when it is the stored delivery's own (see `record_if_own`).
+                let sql = "SELECT state = 'done' AND content = ?2 AND reply = ?3, first_index FROM sp_journal_delivery WHERE key = ?1";
                 let alike = tx
                     .prepare_cached(sql)?
-                    .query_row(params![claim.key, unwritten.content, reply], |r| r.get::<_, bool>(0))
+                    .query_row(params![claim.key, unwritten.content, reply], |r| {
+                        Ok((r.get::<_, bool>(0)?, r.get::<_, Option<i64>>(1)?))
+                    })
                     .optional()?;
                 match alike {
-                    Some(true) => {
+                    Some((true, held_at)) => {
                         if let Some(index) = claim.index {
-                            record_index(tx, &self.label, index, Some(&claim.key), Some(&unwritten.name), options)?;
+                            record_if_own(tx, &self.label, index, &claim.key, &unwritten.name, held_at, options)?;
                         }
                         bump(tx, Counter::Replayed, 1)?;
                         return Ok(());
                     }
-                    Some(false) => return lost(tx),
+                    Some((false, _)) => return lost(tx),
                     None => {}
                 }
                 run_staged(tx, staged)?;

@@ -114,10 +114,19 @@ impl Client {
         let runtime =
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ConnectError::Runtime)?;
         // The timer is made inside the runtime, whose clock it needs.
-        let (inner, mut connection) = runtime
-            .block_on(async { tokio::time::timeout(deadlines.connect, config.connect(tls)).await })
-            .map_err(|_| ConnectError::TimedOut(deadlines.connect))?
-            .map_err(ConnectError::Db)?;
+        let connected = runtime.block_on(async { tokio::time::timeout(deadlines.connect, config.connect(tls)).await });
+        let (inner, mut connection) = match connected {
+            Ok(Ok(connected)) => connected,
+            failed => {
+                // Not waiting for a resolver still looking the host name up (the client's lookup
+                // runs on a blocking thread, which dropping the runtime would wait for).
+                runtime.shutdown_background();
+                return Err(match failed {
+                    Ok(Err(e)) => ConnectError::Db(e),
+                    _ => ConnectError::TimedOut(deadlines.connect),
+                });
+            }
+        };
         Ok(Client {
             runtime,
             messages: Box::new(move |cx| connection.poll_message(cx)),
