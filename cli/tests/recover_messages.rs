@@ -742,14 +742,8 @@ fn lost_events_after_the_highest_index_are_found() {
 #[test]
 fn lost_events_below_the_lowest_index_are_found() {
     let scratch = Scratch::new("msg-head");
-    let url = scratch.journal_url();
-    let journal = Arc::new(Journal::open(&url, &JournalOptions::default()).unwrap());
     // The service numbered 1-5; the journal saw 3-5: 1 lost by the sender, 2's worker killed.
-    for index in 3..=5 {
-        let body = burst::burst_event(1, EventMix::Mixed, index).body;
-        let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!("new") };
-        journal.finish(&claim, b"{}").unwrap();
-    }
+    let (url, journal) = journal_without_a_first_index(&scratch, 3..=5);
     let status = run(&["journal", "status", "--journal", &url]).expect(0);
     assert!(
         status.stdout.contains("first index:    3 (the lowest seen: recover asks the service below it each run)"),
@@ -779,6 +773,19 @@ fn lost_events_below_the_lowest_index_are_found() {
     let s = summary(&run(&args).expect(0));
     assert_eq!(s["head_found"], "0");
     assert_eq!(endpoint.credits().len(), 2);
+}
+
+/// A journal opened without a first index (gaps count from the lowest seen) that handled the
+/// sandbox's events `seen` (seed 1, mixed); its URL and the journal, for an endpoint.
+fn journal_without_a_first_index(scratch: &Scratch, seen: std::ops::RangeInclusive<u64>) -> (String, Arc<Journal>) {
+    let url = scratch.journal_url();
+    let journal = Arc::new(Journal::open(&url, &JournalOptions::default()).unwrap());
+    for index in seen {
+        let body = burst::burst_event(1, EventMix::Mixed, index).body;
+        let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!("new") };
+        journal.finish(&claim, b"{}").unwrap();
+    }
+    (url, journal)
 }
 
 /// `args` probing up to 100 indexes at each end, with the service's CA and the token.
@@ -860,13 +867,7 @@ fn an_index_answered_with_another_index_s_event_stays_open() {
 #[test]
 fn a_head_404_that_is_not_the_service_s_stores_no_first_index() {
     let scratch = Scratch::new("msg-head-proxy-404");
-    let url = scratch.journal_url();
-    let journal = Arc::new(Journal::open(&url, &JournalOptions::default()).unwrap());
-    for index in 3..=5 {
-        let body = burst::burst_event(1, EventMix::Mixed, index).body;
-        let Begin::New(claim) = journal.begin(&delivery(&body)).unwrap() else { panic!("new") };
-        journal.finish(&claim, b"{}").unwrap();
-    }
+    let (url, journal) = journal_without_a_first_index(&scratch, 3..=5);
     slotpartner_sandbox::quiet_logs();
     let certs = slotpartner_sandbox::tls::generate().unwrap();
     let events = EventSet { seed: 1, mix: EventMix::Mixed, first_index: 1, count: 5 };

@@ -935,14 +935,8 @@ pub unsafe extern "C" fn sp_journal_renumber(
     note: *const c_char,
     numbering: *mut i64,
 ) -> sp_status {
-    status_boundary!({
-        // SAFETY: the caller promises NULL or valid pointers as documented.
-        let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
-        let new = journal.inner.renumber(first, note)?;
-        // SAFETY: the caller promises NULL or a writable int64_t.
-        unsafe { write_optional(numbering, new) };
-        Ok(())
-    })
+    // SAFETY: forwarded caller promise.
+    unsafe { renumber_with(journal, first, note, numbering, Journal::renumber) }
 }
 
 /// `sp_journal_renumber`, giving up the missing indexes of the current numbering: each range
@@ -959,10 +953,26 @@ pub unsafe extern "C" fn sp_journal_renumber_giving_up_gaps(
     note: *const c_char,
     numbering: *mut i64,
 ) -> sp_status {
+    // SAFETY: forwarded caller promise.
+    unsafe { renumber_with(journal, first, note, numbering, Journal::renumber_giving_up_gaps) }
+}
+
+/// The two renumberings' common body: `renumber` of the journal with `first` and `note`, the new
+/// numbering written to `numbering` when it is not NULL.
+///
+/// # Safety
+/// As `sp_journal_renumber`.
+unsafe fn renumber_with(
+    journal: *const sp_journal,
+    first: i64,
+    note: *const c_char,
+    numbering: *mut i64,
+    renumber: fn(&Journal, i64, &str) -> Result<i64>,
+) -> sp_status {
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (journal, note) = unsafe { (args::object("journal", journal)?, args::text("note", note)?) };
-        let new = journal.inner.renumber_giving_up_gaps(first, note)?;
+        let new = renumber(&journal.inner, first, note)?;
         // SAFETY: the caller promises NULL or a writable int64_t.
         unsafe { write_optional(numbering, new) };
         Ok(())

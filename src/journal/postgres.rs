@@ -264,8 +264,7 @@ impl Postgres {
             // `verify-ca`, `verify-full` and `sslrootcert`.
             let own = url::take_ours(url)?;
             let tls = tls::from_params(own.sslmode.as_deref(), own.sslrootcert.as_deref())?;
-            let (rest, statement_cache_size) = statement_cache::from_url(&own.rest)?;
-            let mut config: Config = rest.parse().map_err(|e| {
+            let mut config: Config = own.rest.parse().map_err(|e| {
                 Error::field(ErrorKind::InvalidArgument, "journal_url", format!("not a PostgreSQL URL: {e}"))
             })?;
             tls.configure(&mut config);
@@ -279,7 +278,7 @@ impl Postgres {
                 label,
                 tls,
                 command_timeout: own.command_timeout,
-                statement_cache_size,
+                statement_cache_size: own.statement_cache_size,
                 pool: Pool::new(8),
                 calls: AtomicU64::new(pid),
                 next_shard: AtomicU64::new(pid),

@@ -1,7 +1,8 @@
 //! The journal URL's parameters the journal reads itself, taken out before the rest goes to the
 //! client's parser (which refuses what it does not know): libpq's `sslmode` and `sslrootcert`
-//! (read in `tls.rs`), and `command_timeout`. Every other parameter stays, in its order, as
-//! written; libpq's `connect_timeout` among them (the client reads it).
+//! (read in `tls.rs`), `command_timeout` and `statement_cache_size` (asyncpg's names; see
+//! `statement_cache.rs`). Every other parameter stays, in its order, as written; libpq's
+//! `connect_timeout` among them (the client reads it).
 
 use std::time::Duration;
 
@@ -23,6 +24,9 @@ pub(super) struct Own {
     /// `command_timeout`, in seconds (asyncpg's name and meaning): how long one round trip
     /// waits for the server's answer.
     pub command_timeout: Option<Duration>,
+    /// `statement_cache_size` (asyncpg's name): how many of the journal's statements a
+    /// connection keeps prepared by name; 0 (the default) keeps none.
+    pub statement_cache_size: usize,
 }
 
 /// Takes the parameters of `Own` out of `url` (the client's parser refuses what it does not
@@ -52,6 +56,7 @@ fn split(url: &str) -> Result<Own> {
                 own.sslrootcert = Some(percent_decode(value).map_err(|e| url_error(format!("sslrootcert: {e}")))?);
             }
             Ok("command_timeout") => own.command_timeout = Some(seconds("command_timeout", value)?),
+            Ok("statement_cache_size") => own.statement_cache_size = statements(value)?,
             Ok(
                 key @ ("sslcert"
                 | "sslkey"
@@ -79,6 +84,16 @@ fn split(url: &str) -> Result<Own> {
         own.rest.push_str(&kept.join("&"));
     }
     Ok(own)
+}
+
+/// `statement_cache_size`'s `value`: a whole number of statements.
+fn statements(value: &str) -> Result<usize> {
+    let text = percent_decode(value).map_err(|e| url_error(format!("statement_cache_size: {e}")))?;
+    text.parse().map_err(|_| {
+        url_error(format!(
+            "statement_cache_size={text}: not a number of statements (0, the default, keeps none, as a pooler in transaction mode needs)"
+        ))
+    })
 }
 
 /// A time-out parameter's `value`: seconds, whole or decimal (`2`, `0.5`), more than 0 and at
@@ -155,6 +170,23 @@ mod tests {
         assert_eq!(percent_decode("%2Ftmp%2fca+x.pem%").unwrap(), "/tmp/ca+x.pem%");
         assert_eq!(percent_decode("%C3%A9").unwrap(), "é");
         assert!(percent_decode("%FF").is_err());
+    }
+
+    #[test]
+    fn the_statement_cache_size_is_taken_out_and_the_rest_kept_in_order() {
+        let base = "postgres://partner:s3cret@db.internal/journal";
+        let own = take_ours(base).unwrap();
+        assert_eq!((own.rest.as_str(), own.statement_cache_size), (base, 0));
+        assert_eq!(take_ours(&format!("{base}?statement_cache_size=64")).unwrap().statement_cache_size, 64);
+        let own = take_ours(&format!("{base}?application_name=a&statement_cache_size=0&connect_timeout=3")).unwrap();
+        assert_eq!(own.rest, format!("{base}?application_name=a&connect_timeout=3"));
+        // A `?` in the password is not the query's.
+        assert_eq!(take_ours("postgres://p:a?b@db/j").unwrap().rest, "postgres://p:a?b@db/j");
+        for value in ["", "many", "-1", "1.5"] {
+            let error = take_ours(&format!("postgres://db/j?statement_cache_size={value}")).unwrap_err();
+            assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "journal_url"), "{value}");
+            assert!(error.message.contains(&format!("statement_cache_size={value}:")), "{error}");
+        }
     }
 
     #[test]
