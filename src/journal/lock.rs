@@ -148,10 +148,9 @@ fn pid_namespace() -> Option<u64> {
     std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
 }
 
-/// This boot's identity (`/proc/sys/kernel/random/boot_id`, its first 8 hex digits).
+/// This boot's identity (`boot::boot_id`), its first 8 hex digits.
 fn boot_id() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let id: String = text.trim().chars().filter(char::is_ascii_hexdigit).take(8).collect();
+    let id: String = super::boot::boot_id().ok()?.chars().filter(char::is_ascii_hexdigit).take(8).collect();
     (id.len() == 8).then_some(id)
 }
 

@@ -22,6 +22,7 @@
 
 mod admin;
 mod backup;
+mod boot;
 mod claims;
 mod export;
 mod export_format;

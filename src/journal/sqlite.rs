@@ -680,32 +680,24 @@ impl Sql for SqliteSql<'_, '_> {
     }
 }
 
-/// This boot's identity (`/proc/sys/kernel/random/boot_id`), read once per process.
-static BOOT_ID: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
-
 /// The lease clock on this host: `CLOCK_BOOTTIME` in ms (monotonic, counting a suspend, moved by
 /// no step of the wall clock) and the boot it counts from, which every lease is stored with: a
 /// lease of another boot is over (its worker did not outlive the boot), and so is one without a
 /// boot (written by schema version 1, by the wall clock).
 fn lease_clock(label: &str) -> Result<LeaseClock> {
-    const BOOT_ID_FILE: &str = "/proc/sys/kernel/random/boot_id";
-    let boot = BOOT_ID.get_or_init(|| {
-        let text = std::fs::read_to_string(BOOT_ID_FILE).map_err(|e| e.to_string())?;
-        let id = text.trim();
-        if id.is_empty() { Err("it is empty".to_owned()) } else { Ok(id.to_owned()) }
-    });
-    let boot = boot.as_ref().map_err(|e| {
+    let boot = super::boot::boot_id().map_err(|e| {
         Error::new(
             ErrorKind::Journal,
             format!(
-                "{label}: cannot read this boot's identity from {BOOT_ID_FILE} ({e}); a SQLite journal's leases need it (they go by the boot's clock)"
+                "{label}: cannot read this boot's identity from {} ({e}); a SQLite journal's leases need it (they go by the boot's clock)",
+                super::boot::BOOT_ID_FILE
             ),
         )
     })?;
     let since_boot = crate::ffi::clock::boot_time_ms().ok_or_else(|| {
         Error::new(ErrorKind::Journal, format!("{label}: the host has no CLOCK_BOOTTIME to judge leases by"))
     })?;
-    Ok(LeaseClock { now_ms: since_boot, boot: Some(boot.clone()), wall_ms: now_ms() })
+    Ok(LeaseClock { now_ms: since_boot, boot: Some(boot.to_owned()), wall_ms: now_ms() })
 }
 
 fn state(text: String) -> TxResult<RecordState> {
