@@ -332,6 +332,14 @@ typedef struct sp_client sp_client;
 typedef struct sp_client_config sp_client_config;
 
 /**
+ * A callback endpoint: a receiver's configuration and, optionally, a journal opened the first
+ * time a request needs it. Created by `sp_endpoint_new`, freed by `sp_endpoint_free`. Make one
+ * per process (a PHP-FPM worker, a WSGI process, a CGI run) and keep it: any number of threads
+ * may use one endpoint at the same time. Exchanges it returns keep what they need of it alive.
+ */
+typedef struct sp_endpoint sp_endpoint;
+
+/**
  * An open delivery journal. Created by `sp_journal_open`, freed by `sp_journal_free`. Any number
  * of threads may use one journal at the same time; receivers it is attached to and events they
  * handed out keep it alive after `sp_journal_free`. Connections are pooled per process and URL.
@@ -445,45 +453,6 @@ typedef struct sp_buffer {
 } sp_buffer;
 
 /**
- * The whole last failure of the calling thread, from `sp_last_error`. Every view is valid like
- * `sp_last_error_message`.
- */
-typedef struct sp_error {
-  /**
-   * What the failed call returned.
-   */
-  enum sp_status status;
-  /**
-   * As `sp_last_error_message`.
-   */
-  struct sp_str message;
-  /**
-   * As `sp_last_error_field`.
-   */
-  struct sp_str field;
-  /**
-   * As `sp_last_error_response`: the HTTP status and JSON body an endpoint should answer.
-   */
-  uint16_t http_status;
-  struct sp_str response_body;
-  /**
-   * For a refused callback body: the event's name (`event`, or `action`) as far as the body
-   * let it be read; `{NULL, 0}` when it could not be, and for every other failure.
-   */
-  struct sp_str event_name;
-  /**
-   * The event's index, when the refused body carried a readable one.
-   */
-  bool has_index;
-  int64_t index;
-  /**
-   * The event's `transactionId`, when the refused body carried a readable one.
-   */
-  bool has_transaction_id;
-  int64_t transaction_id;
-} sp_error;
-
-/**
  * `gameSessionBuyRefund`. Absent optional strings are `{NULL, 0}`; at least one of the two player
  * identifiers is present.
  */
@@ -594,6 +563,96 @@ typedef struct sp_event {
   const uint8_t *strings;
   size_t strings_len;
 } sp_event;
+
+/**
+ * One header of a response: `name` and `value`, both views owned by the exchange.
+ */
+typedef struct sp_header {
+  struct sp_str name;
+  struct sp_str value;
+} sp_header;
+
+/**
+ * The final response of an exchange. Every view is owned by the exchange and valid until
+ * `sp_exchange_free`.
+ */
+typedef struct sp_response {
+  /**
+   * The HTTP status: 200, or the refusal's (401, 403, 405, 409, 413, 400, 500, 503). 0 while
+   * the exchange waits for `sp_exchange_complete`.
+   */
+  uint16_t status;
+  /**
+   * The body to send, byte for byte (JSON; a repeat's is the first reply's bytes).
+   */
+  struct sp_str body;
+  /**
+   * The headers to send with it: `Content-Type: application/json; charset=utf-8` always,
+   * `Retry-After: <seconds>` on a 503, `Allow: POST` on a 405. `headers_len` entries.
+   */
+  const struct sp_header *headers;
+  size_t headers_len;
+  /**
+   * One line for the host's log (a refusal and why, a repeat, a failure with its cause, the
+   * journal's URL and server message included), empty when there is nothing to say. Never
+   * send it to the caller.
+   */
+  struct sp_str log;
+} sp_response;
+
+/**
+ * One request through an endpoint. Created by `sp_endpoint_receive`, freed by
+ * `sp_exchange_free`. Belongs to one thread at a time.
+ *
+ * When `event` is NULL, `response` is final: send it. Otherwise run the partner's logic on
+ * `event` (read it, build its reply with `sp_event_reply` or `sp_event_reply_balance`, stage the
+ * ledger's credit with `sp_event_stage`), then call `sp_exchange_complete`, which fills
+ * `response`. The event is owned by the exchange: never free it. The library never reads this
+ * struct back (a host may write into it): it keeps its own copies.
+ */
+typedef struct sp_exchange {
+  struct sp_event *event;
+  struct sp_response response;
+} sp_exchange;
+
+/**
+ * The whole last failure of the calling thread, from `sp_last_error`. Every view is valid like
+ * `sp_last_error_message`.
+ */
+typedef struct sp_error {
+  /**
+   * What the failed call returned.
+   */
+  enum sp_status status;
+  /**
+   * As `sp_last_error_message`.
+   */
+  struct sp_str message;
+  /**
+   * As `sp_last_error_field`.
+   */
+  struct sp_str field;
+  /**
+   * As `sp_last_error_response`: the HTTP status and JSON body an endpoint should answer.
+   */
+  uint16_t http_status;
+  struct sp_str response_body;
+  /**
+   * For a refused callback body: the event's name (`event`, or `action`) as far as the body
+   * let it be read; `{NULL, 0}` when it could not be, and for every other failure.
+   */
+  struct sp_str event_name;
+  /**
+   * The event's index, when the refused body carried a readable one.
+   */
+  bool has_index;
+  int64_t index;
+  /**
+   * The event's `transactionId`, when the refused body carried a readable one.
+   */
+  bool has_transaction_id;
+  int64_t transaction_id;
+} sp_error;
 
 /**
  * The answer of `sp_event_begin`. `reply` is owned by the event like the reply of
@@ -1144,6 +1203,119 @@ enum sp_status sp_client_call(const struct sp_client *client,
                               const uint8_t *params,
                               size_t len,
                               struct sp_buffer **out);
+
+/**
+ * Makes an endpoint from a receiver's configuration (copied: free it whenever you like) and,
+ * when `journal` is not NULL, a journal's configuration (copied too). The journal is not opened
+ * here: the first request that needs it opens it (a request refused by its source or token, and
+ * a balance query, never need it), and it stays open for the endpoint's life; a journal that
+ * cannot be opened answers that request 503 and is tried again by the next. A receiver
+ * configuration that carries an open journal (`sp_receiver_config_set_journal`) uses that one.
+ *
+ * Fails with `SP_ERR_INVALID_ARGUMENT` naming the setting: no token (`token`), a journal both
+ * attached to the receiver configuration and given here (`journal`). `*out` is written only on
+ * success.
+ *
+ * # Safety
+ * `receiver` is NULL or live; `journal` is NULL or live; `out` is NULL or writable.
+ */
+enum sp_status sp_endpoint_new(const struct sp_receiver_config *receiver,
+                               const struct sp_journal_config *journal,
+                               struct sp_endpoint **out);
+
+/**
+ * Sets the `Retry-After` of every 503 the endpoint answers, in seconds (1 to 3600; default 5).
+ * Set it before the first request: it fails with `SP_ERR_INVALID_ARGUMENT` (field `endpoint`)
+ * while an exchange of the endpoint is alive, and (field `retry_after`) out of range.
+ *
+ * # Safety
+ * `endpoint` is NULL or live and used by no other thread during the call.
+ */
+enum sp_status sp_endpoint_set_retry_after(struct sp_endpoint *endpoint, uint32_t seconds);
+
+/**
+ * Frees an endpoint. NULL is allowed and does nothing. Exchanges still alive keep what they
+ * need of it (the journal among it) until they are freed.
+ *
+ * # Safety
+ * `endpoint` is NULL or came from `sp_endpoint_new`, is used by no other thread now and not
+ * used afterwards.
+ */
+void sp_endpoint_free(struct sp_endpoint *endpoint);
+
+/**
+ * Takes one request as the web server saw it: `method` (`"POST"`), the `X-Service-Token`
+ * header's value (`token`), the peer address (`remote_addr`, CGI `REMOTE_ADDR`), the
+ * `X-Forwarded-For` header's value (`forwarded_for`, read only from a trusted proxy), and the
+ * body (`body`/`len`; read at most the receiver's body limit plus one byte, so that a larger
+ * body is refused 413). Absent headers are NULL. `*out` gets the exchange: a final response
+ * (`event` NULL) or an event for the partner's logic. Every answer the request can get is
+ * decided here and in `sp_exchange_complete`, and shows in `response`, so this call fails only
+ * for its arguments:
+ *
+ * - a method other than POST: 405 with `Allow: POST`;
+ * - the source, then the token, before anything else: 403, 401;
+ * - the body: 413, 400, or 200 with the event's failure reply naming the invalid field;
+ * - a balance query goes to the logic without the journal (a journal that is down does not
+ *   refuse it); its index, if any, is recorded best effort;
+ * - a refund, payout or journaled other event is claimed: a repeat is answered with the stored
+ *   reply (200) and runs nothing; the same key with other content 409; a claim busy in another
+ *   worker or a journal that fails 503 with `Retry-After`; a new one goes to the logic.
+ *
+ * Fails with `SP_ERR_INVALID_ARGUMENT` for a NULL `endpoint`, `method` or `out`, or a NULL
+ * `body` with a `len` that is not 0; `*out` is written only on success. May wait up to the
+ * journal's busy wait, and for a journal's open its connect timeout.
+ *
+ * # Safety
+ * `endpoint` is NULL or live; the strings are NULL or NUL-terminated; `body` is NULL (with
+ * `len` 0) or `len` readable bytes; `out` is NULL or writable.
+ */
+enum sp_status sp_endpoint_receive(const struct sp_endpoint *endpoint,
+                                   const char *method,
+                                   const char *token,
+                                   const char *remote_addr,
+                                   const char *forwarded_for,
+                                   const uint8_t *body,
+                                   size_t len,
+                                   struct sp_exchange **out);
+
+/**
+ * After the partner's logic ran on `exchange->event`: fills `exchange->response` with the final
+ * response. `failure` is NULL when the logic succeeded, or says why it failed for a reason that
+ * may pass (its ledger is down: it goes to the log). `reply`/`len` is the reply to send, or NULL
+ * (with `len` 0) for the reply last built for the event (`sp_event_reply`,
+ * `sp_event_reply_balance`) with its status (200; a refused balance query's is 500 by default);
+ * give a reply only for an event that has no reply builder (`SP_EVENT_KIND_OTHER`), sent 200.
+ *
+ * With a claim, the reply is stored in the journal with the staged statements (one
+ * transaction) and then sent. Any failure after the claim (the logic's `failure`, no reply
+ * built, a staged statement or the journal failing, the claim lost to another worker) releases
+ * the claim and answers 503 with `Retry-After`, so that the service delivers again; the log
+ * line says what failed. So `SP_OK` does not mean a 200: read `response.status`.
+ *
+ * Fails with `SP_ERR_INVALID_ARGUMENT` (field `exchange`) for an exchange answered at once
+ * (`event` NULL) or completed already, leaving its response as it is; for a NULL `reply` with
+ * a `len` that is not 0.
+ *
+ * # Safety
+ * `exchange` is NULL or live and used by no other thread; `failure` is NULL or
+ * NUL-terminated; `reply` is NULL or `len` readable bytes.
+ */
+enum sp_status sp_exchange_complete(struct sp_exchange *exchange,
+                                    const char *failure,
+                                    const uint8_t *reply,
+                                    size_t len);
+
+/**
+ * Frees an exchange and its event. An event whose claim is still held (the exchange was never
+ * completed) releases it, as a failure would: the next delivery runs the logic again. NULL is
+ * allowed and does nothing.
+ *
+ * # Safety
+ * `exchange` is NULL or came from `sp_endpoint_receive`, is used by no other thread now and not
+ * used afterwards.
+ */
+void sp_exchange_free(struct sp_exchange *exchange);
 
 /**
  * The message of the last failure on this thread, such as

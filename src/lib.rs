@@ -3,13 +3,15 @@
 //! Three parts, each in its folder: `callback` (callbacks in: authenticate, read, validate and
 //! answer the service's events), `client` (actions out: the HTTPS client for the action
 //! address, `getGames`), and `journal` (delivery guarantees: every event handled once, lost
-//! events found by their index). The safe core is those and `error`; the C ABI lives in `ffi`,
+//! events found by their index), and `endpoint` (the whole request in one call, on top of the
+//! three). The safe core is those and `error`; the C ABI lives in `ffi`,
 //! the only module allowed `unsafe`. Data flows one way: bytes in, `parse`, a typed `Event`, the
 //! partner's logic, a reply, bytes out.
 #![deny(unsafe_code)]
 
 pub mod callback;
 pub mod client;
+pub mod endpoint;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;

@@ -82,6 +82,8 @@ typedef struct sp_client sp_client;
 
 typedef struct sp_client_config sp_client_config;
 
+typedef struct sp_endpoint sp_endpoint;
+
 typedef struct sp_journal sp_journal;
 
 typedef struct sp_journal_config sp_journal_config;
@@ -131,19 +133,6 @@ typedef struct sp_games {
 typedef struct sp_buffer {
   struct sp_str text;
 } sp_buffer;
-
-typedef struct sp_error {
-  enum sp_status status;
-  struct sp_str message;
-  struct sp_str field;
-  uint16_t http_status;
-  struct sp_str response_body;
-  struct sp_str event_name;
-  bool has_index;
-  int64_t index;
-  bool has_transaction_id;
-  int64_t transaction_id;
-} sp_error;
 
 typedef struct sp_buy_refund {
   struct sp_str game_session_identifier;
@@ -198,6 +187,37 @@ typedef struct sp_event {
   const uint8_t *strings;
   size_t strings_len;
 } sp_event;
+
+typedef struct sp_header {
+  struct sp_str name;
+  struct sp_str value;
+} sp_header;
+
+typedef struct sp_response {
+  uint16_t status;
+  struct sp_str body;
+  const struct sp_header *headers;
+  size_t headers_len;
+  struct sp_str log;
+} sp_response;
+
+typedef struct sp_exchange {
+  struct sp_event *event;
+  struct sp_response response;
+} sp_exchange;
+
+typedef struct sp_error {
+  enum sp_status status;
+  struct sp_str message;
+  struct sp_str field;
+  uint16_t http_status;
+  struct sp_str response_body;
+  struct sp_str event_name;
+  bool has_index;
+  int64_t index;
+  bool has_transaction_id;
+  int64_t transaction_id;
+} sp_error;
 
 typedef struct sp_claim {
   enum sp_begin outcome;
@@ -366,6 +386,30 @@ enum sp_status sp_client_call(const struct sp_client *client,
                               const uint8_t *params,
                               size_t len,
                               struct sp_buffer **out);
+
+enum sp_status sp_endpoint_new(const struct sp_receiver_config *receiver,
+                               const struct sp_journal_config *journal,
+                               struct sp_endpoint **out);
+
+enum sp_status sp_endpoint_set_retry_after(struct sp_endpoint *endpoint, uint32_t seconds);
+
+void sp_endpoint_free(struct sp_endpoint *endpoint);
+
+enum sp_status sp_endpoint_receive(const struct sp_endpoint *endpoint,
+                                   const char *method,
+                                   const char *token,
+                                   const char *remote_addr,
+                                   const char *forwarded_for,
+                                   const uint8_t *body,
+                                   size_t len,
+                                   struct sp_exchange **out);
+
+enum sp_status sp_exchange_complete(struct sp_exchange *exchange,
+                                    const char *failure,
+                                    const uint8_t *reply,
+                                    size_t len);
+
+void sp_exchange_free(struct sp_exchange *exchange);
 
 struct sp_str sp_last_error_message(void);
 

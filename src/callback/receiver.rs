@@ -157,6 +157,11 @@ impl ReceiverConfig {
         self.journal = Some(journal);
     }
 
+    /// Takes the journal out of the configuration, leaving none.
+    pub fn take_journal(&mut self) -> Option<Arc<Journal>> {
+        self.journal.take()
+    }
+
     /// Leaves `errorMessage` out of successful replies instead of sending `""`.
     pub fn set_omit_empty_error_message(&mut self, omit: bool) {
         self.omit_empty_error_message = omit;
@@ -243,7 +248,9 @@ impl Receiver {
         self.config.journal.as_ref()
     }
 
-    fn record_refusal(&self, error: &Error) {
+    /// Records a refusal's index in the journal, when there is one and the body named its event
+    /// (see `handle`); a failure of the journal is left unrecorded.
+    pub(crate) fn record_refusal(&self, error: &Error) {
         let (Some(journal), Some(ids)) = (&self.config.journal, error.ids.as_deref()) else { return };
         // A name with control characters (a NUL) is no name the journal can keep: not named.
         let name = ids.name.as_deref().filter(|name| !name.is_empty() && !name.chars().any(char::is_control));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::callback::event::{Event, EventKind};
 use crate::callback::receiver::Receiver;
 use crate::callback::spec::KnownEvent;
+use crate::endpoint::{Answer, Endpoint, Handling, Outcome, Settled};
 use crate::error::{Error, ErrorKind};
 use crate::ffi::args;
 use crate::ffi::owned;
@@ -154,6 +155,8 @@ struct EventBox {
     extra_spill: Vec<sp_field>,
     extra_len: usize,
     arena: Arena,
+    /// The HTTP status to send `reply` with, the library's own copy of `view.reply_http_status`.
+    reply_status: u16,
     /// The last reply built (or answered from the journal), NUL-terminated; empty when none.
     /// The event's own copy, even of a reply the receiver keeps built: what a host does to the
     /// bytes it was handed stays with its event.
@@ -319,13 +322,65 @@ pub struct sp_claim {
 
 /// Builds the C view of `event` and hands out its ownership as a raw pointer.
 pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
-    into_raw_with(event, receiver, Journaled::NotBegun)
+    into_raw_with(event, receiver, Journaled::NotBegun, receiver.journal().map(|_| Delivery::of(event)))
 }
 
 /// `into_raw` for an event already claimed in the receiver's journal (a recovered one): it is
 /// finished, abandoned or released on free like one claimed with `sp_event_begin`.
 pub fn into_raw_claimed(event: &Event<'_>, receiver: &Arc<Receiver>, claim: Claim) -> *mut sp_event {
-    into_raw_with(event, receiver, Journaled::Claimed(claim))
+    into_raw_with(event, receiver, Journaled::Claimed(claim), receiver.journal().map(|_| Delivery::of(event)))
+}
+
+/// `into_raw` for an event an endpoint hands to the partner's logic (`Endpoint::receive`): it
+/// holds the handling's claim, or is settled already (not journaled, or no claim to take).
+pub(crate) fn into_raw_handling(handling: Box<Handling<'_>>) -> *mut sp_event {
+    let journaled = match handling.claim {
+        Some(claim) => Journaled::Claimed(claim),
+        None => Journaled::Settled,
+    };
+    into_raw_with(&handling.event, &handling.receiver, journaled, handling.delivery)
+}
+
+/// Completes an endpoint's event (`sp_exchange_complete`): the reply last built for it (or
+/// `reply`, when given) with its staged statements, or the logic's `failure`, through
+/// `Endpoint::complete`, the event's claim settled as the endpoint settled it.
+///
+/// # Safety
+/// `event` came from `into_raw_handling`, is live and used by no other thread.
+pub(crate) unsafe fn complete(
+    event: *mut sp_event,
+    endpoint: &Endpoint,
+    failure: Option<&str>,
+    reply: Option<&[u8]>,
+) -> crate::Result<Answer> {
+    // SAFETY: the caller's promise, passed on.
+    let b = unsafe { event_box_mut(event)? };
+    let claim = match &b.journaled {
+        Journaled::Claimed(claim) => Some(claim),
+        _ => None,
+    };
+    let outcome = match failure {
+        Some(why) => Outcome::Failed(why),
+        None => Outcome::Reply {
+            status: if reply.is_some() { 200 } else { b.reply_status },
+            body: reply.unwrap_or_else(|| b.last_reply()),
+            staged: &b.staged,
+        },
+    };
+    let (answer, settled) = endpoint.complete(&b.receiver, claim, outcome);
+    match settled {
+        Settled::Unclaimed | Settled::Held => {}
+        Settled::Finished => b.journaled = Journaled::Settled,
+        Settled::Released => {
+            let error = abandoned_error(claim.expect("a released claim was held"));
+            b.journaled = Journaled::Abandoned(error);
+        }
+        Settled::Lost(error) => b.journaled = Journaled::Lost { error, verb: "finish" },
+    }
+    if !matches!(b.journaled, Journaled::Claimed(_)) {
+        b.staged = Vec::new();
+    }
+    Ok(answer)
 }
 
 /// Calls `f` with every string of `event` in the order of the `strings` block (see
@@ -360,7 +415,12 @@ fn block_len_of(typed: [Option<&str>; 6], event: &Event<'_>) -> usize {
     len
 }
 
-fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journaled) -> *mut sp_event {
+fn into_raw_with(
+    event: &Event<'_>,
+    receiver: &Arc<Receiver>,
+    journaled: Journaled,
+    delivery: Option<Delivery>,
+) -> *mut sp_event {
     let typed = typed_strings(&event.kind);
     let mut arena = Arena::with_capacity(block_len_of(typed, event));
     // Every slot takes its place in the block, an absent one as an empty string (see `strings`).
@@ -404,9 +464,10 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
         extra_spill,
         extra_len: event.extra.len(),
         arena,
+        reply_status: 0,
         reply: Vec::new(),
         receiver: Arc::clone(receiver),
-        delivery: receiver.journal().map(|_| Delivery::of(event)),
+        delivery,
         differing: differing_text(&journaled),
         reply_pruned: matches!(&journaled, Journaled::Claimed(claim) if claim.reply_pruned()),
         journaled,
@@ -624,10 +685,10 @@ pub unsafe extern "C" fn sp_event_reply(
         let (b, message, out) =
             unsafe { (event_box_mut(event)?, args::opt_text("message", message)?, args::out("out", out)?) };
         let known = known(b)?;
-        let EventBox { receiver, reply: kept, view, .. } = b;
+        let EventBox { receiver, reply: kept, view, reply_status, .. } = b;
         let reply = receiver.reply_text(known, success, message.unwrap_or(""))?;
-        let http_status = receiver.reply_http_status(known, success);
-        let view = keep_written(kept, view, http_status, |kept| copy_reply(kept, reply.as_bytes()));
+        *reply_status = receiver.reply_http_status(known, success);
+        let view = keep_written(kept, view, *reply_status, |kept| copy_reply(kept, reply.as_bytes()));
         out.write(view);
         Ok(())
     })
@@ -659,8 +720,9 @@ pub unsafe extern "C" fn sp_event_reply_balance(
                 Error::field(ErrorKind::InvalidArgument, "event", "is not a balance query (getPlayerBalance)").into()
             );
         }
-        let EventBox { receiver, reply, view, .. } = b;
+        let EventBox { receiver, reply, view, reply_status, .. } = b;
         let balance = receiver.checked_balance(money, currency, coins)?;
+        *reply_status = 200;
         out.write(keep_written(reply, view, 200, |out| balance.push_to(out)));
         Ok(())
     })
@@ -729,6 +791,7 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
             }
             Begin::Done(stored) => {
                 b.journaled = Journaled::Settled;
+                b.reply_status = 200;
                 let reply = keep_written(&mut b.reply, &mut b.view, 200, |kept| copy_reply(kept, &stored));
                 sp_claim { outcome: sp_begin::SP_BEGIN_DONE, attempt: 0, reply }
             }

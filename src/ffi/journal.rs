@@ -23,8 +23,8 @@ use crate::journal::{ExportFormat, Journal, JournalOptions, PruneOptions, Synchr
 /// A journal's URL and settings, filled in by the `sp_journal_config_set_*` functions. Created by
 /// `sp_journal_config_new`, freed by `sp_journal_config_free`. One thread at a time.
 pub struct sp_journal_config {
-    url: String,
-    options: JournalOptions,
+    pub(crate) url: String,
+    pub(crate) options: JournalOptions,
 }
 
 /// An open delivery journal. Created by `sp_journal_open`, freed by `sp_journal_free`. Any number

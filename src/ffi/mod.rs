@@ -7,6 +7,7 @@ mod panic;
 pub mod args;
 pub mod client;
 pub(crate) mod clock;
+pub mod endpoint;
 pub mod error;
 pub mod event;
 pub(crate) mod fork;
@@ -28,3 +29,4 @@ const fn assert_send_sync<T: Send + Sync>() {}
 const _: () = assert_send_sync::<receiver::sp_receiver>();
 const _: () = assert_send_sync::<client::sp_client>();
 const _: () = assert_send_sync::<journal::sp_journal>();
+const _: () = assert_send_sync::<endpoint::sp_endpoint>();

@@ -16,7 +16,7 @@ use crate::ffi::status::sp_status;
 /// A receiver's settings, filled in by the `sp_receiver_config_set_*` functions. Created by
 /// `sp_receiver_config_new`, freed by `sp_receiver_config_free`. One thread at a time.
 pub struct sp_receiver_config {
-    config: ReceiverConfig,
+    pub(crate) config: ReceiverConfig,
 }
 
 /// A configured callback receiver. Created by `sp_receiver_new`, freed by `sp_receiver_free`.

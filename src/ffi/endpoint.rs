@@ -1,0 +1,341 @@
+//! The endpoint in one call: `sp_endpoint_receive` takes a whole request and gives an
+//! `sp_exchange` holding either the final response or the event to run the partner's logic on;
+//! `sp_exchange_complete` gives the final response after the logic.
+//!
+//! Two calls around the logic rather than a callback: PHP FFI leaks a PHP closure handed to C
+//! as a function pointer, and Python's ctypes callbacks cannot carry exceptions across C. The
+//! logic runs in the host's own language, between the two calls, with the event it was given.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use crate::endpoint::{Answer, CONTENT_TYPE, Endpoint, Received};
+use crate::error::{Error, ErrorKind};
+use crate::ffi::event::{self, sp_event};
+use crate::ffi::journal::sp_journal_config;
+use crate::ffi::receiver::{request, sp_receiver_config};
+use crate::ffi::status::sp_status;
+use crate::ffi::str::sp_str;
+use crate::ffi::{args, owned};
+
+/// A callback endpoint: a receiver's configuration and, optionally, a journal opened the first
+/// time a request needs it. Created by `sp_endpoint_new`, freed by `sp_endpoint_free`. Make one
+/// per process (a PHP-FPM worker, a WSGI process, a CGI run) and keep it: any number of threads
+/// may use one endpoint at the same time. Exchanges it returns keep what they need of it alive.
+pub struct sp_endpoint {
+    inner: Arc<Endpoint>,
+}
+
+/// One header of a response: `name` and `value`, both views owned by the exchange.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_header {
+    pub name: sp_str,
+    pub value: sp_str,
+}
+
+/// The final response of an exchange. Every view is owned by the exchange and valid until
+/// `sp_exchange_free`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sp_response {
+    /// The HTTP status: 200, or the refusal's (401, 403, 405, 409, 413, 400, 500, 503). 0 while
+    /// the exchange waits for `sp_exchange_complete`.
+    pub status: u16,
+    /// The body to send, byte for byte (JSON; a repeat's is the first reply's bytes).
+    pub body: sp_str,
+    /// The headers to send with it: `Content-Type: application/json; charset=utf-8` always,
+    /// `Retry-After: <seconds>` on a 503, `Allow: POST` on a 405. `headers_len` entries.
+    pub headers: *const sp_header,
+    pub headers_len: usize,
+    /// One line for the host's log (a refusal and why, a repeat, a failure with its cause, the
+    /// journal's URL and server message included), empty when there is nothing to say. Never
+    /// send it to the caller.
+    pub log: sp_str,
+}
+
+/// One request through an endpoint. Created by `sp_endpoint_receive`, freed by
+/// `sp_exchange_free`. Belongs to one thread at a time.
+///
+/// When `event` is NULL, `response` is final: send it. Otherwise run the partner's logic on
+/// `event` (read it, build its reply with `sp_event_reply` or `sp_event_reply_balance`, stage the
+/// ledger's credit with `sp_event_stage`), then call `sp_exchange_complete`, which fills
+/// `response`. The event is owned by the exchange: never free it. The library never reads this
+/// struct back (a host may write into it): it keeps its own copies.
+#[repr(C)]
+#[derive(Debug)]
+pub struct sp_exchange {
+    pub event: *mut sp_event,
+    pub response: sp_response,
+}
+
+/// The allocation behind an `sp_exchange` pointer: the public struct first.
+#[repr(C)]
+struct ExchangeBox {
+    view: sp_exchange,
+    /// The event handed to the logic, owned here (freed, and its claim released if still held,
+    /// with the exchange); NULL when the request was answered at once.
+    event: *mut sp_event,
+    endpoint: Arc<Endpoint>,
+    /// What the log says before the logic runs (`attempt 2`), kept for the final response.
+    early_log: String,
+    /// The final response's bytes, once there is one.
+    answered: Option<Answered>,
+}
+
+/// The bytes the final response views: each NUL-terminated, in heap buffers that never move.
+struct Answered {
+    status: u16,
+    body: Vec<u8>,
+    log: Vec<u8>,
+    retry_after: Vec<u8>,
+    headers: Vec<sp_header>,
+}
+
+impl Answered {
+    fn of(answer: Answer, early_log: &str) -> Answered {
+        let nul_terminated = |mut bytes: Vec<u8>| {
+            bytes.push(0);
+            bytes
+        };
+        let log = if answer.log.is_empty() { early_log.to_owned() } else { answer.log };
+        let mut answered = Answered {
+            status: answer.status,
+            body: nul_terminated(answer.body),
+            log: nul_terminated(log.replace('\0', " ").into_bytes()),
+            retry_after: nul_terminated(answer.retry_after.map(|s| s.to_string()).unwrap_or_default().into_bytes()),
+            headers: Vec::with_capacity(2),
+        };
+        let header =
+            |name: &'static std::ffi::CStr, value: sp_str| sp_header { name: sp_str::from_static(name), value };
+        answered.headers.push(header(c"Content-Type", sp_str::from_static(content_type())));
+        if answer.retry_after.is_some() {
+            answered.headers.push(header(c"Retry-After", sp_str::of_nul_terminated(&answered.retry_after)));
+        }
+        if answer.allow_post {
+            answered.headers.push(header(c"Allow", sp_str::from_static(c"POST")));
+        }
+        answered
+    }
+
+    fn view(&self) -> sp_response {
+        sp_response {
+            status: self.status,
+            body: sp_str::of_nul_terminated(&self.body),
+            headers: self.headers.as_ptr(),
+            headers_len: self.headers.len(),
+            log: sp_str::of_nul_terminated(&self.log),
+        }
+    }
+}
+
+/// `CONTENT_TYPE` as a C string.
+fn content_type() -> &'static std::ffi::CStr {
+    const C: &std::ffi::CStr = c"application/json; charset=utf-8";
+    debug_assert_eq!(C.to_bytes(), CONTENT_TYPE.as_bytes());
+    C
+}
+
+impl Drop for ExchangeBox {
+    fn drop(&mut self) {
+        // SAFETY: `event` is NULL or the event this exchange made and owns; nothing else frees it.
+        unsafe { event::sp_event_free(self.event) };
+    }
+}
+
+/// Makes an endpoint from a receiver's configuration (copied: free it whenever you like) and,
+/// when `journal` is not NULL, a journal's configuration (copied too). The journal is not opened
+/// here: the first request that needs it opens it (a request refused by its source or token, and
+/// a balance query, never need it), and it stays open for the endpoint's life; a journal that
+/// cannot be opened answers that request 503 and is tried again by the next. A receiver
+/// configuration that carries an open journal (`sp_receiver_config_set_journal`) uses that one.
+///
+/// Fails with `SP_ERR_INVALID_ARGUMENT` naming the setting: no token (`token`), a journal both
+/// attached to the receiver configuration and given here (`journal`). `*out` is written only on
+/// success.
+///
+/// # Safety
+/// `receiver` is NULL or live; `journal` is NULL or live; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_endpoint_new(
+    receiver: *const sp_receiver_config,
+    journal: *const sp_journal_config,
+    out: *mut *mut sp_endpoint,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or live / writable pointers.
+        let (receiver, out) = unsafe { (args::object("receiver", receiver)?, args::out("out", out)?) };
+        // SAFETY: NULL or live, by the caller's promise.
+        let journal = unsafe { journal.as_ref() }.map(|j| (j.url.as_str(), j.options.clone()));
+        let endpoint = Endpoint::new(receiver.config.clone(), journal)?;
+        out.write(owned::into_raw(sp_endpoint { inner: Arc::new(endpoint) }));
+        Ok(())
+    })
+}
+
+/// Sets the `Retry-After` of every 503 the endpoint answers, in seconds (1 to 3600; default 5).
+/// Set it before the first request: it fails with `SP_ERR_INVALID_ARGUMENT` (field `endpoint`)
+/// while an exchange of the endpoint is alive, and (field `retry_after`) out of range.
+///
+/// # Safety
+/// `endpoint` is NULL or live and used by no other thread during the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_endpoint_set_retry_after(endpoint: *mut sp_endpoint, seconds: u32) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or a live endpoint it does not share now.
+        let endpoint = unsafe { args::object_mut("endpoint", endpoint)? };
+        let Some(inner) = Arc::get_mut(&mut endpoint.inner) else {
+            let problem = "is in use by an exchange: set Retry-After before the first request";
+            return Err(Error::field(ErrorKind::InvalidArgument, "endpoint", problem).into());
+        };
+        inner.set_retry_after(seconds)?;
+        Ok(())
+    })
+}
+
+/// Frees an endpoint. NULL is allowed and does nothing. Exchanges still alive keep what they
+/// need of it (the journal among it) until they are freed.
+///
+/// # Safety
+/// `endpoint` is NULL or came from `sp_endpoint_new`, is used by no other thread now and not
+/// used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_endpoint_free(endpoint: *mut sp_endpoint) {
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<sp_endpoint, _>(endpoint) } })
+}
+
+/// Takes one request as the web server saw it: `method` (`"POST"`), the `X-Service-Token`
+/// header's value (`token`), the peer address (`remote_addr`, CGI `REMOTE_ADDR`), the
+/// `X-Forwarded-For` header's value (`forwarded_for`, read only from a trusted proxy), and the
+/// body (`body`/`len`; read at most the receiver's body limit plus one byte, so that a larger
+/// body is refused 413). Absent headers are NULL. `*out` gets the exchange: a final response
+/// (`event` NULL) or an event for the partner's logic. Every answer the request can get is
+/// decided here and in `sp_exchange_complete`, and shows in `response`, so this call fails only
+/// for its arguments:
+///
+/// - a method other than POST: 405 with `Allow: POST`;
+/// - the source, then the token, before anything else: 403, 401;
+/// - the body: 413, 400, or 200 with the event's failure reply naming the invalid field;
+/// - a balance query goes to the logic without the journal (a journal that is down does not
+///   refuse it); its index, if any, is recorded best effort;
+/// - a refund, payout or journaled other event is claimed: a repeat is answered with the stored
+///   reply (200) and runs nothing; the same key with other content 409; a claim busy in another
+///   worker or a journal that fails 503 with `Retry-After`; a new one goes to the logic.
+///
+/// Fails with `SP_ERR_INVALID_ARGUMENT` for a NULL `endpoint`, `method` or `out`, or a NULL
+/// `body` with a `len` that is not 0; `*out` is written only on success. May wait up to the
+/// journal's busy wait, and for a journal's open its connect timeout.
+///
+/// # Safety
+/// `endpoint` is NULL or live; the strings are NULL or NUL-terminated; `body` is NULL (with
+/// `len` 0) or `len` readable bytes; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn sp_endpoint_receive(
+    endpoint: *const sp_endpoint,
+    method: *const c_char,
+    token: *const c_char,
+    remote_addr: *const c_char,
+    forwarded_for: *const c_char,
+    body: *const u8,
+    len: usize,
+    out: *mut *mut sp_exchange,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (endpoint, method, out, request) = unsafe {
+            let endpoint = &args::object("endpoint", endpoint)?.inner;
+            let method = args::opt_bytes_z(method).ok_or_else(|| args::null("method"))?;
+            let out = args::out("out", out)?;
+            (endpoint, method, out, request(token, remote_addr, forwarded_for, body, len)?)
+        };
+        let (event, answered, early_log) = match endpoint.receive(method, &request) {
+            Received::Answer(answer) => (std::ptr::null_mut(), Some(Answered::of(answer, "")), String::new()),
+            Received::Handle(mut handling) => {
+                let early_log = std::mem::take(&mut handling.log);
+                (event::into_raw_handling(handling), None, early_log)
+            }
+        };
+        let response = answered.as_ref().map_or(EMPTY_RESPONSE, Answered::view);
+        let exchange = ExchangeBox {
+            view: sp_exchange { event, response },
+            event,
+            endpoint: Arc::clone(endpoint),
+            early_log,
+            answered,
+        };
+        out.write(owned::into_raw(exchange));
+        Ok(())
+    })
+}
+
+/// The response of an exchange that waits for `sp_exchange_complete`.
+const EMPTY_RESPONSE: sp_response =
+    sp_response { status: 0, body: sp_str::NONE, headers: std::ptr::null(), headers_len: 0, log: sp_str::NONE };
+
+/// After the partner's logic ran on `exchange->event`: fills `exchange->response` with the final
+/// response. `failure` is NULL when the logic succeeded, or says why it failed for a reason that
+/// may pass (its ledger is down: it goes to the log). `reply`/`len` is the reply to send, or NULL
+/// (with `len` 0) for the reply last built for the event (`sp_event_reply`,
+/// `sp_event_reply_balance`) with its status (200; a refused balance query's is 500 by default);
+/// give a reply only for an event that has no reply builder (`SP_EVENT_KIND_OTHER`), sent 200.
+///
+/// With a claim, the reply is stored in the journal with the staged statements (one
+/// transaction) and then sent. Any failure after the claim (the logic's `failure`, no reply
+/// built, a staged statement or the journal failing, the claim lost to another worker) releases
+/// the claim and answers 503 with `Retry-After`, so that the service delivers again; the log
+/// line says what failed. So `SP_OK` does not mean a 200: read `response.status`.
+///
+/// Fails with `SP_ERR_INVALID_ARGUMENT` (field `exchange`) for an exchange answered at once
+/// (`event` NULL) or completed already, leaving its response as it is; for a NULL `reply` with
+/// a `len` that is not 0.
+///
+/// # Safety
+/// `exchange` is NULL or live and used by no other thread; `failure` is NULL or
+/// NUL-terminated; `reply` is NULL or `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_exchange_complete(
+    exchange: *mut sp_exchange,
+    failure: *const c_char,
+    reply: *const u8,
+    len: usize,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented; the failure text
+        // and the reply are copied before the exchange changes (a host may pass the exchange's
+        // own views back in).
+        let (failure, reply, b) = unsafe {
+            let failure = args::opt_bytes_z(failure).map(|text| String::from_utf8_lossy(text).into_owned());
+            let reply = if reply.is_null() { None } else { Some(args::bytes("reply", reply, len)?.to_vec()) };
+            (failure, reply, args::object_mut("exchange", exchange.cast::<ExchangeBox>())?)
+        };
+        if b.event.is_null() || b.answered.is_some() {
+            let problem =
+                if b.event.is_null() { "was answered at once (its event is NULL)" } else { "was completed already" };
+            return Err(Error::field(ErrorKind::InvalidArgument, "exchange", problem).into());
+        }
+        if reply.is_none() && len != 0 {
+            return Err(args::null("reply").into());
+        }
+        // SAFETY: `b.event` is the live event this exchange made with `into_raw_handling` and owns.
+        let answer = unsafe { event::complete(b.event, &b.endpoint, failure.as_deref(), reply.as_deref())? };
+        let answered = Answered::of(answer, &b.early_log);
+        b.view.response = answered.view();
+        b.answered = Some(answered);
+        Ok(())
+    })
+}
+
+/// Frees an exchange and its event. An event whose claim is still held (the exchange was never
+/// completed) releases it, as a failure would: the next delivery runs the logic again. NULL is
+/// allowed and does nothing.
+///
+/// # Safety
+/// `exchange` is NULL or came from `sp_endpoint_receive`, is used by no other thread now and not
+/// used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_exchange_free(exchange: *mut sp_exchange) {
+    // SAFETY: forwarded caller promise.
+    value_boundary!((), { unsafe { owned::free::<ExchangeBox, _>(exchange) } })
+}

@@ -1,0 +1,413 @@
+//! The endpoint in one call through the C ABI (`sp_endpoint_receive`, `sp_exchange_complete`),
+//! every answer a request can get decided by the library: refusals before the journal, a
+//! balance query answered with the journal down, a repeat from the journal, a conflict, the
+//! logic's failure and a missing reply released and answered 503 with `Retry-After`, a staged
+//! credit committed with the reply, an exchange freed uncompleted, a journal that accepts and
+//! never answers; and the careless host (the exchange's own views handed back in, completing
+//! twice, NULLs).
+
+use std::ffi::{CStr, CString};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use slotpartner::ffi::endpoint::*;
+use slotpartner::ffi::event::{sp_event_kind, sp_event_reply, sp_event_reply_balance};
+use slotpartner::ffi::journal::*;
+use slotpartner::ffi::receiver::*;
+use slotpartner::ffi::staged::{sp_event_stage, sp_sql_value};
+use slotpartner::ffi::status::sp_status::*;
+use slotpartner::ffi::str::sp_str;
+
+const TOKEN: &CStr = c"6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f";
+
+fn text(s: sp_str) -> String {
+    if s.ptr.is_null() {
+        return String::new();
+    }
+    // SAFETY: a view the library handed out, valid while its exchange lives.
+    String::from_utf8(unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) }.to_vec()).unwrap()
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()
+}
+
+/// A temporary directory removed when dropped.
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("slotpartner-endpoint-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+    fn db(&self) -> PathBuf {
+        self.0.join("journal.db")
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// An endpoint allowing 127.0.0.1 with the test token, and a journal at `url` when given.
+fn endpoint(url: Option<&str>, configure: impl FnOnce(*mut sp_receiver_config)) -> *mut sp_endpoint {
+    let (mut receiver, mut journal, mut endpoint) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: valid pointers throughout; the configurations are freed once the endpoint is made.
+    unsafe {
+        assert_eq!(sp_receiver_config_new(&mut receiver), SP_OK);
+        assert_eq!(sp_receiver_config_add_token(receiver, TOKEN.as_ptr()), SP_OK);
+        assert_eq!(sp_receiver_config_set_sources(receiver, c"127.0.0.1".as_ptr()), SP_OK);
+        configure(receiver);
+        if let Some(url) = url {
+            let url = CString::new(url).unwrap();
+            assert_eq!(sp_journal_config_new(url.as_ptr(), &mut journal), SP_OK);
+            assert_eq!(sp_journal_config_set_busy_wait_ms(journal, 50), SP_OK);
+        }
+        assert_eq!(sp_endpoint_new(receiver, journal, &mut endpoint), SP_OK);
+        sp_receiver_config_free(receiver);
+        sp_journal_config_free(journal);
+    }
+    endpoint
+}
+
+/// The final response of an exchange, read out.
+#[derive(Debug)]
+struct Sent {
+    status: u16,
+    body: String,
+    headers: Vec<(String, String)>,
+    log: String,
+}
+
+impl Sent {
+    fn of(exchange: *mut sp_exchange) -> Sent {
+        // SAFETY: a live exchange; its views are valid while it lives.
+        let response = unsafe { (*exchange).response };
+        let headers = (0..response.headers_len)
+            // SAFETY: `headers_len` entries at `headers`.
+            .map(|i| unsafe { *response.headers.add(i) })
+            .map(|h| (text(h.name), text(h.value)))
+            .collect();
+        Sent { status: response.status, body: text(response.body), headers, log: text(response.log) }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Receives a POST from 127.0.0.1 with the token.
+fn receive(endpoint: *const sp_endpoint, body: &[u8]) -> *mut sp_exchange {
+    receive_as(endpoint, c"POST", Some(TOKEN), c"127.0.0.1", body)
+}
+
+fn receive_as(
+    endpoint: *const sp_endpoint,
+    method: &CStr,
+    token: Option<&CStr>,
+    addr: &CStr,
+    body: &[u8],
+) -> *mut sp_exchange {
+    let mut exchange = ptr::null_mut();
+    let token = token.map_or(ptr::null(), CStr::as_ptr);
+    // SAFETY: valid pointers.
+    let got = unsafe {
+        sp_endpoint_receive(
+            endpoint,
+            method.as_ptr(),
+            token,
+            addr.as_ptr(),
+            ptr::null(),
+            body.as_ptr(),
+            body.len(),
+            &mut exchange,
+        )
+    };
+    assert_eq!(got, SP_OK);
+    exchange
+}
+
+/// The whole request: receive, then `logic` on the event when there is one, then complete.
+fn serve(endpoint: *const sp_endpoint, body: &[u8], logic: impl FnOnce(*mut sp_exchange) -> Option<CString>) -> Sent {
+    let exchange = receive(endpoint, body);
+    // SAFETY: a live exchange.
+    unsafe {
+        if !(*exchange).event.is_null() {
+            let failure = logic(exchange);
+            let failure = failure.as_ref().map_or(ptr::null(), |f| f.as_ptr());
+            assert_eq!(sp_exchange_complete(exchange, failure, ptr::null(), 0), SP_OK);
+        }
+        let sent = Sent::of(exchange);
+        sp_exchange_free(exchange);
+        sent
+    }
+}
+
+/// The logic that accepts: the event's success reply.
+fn accept(exchange: *mut sp_exchange) -> Option<CString> {
+    let mut reply = sp_str { ptr: ptr::null(), len: 0 };
+    // SAFETY: the live event of a live exchange.
+    assert_eq!(unsafe { sp_event_reply((*exchange).event, true, ptr::null(), &mut reply) }, SP_OK);
+    None
+}
+
+fn with_payout(money: i64) -> Vec<u8> {
+    let mut body: serde_json::Value = serde_json::from_slice(&fixture("payout.json")).unwrap();
+    body["moneyWon"] = money.into();
+    serde_json::to_vec(&body).unwrap()
+}
+
+#[test]
+fn refusals_are_answered_before_the_journal_is_opened() {
+    // A journal nobody can reach: no refusal below waits for it or mentions it.
+    let endpoint = endpoint(Some("postgres://partner@127.0.0.1:1/journal?connect_timeout=1"), |_| {});
+    let refund = fixture("refund.json");
+    let get = Sent::of(receive_as(endpoint, c"GET", Some(TOKEN), c"127.0.0.1", b""));
+    assert_eq!((get.status, get.header("Allow")), (405, Some("POST")), "{get:?}");
+    assert_eq!(get.header("Content-Type"), Some("application/json; charset=utf-8"));
+    let no_token = Sent::of(receive_as(endpoint, c"POST", None, c"127.0.0.1", &refund));
+    assert_eq!(no_token.status, 401, "{no_token:?}");
+    assert!(no_token.log.starts_with("refused:"), "{no_token:?}");
+    let wrong =
+        Sent::of(receive_as(endpoint, c"POST", Some(c"00000000-0000-0000-0000-000000000000"), c"127.0.0.1", &refund));
+    assert_eq!(wrong.status, 401);
+    let stranger = Sent::of(receive_as(endpoint, c"POST", Some(TOKEN), c"10.1.2.3", &refund));
+    assert_eq!(stranger.status, 403, "{stranger:?}");
+    for (body, status) in [(&b"not json"[..], 400), (&vec![b' '; 70_000][..], 413)] {
+        let sent = Sent::of(receive(endpoint, body));
+        assert_eq!(sent.status, status, "{sent:?}");
+        assert!(!sent.body.contains("127.0.0.1") && !sent.body.contains("postgres"), "{sent:?}");
+        assert_eq!(sent.header("Retry-After"), None);
+    }
+    let invalid = Sent::of(receive(endpoint, &fixture("invalid_negative_amount.json")));
+    assert_eq!(invalid.status, 200, "a known event with an invalid field: its failure reply");
+    assert!(invalid.body.contains(r#""success":false"#), "{invalid:?}");
+    // SAFETY: the endpoint is live and used by nothing else now.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
+#[test]
+fn a_balance_query_is_answered_with_the_journal_down_and_a_refund_gets_503_with_retry_after() {
+    let endpoint = endpoint(Some("postgres://partner@127.0.0.1:1/journal?connect_timeout=1"), |_| {});
+    let balance = serve(endpoint, &fixture("balance.json"), |exchange| {
+        // SAFETY: the live event of a live exchange.
+        unsafe {
+            let event = (*exchange).event;
+            assert_eq!((*event).kind, sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY);
+            let mut reply = sp_str { ptr: ptr::null(), len: 0 };
+            assert_eq!(sp_event_reply_balance(event, 12_345, ptr::null(), 0, &mut reply), SP_OK);
+        }
+        None
+    });
+    assert_eq!(balance.status, 200, "{balance:?}");
+    assert!(balance.body.contains(r#""money":12345"#), "{balance:?}");
+    assert!(balance.log.contains("not recorded"), "the index could not be recorded: {balance:?}");
+    let refund = serve(endpoint, &fixture("refund.json"), |_| panic!("the logic must not run"));
+    assert_eq!((refund.status, refund.header("Retry-After")), (503, Some("5")), "{refund:?}");
+    assert!(!refund.body.contains("127.0.0.1") && !refund.body.contains("postgres"), "{refund:?}");
+    assert!(refund.log.contains("127.0.0.1"), "the log names the journal: {refund:?}");
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
+#[test]
+fn a_journal_that_accepts_and_never_answers_is_answered_503_within_its_connect_timeout() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let url = format!("postgres://partner@127.0.0.1:{port}/journal?connect_timeout=1&sslmode=disable");
+    let endpoint = endpoint(Some(&url), |_| {});
+    let started = Instant::now();
+    let refund = serve(endpoint, &fixture("refund.json"), |_| panic!("the logic must not run"));
+    assert_eq!(refund.status, 503, "{refund:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "waited {:?}", started.elapsed());
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+    drop(silent);
+}
+
+#[test]
+fn a_repeat_gets_the_stored_reply_a_conflict_409_and_the_logic_runs_once() {
+    let dir = TempDir::new("repeat");
+    let endpoint = endpoint(Some(&format!("sqlite:{}", dir.db().display())), |_| {});
+    let mut runs = 0;
+    let first = serve(endpoint, &with_payout(500), |exchange| {
+        runs += 1;
+        accept(exchange)
+    });
+    assert_eq!(first.status, 200, "{first:?}");
+    let again = serve(endpoint, &with_payout(500), |_| panic!("a repeat runs nothing"));
+    assert_eq!((again.status, &again.body), (200, &first.body));
+    assert!(again.log.contains("repeated delivery"), "{again:?}");
+    let other = serve(endpoint, &with_payout(900), |_| panic!("a conflict runs nothing"));
+    assert_eq!(other.status, 409, "{other:?}");
+    assert!(other.body.contains("moneyWon"), "the conflict names the field: {other:?}");
+    assert_eq!(runs, 1);
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
+#[test]
+fn a_failure_after_the_claim_is_answered_503_and_the_next_delivery_runs_again() {
+    let dir = TempDir::new("failure");
+    let endpoint = endpoint(Some(&format!("sqlite:{}", dir.db().display())), |_| {});
+    let refund = fixture("refund.json");
+    let failed = serve(endpoint, &refund, |_| Some(CString::new("the ledger is down").unwrap()));
+    assert_eq!((failed.status, failed.header("Retry-After")), (503, Some("5")), "{failed:?}");
+    assert!(failed.log.contains("the ledger is down") && failed.log.contains("released"), "{failed:?}");
+    assert!(!failed.body.contains("ledger"), "the caller learns nothing of the partner: {failed:?}");
+    let no_reply = serve(endpoint, &refund, |_| None);
+    assert_eq!(no_reply.status, 503, "no reply built: {no_reply:?}");
+    assert!(no_reply.log.contains("no reply"), "{no_reply:?}");
+    // Freed without completing: the claim is released, not held until its lease ends.
+    let exchange = receive(endpoint, &refund);
+    // SAFETY: live pointers.
+    unsafe {
+        assert!(!(*exchange).event.is_null());
+        sp_exchange_free(exchange);
+    }
+    let done = serve(endpoint, &refund, accept);
+    assert_eq!(done.status, 200, "{done:?}");
+    assert!(done.log.contains("attempt 4"), "the fourth attempt: {done:?}");
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
+/// Stages `INSERT INTO credits ... ON CONFLICT DO NOTHING` with the payout's transaction and amount.
+fn stage_credit(exchange: *mut sp_exchange, sql: &str) {
+    // SAFETY: the live event of a live exchange; the payout struct is there for a payout.
+    unsafe {
+        let event = (*exchange).event;
+        let payout = &*(*event).jackpot_payout;
+        let params = [payout.transaction_id, payout.money_won].map(|v| sp_sql_value {
+            kind: 1,
+            int_value: v,
+            bytes: ptr::null(),
+            len: 0,
+        });
+        assert_eq!(sp_event_stage(event, sql.as_ptr().cast(), sql.len(), params.as_ptr(), params.len()), SP_OK);
+    }
+}
+
+#[test]
+fn a_staged_credit_commits_with_the_reply_and_a_failing_one_answers_503() {
+    let dir = TempDir::new("staged");
+    let url = format!("sqlite:{}", dir.db().display());
+    let endpoint = endpoint(Some(&url), |_| {});
+    // The journal's file is made by the first request that needs it; the ledger lives beside.
+    // An event passed through has no reply builder: the host gives its reply.
+    let warm = receive(endpoint, &fixture("other_event.json"));
+    // SAFETY: a live exchange waiting for its completion.
+    unsafe {
+        assert_eq!((*(*warm).event).kind, sp_event_kind::SP_EVENT_KIND_OTHER);
+        assert_eq!(sp_exchange_complete(warm, ptr::null(), b"{}".as_ptr(), 2), SP_OK);
+        assert_eq!((Sent::of(warm).status, Sent::of(warm).body.as_str()), (200, "{}"));
+        sp_exchange_free(warm);
+    }
+    let insert = "INSERT INTO credits (transaction_id, amount) VALUES (?1, ?2) ON CONFLICT (transaction_id) DO NOTHING";
+    let missing_table = serve(endpoint, &with_payout(700), |exchange| {
+        stage_credit(exchange, insert);
+        accept(exchange)
+    });
+    assert_eq!(missing_table.status, 503, "{missing_table:?}");
+    let ledger = rusqlite::Connection::open(dir.db()).unwrap();
+    ledger.execute_batch("CREATE TABLE credits (transaction_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)").unwrap();
+    let paid = serve(endpoint, &with_payout(700), |exchange| {
+        stage_credit(exchange, insert);
+        accept(exchange)
+    });
+    assert_eq!(paid.status, 200, "{paid:?}");
+    let credited: (i64, i64) =
+        ledger.query_row("SELECT count(*), sum(amount) FROM credits", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!(credited, (1, 700));
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
+#[test]
+fn a_careless_host_cannot_change_a_response_or_crash_the_exchange() {
+    let dir = TempDir::new("careless");
+    let endpoint = endpoint(Some(&format!("sqlite:{}", dir.db().display())), |_| {});
+    let refund = fixture("refund.json");
+    // SAFETY: every pointer is valid or deliberately NULL, as the cases say.
+    unsafe {
+        let mut exchange = ptr::null_mut();
+        let method_null = sp_endpoint_receive(
+            endpoint,
+            ptr::null(),
+            TOKEN.as_ptr(),
+            c"127.0.0.1".as_ptr(),
+            ptr::null(),
+            refund.as_ptr(),
+            refund.len(),
+            &mut exchange,
+        );
+        assert_eq!((method_null, exchange), (SP_ERR_INVALID_ARGUMENT, ptr::null_mut()));
+        let body_null = sp_endpoint_receive(
+            endpoint,
+            c"POST".as_ptr(),
+            TOKEN.as_ptr(),
+            c"127.0.0.1".as_ptr(),
+            ptr::null(),
+            ptr::null(),
+            usize::MAX,
+            &mut exchange,
+        );
+        assert_eq!(body_null, SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(sp_exchange_complete(ptr::null_mut(), ptr::null(), ptr::null(), 0), SP_ERR_INVALID_ARGUMENT);
+
+        let answered = receive_as(endpoint, c"PUT", Some(TOKEN), c"127.0.0.1", b"");
+        let log = (*answered).response.log;
+        assert_eq!(sp_exchange_complete(answered, log.ptr, ptr::null(), 0), SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(Sent::of(answered).status, 405);
+        sp_exchange_free(answered);
+
+        let exchange = receive(endpoint, &refund);
+        accept(exchange);
+        // The host scribbles over the view: the library keeps its own copies.
+        let event = (*exchange).event;
+        (*exchange).event = ptr::null_mut();
+        (*exchange).response.status = 999;
+        (*event).reply_http_status = 418;
+        assert_eq!(sp_exchange_complete(exchange, ptr::null(), ptr::null(), 0), SP_OK);
+        let sent = Sent::of(exchange);
+        assert_eq!(sent.status, 200, "{sent:?}");
+        // Completing again, with the response's own body as the failure: refused, unchanged.
+        let body = (*exchange).response.body;
+        assert_eq!(sp_exchange_complete(exchange, body.ptr, body.ptr.cast(), body.len), SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(Sent::of(exchange).body, sent.body);
+        sp_exchange_free(exchange);
+        sp_exchange_free(ptr::null_mut());
+        sp_endpoint_free(ptr::null_mut());
+        // Retry-After is set before the first request, not while an exchange lives.
+        let alive = receive(endpoint, &refund);
+        assert_eq!(sp_endpoint_set_retry_after(endpoint, 30), SP_ERR_INVALID_ARGUMENT);
+        sp_exchange_free(alive);
+        assert_eq!(sp_endpoint_set_retry_after(endpoint, 0), SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(sp_endpoint_set_retry_after(endpoint, 30), SP_OK);
+        sp_endpoint_free(endpoint);
+    }
+}
+
+#[test]
+fn without_a_journal_every_valid_event_runs_the_logic_and_a_refused_balance_is_500() {
+    let endpoint = endpoint(None, |_| {});
+    let refund = serve(endpoint, &fixture("refund.json"), accept);
+    assert_eq!(refund.status, 200, "{refund:?}");
+    let again = serve(endpoint, &fixture("refund.json"), accept);
+    assert_eq!(again.status, 200, "no journal: the logic runs again");
+    let refused = serve(endpoint, &fixture("balance.json"), |exchange| {
+        let mut reply = sp_str { ptr: ptr::null(), len: 0 };
+        // SAFETY: live event.
+        let got = unsafe { sp_event_reply((*exchange).event, false, c"no such player".as_ptr(), &mut reply) };
+        assert_eq!(got, SP_OK);
+        None
+    });
+    assert_eq!(refused.status, 500, "{refused:?}");
+    assert!(!refused.body.contains("money"), "{refused:?}");
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
