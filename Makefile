@@ -34,7 +34,7 @@ SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # What a program linking the static library needs besides it (as `cargo rustc -- --print native-static-libs` says).
 STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: FORCE all lib cli sandbox test-miri test-cpp test-php test-python examples sanitized test test-rust test-c test-e2e header-check symbols-check header bench demo install uninstall deb test-install clean
+.PHONY: FORCE all lib cli sandbox test-docs test-miri test-cpp test-php test-python examples sanitized test test-rust test-c test-e2e header-check symbols-check header bench demo install uninstall deb test-install clean
 
 all: lib examples cli
 
@@ -77,12 +77,19 @@ $(SANDIR)/%: examples/c/%.c include/slotpartner.h $(RELEASE)/libslotpartner.a
 # file in the temporary directory it gave the suite (TMPDIR), and then stops and removes them.
 NO_LEFTOVERS := python3 tests/no_leftovers.py
 
-test: all sanitized sandbox test-rust header-check symbols-check test-c test-valgrind test-threads test-fork test-clock test-e2e test-miri test-fuzz-smoke test-cpp test-php test-python test-install demo
+test: all sanitized sandbox test-rust header-check symbols-check test-c test-valgrind test-threads test-fork test-clock test-e2e test-miri test-fuzz-smoke test-cpp test-php test-python test-install test-docs demo
 
 test-rust:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(NO_LEFTOVERS) $(CARGO) test --workspace --locked
+
+# The Markdown files cannot rot silently (tests/docs_check.py, docs/testing.md): every relative
+# link and anchor holds, and every code block marked runnable compiles, or runs, against the
+# built library. The checker's self-test first: it must find a broken link and a broken snippet.
+test-docs: lib
+	$(NO_LEFTOVERS) python3 tests/docs_check.py --self-test
+	$(NO_LEFTOVERS) python3 tests/docs_check.py
 
 # The header compiles cleanly as C11 and as C++17.
 header-check:
