@@ -1224,6 +1224,41 @@ enum sp_status sp_endpoint_new(const struct sp_receiver_config *receiver,
                                struct sp_endpoint **out);
 
 /**
+ * Makes an endpoint from one JSON object of settings (`settings`/`len`, UTF-8): the
+ * receiver's and the journal's settings under the names of their C setters
+ * (`sp_receiver_config_set_<key>`, `sp_journal_config_set_<key>`), `token` (a string or a list
+ * of two), `journal` (the URL; absent or null for none) and `retry_after` (seconds), each
+ * optional with its default. For example
+ * `{"token":"6f1c2a3e-...","sources":"production","journal":"sqlite:/var/lib/partner/journal.db","claim_at_finish":true}`.
+ * An unknown key or a value of the wrong type is refused (`SP_ERR_INVALID_ARGUMENT`, field
+ * `settings`, the message naming the key), as is a value out of its range (the field is the
+ * setting's). The journal is opened as `sp_endpoint_new` says. `*out` is written only on
+ * success.
+ *
+ * # Safety
+ * `settings` is NULL or `len` readable bytes; `out` is NULL or writable.
+ */
+enum sp_status sp_endpoint_from_settings(const char *settings,
+                                         size_t len,
+                                         struct sp_endpoint **out);
+
+/**
+ * `sp_endpoint_from_settings`, but the same endpoint for the same settings (byte for byte)
+ * within this process: the first call makes it, every later call finds it, its journal open
+ * and its connections kept. Made for hosts whose variables die with each request while the
+ * process lives on (PHP-FPM: call it at the top of every request, one call, and free the
+ * handle at the end). Each call gives a handle of its own, freed with `sp_endpoint_free`; the
+ * endpoint itself lives as long as the process. At most 16 settings are kept; more make an
+ * endpoint per call, as `sp_endpoint_from_settings`. A forked child finds its parent's
+ * endpoints, and their journal opens connections of its own. `sp_endpoint_set_retry_after` is
+ * refused on a shared endpoint: give `retry_after` in the settings.
+ *
+ * # Safety
+ * As for `sp_endpoint_from_settings`.
+ */
+enum sp_status sp_endpoint_shared(const char *settings, size_t len, struct sp_endpoint **out);
+
+/**
  * Sets the `Retry-After` of every 503 the endpoint answers, in seconds (1 to 3600; default 5).
  * Set it before the first request: it fails with `SP_ERR_INVALID_ARGUMENT` (field `endpoint`)
  * while an exchange of the endpoint is alive, and (field `retry_after`) out of range.

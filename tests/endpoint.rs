@@ -411,3 +411,43 @@ fn without_a_journal_every_valid_event_runs_the_logic_and_a_refused_balance_is_5
     // SAFETY: live, unused elsewhere.
     unsafe { sp_endpoint_free(endpoint) };
 }
+
+#[test]
+fn an_endpoint_from_settings_and_the_shared_one_serve_alike_and_a_typo_is_refused_by_name() {
+    let dir = TempDir::new("settings");
+    let settings = format!(
+        r#"{{"token":"{}","sources":"127.0.0.1","journal":"sqlite:{}","claim_at_finish":true,"retry_after":7}}"#,
+        TOKEN.to_str().unwrap(),
+        dir.db().display()
+    );
+    let (mut own, mut first, mut second) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: valid pointers throughout.
+    unsafe {
+        assert_eq!(sp_endpoint_from_settings(settings.as_ptr().cast(), settings.len(), &mut own), SP_OK);
+        assert_eq!(sp_endpoint_shared(settings.as_ptr().cast(), settings.len(), &mut first), SP_OK);
+        assert_eq!(sp_endpoint_shared(settings.as_ptr().cast(), settings.len(), &mut second), SP_OK);
+        // The shared endpoint is kept by the process: its Retry-After is the settings' own.
+        assert_eq!(sp_endpoint_set_retry_after(own, 9), SP_OK);
+        assert_eq!(sp_endpoint_set_retry_after(first, 9), SP_ERR_INVALID_ARGUMENT);
+        let paid = serve(first, &with_payout(300), accept);
+        assert_eq!(paid.status, 200, "{paid:?}");
+        sp_endpoint_free(first);
+        let again = serve(second, &with_payout(300), |_| panic!("a repeat runs nothing"));
+        assert_eq!((again.status, again.body), (200, paid.body));
+        let failed = serve(second, &with_payout(301), |_| panic!("a conflict runs nothing"));
+        assert_eq!(failed.status, 409);
+        let down = serve(own, &fixture("refund.json"), |_| Some(CString::new("ledger down").unwrap()));
+        assert_eq!(down.header("Retry-After"), Some("9"), "{down:?}");
+        let down = serve(second, &fixture("refund.json"), |_| Some(CString::new("ledger down").unwrap()));
+        assert_eq!(down.header("Retry-After"), Some("7"), "{down:?}");
+        sp_endpoint_free(second);
+        sp_endpoint_free(own);
+
+        let typo = r#"{"tokn":"x"}"#;
+        let mut none = ptr::null_mut();
+        assert_eq!(sp_endpoint_shared(typo.as_ptr().cast(), typo.len(), &mut none), SP_ERR_INVALID_ARGUMENT);
+        assert!(none.is_null());
+        let message = slotpartner::ffi::error::sp_last_error_message();
+        assert!(text(message).contains("tokn"), "{}", text(message));
+    }
+}

@@ -391,6 +391,12 @@ enum sp_status sp_endpoint_new(const struct sp_receiver_config *receiver,
                                const struct sp_journal_config *journal,
                                struct sp_endpoint **out);
 
+enum sp_status sp_endpoint_from_settings(const char *settings,
+                                         size_t len,
+                                         struct sp_endpoint **out);
+
+enum sp_status sp_endpoint_shared(const char *settings, size_t len, struct sp_endpoint **out);
+
 enum sp_status sp_endpoint_set_retry_after(struct sp_endpoint *endpoint, uint32_t seconds);
 
 void sp_endpoint_free(struct sp_endpoint *endpoint);

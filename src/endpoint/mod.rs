@@ -25,6 +25,7 @@
 //! request that needs it.
 
 mod answer;
+mod settings;
 
 use std::sync::{Arc, OnceLock};
 
@@ -130,6 +131,7 @@ impl Endpoint {
             }
             (Some(_), None) => JournalSource::Given(Arc::new(Receiver::new(config.clone())?)),
             (None, Some((url, options))) => {
+                options.check()?;
                 JournalSource::Lazy { url: url.to_owned(), options, opened: OnceLock::new() }
             }
             (None, None) => JournalSource::None,

@@ -16,7 +16,7 @@ use crate::ffi::journal::sp_journal_config;
 use crate::ffi::receiver::{request, sp_receiver_config};
 use crate::ffi::status::sp_status;
 use crate::ffi::str::sp_str;
-use crate::ffi::{args, owned};
+use crate::ffi::{args, owned, shared};
 
 /// A callback endpoint: a receiver's configuration and, optionally, a journal opened the first
 /// time a request needs it. Created by `sp_endpoint_new`, freed by `sp_endpoint_free`. Make one
@@ -169,6 +169,60 @@ pub unsafe extern "C" fn sp_endpoint_new(
         let journal = unsafe { journal.as_ref() }.map(|j| (j.url.as_str(), j.options.clone()));
         let endpoint = Endpoint::new(receiver.config.clone(), journal)?;
         out.write(owned::into_raw(sp_endpoint { inner: Arc::new(endpoint) }));
+        Ok(())
+    })
+}
+
+/// Makes an endpoint from one JSON object of settings (`settings`/`len`, UTF-8): the
+/// receiver's and the journal's settings under the names of their C setters
+/// (`sp_receiver_config_set_<key>`, `sp_journal_config_set_<key>`), `token` (a string or a list
+/// of two), `journal` (the URL; absent or null for none) and `retry_after` (seconds), each
+/// optional with its default. For example
+/// `{"token":"6f1c2a3e-...","sources":"production","journal":"sqlite:/var/lib/partner/journal.db","claim_at_finish":true}`.
+/// An unknown key or a value of the wrong type is refused (`SP_ERR_INVALID_ARGUMENT`, field
+/// `settings`, the message naming the key), as is a value out of its range (the field is the
+/// setting's). The journal is opened as `sp_endpoint_new` says. `*out` is written only on
+/// success.
+///
+/// # Safety
+/// `settings` is NULL or `len` readable bytes; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_endpoint_from_settings(
+    settings: *const c_char,
+    len: usize,
+    out: *mut *mut sp_endpoint,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (settings, out) = unsafe { (args::bytes("settings", settings.cast(), len)?, args::out("out", out)?) };
+        let endpoint = Endpoint::from_settings(settings)?;
+        out.write(owned::into_raw(sp_endpoint { inner: Arc::new(endpoint) }));
+        Ok(())
+    })
+}
+
+/// `sp_endpoint_from_settings`, but the same endpoint for the same settings (byte for byte)
+/// within this process: the first call makes it, every later call finds it, its journal open
+/// and its connections kept. Made for hosts whose variables die with each request while the
+/// process lives on (PHP-FPM: call it at the top of every request, one call, and free the
+/// handle at the end). Each call gives a handle of its own, freed with `sp_endpoint_free`; the
+/// endpoint itself lives as long as the process. At most 16 settings are kept; more make an
+/// endpoint per call, as `sp_endpoint_from_settings`. A forked child finds its parent's
+/// endpoints, and their journal opens connections of its own. `sp_endpoint_set_retry_after` is
+/// refused on a shared endpoint: give `retry_after` in the settings.
+///
+/// # Safety
+/// As for `sp_endpoint_from_settings`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_endpoint_shared(
+    settings: *const c_char,
+    len: usize,
+    out: *mut *mut sp_endpoint,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (settings, out) = unsafe { (args::bytes("settings", settings.cast(), len)?, args::out("out", out)?) };
+        out.write(owned::into_raw(sp_endpoint { inner: shared::endpoint(settings)? }));
         Ok(())
     })
 }

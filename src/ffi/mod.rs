@@ -18,6 +18,7 @@ pub mod receiver;
 pub mod record;
 pub mod recovery;
 pub mod reply;
+mod shared;
 pub mod staged;
 
 pub mod status;

@@ -167,7 +167,8 @@ impl Default for JournalOptions {
 }
 
 impl JournalOptions {
-    fn check(&self) -> Result<()> {
+    /// Refuses a setting out of its range, naming it.
+    pub(crate) fn check(&self) -> Result<()> {
         const DAY: Duration = Duration::from_secs(24 * 3600);
         let invalid = |field: &str, problem: &str| Err(Error::field(ErrorKind::InvalidArgument, field, problem));
         if self.lease < Duration::from_millis(1) || self.lease > DAY {

@@ -1,0 +1,154 @@
+//! An endpoint made from one JSON object of settings, so that a host pays one call for the
+//! whole configuration (PHP and Python pay for every call into the library).
+//!
+//! The keys are the receiver's and the journal's settings under the names their C setters use
+//! (`sp_receiver_config_set_<key>`, `sp_journal_config_set_<key>`), each optional, with their
+//! defaults when absent or `null`:
+//!
+//! ```json
+//! {"token": "6f1c2a3e-...", "sources": "production", "trusted_proxies": "10.0.0.0/8",
+//!  "max_body_bytes": 65536, "max_depth": 32, "max_identifier_bytes": 256, "index_field": "index",
+//!  "strict_index": false, "reject_unknown_events": false, "balance_wrapper": "playerBalance",
+//!  "balance_currency": "EUR", "balance_failure_http_status": 500, "omit_empty_error_message": false,
+//!  "journal": "sqlite:/var/lib/partner/journal.db", "claim_at_finish": false, "durable": true,
+//!  "lease_ms": 30000, "busy_wait_ms": 2000, "first_index": 0, "max_reply_bytes": 65536,
+//!  "lock_timeout_ms": 5000, "command_timeout_ms": 15000, "max_index_jump": 1000000,
+//!  "not_found_limit": 3, "retention_ms": 0, "retry_after": 5}
+//! ```
+//!
+//! `token` is a string or a list of at most two (the current and, during a rotation, the next).
+//! An unknown key or a value of the wrong type is refused naming it: these are the partner's own
+//! settings, where a typo must not pass silently.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::callback::receiver::ReceiverConfig;
+use crate::endpoint::Endpoint;
+use crate::error::{Error, ErrorKind, Result};
+use crate::journal::{JournalOptions, Synchronous};
+
+/// One token or several.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Tokens {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    token: Option<Tokens>,
+    sources: Option<String>,
+    trusted_proxies: Option<String>,
+    max_body_bytes: Option<usize>,
+    max_depth: Option<usize>,
+    max_identifier_bytes: Option<usize>,
+    index_field: Option<String>,
+    strict_index: Option<bool>,
+    reject_unknown_events: Option<bool>,
+    balance_wrapper: Option<String>,
+    balance_currency: Option<String>,
+    balance_failure_http_status: Option<u16>,
+    omit_empty_error_message: Option<bool>,
+    journal: Option<String>,
+    lease_ms: Option<u64>,
+    busy_wait_ms: Option<u64>,
+    durable: Option<bool>,
+    claim_at_finish: Option<bool>,
+    first_index: Option<i64>,
+    max_reply_bytes: Option<usize>,
+    lock_timeout_ms: Option<u64>,
+    command_timeout_ms: Option<u64>,
+    max_index_jump: Option<i64>,
+    not_found_limit: Option<u32>,
+    retention_ms: Option<u64>,
+    retry_after: Option<u32>,
+}
+
+/// Sets `$value` with `$set` when present (`?` passes the setter's error, which names the field).
+macro_rules! apply {
+    ($value:expr, $set:expr) => {
+        if let Some(value) = $value {
+            #[allow(clippy::redundant_closure_call)]
+            $set(value)?;
+        }
+    };
+}
+
+impl Endpoint {
+    /// An endpoint from a JSON object of settings (see the module documentation). Errors:
+    /// `InvalidArgument` with field `settings` for text that is not such an object (the message
+    /// names the key), or naming the setting its value breaks.
+    pub fn from_settings(json: &[u8]) -> Result<Endpoint> {
+        let settings: Settings = serde_json::from_slice(json)
+            .map_err(|e| Error::field(ErrorKind::InvalidArgument, "settings", e.to_string()))?;
+        let mut config = ReceiverConfig::default();
+        match settings.token {
+            Some(Tokens::One(token)) => config.add_token(&token)?,
+            Some(Tokens::Many(tokens)) => tokens.iter().try_for_each(|t| config.add_token(t))?,
+            None => {}
+        }
+        apply!(settings.sources, |v: String| config.set_sources(&v));
+        apply!(settings.trusted_proxies, |v: String| config.set_trusted_proxies(&v));
+        apply!(settings.max_body_bytes, |v| config.set_max_body_bytes(v));
+        apply!(settings.max_depth, |v| config.set_max_depth(v));
+        apply!(settings.max_identifier_bytes, |v| config.set_max_identifier_bytes(v));
+        apply!(settings.index_field, |v: String| config.set_index_field(&v));
+        apply!(settings.strict_index, |v| Ok::<_, Error>(config.set_strict_index(v)));
+        apply!(settings.reject_unknown_events, |v| Ok::<_, Error>(config.set_reject_unknown_events(v)));
+        apply!(settings.balance_wrapper, |v: String| config.set_balance_wrapper(&v));
+        apply!(settings.balance_currency, |v: String| config.set_balance_currency(&v));
+        apply!(settings.balance_failure_http_status, |v| config.set_balance_failure_http_status(v));
+        apply!(settings.omit_empty_error_message, |v| Ok::<_, Error>(config.set_omit_empty_error_message(v)));
+        let mut options = JournalOptions::default();
+        let ms = Duration::from_millis;
+        apply!(settings.lease_ms, |v| Ok::<_, Error>(options.lease = ms(v)));
+        apply!(settings.busy_wait_ms, |v| Ok::<_, Error>(options.busy_wait = ms(v)));
+        apply!(settings.durable, |v| Ok::<_, Error>(
+            options.synchronous = if v { Synchronous::Full } else { Synchronous::Normal }
+        ));
+        apply!(settings.claim_at_finish, |v| Ok::<_, Error>(options.claim_at_finish = v));
+        apply!(settings.first_index, |v| Ok::<_, Error>(options.first_index = Some(v)));
+        apply!(settings.max_reply_bytes, |v| Ok::<_, Error>(options.max_reply_bytes = v));
+        apply!(settings.lock_timeout_ms, |v| Ok::<_, Error>(options.lock_timeout = ms(v)));
+        apply!(settings.command_timeout_ms, |v| Ok::<_, Error>(options.command_timeout = Some(ms(v))));
+        apply!(settings.max_index_jump, |v| Ok::<_, Error>(options.max_index_jump = v));
+        apply!(settings.not_found_limit, |v| Ok::<_, Error>(options.not_found_limit = v));
+        apply!(settings.retention_ms, |v| Ok::<_, Error>(options.retention = (v > 0).then(|| ms(v))));
+        let journal = settings.journal.as_deref().filter(|url| !url.is_empty()).map(|url| (url, options));
+        let mut endpoint = Endpoint::new(config, journal)?;
+        apply!(settings.retry_after, |v| endpoint.set_retry_after(v));
+        Ok(endpoint)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "6f1c2a3e-8b7d-4c5e-9f10-2a3b4c5d6e7f";
+
+    fn refusal(json: &str) -> Error {
+        Endpoint::from_settings(json.as_bytes()).expect_err(json)
+    }
+
+    #[test]
+    fn settings_are_read_strictly_and_each_refusal_names_its_key() {
+        let ok = format!(r#"{{"token":"{TOKEN}","sources":"any","journal":null,"retry_after":30}}"#);
+        assert!(Endpoint::from_settings(ok.as_bytes()).is_ok());
+        let typo = refusal(&format!(r#"{{"token":"{TOKEN}","sourcse":"any"}}"#));
+        assert_eq!(typo.field, "settings");
+        assert!(typo.message.contains("sourcse"), "{typo}");
+        let wrong_type = refusal(&format!(r#"{{"token":"{TOKEN}","max_body_bytes":"64k"}}"#));
+        assert!(wrong_type.message.contains("invalid type"), "{wrong_type}");
+        assert_eq!(refusal("{}").field, "token");
+        assert_eq!(refusal(&format!(r#"{{"token":"{TOKEN}","sources":"nowhere"}}"#)).field, "sources");
+        assert_eq!(refusal(&format!(r#"{{"token":"{TOKEN}","retry_after":0}}"#)).field, "retry_after");
+        let jump = refusal(&format!(r#"{{"token":"{TOKEN}","journal":"sqlite:/tmp/x.db","max_index_jump":0}}"#));
+        assert_eq!(jump.field, "max_index_jump");
+        assert_eq!(refusal("[1]").field, "settings");
+    }
+}
