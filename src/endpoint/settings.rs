@@ -97,27 +97,53 @@ impl Endpoint {
         apply!(settings.max_depth, |v| config.set_max_depth(v));
         apply!(settings.max_identifier_bytes, |v| config.set_max_identifier_bytes(v));
         apply!(settings.index_field, |v: String| config.set_index_field(&v));
-        apply!(settings.strict_index, |v| Ok::<_, Error>(config.set_strict_index(v)));
-        apply!(settings.reject_unknown_events, |v| Ok::<_, Error>(config.set_reject_unknown_events(v)));
+        if let Some(v) = settings.strict_index {
+            config.set_strict_index(v);
+        }
+        if let Some(v) = settings.reject_unknown_events {
+            config.set_reject_unknown_events(v);
+        }
         apply!(settings.balance_wrapper, |v: String| config.set_balance_wrapper(&v));
         apply!(settings.balance_currency, |v: String| config.set_balance_currency(&v));
         apply!(settings.balance_failure_http_status, |v| config.set_balance_failure_http_status(v));
-        apply!(settings.omit_empty_error_message, |v| Ok::<_, Error>(config.set_omit_empty_error_message(v)));
+        if let Some(v) = settings.omit_empty_error_message {
+            config.set_omit_empty_error_message(v);
+        }
         let mut options = JournalOptions::default();
         let ms = Duration::from_millis;
-        apply!(settings.lease_ms, |v| Ok::<_, Error>(options.lease = ms(v)));
-        apply!(settings.busy_wait_ms, |v| Ok::<_, Error>(options.busy_wait = ms(v)));
-        apply!(settings.durable, |v| Ok::<_, Error>(
-            options.synchronous = if v { Synchronous::Full } else { Synchronous::Normal }
-        ));
-        apply!(settings.claim_at_finish, |v| Ok::<_, Error>(options.claim_at_finish = v));
-        apply!(settings.first_index, |v| Ok::<_, Error>(options.first_index = Some(v)));
-        apply!(settings.max_reply_bytes, |v| Ok::<_, Error>(options.max_reply_bytes = v));
-        apply!(settings.lock_timeout_ms, |v| Ok::<_, Error>(options.lock_timeout = ms(v)));
-        apply!(settings.command_timeout_ms, |v| Ok::<_, Error>(options.command_timeout = Some(ms(v))));
-        apply!(settings.max_index_jump, |v| Ok::<_, Error>(options.max_index_jump = v));
-        apply!(settings.not_found_limit, |v| Ok::<_, Error>(options.not_found_limit = v));
-        apply!(settings.retention_ms, |v| Ok::<_, Error>(options.retention = (v > 0).then(|| ms(v))));
+        if let Some(v) = settings.lease_ms {
+            options.lease = ms(v);
+        }
+        if let Some(v) = settings.busy_wait_ms {
+            options.busy_wait = ms(v);
+        }
+        if let Some(v) = settings.durable {
+            options.synchronous = if v { Synchronous::Full } else { Synchronous::Normal };
+        }
+        if let Some(v) = settings.claim_at_finish {
+            options.claim_at_finish = v;
+        }
+        if let Some(v) = settings.first_index {
+            options.first_index = Some(v);
+        }
+        if let Some(v) = settings.max_reply_bytes {
+            options.max_reply_bytes = v;
+        }
+        if let Some(v) = settings.lock_timeout_ms {
+            options.lock_timeout = ms(v);
+        }
+        if let Some(v) = settings.command_timeout_ms {
+            options.command_timeout = Some(ms(v));
+        }
+        if let Some(v) = settings.max_index_jump {
+            options.max_index_jump = v;
+        }
+        if let Some(v) = settings.not_found_limit {
+            options.not_found_limit = v;
+        }
+        if let Some(v) = settings.retention_ms {
+            options.retention = (v > 0).then(|| ms(v));
+        }
         let journal = settings.journal.as_deref().filter(|url| !url.is_empty()).map(|url| (url, options));
         let mut endpoint = Endpoint::new(config, journal)?;
         apply!(settings.retry_after, |v| endpoint.set_retry_after(v));
