@@ -103,9 +103,10 @@ symbols-check: lib
 	if [ -n "$$bad" ]; then echo "non-sp_ exported symbols:"; echo "$$bad"; exit 1; fi; \
 	echo "symbols-check: $$(nm -D --defined-only $(RELEASE)/libslotpartner.so | grep -c ' sp_') sp_ symbols, nothing else"
 
-test-c: examples sanitized sandbox $(SANDIR)/careless_host
+test-c: examples sanitized sandbox $(SANDIR)/careless_host $(EXDIR)/kill_at_fsync.so
 	$(NO_LEFTOVERS) tests/c/run_examples.sh $(EXDIR)
 	$(NO_LEFTOVERS) tests/c/run_examples.sh $(SANDIR)
+	$(NO_LEFTOVERS) tests/c/half_credit.sh $(EXDIR)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(NO_LEFTOVERS) $(SANDIR)/careless_host
 
 # The careless-host ABI tests under miri (undefined behaviour, aliasing), where a nightly
@@ -159,6 +160,12 @@ test-fuzz-smoke:
 	fi
 
 .PHONY: fuzz test-fuzz-smoke
+
+# The C example's ledger killed in the middle of a credit (tests/c/half_credit.sh): an LD_PRELOAD
+# shim whose fsync of a wallet file kills the process; the example links the shared library.
+$(EXDIR)/kill_at_fsync.so: tests/c/kill_at_fsync.c
+	@mkdir -p $(EXDIR)
+	$(CC) -std=c11 $(STRICT) $(CFLAGS) -shared -fPIC $< -o $@
 
 # The C ABI used as a careless host would use it, under the sanitizers.
 $(SANDIR)/careless_host: tests/c/careless_host.c include/slotpartner.h $(RELEASE)/libslotpartner.a

@@ -587,8 +587,8 @@ typedef struct sp_response {
    */
   struct sp_str body;
   /**
-   * The headers to send with it: `Content-Type: application/json; charset=utf-8` always,
-   * `Retry-After: <seconds>` on a 503, `Allow: POST` on a 405. `headers_len` entries.
+   * The headers to send with it: `Retry-After: <seconds>` on a 503, `Allow: POST` on a 405,
+   * and last `Content-Type: application/json; charset=utf-8` always. `headers_len` entries.
    */
   const struct sp_header *headers;
   size_t headers_len;
@@ -1243,6 +1243,22 @@ enum sp_status sp_endpoint_from_settings(const char *settings,
                                          struct sp_endpoint **out);
 
 /**
+ * Makes an endpoint from the environment: each setting of `sp_endpoint_from_settings` from the
+ * variable `SLOTPARTNER_<KEY>` (`SLOTPARTNER_TOKEN`, `SLOTPARTNER_SOURCES`,
+ * `SLOTPARTNER_TRUSTED_PROXIES`, `SLOTPARTNER_JOURNAL`, `SLOTPARTNER_CLAIM_AT_FINISH`, ...), as
+ * libpq reads `PGHOST`: unset or empty leaves the default; a switch is `1`/`true`/`yes`/`on` or
+ * `0`/`false`/`no`/`off`; `SLOTPARTNER_TOKEN` may hold two tokens separated by a comma. Made for
+ * a CGI program, which lives one request. Fails with `SP_ERR_INVALID_ARGUMENT` naming the
+ * variable whose text cannot be read, or the setting whose value is refused (without a token:
+ * field `token`, the message asking whether `SLOTPARTNER_TOKEN` is set). `*out` is written only
+ * on success.
+ *
+ * # Safety
+ * `out` is NULL or writable. Reads the environment: no other thread may change it meanwhile.
+ */
+enum sp_status sp_endpoint_from_environment(struct sp_endpoint **out);
+
+/**
  * `sp_endpoint_from_settings`, but the same endpoint for the same settings (byte for byte)
  * within this process: the first call makes it, every later call finds it, its journal open
  * and its connections kept. Made for hosts whose variables die with each request while the
@@ -1315,6 +1331,33 @@ enum sp_status sp_endpoint_receive(const struct sp_endpoint *endpoint,
                                    struct sp_exchange **out);
 
 /**
+ * `sp_endpoint_receive` for a CGI program (RFC 3875): the request is read from the environment
+ * (`REQUEST_METHOD`, `HTTP_X_SERVICE_TOKEN`, `REMOTE_ADDR`, `HTTP_X_FORWARDED_FOR`,
+ * `CONTENT_LENGTH`) and standard input (at most the body limit plus one byte, so that a larger
+ * body is refused 413 unread). A `CONTENT_LENGTH` that is not a number, or a body shorter than
+ * it says, is answered 400 (field `CONTENT_LENGTH`); an unset `REQUEST_METHOD` 405. Write the
+ * final response with `sp_exchange_write_cgi`. Fails only for a NULL argument.
+ *
+ * # Safety
+ * `endpoint` is NULL or live; `out` is NULL or writable. Reads the environment and standard
+ * input: no other thread may change or read them meanwhile.
+ */
+enum sp_status sp_endpoint_receive_cgi(const struct sp_endpoint *endpoint,
+                                       struct sp_exchange **out);
+
+/**
+ * Writes the exchange's final response to the file descriptor `fd` (1, standard output, for a
+ * CGI program) as CGI wants it: `Status: <status> <reason>`, each header, a blank line, the
+ * body, in one write. Writes nothing of `response.log`: that line is for the host's log.
+ * Fails with `SP_ERR_INVALID_ARGUMENT` (field `exchange`) for an exchange that waits for
+ * `sp_exchange_complete`, and (field `fd`) when the write fails (the message says why).
+ *
+ * # Safety
+ * `exchange` is NULL or live; `fd` is an open file descriptor the call may write to.
+ */
+enum sp_status sp_exchange_write_cgi(const struct sp_exchange *exchange, int32_t fd);
+
+/**
  * After the partner's logic ran on `exchange->event`: fills `exchange->response` with the final
  * response. `failure` is NULL when the logic succeeded, or says why it failed for a reason that
  * may pass (its ledger is down: it goes to the log). `reply`/`len` is the reply to send, or NULL
@@ -1351,6 +1394,13 @@ enum sp_status sp_exchange_complete(struct sp_exchange *exchange,
  * used afterwards.
  */
 void sp_exchange_free(struct sp_exchange *exchange);
+
+/**
+ * The reason phrase of an HTTP status the endpoint answers (`"Service Unavailable"` for 503), for
+ * a CGI `Status:` line or an HTTP/1.1 status line; `"Unknown"` for another. A static string:
+ * never free it.
+ */
+const char *sp_http_reason(uint16_t status);
 
 /**
  * The message of the last failure on this thread, such as

@@ -327,6 +327,11 @@ fn a_staged_credit_commits_with_the_reply_and_a_failing_one_answers_503() {
     unsafe { sp_endpoint_free(endpoint) };
 }
 
+/// An exchange answered at once (a 405).
+fn answered_again(endpoint: *const sp_endpoint) -> *mut sp_exchange {
+    receive_as(endpoint, c"GET", Some(TOKEN), c"127.0.0.1", b"")
+}
+
 #[test]
 fn a_careless_host_cannot_change_a_response_or_crash_the_exchange() {
     let dir = TempDir::new("careless");
@@ -366,6 +371,12 @@ fn a_careless_host_cannot_change_a_response_or_crash_the_exchange() {
         sp_exchange_free(answered);
 
         let exchange = receive(endpoint, &refund);
+        // Nothing to write before the exchange is complete; a closed descriptor is refused.
+        assert_eq!(sp_exchange_write_cgi(exchange, 1), SP_ERR_INVALID_ARGUMENT);
+        assert_eq!(sp_exchange_write_cgi(ptr::null(), 1), SP_ERR_INVALID_ARGUMENT);
+        let answered = answered_again(endpoint);
+        assert_eq!(sp_exchange_write_cgi(answered, -1), SP_ERR_INVALID_ARGUMENT);
+        sp_exchange_free(answered);
         accept(exchange);
         // The host scribbles over the view: the library keeps its own copies.
         let event = (*exchange).event;

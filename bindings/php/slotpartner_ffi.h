@@ -395,6 +395,8 @@ enum sp_status sp_endpoint_from_settings(const char *settings,
                                          size_t len,
                                          struct sp_endpoint **out);
 
+enum sp_status sp_endpoint_from_environment(struct sp_endpoint **out);
+
 enum sp_status sp_endpoint_shared(const char *settings, size_t len, struct sp_endpoint **out);
 
 enum sp_status sp_endpoint_set_retry_after(struct sp_endpoint *endpoint, uint32_t seconds);
@@ -410,12 +412,19 @@ enum sp_status sp_endpoint_receive(const struct sp_endpoint *endpoint,
                                    size_t len,
                                    struct sp_exchange **out);
 
+enum sp_status sp_endpoint_receive_cgi(const struct sp_endpoint *endpoint,
+                                       struct sp_exchange **out);
+
+enum sp_status sp_exchange_write_cgi(const struct sp_exchange *exchange, int32_t fd);
+
 enum sp_status sp_exchange_complete(struct sp_exchange *exchange,
                                     const char *failure,
                                     const uint8_t *reply,
                                     size_t len);
 
 void sp_exchange_free(struct sp_exchange *exchange);
+
+const char *sp_http_reason(uint16_t status);
 
 struct sp_str sp_last_error_message(void);
 

@@ -50,7 +50,7 @@ impl Answer {
 
     /// 405 with `Allow: POST` for any method other than POST.
     pub fn method_not_allowed(method: &[u8]) -> Answer {
-        let body = br#"{"error":{"code":"method_not_allowed","field":"method","message":"only POST is accepted"}}"#;
+        let body = br#"{"error":{"code":"method_not_allowed","field":"","message":"only POST is accepted"}}"#;
         let shown = String::from_utf8_lossy(&method[..method.len().min(32)]).into_owned();
         let log = format!("refused: method {}: only POST is accepted", quoted(&shown));
         Answer { status: 405, body: body.to_vec(), retry_after: None, allow_post: true, log }
@@ -63,5 +63,24 @@ impl Answer {
         let body =
             format!(r#"{{"error":{{"code":"unavailable","field":"","message":{}}}}}"#, quoted(JOURNAL_UNAVAILABLE));
         Answer { status: 503, body: body.into_bytes(), retry_after: Some(retry_after), allow_post: false, log }
+    }
+}
+
+/// The reason phrase of a status an endpoint answers (`Service Unavailable` for 503), for a CGI
+/// `Status:` line or an HTTP/1.1 status line; `Unknown` for another.
+pub fn reason_phrase(status: u16) -> &'static std::ffi::CStr {
+    match status {
+        200 => c"OK",
+        400 => c"Bad Request",
+        401 => c"Unauthorized",
+        403 => c"Forbidden",
+        405 => c"Method Not Allowed",
+        409 => c"Conflict",
+        413 => c"Content Too Large",
+        500 => c"Internal Server Error",
+        502 => c"Bad Gateway",
+        503 => c"Service Unavailable",
+        504 => c"Gateway Timeout",
+        _ => c"Unknown",
     }
 }

@@ -25,6 +25,7 @@
 //! request that needs it.
 
 mod answer;
+pub mod cgi;
 mod settings;
 
 use std::sync::{Arc, OnceLock};
@@ -34,7 +35,7 @@ use crate::callback::receiver::{Receiver, ReceiverConfig, Request};
 use crate::error::{Error, ErrorKind, Result};
 use crate::journal::{Begin, Claim, Delivery, Journal, JournalOptions, Staged};
 
-pub use answer::{Answer, CONTENT_TYPE};
+pub use answer::{Answer, CONTENT_TYPE, reason_phrase};
 
 /// `Retry-After` of a 503, in seconds, unless set otherwise.
 pub const DEFAULT_RETRY_AFTER_SECS: u32 = 5;

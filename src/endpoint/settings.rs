@@ -151,6 +151,88 @@ impl Endpoint {
     }
 }
 
+/// How an environment variable's text becomes a setting's JSON value.
+#[derive(Clone, Copy)]
+enum Kind {
+    Text,
+    Switch,
+    Number,
+    /// Comma-separated tokens.
+    Tokens,
+}
+
+/// Every setting, with how its environment variable (`SLOTPARTNER_` and the key in capitals) is read.
+const KEYS: [(&str, Kind); 26] = [
+    ("token", Kind::Tokens),
+    ("sources", Kind::Text),
+    ("trusted_proxies", Kind::Text),
+    ("max_body_bytes", Kind::Number),
+    ("max_depth", Kind::Number),
+    ("max_identifier_bytes", Kind::Number),
+    ("index_field", Kind::Text),
+    ("strict_index", Kind::Switch),
+    ("reject_unknown_events", Kind::Switch),
+    ("balance_wrapper", Kind::Text),
+    ("balance_currency", Kind::Text),
+    ("balance_failure_http_status", Kind::Number),
+    ("omit_empty_error_message", Kind::Switch),
+    ("journal", Kind::Text),
+    ("lease_ms", Kind::Number),
+    ("busy_wait_ms", Kind::Number),
+    ("durable", Kind::Switch),
+    ("claim_at_finish", Kind::Switch),
+    ("first_index", Kind::Number),
+    ("max_reply_bytes", Kind::Number),
+    ("lock_timeout_ms", Kind::Number),
+    ("command_timeout_ms", Kind::Number),
+    ("max_index_jump", Kind::Number),
+    ("not_found_limit", Kind::Number),
+    ("retention_ms", Kind::Number),
+    ("retry_after", Kind::Number),
+];
+
+impl Endpoint {
+    /// An endpoint from the environment: each setting of `from_settings` from the variable
+    /// `SLOTPARTNER_<KEY>` (`SLOTPARTNER_TOKEN`, `SLOTPARTNER_SOURCES`, `SLOTPARTNER_JOURNAL`,
+    /// `SLOTPARTNER_CLAIM_AT_FINISH`, ...), as libpq reads `PGHOST`: unset or empty leaves the
+    /// default; a switch is `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; `SLOTPARTNER_TOKEN`
+    /// may hold two tokens separated by a comma. Errors: `InvalidArgument` naming the variable
+    /// whose text cannot be read, or the setting whose value is refused; with no token, field
+    /// `token` and a message asking whether `SLOTPARTNER_TOKEN` is set.
+    pub fn from_environment() -> Result<Endpoint> {
+        let mut settings = serde_json::Map::new();
+        for (key, kind) in KEYS {
+            let name = format!("SLOTPARTNER_{}", key.to_ascii_uppercase());
+            let Some(raw) = std::env::var_os(&name) else { continue };
+            let refused = |problem: &str| Error::field(ErrorKind::InvalidArgument, &name, problem.to_owned());
+            let text = raw.to_str().ok_or_else(|| refused("is not UTF-8"))?.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let value = match kind {
+                Kind::Text => serde_json::Value::from(text),
+                Kind::Tokens => text.split(',').map(str::trim).collect::<Vec<_>>().into(),
+                Kind::Switch => match text.to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => true.into(),
+                    "0" | "false" | "no" | "off" => false.into(),
+                    _ => return Err(refused(&format!("expected 1 or 0 (true or false), got {text:?}"))),
+                },
+                Kind::Number => {
+                    text.parse::<i64>().map_err(|_| refused(&format!("expected an integer, got {text:?}")))?.into()
+                }
+            };
+            settings.insert(key.to_owned(), value);
+        }
+        let json = serde_json::Value::Object(settings).to_string();
+        Endpoint::from_settings(json.as_bytes()).map_err(|mut error| {
+            if error.field == "token" && std::env::var_os("SLOTPARTNER_TOKEN").is_none() {
+                error.message.push_str(" (is SLOTPARTNER_TOKEN set?)");
+            }
+            error
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +258,15 @@ mod tests {
         let jump = refusal(&format!(r#"{{"token":"{TOKEN}","journal":"sqlite:/tmp/x.db","max_index_jump":0}}"#));
         assert_eq!(jump.field, "max_index_jump");
         assert_eq!(refusal("[1]").field, "settings");
+    }
+
+    #[test]
+    fn every_setting_has_its_environment_variable() {
+        let all: Vec<String> = KEYS.iter().map(|(key, _)| format!(r#""{key}":null"#)).collect();
+        let every = format!("{{{}}}", all.join(","));
+        let error = Endpoint::from_settings(every.as_bytes()).expect_err("no token");
+        assert_eq!(error.field, "token", "every key is a setting: {error}");
+        let unknown = r#"{"token":null,"no_such_key":null}"#;
+        assert_eq!(Endpoint::from_settings(unknown.as_bytes()).expect_err("unknown").field, "settings");
     }
 }

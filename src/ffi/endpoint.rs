@@ -9,7 +9,8 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use crate::endpoint::{Answer, CONTENT_TYPE, Endpoint, Received};
+use crate::callback::receiver::Request;
+use crate::endpoint::{Answer, CONTENT_TYPE, Endpoint, Received, cgi};
 use crate::error::{Error, ErrorKind};
 use crate::ffi::event::{self, sp_event};
 use crate::ffi::journal::sp_journal_config;
@@ -44,8 +45,8 @@ pub struct sp_response {
     pub status: u16,
     /// The body to send, byte for byte (JSON; a repeat's is the first reply's bytes).
     pub body: sp_str,
-    /// The headers to send with it: `Content-Type: application/json; charset=utf-8` always,
-    /// `Retry-After: <seconds>` on a 503, `Allow: POST` on a 405. `headers_len` entries.
+    /// The headers to send with it: `Retry-After: <seconds>` on a 503, `Allow: POST` on a 405,
+    /// and last `Content-Type: application/json; charset=utf-8` always. `headers_len` entries.
     pub headers: *const sp_header,
     pub headers_len: usize,
     /// One line for the host's log (a refusal and why, a repeat, a failure with its cause, the
@@ -108,14 +109,22 @@ impl Answered {
         };
         let header =
             |name: &'static std::ffi::CStr, value: sp_str| sp_header { name: sp_str::from_static(name), value };
-        answered.headers.push(header(c"Content-Type", sp_str::from_static(content_type())));
         if answer.retry_after.is_some() {
             answered.headers.push(header(c"Retry-After", sp_str::of_nul_terminated(&answered.retry_after)));
         }
         if answer.allow_post {
             answered.headers.push(header(c"Allow", sp_str::from_static(c"POST")));
         }
+        answered.headers.push(header(c"Content-Type", sp_str::from_static(content_type())));
         answered
+    }
+
+    /// The bytes one of this answer's header views shows: a static name or value, or one of
+    /// its own buffers (`retry_after`), valid as long as the answer.
+    fn bytes_of(&self, view: sp_str) -> &[u8] {
+        // SAFETY: every view in `headers` points at a static string or at this answer's own
+        // buffer, which lives and stays unchanged as long as `self` is borrowed.
+        unsafe { std::slice::from_raw_parts(view.ptr.cast::<u8>(), view.len) }
     }
 
     fn view(&self) -> sp_response {
@@ -196,6 +205,29 @@ pub unsafe extern "C" fn sp_endpoint_from_settings(
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (settings, out) = unsafe { (args::bytes("settings", settings.cast(), len)?, args::out("out", out)?) };
         let endpoint = Endpoint::from_settings(settings)?;
+        out.write(owned::into_raw(sp_endpoint { inner: Arc::new(endpoint) }));
+        Ok(())
+    })
+}
+
+/// Makes an endpoint from the environment: each setting of `sp_endpoint_from_settings` from the
+/// variable `SLOTPARTNER_<KEY>` (`SLOTPARTNER_TOKEN`, `SLOTPARTNER_SOURCES`,
+/// `SLOTPARTNER_TRUSTED_PROXIES`, `SLOTPARTNER_JOURNAL`, `SLOTPARTNER_CLAIM_AT_FINISH`, ...), as
+/// libpq reads `PGHOST`: unset or empty leaves the default; a switch is `1`/`true`/`yes`/`on` or
+/// `0`/`false`/`no`/`off`; `SLOTPARTNER_TOKEN` may hold two tokens separated by a comma. Made for
+/// a CGI program, which lives one request. Fails with `SP_ERR_INVALID_ARGUMENT` naming the
+/// variable whose text cannot be read, or the setting whose value is refused (without a token:
+/// field `token`, the message asking whether `SLOTPARTNER_TOKEN` is set). `*out` is written only
+/// on success.
+///
+/// # Safety
+/// `out` is NULL or writable. Reads the environment: no other thread may change it meanwhile.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_endpoint_from_environment(out: *mut *mut sp_endpoint) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or a writable pointer.
+        let out = unsafe { args::out("out", out)? };
+        let endpoint = Endpoint::from_environment()?;
         out.write(owned::into_raw(sp_endpoint { inner: Arc::new(endpoint) }));
         Ok(())
     })
@@ -304,22 +336,90 @@ pub unsafe extern "C" fn sp_endpoint_receive(
             let out = args::out("out", out)?;
             (endpoint, method, out, request(token, remote_addr, forwarded_for, body, len)?)
         };
-        let (event, answered, early_log) = match endpoint.receive(method, &request) {
-            Received::Answer(answer) => (std::ptr::null_mut(), Some(Answered::of(answer, "")), String::new()),
-            Received::Handle(mut handling) => {
-                let early_log = std::mem::take(&mut handling.log);
-                (event::into_raw_handling(handling), None, early_log)
+        out.write(owned::into_raw(exchange_of(endpoint, endpoint.receive(method, &request))));
+        Ok(())
+    })
+}
+
+/// The exchange of what `Endpoint::receive` found (the event copied out of the request).
+fn exchange_of(endpoint: &Arc<Endpoint>, received: Received<'_>) -> ExchangeBox {
+    let (event, answered, early_log) = match received {
+        Received::Answer(answer) => (std::ptr::null_mut(), Some(Answered::of(answer, "")), String::new()),
+        Received::Handle(mut handling) => {
+            let early_log = std::mem::take(&mut handling.log);
+            (event::into_raw_handling(handling), None, early_log)
+        }
+    };
+    let response = answered.as_ref().map_or(EMPTY_RESPONSE, Answered::view);
+    ExchangeBox { view: sp_exchange { event, response }, event, endpoint: Arc::clone(endpoint), early_log, answered }
+}
+
+/// `sp_endpoint_receive` for a CGI program (RFC 3875): the request is read from the environment
+/// (`REQUEST_METHOD`, `HTTP_X_SERVICE_TOKEN`, `REMOTE_ADDR`, `HTTP_X_FORWARDED_FOR`,
+/// `CONTENT_LENGTH`) and standard input (at most the body limit plus one byte, so that a larger
+/// body is refused 413 unread). A `CONTENT_LENGTH` that is not a number, or a body shorter than
+/// it says, is answered 400 (field `CONTENT_LENGTH`); an unset `REQUEST_METHOD` 405. Write the
+/// final response with `sp_exchange_write_cgi`. Fails only for a NULL argument.
+///
+/// # Safety
+/// `endpoint` is NULL or live; `out` is NULL or writable. Reads the environment and standard
+/// input: no other thread may change or read them meanwhile.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_endpoint_receive_cgi(
+    endpoint: *const sp_endpoint,
+    out: *mut *mut sp_exchange,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (endpoint, out) = unsafe { (&args::object("endpoint", endpoint)?.inner, args::out("out", out)?) };
+        let max_body = endpoint.receiver().parse_options().max_body_bytes;
+        let exchange = match cgi::read_request(max_body, &mut std::io::stdin().lock()) {
+            Err(answer) => exchange_of(endpoint, Received::Answer(answer)),
+            Ok(cgi) => {
+                let request = Request {
+                    token: cgi.token.as_deref(),
+                    remote_addr: cgi.remote_addr.as_deref(),
+                    forwarded_for: cgi.forwarded_for.as_deref(),
+                    body: &cgi.body,
+                };
+                exchange_of(endpoint, endpoint.receive(&cgi.method, &request))
             }
         };
-        let response = answered.as_ref().map_or(EMPTY_RESPONSE, Answered::view);
-        let exchange = ExchangeBox {
-            view: sp_exchange { event, response },
-            event,
-            endpoint: Arc::clone(endpoint),
-            early_log,
-            answered,
-        };
         out.write(owned::into_raw(exchange));
+        Ok(())
+    })
+}
+
+/// Writes the exchange's final response to the file descriptor `fd` (1, standard output, for a
+/// CGI program) as CGI wants it: `Status: <status> <reason>`, each header, a blank line, the
+/// body, in one write. Writes nothing of `response.log`: that line is for the host's log.
+/// Fails with `SP_ERR_INVALID_ARGUMENT` (field `exchange`) for an exchange that waits for
+/// `sp_exchange_complete`, and (field `fd`) when the write fails (the message says why).
+///
+/// # Safety
+/// `exchange` is NULL or live; `fd` is an open file descriptor the call may write to.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_exchange_write_cgi(exchange: *const sp_exchange, fd: i32) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or a live exchange, only read here.
+        let b = unsafe { args::object("exchange", exchange.cast::<ExchangeBox>())? };
+        let Some(answered) = &b.answered else {
+            let problem = "waits for sp_exchange_complete: it has no response yet";
+            return Err(Error::field(ErrorKind::InvalidArgument, "exchange", problem).into());
+        };
+        let headers: Vec<(&[u8], &[u8])> =
+            answered.headers.iter().map(|h| (answered.bytes_of(h.name), answered.bytes_of(h.value))).collect();
+        let reason = crate::endpoint::reason_phrase(answered.status).to_str().unwrap_or("Unknown");
+        if fd < 0 {
+            return Err(Error::field(ErrorKind::InvalidArgument, "fd", format!("{fd} is not a file descriptor")).into());
+        }
+        // SAFETY: the caller promises an open descriptor; ManuallyDrop leaves it open.
+        let mut file =
+            std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        let body = &answered.body[..answered.body.len() - 1];
+        cgi::write_response(&mut *file, answered.status, reason, &headers, body).map_err(|e| {
+            Error::field(ErrorKind::InvalidArgument, "fd", format!("the response could not be written: {e}"))
+        })?;
         Ok(())
     })
 }
@@ -392,4 +492,12 @@ pub unsafe extern "C" fn sp_exchange_complete(
 pub unsafe extern "C" fn sp_exchange_free(exchange: *mut sp_exchange) {
     // SAFETY: forwarded caller promise.
     value_boundary!((), { unsafe { owned::free::<ExchangeBox, _>(exchange) } })
+}
+
+/// The reason phrase of an HTTP status the endpoint answers (`"Service Unavailable"` for 503), for
+/// a CGI `Status:` line or an HTTP/1.1 status line; `"Unknown"` for another. A static string:
+/// never free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn sp_http_reason(status: u16) -> *const c_char {
+    value_boundary!(c"Unknown".as_ptr(), { crate::endpoint::reason_phrase(status).as_ptr() })
 }

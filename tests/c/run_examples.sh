@@ -95,7 +95,7 @@ cgi short_body POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json" 10000
 # A guessed index field never refuses money: "42" as a string leaves the event without an index.
 sed 's/"index": *[0-9]*/"index":"42"/' "$fixtures/payout.json" > "$work/payout_index_string.json"
 cgi index_string POST "$TOKEN" 18.203.30.17 production "$work/payout_index_string.json"
-grep -q 'index unreadable ("42")' "$work/cgi_index_string.err" && passed=$((passed + 1)) || fail cgi_index_string_log "$(cat "$work/cgi_index_string.err")"
+grep -q 'index unreadable' "$work/cgi_index_string.err" && passed=$((passed + 1)) || fail cgi_index_string_log "$(cat "$work/cgi_index_string.err")"
 cgi_env=(SLOTPARTNER_STRICT_INDEX=1)
 cgi index_string_strict POST "$TOKEN" 18.203.30.17 production "$work/payout_index_string.json"
 cgi_env=()
