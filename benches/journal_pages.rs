@@ -10,7 +10,8 @@
 //! - PostgreSQL (a throw-away cluster with `pg_stat_statements`, skipped with a message when
 //!   PostgreSQL is not installed): commits (`COMMIT` statements: both sides begin every
 //!   transaction explicitly), statements and the
-//!   server's execution time (`pg_stat_statements`) a delivery, each statement listed.
+//!   server's execution time (`pg_stat_statements`) a delivery, each statement listed; also for
+//!   the logic run optimistically (`Journal::begin_optimistic`, `Journal::finish_optimistic`).
 //!
 //! Counts, not timings: the same on every machine. `cargo bench --bench journal_pages`;
 //! `SLOTPARTNER_BENCH_DELIVERIES` changes the default of 50 (the WAL must not reach SQLite's
@@ -57,6 +58,21 @@ fn through_journal(journal: &Journal, from: i64, to: i64, sqlite: bool) {
     for n in from..to {
         match journal.begin(&refund(n)).expect("begin") {
             Begin::New(claim) => journal.finish_with(&claim, REPLY, &[credit(n, sqlite)]).expect("finish"),
+            other => panic!("expected New, got {other:?}"),
+        }
+    }
+}
+
+/// Deliveries `from..to` run optimistically (`begin_optimistic`, `finish_optimistic`).
+fn through_journal_optimistic(journal: &Journal, from: i64, to: i64, sqlite: bool) {
+    use slotpartner::journal::Finished;
+    for n in from..to {
+        let delivery = refund(n);
+        match journal.begin_optimistic(&delivery).expect("begin") {
+            Begin::New(claim) => match journal.finish_optimistic(&claim, &delivery, REPLY, &[credit(n, sqlite)]) {
+                Ok(Finished::Stored) => {}
+                other => panic!("expected Stored, got {other:?}"),
+            },
             other => panic!("expected New, got {other:?}"),
         }
     }
@@ -229,7 +245,7 @@ fn print_server(what: &str, server: &Server) {
     }
 }
 
-fn postgres(deliveries: i64) -> Option<(Server, Server)> {
+fn postgres(deliveries: i64) -> Option<(Server, Server, Server)> {
     let cluster = Cluster::start("PostgreSQL half of the page bench")?;
     let mut admin = cluster.client();
     admin.batch_execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'").unwrap();
@@ -245,6 +261,10 @@ fn postgres(deliveries: i64) -> Option<(Server, Server)> {
     reset(&mut stats);
     through_journal(&journal, 21, 21 + deliveries, false);
     let ours = server_counts(&mut stats, "pages_journal", deliveries);
+    through_journal_optimistic(&journal, 1001, 1021, false);
+    reset(&mut stats);
+    through_journal_optimistic(&journal, 1021, 1021 + deliveries, false);
+    let optimistic = server_counts(&mut stats, "pages_journal", deliveries);
 
     let mut plain = postgres::Client::connect(&plain_url, postgres::NoTls).unwrap();
     plain.batch_execute(&format!("{CREDITS}; {IDEMPOTENCY}")).unwrap();
@@ -265,7 +285,7 @@ fn postgres(deliveries: i64) -> Option<(Server, Server)> {
     by_hand(21, 21 + deliveries);
     let theirs = server_counts(&mut stats, "pages_plain", deliveries);
     drop(journal);
-    Some((ours, theirs))
+    Some((ours, optimistic, theirs))
 }
 
 fn main() {
@@ -289,8 +309,9 @@ fn main() {
         "aim: WAL frames at most the hand-written's + 2: {} (+{excess:.2})",
         if excess <= 2.0 { "met" } else { "NOT met" }
     );
-    if let Some((ours, theirs)) = postgres(deliveries) {
+    if let Some((ours, optimistic, theirs)) = postgres(deliveries) {
         print_server("postgres journal (claim at finish, staged credit)", &ours);
+        print_server("postgres journal optimistic (begin_optimistic, finish_optimistic)", &optimistic);
         print_server("postgres by hand (idempotency row + credit)", &theirs);
     }
 }
