@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use slotpartner::ErrorKind;
-use slotpartner::journal::{Begin, Journal, JournalOptions, RecordState, SqlValue, Staged};
+use slotpartner::journal::{Begin, Finished, Journal, JournalOptions, RecordState, SqlValue, Staged};
 
 #[path = "e2e/cluster.rs"]
 mod cluster;
@@ -24,7 +24,7 @@ use backends::{Backend, Postgres, Sqlite, run_suite};
 
 #[path = "e2e/refunds.rs"]
 mod refunds;
-use refunds::{new_claim, plain_refund, reply, state_of};
+use refunds::{new_claim, plain_refund, refund, reply, state_of};
 
 /// A journal at `url` with the partner's ledger table beside it.
 fn journal_with_ledger(b: &dyn Backend, url: &str, options: &JournalOptions) -> Journal {
@@ -55,6 +55,14 @@ const SUITE: &[(&str, Behaviour)] = &[
         "at_finish_a_failing_statement_among_several_stores_nothing",
         at_finish_a_failing_statement_among_several_stores_nothing,
     ),
+    (
+        "optimistic_deliveries_store_once_and_repeats_get_the_stored_reply",
+        optimistic_deliveries_store_once_and_repeats_get_the_stored_reply,
+    ),
+    (
+        "optimistic_conflicts_takeovers_and_renumberings_answer_as_begin",
+        optimistic_conflicts_takeovers_and_renumberings_answer_as_begin,
+    ),
 ];
 
 #[test]
@@ -71,6 +79,7 @@ fn postgres_staged() {
     a_session_changed_by_a_statement_is_not_kept(&backend);
     a_table_changed_under_a_kept_connection_fails_no_later_finish(&backend);
     round_trips_of_a_delivery(&backend);
+    round_trips_of_an_optimistic_delivery(&backend);
     a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(&backend);
     a_refused_statement_keeps_the_ones_after_it_from_running(&backend);
 }
@@ -480,4 +489,119 @@ fn a_refused_statement_keeps_the_ones_after_it_from_running(b: &Postgres) {
         assert_eq!(ran, 0, "{name}: the statement after the refused one ran");
     }
     println!("postgres a_refused_statement_keeps_the_ones_after_it_from_running: ok");
+}
+
+/// A claim handed out by `begin_optimistic`.
+fn optimistic_claim(journal: &Journal, delivery: &slotpartner::journal::Delivery) -> slotpartner::journal::Claim {
+    match journal.begin_optimistic(delivery).expect("begin_optimistic") {
+        Begin::New(claim) => claim,
+        other => panic!("expected New for {:?}, got {other:?}", delivery.key()),
+    }
+}
+
+/// Logic run optimistically (`begin_optimistic`, `finish_optimistic`): a new delivery is stored
+/// with its credit; a repeat, handed out as new without reading the journal, runs nothing and
+/// gets the stored reply (not its own), counted as a replay with its index; the credit stays
+/// one. Without `claim_at_finish` the call is refused, naming the option.
+fn optimistic_deliveries_store_once_and_repeats_get_the_stored_reply(b: &dyn Backend) {
+    let url = b.url("optimistic_once");
+    let journal = journal_with_ledger(b, &url, &at_finish());
+    for n in 1..=3 {
+        let claim = optimistic_claim(&journal, &plain_refund(n));
+        match journal.finish_optimistic(&claim, &plain_refund(n), &reply(n), &[credit(b, n, 100)]).expect("finish") {
+            Finished::Stored => {}
+            other => panic!("expected Stored, got {other:?}"),
+        }
+    }
+    assert_eq!(credits(b, &url), 3);
+    assert_eq!(state_of(&journal, 2), RecordState::Done);
+    for _ in 0..2 {
+        let claim = optimistic_claim(&journal, &plain_refund(2));
+        match journal.finish_optimistic(&claim, &plain_refund(2), &reply(99), &[credit(b, 2, 100)]).expect("repeat") {
+            Finished::Answered(Begin::Done(stored)) => assert_eq!(stored, reply(2)),
+            other => panic!("expected the stored reply, got {other:?}"),
+        }
+    }
+    // The very same reply: the event was handled once and this is its reply.
+    let claim = optimistic_claim(&journal, &plain_refund(2));
+    assert!(matches!(
+        journal.finish_optimistic(&claim, &plain_refund(2), &reply(2), &[credit(b, 2, 100)]).expect("alike"),
+        Finished::Stored
+    ));
+    assert_eq!(credits(b, &url), 3, "a repeat credits nothing");
+    let status = journal.status().expect("status");
+    assert_eq!((status.handled, status.replayed, status.missing, status.highest_index), (3, 3, 0, Some(3)));
+    let refused = Journal::open(&url, &JournalOptions::default()).expect("open").begin_optimistic(&plain_refund(4));
+    let error = refused.expect_err("without claim_at_finish");
+    assert_eq!((error.kind, error.field.as_str()), (ErrorKind::InvalidArgument, "claim_at_finish"), "{error}");
+}
+
+/// A repeat with other content is refused and recorded as `begin` refuses it, and credits
+/// nothing; an abandoned delivery is taken over and stored with this run's reply and credit; a
+/// claim handed out before a renumbering stores nothing (`ClaimLost`), and the next delivery
+/// of the event, in the new numbering, is stored.
+fn optimistic_conflicts_takeovers_and_renumberings_answer_as_begin(b: &dyn Backend) {
+    let url = b.url("optimistic_answers");
+    let journal = journal_with_ledger(b, &url, &at_finish());
+    let claim = optimistic_claim(&journal, &plain_refund(1));
+    assert!(matches!(
+        journal.finish_optimistic(&claim, &plain_refund(1), &reply(1), &[credit(b, 1, 5)]).unwrap(),
+        Finished::Stored
+    ));
+    let other = refund(1, 1, "another-request");
+    let claim = optimistic_claim(&journal, &other);
+    match journal.finish_optimistic(&claim, &other, &reply(7), &[credit(b, 1, 7)]).expect("conflict") {
+        Finished::Answered(Begin::Conflict(error)) => assert_eq!(error.kind, ErrorKind::Conflict, "{error}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(journal.conflicts(false, 10).expect("conflicts").len(), 1);
+    assert_eq!(credits(b, &url), 1);
+
+    let claim = optimistic_claim(&journal, &plain_refund(2));
+    journal.abandon(&claim).expect("abandon");
+    assert_eq!(state_of(&journal, 2), RecordState::Abandoned);
+    let claim = optimistic_claim(&journal, &plain_refund(2));
+    assert!(matches!(
+        journal.finish_optimistic(&claim, &plain_refund(2), &reply(2), &[credit(b, 2, 5)]).expect("taken over"),
+        Finished::Stored
+    ));
+    assert_eq!(state_of(&journal, 2), RecordState::Done);
+    assert_eq!(credits(b, &url), 2);
+
+    let claim = optimistic_claim(&journal, &plain_refund(3));
+    journal.renumber(1, "the service restarted its indexes").expect("renumber");
+    let error = journal.finish_optimistic(&claim, &plain_refund(3), &reply(3), &[credit(b, 3, 5)]).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    assert_eq!(credits(b, &url), 2, "nothing stored");
+    assert!(journal.lookup(3).expect("lookup").is_empty());
+    let claim = optimistic_claim(&journal, &plain_refund(3));
+    assert!(matches!(
+        journal.finish_optimistic(&claim, &plain_refund(3), &reply(3), &[credit(b, 3, 5)]).expect("finish"),
+        Finished::Stored
+    ));
+    assert_eq!(credits(b, &url), 3);
+}
+
+/// Through the counting proxy: once the process knows the numbering, an optimistic delivery is
+/// no round trip at `begin` and two at `finish` (`BEGIN` with the statements and the storing
+/// one; `COMMIT`), and one transaction.
+fn round_trips_of_an_optimistic_delivery(b: &Postgres) {
+    let url = b.url("round_trips_optimistic");
+    journal_with_ledger(b, &url, &at_finish());
+    let turns = Turns::start(b.0.port());
+    let proxied = url.replacen(&format!(":{}/", b.0.port()), &format!(":{}/", turns.port), 1);
+    let journal = Journal::open(&proxied, &at_finish()).expect("open through the proxy");
+    let mut counted = Vec::new();
+    for n in 1..=6 {
+        let before = turns.count();
+        let claim = optimistic_claim(&journal, &plain_refund(n));
+        let begun = turns.count();
+        let finished = journal.finish_optimistic(&claim, &plain_refund(n), &reply(n), &[credit(b, n, 10)]);
+        assert!(matches!(finished.expect("finish"), Finished::Stored));
+        counted.push((begun - before, turns.count() - begun));
+    }
+    assert!(counted[1..].iter().all(|&(begin, finish)| begin == 0 && finish >= 2), "{counted:?}");
+    assert!(counted[1..].iter().filter(|&&c| c == (0, 2)).count() >= 4, "(begin, finish): {counted:?}");
+    assert_eq!(credits(b, &url), 6);
+    println!("postgres round_trips_of_an_optimistic_delivery: ok ((begin, finish) round trips: {counted:?})");
 }

@@ -234,6 +234,19 @@ pub enum Begin {
     NotReplayable,
 }
 
+/// What [`Journal::finish_optimistic`] did.
+#[derive(Debug)]
+pub enum Finished {
+    /// The reply was stored with the staged statements, in one transaction: send it.
+    Stored,
+    /// The journal held the key already: none of the staged statements took effect, and the
+    /// delivery is answered as [`Journal::begin`] answers it now: `Done(reply)` (send the stored
+    /// reply, byte for byte), `Conflict` (409), `Busy` (503), or `New(claim)`: a claim `begin`
+    /// took over (an abandoned delivery, an expired claim) whose logic must run again knowing
+    /// it (`Claim::reply_pruned`, `Claim::differing`), finished as after `begin`.
+    Answered(Begin),
+}
+
 /// Counts and gap figures of a journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Status {
@@ -358,6 +371,11 @@ pub(crate) trait Store: Send + Sync {
     /// Whether the journal holds a row for `key` (any state), and its current numbering, read
     /// without writing.
     fn holds(&self, key: &str, options: &JournalOptions) -> Result<(bool, i64)>;
+    /// The numbering `Journal::begin_optimistic` hands claims out in without reading the
+    /// journal: the one a `holds` of this process read last, 0 when none is known (at first,
+    /// and after a finish found the key stored or the numbering changed). Shared by every
+    /// handle of the store in the process.
+    fn numbering_hint(&self) -> &std::sync::atomic::AtomicI64;
     /// Records the index of a delivery that is not claimed.
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()>;
     fn finish(&self, claim: &Claim, reply: &[u8], staged: &[Staged], options: &JournalOptions) -> Result<()>;
@@ -545,7 +563,9 @@ impl Journal {
         };
         if self.options.claim_at_finish {
             let _inside = self.pass()?;
-            if let (false, numbering) = self.store.holds(key, &self.options)? {
+            let (held, numbering) = self.store.holds(key, &self.options)?;
+            self.store.numbering_hint().store(numbering, std::sync::atomic::Ordering::Relaxed);
+            if !held {
                 return Ok(Begin::New(Claim::unwritten(delivery, key, numbering)?));
             }
         }
@@ -566,6 +586,99 @@ impl Journal {
             }
             std::thread::sleep(pause.min(deadline - now));
             pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    /// `begin` for logic that runs optimistically: with `JournalOptions::claim_at_finish`, a
+    /// delivery with a key is handed out as `New` with nothing read nor written, and
+    /// [`Journal::finish_optimistic`] stores it, or answers it as `begin` would have when the
+    /// journal held its key (a repeat gets the stored reply from it): one transaction, one round
+    /// trip, a new delivery. For logic whose every effect is staged (`finish_optimistic`'s
+    /// `staged`), so that a repeat's run leaves nothing: never when it calls out (a wallet's
+    /// API) or writes anything itself before finishing. A delivery without a key is handled as
+    /// by `begin`.
+    ///
+    /// The claim carries the numbering this process last read (the first call of a process
+    /// reads it with the key, as `begin` does); a renumbering since, or a journal another
+    /// release migrated, makes its finish fail with `ClaimLost` and nothing stored (answer 503:
+    /// the next delivery reads the journal again). Errors: `InvalidArgument` (field
+    /// `claim_at_finish`) when the option is off; `Journal` when the storage fails.
+    pub fn begin_optimistic(&self, delivery: &Delivery) -> Result<Begin> {
+        use std::sync::atomic::Ordering;
+        if !self.options.claim_at_finish {
+            return Err(Error::field(
+                ErrorKind::InvalidArgument,
+                "claim_at_finish",
+                "begin_optimistic needs claim_at_finish: without it, begin writes the claim before the logic runs",
+            ));
+        }
+        let Some(key) = delivery.key() else { return self.begin(delivery) };
+        let hint = self.store.numbering_hint();
+        let mut numbering = hint.load(Ordering::Relaxed);
+        if numbering == 0 {
+            let _inside = self.pass()?;
+            let (held, read) = self.store.holds(key, &self.options)?;
+            hint.store(read, Ordering::Relaxed);
+            if held {
+                drop(_inside);
+                return self.begin(delivery);
+            }
+            numbering = read;
+        }
+        Ok(Begin::New(Claim::unwritten(delivery, key, numbering)?))
+    }
+
+    /// `finish_with` for a claim of [`Journal::begin_optimistic`]: stores the delivery with
+    /// `reply` and the `staged` statements in one transaction when the journal does not hold its
+    /// key (`Finished::Stored`; also when another delivery of the same content stored this very
+    /// reply meanwhile). When it does, nothing staged takes effect and `delivery` (the one the
+    /// claim was handed out for) is answered as `begin` answers it now (`Finished::Answered`):
+    /// the stored reply of a repeat, a conflict recorded and refused, or a claim taken over,
+    /// which is finished here with `reply` and `staged` when the logic's run stands (attempt
+    /// after an abandoned or expired one, same content, reply not pruned) and else handed back.
+    /// When the journal's numbering moved since the claim was handed out, nothing is stored and
+    /// the error is `ClaimLost` (the delivery may be of the old numbering; answer 503).
+    /// A claim `begin` wrote is finished as `finish_with` finishes it.
+    /// Errors: as `finish_with`.
+    pub fn finish_optimistic(
+        &self,
+        claim: &Claim,
+        delivery: &Delivery,
+        reply: &[u8],
+        staged: &[Staged],
+    ) -> Result<Finished> {
+        use std::sync::atomic::Ordering;
+        if claim.unwritten.is_none() {
+            return self.finish_with(claim, reply, staged).map(|()| Finished::Stored);
+        }
+        if delivery.key() != Some(claim.key.as_str()) {
+            return Err(Error::field(
+                ErrorKind::InvalidArgument,
+                "delivery",
+                format!("is not the delivery the claim on {} was handed out for", claim.key),
+            ));
+        }
+        match self.finish_with(claim, reply, staged) {
+            Ok(()) => Ok(Finished::Stored),
+            Err(e) if e.kind == ErrorKind::ClaimLost => {
+                // The key is held (or the numbering moved): read it as `begin` does.
+                self.store.numbering_hint().store(0, Ordering::Relaxed);
+                match self.begin(delivery)? {
+                    // Not held: the numbering moved (or the schema) since the claim was handed
+                    // out; the delivery may be of the old numbering, so nothing is stored.
+                    Begin::New(taken) if taken.unwritten.is_some() => Err(e),
+                    Begin::New(taken) if !taken.reply_pruned() && taken.differing().is_empty() => {
+                        let finished = self.finish_with(&taken, reply, staged);
+                        if finished.is_err() {
+                            // A claim the caller never saw: released for the next delivery.
+                            let _ = self.abandon(&taken);
+                        }
+                        finished.map(|()| Finished::Stored)
+                    }
+                    answer => Ok(Finished::Answered(answer)),
+                }
+            }
+            Err(e) => Err(e),
         }
     }
 

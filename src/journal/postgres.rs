@@ -136,6 +136,8 @@ pub(crate) struct Postgres {
     pool: Pool<PgConn>,
     /// Indexed deliveries of this process, for `maybe_fold`.
     calls: AtomicU64,
+    /// See `Store::numbering_hint`.
+    numbering_hint: std::sync::atomic::AtomicI64,
     /// Spreads this process's counter updates over the shards.
     next_shard: AtomicU64,
     /// Raised past a connection's `generation` when that connection is found dead (the server
@@ -281,6 +283,7 @@ impl Postgres {
                 statement_cache_size: own.statement_cache_size,
                 pool: Pool::new(8),
                 calls: AtomicU64::new(pid),
+                numbering_hint: std::sync::atomic::AtomicI64::new(0),
                 next_shard: AtomicU64::new(pid),
                 generation: AtomicU64::new(0),
                 settled: Settled::default(),
@@ -702,6 +705,7 @@ impl Postgres {
                 &shard,
                 &commit,
                 &unwritten.numbering,
+                &schema::VERSION,
             ];
             let row = self.staged_then_store(tx, staged, FINISH_UNWRITTEN, params)?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
@@ -1164,10 +1168,12 @@ const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key 
 /// before this statement began and nothing is stored). The token stays in the row: a run
 /// after a lost connection recognises its own first run by it. Answers the count stored, the
 /// guard, another key first delivered at the same index (a reused index), and whether the
-/// numbering was still `$10`.
+/// numbering was still `$10` and the schema version still `$11` (this release's: a claim of
+/// `Journal::begin_optimistic` is handed out without reading the journal, so a journal another
+/// release migrated meanwhile is met here, and nothing is stored).
 const FINISH_UNWRITTEN: &str = concat!(
     "WITH durable AS (SELECT set_config('synchronous_commit', $9::text, true)), ",
-    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $10), ",
+    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $10 AND EXISTS (SELECT 1 FROM sp_journal_meta WHERE key = 'schema_version' AND value = $11)), ",
     "finished AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) SELECT $1, $2, $3, $4, $5, 'done', $6, 1, ",
     now_ms!(),
     ", ",
@@ -1381,6 +1387,10 @@ impl super::Store for Postgres {
         // changed meanwhile is refused here, before anything is handed out.
         settled::current_at_claim(&self.label, version)?;
         Ok((held, numbering))
+    }
+
+    fn numbering_hint(&self) -> &std::sync::atomic::AtomicI64 {
+        &self.numbering_hint
     }
 
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {

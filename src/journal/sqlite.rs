@@ -48,6 +48,8 @@ pub(crate) struct Sqlite {
     /// already (PHP-FPM opens the journal for every request); its every `begin` reads the
     /// schema version with the key (`holds`).
     settled: Settled,
+    /// See `Store::numbering_hint`.
+    numbering_hint: std::sync::atomic::AtomicI64,
 }
 
 struct Conn {
@@ -102,6 +104,7 @@ impl Sqlite {
                 pool: Pool::new(8),
                 writers: WriteGate::default(),
                 settled: Settled::default(),
+                numbering_hint: std::sync::atomic::AtomicI64::new(0),
             })
         })?;
         if prepare == Prepare::Existing {
@@ -564,7 +567,10 @@ fn note_reused(tx: &Transaction<'_>, label: &str, index: i64, key: &str, name: &
 
 /// Refuses `verb` (finish, abandon) of a claim at finish handed out in a numbering a
 /// renumbering has ended since: it would store a delivery of the old numbering into the new.
-fn still_numbered(tx: &Transaction<'_>, claim: &Claim, unwritten: &Unwritten, verb: &str) -> TxResult<()> {
+/// A journal another release migrated meanwhile is refused as `holds` refuses it (a claim of
+/// `Journal::begin_optimistic` is handed out without reading the journal at all).
+fn still_numbered(tx: &Transaction<'_>, label: &str, claim: &Claim, unwritten: &Unwritten, verb: &str) -> TxResult<()> {
+    settled::current_at_claim(label, meta(tx, "schema_version")?)?;
     if meta(tx, "numbering")?.unwrap_or(1) == unwritten.numbering {
         return Ok(());
     }
@@ -890,6 +896,10 @@ impl super::Store for Sqlite {
         Ok((held, numbering))
     }
 
+    fn numbering_hint(&self) -> &std::sync::atomic::AtomicI64 {
+        &self.numbering_hint
+    }
+
     fn record_seen(&self, index: i64, options: &JournalOptions) -> Result<()> {
         self.transaction(options, true, false, |tx| record_index(tx, &self.label, index, None, None, options).map(drop))
     }
@@ -905,7 +915,7 @@ impl super::Store for Sqlite {
             // taken, keeps the key as it is to the commit.) Else the staged statements, then the
             // delivery, done.
             return self.transaction(options, true, true, |tx| {
-                still_numbered(tx, claim, unwritten, "finish")?;
+                still_numbered(tx, &self.label, claim, unwritten, "finish")?;
                 // Stored by a delivery of the same content with this very reply: the event is
                 // handled once and this reply is its stored reply (its index recorded, counted
                 // as a replay).
@@ -960,7 +970,7 @@ impl super::Store for Sqlite {
         if let Some(unwritten) = &claim.unwritten {
             // Stored abandoned (unfinished: recovery fetches it), unless stored meanwhile.
             return self.transaction(options, true, false, |tx| {
-                still_numbered(tx, claim, unwritten, "abandon")?;
+                still_numbered(tx, &self.label, claim, unwritten, "abandon")?;
                 write_unwritten(tx, &self.label, claim, unwritten, None, options).map(drop)
             });
         }

@@ -1,0 +1,147 @@
+//! Journals of schema version 3, written by the release before version 4, open with this one and
+//! keep every record, gap, counter, conflict and index jump: `tests/fixtures/journal/v3.sqlite`
+//! (a SQLite file) and `tests/fixtures/journal/v3.postgres.sql` (`pg_dump --inserts` of a
+//! PostgreSQL journal, restored into a throw-away cluster; skipped with a message when
+//! PostgreSQL is not installed). Both were written by `fill` through the public API of the
+//! version 3 code (`cargo test --test journal_v3_fixtures -- --ignored make_v3_fixtures` made
+//! them; run it again only on a version 3 checkout).
+
+use std::path::{Path, PathBuf};
+
+use slotpartner::journal::{Begin, Delivery, Journal, JournalOptions, RecordState};
+
+#[path = "e2e/cluster.rs"]
+mod cluster;
+use cluster::{Cluster, TempDir};
+
+#[path = "e2e/refunds.rs"]
+mod refunds;
+use refunds::{new_claim, plain_refund, refund, reply};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journal").join(name)
+}
+
+fn options() -> JournalOptions {
+    JournalOptions { max_index_jump: 1000, ..JournalOptions::default() }
+}
+
+/// What the fixtures hold, written through the journal: refunds 1-5 and 7 handled (index 6
+/// missing), refund 2 delivered again (a replay), refund 3 again with other content (a
+/// conflict), refund 8 abandoned (unfinished), refund 9 claimed and never finished (in
+/// progress), a refusal at index 10, refund 5000 far beyond (an index jump), one claimed at
+/// finish (refund 11, with its reply).
+fn fill(url: &str) {
+    let journal = Journal::open(url, &options()).expect("open");
+    for n in [1, 2, 3, 4, 5, 7] {
+        let claim = new_claim(&journal, &plain_refund(n));
+        journal.finish(&claim, &reply(n)).expect("finish");
+    }
+    assert!(matches!(journal.begin(&plain_refund(2)).unwrap(), Begin::Done(_)));
+    assert!(matches!(journal.begin(&refund(3, 3, "another-request")).unwrap(), Begin::Conflict(_)));
+    journal.abandon(&new_claim(&journal, &plain_refund(8))).expect("abandon");
+    drop(new_claim(&journal, &plain_refund(9)));
+    journal.record_refused(10, Some("gameSessionBuyRefund"), Some(10)).expect("refused");
+    let claim = new_claim(&journal, &plain_refund(5000));
+    journal.finish(&claim, &reply(5000)).expect("finish");
+    let at_finish = Journal::open(url, &JournalOptions { claim_at_finish: true, ..options() }).expect("open");
+    let claim = new_claim(&at_finish, &plain_refund(11));
+    at_finish.finish(&claim, &reply(11)).expect("finish");
+}
+
+fn done_reply(journal: &Journal, delivery: &Delivery) -> Vec<u8> {
+    match journal.begin(delivery).expect("begin") {
+        Begin::Done(reply) => reply,
+        other => panic!("expected Done for {:?}, got {other:?}", delivery.key()),
+    }
+}
+
+/// Everything `fill` wrote, read with this release's code (before the checks' own deliveries).
+fn check(url: &str) {
+    let journal = Journal::open(url, &options()).expect("open with this release");
+    let status = journal.status().expect("status");
+    assert_eq!(
+        (status.handled, status.replayed, status.conflicts, status.refused, status.in_progress),
+        (8, 1, 1, 1, 1),
+        "{status:?}"
+    );
+    assert_eq!((status.missing, status.open_conflicts, status.index_jumps), (1, 1, 1), "{status:?}");
+    assert_eq!((status.highest_index, status.watermark, status.numbering), (Some(5000), Some(5), 1), "{status:?}");
+    assert_eq!(journal.missing(10).unwrap(), vec![(6, 6)]);
+    // Refund 8 abandoned; refund 9's claim counts once its lease is seen expired.
+    let unfinished = journal.unfinished(10).unwrap();
+    assert!(unfinished == vec![8] || unfinished == vec![8, 9], "{unfinished:?}");
+    assert_eq!(status.unfinished, unfinished.len() as u64, "{status:?}");
+    let conflicts = journal.conflicts(false, 10).unwrap();
+    assert_eq!(conflicts.len(), 1);
+    assert!(conflicts[0].differing.iter().any(|d| d.contains("partnerGameRequestIdentifier")), "{conflicts:?}");
+    let jumps = journal.index_jumps(false, 10).unwrap();
+    assert_eq!(jumps.len(), 1, "{jumps:?}");
+    assert_eq!(jumps[0].index, 5000);
+    for n in [1, 2, 3, 4, 5, 7, 11, 5000] {
+        let records = journal.lookup(n).unwrap();
+        assert_eq!(records.len(), 1, "refund {n}: {records:?}");
+        assert_eq!((records[0].state, records[0].reply.as_deref()), (RecordState::Done, Some(&reply(n)[..])), "{n}");
+        assert_eq!(done_reply(&journal, &plain_refund(n)), reply(n));
+    }
+    assert_eq!(journal.lookup(8).unwrap()[0].state, RecordState::Abandoned);
+    assert_eq!(journal.lookup(10).unwrap()[0].state, RecordState::Refused);
+    // The abandoned refund runs again as its second attempt.
+    assert_eq!(new_claim(&journal, &plain_refund(8)).attempt(), 2);
+}
+
+#[test]
+fn sqlite_journal_of_version_3_keeps_everything() {
+    let dir = TempDir::new("slotpartner-journal-v3");
+    let path = dir.path().join("v3.sqlite");
+    std::fs::copy(fixture("v3.sqlite"), &path).unwrap();
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 3, "the fixture is of version 3");
+    check(&format!("sqlite:{}", path.display()));
+}
+
+#[test]
+fn postgres_journal_of_version_3_keeps_everything() {
+    let Some(cluster) = Cluster::start("PostgreSQL journal of version 3") else { return };
+    let url = cluster.create_database("v3");
+    let dump = std::fs::read_to_string(fixture("v3.postgres.sql")).unwrap();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client.batch_execute(&dump).expect("restore the dump");
+    client.batch_execute("RESET search_path").unwrap();
+    let version: i64 =
+        client.query_one("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", &[]).unwrap().get(0);
+    assert_eq!(version, 3, "the dump is of version 3");
+    check(&url);
+}
+
+/// Writes both fixtures with this checkout's code (a version 3 one).
+#[test]
+#[ignore]
+fn make_v3_fixtures() {
+    assert_eq!(slotpartner::journal::SCHEMA_VERSION, 3, "the fixtures are of version 3");
+    let dir = TempDir::new("slotpartner-make-v3");
+    let path = dir.path().join("v3.sqlite");
+    fill(&format!("sqlite:{}", path.display()));
+    let copy = rusqlite::Connection::open(&path).unwrap();
+    copy.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    let _ = std::fs::remove_file(fixture("v3.sqlite"));
+    copy.execute("VACUUM INTO ?1", [fixture("v3.sqlite").to_str().unwrap()]).unwrap();
+
+    let cluster = Cluster::start("PostgreSQL fixture of version 3").expect("PostgreSQL is installed");
+    let url = cluster.create_database("v3");
+    fill(&url);
+    let dump = std::process::Command::new(cluster::postgres_bin().unwrap().join("pg_dump"))
+        .args(["--inserts", "--no-owner", "--no-privileges", "-h", "127.0.0.1", "-U", "postgres"])
+        .args(["-p", &cluster.port().to_string(), "v3"])
+        .output()
+        .unwrap();
+    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    // psql's own commands (`\\restrict`) and settings an older server lacks are left out.
+    let text = String::from_utf8(dump.stdout).unwrap();
+    let kept: Vec<&str> =
+        text.lines().filter(|l| !l.starts_with("SET transaction_timeout") && !l.starts_with('\\')).collect();
+    std::fs::write(fixture("v3.postgres.sql"), kept.join("\n") + "\n").unwrap();
+}
