@@ -1227,8 +1227,11 @@ enum sp_status sp_endpoint_new(const struct sp_receiver_config *receiver,
  * Makes an endpoint from one JSON object of settings (`settings`/`len`, UTF-8): the
  * receiver's and the journal's settings under the names of their C setters
  * (`sp_receiver_config_set_<key>`, `sp_journal_config_set_<key>`), `token` (a string or a list
- * of two), `journal` (the URL; absent or null for none) and `retry_after` (seconds), each
- * optional with its default. For example
+ * of two), `journal` (the URL; absent or null for none), `retry_after` (seconds, default 5) and
+ * `optimistic` (default false: with `claim_at_finish`, the logic runs before any read of the
+ * journal and a repeat is found when the reply is stored, answered with the stored reply and
+ * none of its staged statements run; only for logic whose every effect is staged or absorbed
+ * by the ledger's unique key), each optional with its default. For example
  * `{"token":"6f1c2a3e-...","sources":"production","journal":"sqlite:/var/lib/partner/journal.db","claim_at_finish":true}`.
  * An unknown key or a value of the wrong type is refused (`SP_ERR_INVALID_ARGUMENT`, field
  * `settings`, the message naming the key), as is a value out of its range (the field is the

@@ -462,3 +462,56 @@ fn an_endpoint_from_settings_and_the_shared_one_serve_alike_and_a_typo_is_refuse
         assert!(text(message).contains("tokn"), "{}", text(message));
     }
 }
+
+#[test]
+fn optimistic_runs_the_logic_before_any_read_and_answers_a_repeat_found_at_finish_from_the_journal() {
+    let dir = TempDir::new("optimistic");
+    let ledger_setup = rusqlite::Connection::open(dir.db()).unwrap();
+    drop(ledger_setup);
+    let settings = |extra: &str| {
+        format!(
+            r#"{{"token":"{}","sources":"127.0.0.1","journal":"sqlite:{}"{extra}}}"#,
+            TOKEN.to_str().unwrap(),
+            dir.db().display()
+        )
+    };
+    let mut endpoint = ptr::null_mut();
+    let refused = settings(r#","optimistic":true"#);
+    // SAFETY: valid pointers.
+    unsafe {
+        assert_eq!(
+            sp_endpoint_from_settings(refused.as_ptr().cast(), refused.len(), &mut endpoint),
+            SP_ERR_INVALID_ARGUMENT
+        );
+        let error = slotpartner::ffi::error::sp_last_error_field();
+        assert_eq!(text(error), "optimistic");
+        let good = settings(r#","claim_at_finish":true,"optimistic":true"#);
+        assert_eq!(sp_endpoint_from_settings(good.as_ptr().cast(), good.len(), &mut endpoint), SP_OK);
+    }
+    // The journal's file exists once a request needed it; the ledger lives beside its tables.
+    let warm = serve(endpoint, &fixture("refund.json"), accept);
+    assert_eq!(warm.status, 200, "{warm:?}");
+    let ledger = rusqlite::Connection::open(dir.db()).unwrap();
+    ledger.execute_batch("CREATE TABLE credits (transaction_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)").unwrap();
+    let insert = "INSERT INTO credits (transaction_id, amount) VALUES (?1, ?2) ON CONFLICT (transaction_id) DO NOTHING";
+    let mut runs = 0;
+    let mut pay = |money: i64| {
+        serve(endpoint, &with_payout(money), |exchange| {
+            runs += 1;
+            stage_credit(exchange, insert);
+            accept(exchange)
+        })
+    };
+    let first = pay(800);
+    assert_eq!(first.status, 200, "{first:?}");
+    let repeat = pay(800);
+    assert_eq!((repeat.status, &repeat.body), (200, &first.body), "{repeat:?}");
+    let conflict = pay(900);
+    assert_eq!(conflict.status, 409, "{conflict:?}");
+    assert_eq!(runs, 3, "optimistic: the logic ran before the journal was read, every time");
+    let credited: (i64, i64) =
+        ledger.query_row("SELECT count(*), sum(amount) FROM credits", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!(credited, (1, 800), "only the first run's staged credit took effect");
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}

@@ -33,7 +33,7 @@ use std::sync::{Arc, OnceLock};
 use crate::callback::event::Event;
 use crate::callback::receiver::{Receiver, ReceiverConfig, Request};
 use crate::error::{Error, ErrorKind, Result};
-use crate::journal::{Begin, Claim, Delivery, Journal, JournalOptions, Staged};
+use crate::journal::{Begin, Claim, Delivery, Finished, Journal, JournalOptions, Staged};
 
 pub use answer::{Answer, CONTENT_TYPE, reason_phrase};
 
@@ -61,6 +61,9 @@ pub struct Endpoint {
     config: ReceiverConfig,
     journal: JournalSource,
     retry_after: u32,
+    /// Claims with `Journal::begin_optimistic` and finishes with `Journal::finish_optimistic`:
+    /// no read before the logic (see `set_optimistic`).
+    optimistic: bool,
 }
 
 /// What `Endpoint::receive` found.
@@ -137,7 +140,29 @@ impl Endpoint {
             }
             (None, None) => JournalSource::None,
         };
-        Ok(Endpoint { plain, config, journal, retry_after: DEFAULT_RETRY_AFTER_SECS })
+        Ok(Endpoint { plain, config, journal, retry_after: DEFAULT_RETRY_AFTER_SECS, optimistic: false })
+    }
+
+    /// Runs the logic before reading the journal (default false): the delivery is claimed with
+    /// no read (`Journal::begin_optimistic`) and stored with the reply and the staged statements
+    /// in one transaction and one round trip (`Journal::finish_optimistic`), as a hand-written
+    /// idempotency table does it. A repeat is found only then: its logic has run, none of its
+    /// staged statements took effect, and it is answered with the stored reply (a conflict 409).
+    /// So turn it on only when every effect of the logic is staged (or absorbed by the ledger's
+    /// unique `transactionId`). Needs a journal opened with `claim_at_finish` (field
+    /// `optimistic` otherwise).
+    pub fn set_optimistic(&mut self, optimistic: bool) -> Result<()> {
+        let claim_at_finish = match &self.journal {
+            JournalSource::Lazy { options, .. } => options.claim_at_finish,
+            JournalSource::Given(receiver) => receiver.journal().is_some_and(|j| j.options().claim_at_finish),
+            JournalSource::None => false,
+        };
+        if optimistic && !claim_at_finish {
+            let problem = "needs a journal with claim_at_finish: without it the claim is written before the logic runs";
+            return Err(Error::field(ErrorKind::InvalidArgument, "optimistic", problem));
+        }
+        self.optimistic = optimistic;
+        Ok(())
     }
 
     /// Sets the `Retry-After` of every 503, in seconds (1 to 3600; default 5).
@@ -234,7 +259,8 @@ impl Endpoint {
             Err(error) => return Received::Answer(Answer::error(&error, "journal", retry)),
         };
         let journal = receiver.journal().expect("the journaled receiver has its journal");
-        match journal.begin(&delivery) {
+        let begun = if self.optimistic { journal.begin_optimistic(&delivery) } else { journal.begin(&delivery) };
+        match begun {
             Ok(Begin::New(claim)) => {
                 let log = if claim.attempt() > 1 { format!("attempt {}", claim.attempt()) } else { String::new() };
                 Received::Handle(Box::new(Handling {
@@ -283,7 +309,14 @@ impl Endpoint {
 
     /// The final answer after the partner's logic ran on an event `receive` handed out, with
     /// what became of its claim (`claim`, from the `Handling`). See the module documentation.
-    pub fn complete(&self, receiver: &Receiver, claim: Option<&Claim>, outcome: Outcome<'_>) -> (Answer, Settled) {
+    /// `delivery` is the handling's (needed to answer a repeat found only now, when optimistic).
+    pub fn complete(
+        &self,
+        receiver: &Receiver,
+        claim: Option<&Claim>,
+        delivery: Option<&Delivery>,
+        outcome: Outcome<'_>,
+    ) -> (Answer, Settled) {
         let retry = self.retry_after;
         let failure = match outcome {
             Outcome::Failed(why) => format!("logic: {why}"),
@@ -296,8 +329,15 @@ impl Endpoint {
                     return (Answer::reply(status, body.to_vec(), String::new()), Settled::Unclaimed);
                 };
                 let journal = receiver.journal().expect("a claimed event's receiver has its journal");
-                match journal.finish_with(claim, body, staged) {
-                    Ok(()) => return (Answer::reply(status, body.to_vec(), String::new()), Settled::Finished),
+                let finished = match delivery.filter(|_| self.optimistic) {
+                    Some(delivery) => journal.finish_optimistic(claim, delivery, body, staged),
+                    None => journal.finish_with(claim, body, staged).map(|()| Finished::Stored),
+                };
+                match finished {
+                    Ok(Finished::Stored) => {
+                        return (Answer::reply(status, body.to_vec(), String::new()), Settled::Finished);
+                    }
+                    Ok(Finished::Answered(found)) => return (self.found_at_finish(journal, found), Settled::Finished),
                     Err(error) if error.kind == ErrorKind::ClaimLost => {
                         return (Answer::unavailable(format!("journal: {error}"), retry), Settled::Lost(error));
                     }
@@ -322,6 +362,32 @@ impl Endpoint {
         }
     }
 
+    /// The answer to a key the journal turned out to hold when an optimistic claim was finished:
+    /// the logic's run took no effect (none of its staged statements ran).
+    fn found_at_finish(&self, journal: &Journal, found: Begin) -> Answer {
+        let retry = self.retry_after;
+        match found {
+            Begin::Done(stored) => Answer::reply(200, stored, "repeated delivery answered from the journal".to_owned()),
+            Begin::Conflict(error) => Answer::error(&error, "journal", retry),
+            Begin::New(taken) => {
+                // Handled before, its reply pruned or its content changed: the logic must know
+                // it (`Claim::reply_pruned`, `Claim::differing`); released for the next delivery.
+                let released = journal.abandon(&taken).err().map(|e| format!("; releasing it failed: {e}"));
+                let log = format!(
+                    "journal: {} was handled before and must run again knowing it (attempt {}){}",
+                    taken.key(),
+                    taken.attempt(),
+                    released.unwrap_or_default()
+                );
+                Answer::unavailable(log, retry)
+            }
+            Begin::Busy | Begin::NotReplayable => {
+                let problem = "another worker is handling this delivery and did not finish within the busy wait";
+                Answer::error(&Error::field(ErrorKind::Busy, "event", problem), "journal", retry)
+            }
+        }
+    }
+
     /// The whole request in one call, for Rust hosts: `logic` gets the event and the receiver
     /// to build its reply with, and answers the reply (status, body, staged statements) or why
     /// it failed.
@@ -340,7 +406,8 @@ impl Endpoint {
             Ok(reply) => Outcome::Reply { status: reply.status, body: &reply.body, staged: &reply.staged },
             Err(why) => Outcome::Failed(why),
         };
-        let (mut answer, _) = self.complete(&handling.receiver, handling.claim.as_ref(), outcome);
+        let (mut answer, _) =
+            self.complete(&handling.receiver, handling.claim.as_ref(), handling.delivery.as_ref(), outcome);
         if answer.log.is_empty() {
             answer.log = handling.log;
         }

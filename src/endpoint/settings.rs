@@ -13,7 +13,7 @@
 //!  "journal": "sqlite:/var/lib/partner/journal.db", "claim_at_finish": false, "durable": true,
 //!  "lease_ms": 30000, "busy_wait_ms": 2000, "first_index": 0, "max_reply_bytes": 65536,
 //!  "lock_timeout_ms": 5000, "command_timeout_ms": 15000, "max_index_jump": 1000000,
-//!  "not_found_limit": 3, "retention_ms": 0, "retry_after": 5}
+//!  "not_found_limit": 3, "retention_ms": 0, "retry_after": 5, "optimistic": false}
 //! ```
 //!
 //! `token` is a string or a list of at most two (the current and, during a rotation, the next).
@@ -66,6 +66,7 @@ struct Settings {
     not_found_limit: Option<u32>,
     retention_ms: Option<u64>,
     retry_after: Option<u32>,
+    optimistic: Option<bool>,
 }
 
 /// Sets `$value` with `$set` when present (`?` passes the setter's error, which names the field).
@@ -147,6 +148,7 @@ impl Endpoint {
         let journal = settings.journal.as_deref().filter(|url| !url.is_empty()).map(|url| (url, options));
         let mut endpoint = Endpoint::new(config, journal)?;
         apply!(settings.retry_after, |v| endpoint.set_retry_after(v));
+        apply!(settings.optimistic, |v| endpoint.set_optimistic(v));
         Ok(endpoint)
     }
 }
@@ -162,7 +164,7 @@ enum Kind {
 }
 
 /// Every setting, with how its environment variable (`SLOTPARTNER_` and the key in capitals) is read.
-const KEYS: [(&str, Kind); 26] = [
+const KEYS: [(&str, Kind); 27] = [
     ("token", Kind::Tokens),
     ("sources", Kind::Text),
     ("trusted_proxies", Kind::Text),
@@ -189,6 +191,7 @@ const KEYS: [(&str, Kind); 26] = [
     ("not_found_limit", Kind::Number),
     ("retention_ms", Kind::Number),
     ("retry_after", Kind::Number),
+    ("optimistic", Kind::Switch),
 ];
 
 impl Endpoint {

@@ -367,7 +367,7 @@ pub(crate) unsafe fn complete(
             staged: &b.staged,
         },
     };
-    let (answer, settled) = endpoint.complete(&b.receiver, claim, outcome);
+    let (answer, settled) = endpoint.complete(&b.receiver, claim, b.delivery.as_ref(), outcome);
     match settled {
         Settled::Unclaimed | Settled::Held => {}
         Settled::Finished => b.journaled = Journaled::Settled,
