@@ -39,6 +39,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -888,6 +889,10 @@ private:
     }
 
     detail::Owner<sp_event, sp_event_free> event_;
+
+    friend class Endpoint;
+    /// Gives the C event back without freeing it (an exchange's event is the exchange's).
+    sp_event *release() noexcept { return event_.release(); }
 };
 
 /// A receiver's settings; every setter throws Error on a bad value.
@@ -1029,6 +1034,106 @@ public:
 
 private:
     detail::Owner<sp_receiver, sp_receiver_free> receiver_;
+};
+
+/// The final answer to one request (sp_exchange): send status(), headers() and body(); log()
+/// is a line for your log (never send it), empty when there is nothing to say. The views are
+/// owned by this object.
+class Exchange {
+public:
+    uint16_t status() const noexcept { return exchange_->response.status; }
+    /// The reason phrase of status() (`Service Unavailable`), for a status line.
+    const char *reason() const noexcept { return sp_http_reason(status()); }
+    std::string_view body() const noexcept { return detail::view(exchange_->response.body); }
+    std::string_view log() const noexcept { return detail::view(exchange_->response.log); }
+    /// Retry-After on a 503, Allow on a 405, and last Content-Type, always.
+    std::vector<std::pair<std::string_view, std::string_view>> headers() const {
+        std::vector<std::pair<std::string_view, std::string_view>> all;
+        for (size_t i = 0; i < exchange_->response.headers_len; i++) {
+            const sp_header &h = exchange_->response.headers[i];
+            all.emplace_back(detail::view(h.name), detail::view(h.value));
+        }
+        return all;
+    }
+    /// The C exchange, owned by this object.
+    const sp_exchange *get() const noexcept { return exchange_.get(); }
+
+private:
+    friend class Endpoint;
+    explicit Exchange(sp_exchange *exchange) : exchange_(exchange) {}
+    detail::Owner<sp_exchange, sp_exchange_free> exchange_;
+};
+
+/// A callback endpoint (sp_endpoint): every answer a request can get is decided by the library;
+/// your logic runs only for a new refund, payout, balance query or passed-through event. Make one
+/// per process and share it among threads; its journal is opened by the first request that
+/// needs it.
+class Endpoint {
+public:
+    /// From the SLOTPARTNER_* environment variables (sp_endpoint_from_environment).
+    static Endpoint from_environment() {
+        sp_endpoint *endpoint = nullptr;
+        detail::check(sp_endpoint_from_environment(&endpoint));
+        return Endpoint(endpoint);
+    }
+    /// From a JSON object of settings (sp_endpoint_from_settings).
+    static Endpoint from_settings(std::string_view json) {
+        sp_endpoint *endpoint = nullptr;
+        detail::check(sp_endpoint_from_settings(json.data(), json.size(), &endpoint));
+        return Endpoint(endpoint);
+    }
+
+    /// Serves one request as the web server saw it (absent headers nullopt). `logic(Event &)`
+    /// builds the event's reply (reply(), reply_balance(), stage() the credit); it may return a
+    /// string_view, the reply of an event that has no reply builder (SP_EVENT_KIND_OTHER). Any
+    /// exception it throws is a failure that may pass: the claim is released, the answer is 503
+    /// with Retry-After, and what() goes to log(). Throws Error only for unusable arguments.
+    template <class Logic>
+    Exchange serve(std::string_view method, std::optional<std::string_view> token,
+                   std::optional<std::string_view> remote_addr, std::optional<std::string_view> forwarded_for,
+                   std::string_view body, Logic &&logic) const {
+        std::string method_text = detail::header(method);
+        std::string token_text = token ? detail::header(*token) : std::string();
+        std::string remote = remote_addr ? detail::header(*remote_addr) : std::string();
+        std::string forwarded = forwarded_for ? detail::header(*forwarded_for) : std::string();
+        sp_exchange *raw = nullptr;
+        detail::check(sp_endpoint_receive(endpoint_.get(), method_text.c_str(), token ? token_text.c_str() : nullptr,
+                                          remote_addr ? remote.c_str() : nullptr,
+                                          forwarded_for ? forwarded.c_str() : nullptr,
+                                          reinterpret_cast<const uint8_t *>(body.data()), body.size(), &raw));
+        Exchange exchange(raw);
+        if (raw->event == nullptr) {
+            return exchange;
+        }
+        std::string failure;
+        std::optional<std::string> reply;
+        {
+            Event event(raw->event);
+            struct Borrowed { Event &event; ~Borrowed() { event.release(); } } borrowed{event};
+            try {
+                if constexpr (std::is_void_v<std::invoke_result_t<Logic, Event &>>) {
+                    logic(event);
+                } else {
+                    reply = std::string(std::string_view(logic(event)));
+                }
+            } catch (const std::exception &e) {
+                failure = e.what()[0] != '\0' ? e.what() : "the logic failed";
+            } catch (...) {
+                failure = "the logic failed";
+            }
+        }
+        detail::check(sp_exchange_complete(raw, failure.empty() ? nullptr : failure.c_str(),
+                                           reply ? reinterpret_cast<const uint8_t *>(reply->data()) : nullptr,
+                                           reply ? reply->size() : 0));
+        return exchange;
+    }
+
+    /// The C endpoint, owned by this object.
+    const sp_endpoint *get() const noexcept { return endpoint_.get(); }
+
+private:
+    explicit Endpoint(sp_endpoint *endpoint) : endpoint_(endpoint) {}
+    detail::Owner<sp_endpoint, sp_endpoint_free> endpoint_;
 };
 
 /// `{"<wrapper>":{"success":...,"errorMessage":...}}` for any wrapper key.

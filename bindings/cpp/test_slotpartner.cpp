@@ -1343,10 +1343,49 @@ void recovery_reports_unrecoverable_indexes() {
     CHECK(journal.report(SP_JOURNAL_REPORT_UNRECOVERABLE) == "[]");
 }
 
+void endpoint_serves_the_whole_request() {
+    TempDir dir;
+    std::string settings = std::string(R"({"token":")") + TOKEN + R"(","sources":"any","journal":")" + dir.url() + R"("})";
+    const slotpartner::Endpoint endpoint = slotpartner::Endpoint::from_settings(settings);
+    int runs = 0;
+    auto accept = [&](slotpartner::Event &event) { runs++; event.reply(true); };
+    std::string payout = fixture("payout.json");
+    auto first = endpoint.serve("POST", TOKEN, STAGING, std::nullopt, payout, accept);
+    CHECK(first.status() == 200 && first.body() == R"({"payout":{"success":true,"errorMessage":""}})");
+    auto again = endpoint.serve("POST", TOKEN, STAGING, std::nullopt, payout, accept);
+    CHECK(again.status() == 200 && again.body() == first.body() && runs == 1);
+    CHECK(again.log() == "repeated delivery answered from the journal");
+    // A throwing logic: the claim is released, 503 with Retry-After, what() in the log.
+    std::string refund = fixture("refund.json");
+    auto down = endpoint.serve("POST", TOKEN, STAGING, std::nullopt, refund,
+                               [](slotpartner::Event &) { throw std::runtime_error("ledger down"); });
+    auto headers = down.headers();
+    CHECK(down.status() == 503 && std::string(down.reason()) == "Service Unavailable");
+    CHECK(!headers.empty() && headers.front().first == "Retry-After" && headers.front().second == "5");
+    CHECK(down.log().find("ledger down") != std::string_view::npos);
+    CHECK(down.body().find("ledger") == std::string_view::npos);
+    auto redelivered = endpoint.serve("POST", TOKEN, STAGING, std::nullopt, refund, accept);
+    CHECK(redelivered.status() == 200 && redelivered.log() == "attempt 2");
+    // A passed-through event answered with the logic's own reply; a GET refused 405 with Allow.
+    auto other = endpoint.serve("POST", TOKEN, STAGING, std::nullopt, fixture("other_event.json"),
+                                [](slotpartner::Event &) { return std::string(R"({"ok":true})"); });
+    CHECK(other.status() == 200 && other.body() == R"({"ok":true})");
+    auto get = endpoint.serve("GET", TOKEN, STAGING, std::nullopt, "", accept);
+    CHECK(get.status() == 405 && get.headers().front().first == "Allow");
+    bool refused = false;
+    try {
+        slotpartner::Endpoint::from_settings(R"({"tokn":"x"})");
+    } catch (const slotpartner::Error &e) {
+        refused = std::string(e.what()).find("tokn") != std::string::npos;
+    }
+    CHECK(refused);
+}
+
 } // namespace
 
 int main() {
     refund_is_read_and_answered();
+    endpoint_serves_the_whole_request();
     payout_and_balance_are_read_and_answered();
     validation_errors_name_the_field_and_the_answer();
     token_and_source_are_checked();
