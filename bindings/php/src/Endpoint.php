@@ -50,10 +50,11 @@ final class Endpoint
     /** The owned `sp_endpoint *` handle; null when the settings were refused. */
     private ?CData $handle = null;
 
-    private readonly Native $native;
+    /** The library; null when it could not be loaded (the refusal says why). */
+    private ?Native $native = null;
 
     /** `sp_exchange *[1]`: the out-parameter of sp_endpoint_receive. */
-    private readonly CData $exchangeOut;
+    private ?CData $exchangeOut = null;
 
     private ?ConfigurationException $refused = null;
 
@@ -67,16 +68,21 @@ final class Endpoint
      *     include/slotpartner.h, sp_endpoint_from_settings); a null value is left out (the
      *     library's default). Sent as one JSON object: an unknown key or a value of the wrong
      *     type is refused naming it
-     * @param string $hint added to the log line of a refused setting (fromEnvironment() names
+     * @param string $hint added to the log line of a refused token (fromEnvironment() names
      *     the variable to set)
      */
     public function __construct(array $settings, private readonly string $hint = '')
     {
-        $native = Native::get();
-        $this->native = $native;
         $settings = \array_filter($settings, static fn (mixed $value): bool => $value !== null);
         $limit = $settings['max_body_bytes'] ?? null;
         $this->maxBodyBytes = \is_int($limit) && $limit > 0 ? $limit : self::DEFAULT_MAX_BODY_BYTES;
+        try {
+            $native = Native::get();
+        } catch (ConfigurationException $e) {
+            $this->refused = $e;   // FFI disabled, the library not found: answered like a setting
+            return;
+        }
+        $this->native = $native;
         $this->exchangeOut = $native->out('sp_exchange');
         $json = \json_encode($settings, \JSON_UNESCAPED_SLASHES | \JSON_UNESCAPED_UNICODE);
         if ($json === false || \array_is_list($settings) && $settings !== []) {
@@ -179,10 +185,10 @@ final class Endpoint
      */
     public function handle(string $method, ?string $token, ?string $remoteAddr, ?string $forwardedFor, string $body, callable $logic): Response
     {
-        if ($this->handle === null) {
-            return Response::ofError($this->refused ?? Native::argumentRefused('settings', 'refused'), 'configuration: ', $this->hint);
-        }
         $native = $this->native;
+        if ($this->handle === null || $native === null || $this->exchangeOut === null) {
+            return Response::ofError($this->refused ?? Native::argumentRefused('settings', 'refused'), 'configuration: ', $this->refused?->field === 'token' ? $this->hint : '');
+        }
         $ffi = $native->ffi;
         // C reads a string up to its first NUL: one inside becomes U+FFFD, refused as it is.
         foreach ([&$method, &$token, &$remoteAddr, &$forwardedFor] as &$text) {
@@ -199,7 +205,7 @@ final class Endpoint
         try {
             $event = $exchange->event;
             if ($event !== null) {
-                $status = $this->complete($exchange, $event, $logic);
+                $status = $this->complete($native, $exchange, $event, $logic);
                 if ($status !== Status::OK) {
                     return Response::ofError($native->error($status), 'endpoint: ');
                 }
@@ -211,9 +217,8 @@ final class Endpoint
     }
 
     /** Runs the logic on the exchange's event, then completes the exchange; its status. */
-    private function complete(CData $exchange, CData $event, callable $logic): int
+    private function complete(Native $native, CData $exchange, CData $event, callable $logic): int
     {
-        $native = $this->native;
         $failure = null;
         $reply = null;
         $typed = Event::adopt($native, $event, null, false);
@@ -264,7 +269,7 @@ final class Endpoint
     public function __destruct()
     {
         $handle = $this->handle;
-        if ($handle !== null) {
+        if ($handle !== null && $this->native !== null) {
             $this->handle = null;
             $this->native->ffi->sp_endpoint_free($handle);
         }

@@ -339,10 +339,14 @@ final class PhpServer
         }
     }
 
-    /** The lines the script wrote with the given prefix (the server's own log lines left out). */
+    /**
+     * The lines the script wrote with the given prefix (the server's own log lines left out),
+     * without what php -S puts before a line written with error_log(): the time, and under
+     * PHP_CLI_SERVER_WORKERS the worker's pid before it.
+     */
     public function scriptLog(string $prefix = 'callback.php: '): array
     {
-        $lines = file($this->logFile, FILE_IGNORE_NEW_LINES) ?: [];
+        $lines = preg_replace('/^(\[[0-9]+\] )?\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]{2} [0-9:]{8} [0-9]{4}\] /', '', file($this->logFile, FILE_IGNORE_NEW_LINES) ?: []);
         return array_values(array_filter($lines, static fn (string $line): bool => str_starts_with($line, $prefix)));
     }
 
