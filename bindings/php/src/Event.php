@@ -89,6 +89,9 @@ abstract class Event
     /** Whether begin() was called: a claimed event's reply must be built inside it. */
     private bool $begun = false;
 
+    /** False for an exchange's event (Endpoint): its exchange frees it, never this object. */
+    private bool $owned = true;
+
     /** The library this event's calls go through. */
     protected readonly Native $native;
 
@@ -151,6 +154,7 @@ abstract class Event
         $self->open = true;
         // An exchange's event was claimed by the library: its reply is built inside it.
         $self->begun = !$owned;
+        $self->owned = $owned;
         ++self::$live;
         return $self;
     }
@@ -491,7 +495,9 @@ abstract class Event
         $handle = $this->handle;
         if ($handle !== null) {
             $this->handle = null;
-            $this->native->ffi->sp_event_free($handle);
+            if ($this->owned) {
+                $this->native->ffi->sp_event_free($handle);
+            }
         }
     }
 
@@ -508,7 +514,9 @@ abstract class Event
         $handle = $this->handle;
         if ($handle !== null) {
             $this->handle = null;
-            $this->native->ffi->sp_event_free($handle);
+            if ($this->owned) {
+                $this->native->ffi->sp_event_free($handle);
+            }
         }
     }
 

@@ -149,6 +149,12 @@ T::test('the event is the logic\'s while it runs, then let go', function (): voi
     T::eq($before, Event::liveCount(), 'no event left live');
     T::true($kept instanceof BuyRefund && $kept->transactionId > 0, 'its fields stay readable');
     T::throws(ConfigurationException::class, static fn () => $kept->reply(true), 'a reply built afterwards is refused');
+    $freed = $endpoint->handle('POST', TOKEN, '127.0.0.1', null, fixture('refund.json'), static function (Event $e): string {
+        $e->free();   // the exchange's event: let go here, freed by the exchange alone
+        return '';
+    });
+    T::eq(503, $freed->status, 'an event freed by the logic: no reply, 503, and no double free');
+    T::eq($before, Event::liveCount(), 'still no event left live');
     $balance = $endpoint->handle('POST', TOKEN, '127.0.0.1', null, fixture('balance.json'), 'logic');
     T::eq([200, '{"playerBalance":{"money":100000,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}'], [$balance->status, $balance->body], 'a balance without a journal');
 });
