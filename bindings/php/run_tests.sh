@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 php=${PHP:-php}
 
-for need in "$root/target/release/libslotpartner.so" "$root/target/release/slotpartner-sandbox"; do
+for need in "$root/target/release/libslotpartner.so" "$root/target/release/slotpartner-sandbox" "$root/target/release/slotpartner"; do
   if [ ! -e "$need" ]; then
     echo "missing $need: run \`make\` and \`cargo build --release -p slotpartner-sandbox\` first"
     echo "0 passed, 1 failed"
@@ -21,7 +21,9 @@ done
 # Zend OPcache (the preload tests), pcntl and posix (fork_test.php, and stopping php -S with its
 # workers). Tools: setsid (php -S in a process group of its own), python3 with sqlite3
 # (journal_test.php holds the journal's lock from another process), cc (fork_test.php builds a
-# C helper).
+# C helper). fpm_test.php serves the endpoint through nginx and PHP-FPM, with the PSR-7 and
+# HttpFoundation adapters on Debian's packages of them, and drops the servers to nobody with
+# setpriv (util-linux) when run as root.
 # shellcheck source=../../tests/needs.sh
 . "$root/tests/needs.sh"
 if command -v "$php" > /dev/null 2>&1; then
@@ -40,6 +42,14 @@ else
   needs_item "$php" php-cli
 fi
 needs_command setsid util-linux
+needs_command setpriv util-linux
+[ -x /usr/sbin/nginx ] || needs_item nginx nginx
+if command -v "$php" > /dev/null 2>&1; then
+  php_version=$("$php" -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
+  [ -x "/usr/sbin/php-fpm$php_version" ] || needs_item "php-fpm$php_version" "php$php_version-fpm"
+fi
+[ -f /usr/share/php/Nyholm/Psr7/autoload.php ] || needs_item "Nyholm's PSR-7" php-nyholm-psr7
+[ -f /usr/share/php/Symfony/Component/HttpFoundation/autoload.php ] || needs_item "Symfony's HttpFoundation" php-symfony-http-foundation
 needs_command python3 python3
 needs_python_module sqlite3 python3
 needs_command "${CC:-cc}" gcc

@@ -89,6 +89,9 @@ abstract class Event
     /** Whether begin() was called: a claimed event's reply must be built inside it. */
     private bool $begun = false;
 
+    /** False for an exchange's event (Endpoint): its exchange frees it, never this object. */
+    private bool $owned = true;
+
     /** The library this event's calls go through. */
     protected readonly Native $native;
 
@@ -112,10 +115,12 @@ abstract class Event
      *
      * @param \ArrayObject<string, string>|null $successes the success replies to reuse (see
      *     reply())
+     * @param bool $owned false for an event its exchange owns (Endpoint): never freed here, and
+     *     let go with disown() before the exchange is freed
      *
-     * @internal Called by Receiver and Recovery.
+     * @internal Called by Receiver, Recovery and Endpoint.
      */
-    public static function adopt(Native $native, CData $event, ?\ArrayObject $successes = null): self
+    public static function adopt(Native $native, CData $event, ?\ArrayObject $successes = null, bool $owned = true): self
     {
         try {
             $strings = \explode("\0", \FFI::string($event->strings, $event->strings_len));
@@ -139,14 +144,38 @@ abstract class Event
             }
             $self->extra = $extra;
         } catch (\Throwable $e) {
-            $native->ffi->sp_event_free($event);
+            if ($owned) {
+                $native->ffi->sp_event_free($event);
+            }
             throw $e;
         }
         // Owned only once fully built: a failure above leaves nothing for the destructor.
         $self->handle = $event;
         $self->open = true;
+        // An exchange's event was claimed by the library: its reply is built inside it.
+        $self->begun = !$owned;
+        $self->owned = $owned;
         ++self::$live;
         return $self;
+    }
+
+    /**
+     * Lets go of a native event this object does not own (adopt() with $owned false), without
+     * freeing it: its owner, the exchange, is about to free it. The object then behaves as
+     * after free(): the properties stay readable, building a reply fails.
+     *
+     * @internal Called by Endpoint.
+     */
+    public function disown(): void
+    {
+        if (!$this->open) {
+            return;
+        }
+        $this->open = false;
+        --self::$live;
+        $this->handle = null;
+        $this->receiver = null;
+        $this->body = null;
     }
 
     /**
@@ -466,7 +495,9 @@ abstract class Event
         $handle = $this->handle;
         if ($handle !== null) {
             $this->handle = null;
-            $this->native->ffi->sp_event_free($handle);
+            if ($this->owned) {
+                $this->native->ffi->sp_event_free($handle);
+            }
         }
     }
 
@@ -483,7 +514,9 @@ abstract class Event
         $handle = $this->handle;
         if ($handle !== null) {
             $this->handle = null;
-            $this->native->ffi->sp_event_free($handle);
+            if ($this->owned) {
+                $this->native->ffi->sp_event_free($handle);
+            }
         }
     }
 

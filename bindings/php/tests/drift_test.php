@@ -54,7 +54,7 @@ T::test('every declared function is callable', function () use ($functions): voi
     }
 });
 
-T::test('the binding calls only declared functions, and all of them but five', function () use ($functions): void {
+T::test('the binding calls only declared functions, and all of them but eight', function () use ($functions): void {
     $used = [];
     foreach (glob(PACKAGE . '/src/*.php') ?: [] as $file) {
         preg_match_all('/->(sp_\w+)\(/', (string) file_get_contents($file), $m);
@@ -68,10 +68,12 @@ T::test('the binding calls only declared functions, and all of them but five', f
     // sp_last_error_message/_field/_response: the binding reads the whole failure with
     // sp_last_error instead. sp_event_field: it copies every extra field into Event::$extra.
     // sp_receiver_reply_balance: it completes a balance reply the library built once per
-    // currency with the amounts, in PHP, without a call.
+    // currency with the amounts, in PHP, without a call. sp_endpoint_new, _from_settings and
+    // _set_retry_after: Endpoint finds its endpoint with sp_endpoint_shared (retry_after among
+    // the settings), the one call PHP-FPM's requests need.
     $unused = array_values(array_diff(array_keys($functions), array_keys($used)));
     sort($unused);
-    $expected = ['sp_event_field', 'sp_last_error_field', 'sp_last_error_message', 'sp_last_error_response', 'sp_receiver_reply_balance'];
+    $expected = ['sp_endpoint_from_settings', 'sp_endpoint_new', 'sp_endpoint_set_retry_after', 'sp_event_field', 'sp_last_error_field', 'sp_last_error_message', 'sp_last_error_response', 'sp_receiver_reply_balance'];
     T::eq($expected, $unused, 'declared functions the binding does not call');
 });
 
@@ -127,7 +129,7 @@ T::test('library, header and declarations', function () use ($header): void {
     preg_match('/^version = "([^"]+)"/m', (string) file_get_contents(ROOT . '/Cargo.toml'), $m);
     T::eq($m[1] ?? null, Library::version(), 'sp_version() is the crate version');
     T::eq('cdef', Library::source(), 'loaded with FFI::cdef (no preloading here)');
-    T::eq(8, substr_count($header, 'const uint8_t *'), 'eight byte buffers in the header (the bodies of handle, handle_record and parse, PEM, JSON parameters, a reply to store, an event\'s strings, a staged statement\'s text parameter)');
+    T::eq(10, substr_count($header, 'const uint8_t *'), 'ten byte buffers in the header (the bodies of handle, handle_record, parse and endpoint_receive, PEM, JSON parameters, a reply to store, an exchange\'s reply, an event\'s strings, a staged statement\'s text parameter)');
     T::eq(str_replace('const uint8_t *', 'const char *', $header), Library::declarations(), 'the declarations differ from the header only there');
     T::eq(realpath(ROOT . '/target/release/libslotpartner.so'), realpath(Library::libraryPath()), 'the library found is the checkout\'s (or SLOTPARTNER_LIB)');
 });

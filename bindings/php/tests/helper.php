@@ -339,10 +339,14 @@ final class PhpServer
         }
     }
 
-    /** The lines the script wrote with the given prefix (the server's own log lines left out). */
+    /**
+     * The lines the script wrote with the given prefix (the server's own log lines left out),
+     * without what php -S puts before a line written with error_log(): the time, and under
+     * PHP_CLI_SERVER_WORKERS the worker's pid before it.
+     */
     public function scriptLog(string $prefix = 'callback.php: '): array
     {
-        $lines = file($this->logFile, FILE_IGNORE_NEW_LINES) ?: [];
+        $lines = preg_replace('/^(\[[0-9]+\] )?\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]{2} [0-9:]{8} [0-9]{4}\] /', '', file($this->logFile, FILE_IGNORE_NEW_LINES) ?: []);
         return array_values(array_filter($lines, static fn (string $line): bool => str_starts_with($line, $prefix)));
     }
 
@@ -379,18 +383,19 @@ final class PhpServer
 }
 
 /**
- * One raw HTTP/1.1 request to 127.0.0.1:$port; returns [status, headers (lower-case name =>
+ * One raw HTTP/1.1 request to 127.0.0.1:$port (for $path; the sending side shut once sent
+ * unless !$halfClose: nginx takes that for a client gone and answers nothing); returns [status, headers (lower-case name =>
  * value), body], or null when the server closed the connection without answering.
  *
  * @return array{0: int, 1: array<string, string>, 2: string}|null
  */
-function httpRequest(int $port, string $method, string $body, array $headers = [], ?string $contentLength = null): ?array
+function httpRequest(int $port, string $method, string $body, array $headers = [], ?string $contentLength = null, string $path = '/', bool $halfClose = true): ?array
 {
     $socket = stream_socket_client('tcp://127.0.0.1:' . $port, $errno, $error, 5);
     if ($socket === false) {
         throw new RuntimeException('cannot connect: ' . $error);
     }
-    $request = $method . " / HTTP/1.1\r\nHost: 127.0.0.1:" . $port . "\r\nConnection: close\r\n";
+    $request = $method . ' ' . $path . " HTTP/1.1\r\nHost: 127.0.0.1:" . $port . "\r\nConnection: close\r\n";
     foreach ($headers as $name => $value) {
         $request .= $name . ': ' . $value . "\r\n";
     }
@@ -399,7 +404,9 @@ function httpRequest(int $port, string $method, string $body, array $headers = [
         $request .= 'Content-Length: ' . ($contentLength ?? (string) strlen($body)) . "\r\n";
     }
     fwrite($socket, $request . "\r\n" . $body);
-    stream_socket_shutdown($socket, STREAM_SHUT_WR);
+    if ($halfClose) {
+        stream_socket_shutdown($socket, STREAM_SHUT_WR);
+    }
     stream_set_timeout($socket, 10);
     $answer = stream_get_contents($socket);
     fclose($socket);
@@ -416,7 +423,26 @@ function httpRequest(int $port, string $method, string $body, array $headers = [
         [$name, $value] = explode(':', $line, 2) + [1 => ''];
         $fields[strtolower(trim($name))] = trim($value);
     }
+    if (strtolower($fields['transfer-encoding'] ?? '') === 'chunked') {
+        $content = dechunk($content);
+    }
     return [(int) $m[1], $fields, $content];
+}
+
+/** The body of a chunked HTTP/1.1 answer (nginx sends one when it does not know the length). */
+function dechunk(string $chunked): string
+{
+    $body = '';
+    $at = 0;
+    while (($end = strpos($chunked, "\r\n", $at)) !== false) {
+        $size = hexdec(trim(explode(';', substr($chunked, $at, $end - $at))[0]));
+        if ($size === 0) {
+            break;
+        }
+        $body .= substr($chunked, $end + 2, (int) $size);
+        $at = $end + 2 + (int) $size + 2;
+    }
+    return $body;
 }
 
 /**

@@ -706,13 +706,21 @@ T::test('FFI calls per journaled callback: the journal calls on top of the usual
     }
 });
 
-// examples/callback.php with SLOTPARTNER_JOURNAL and SLOTPARTNER_WALLET.
+// examples/callback.php with SLOTPARTNER_JOURNAL and SLOTPARTNER_LEDGER (a SQLite file in a
+// folder of its own: renamed away, the ledger fails).
 const EXAMPLE = PACKAGE . '/examples/callback.php';
+
+/** @return list<array{0: string, 1: int, 2: int}> the example ledger's credits */
+function ledgerCredits(string $dir): array
+{
+    $rows = (new PDO('sqlite:' . $dir . '/ledger/ledger.db'))->query('SELECT kind, transaction_id, amount FROM credits ORDER BY kind, transaction_id')->fetchAll(PDO::FETCH_NUM);
+    return array_map(static fn (array $r): array => [(string) $r[0], (int) $r[1], (int) $r[2]], $rows);
+}
 
 T::test('the example answers a repeated delivery with the first reply, a conflict 409', function (): void {
     $dir = tempDir();
-    mkdir($dir . '/wallet');
-    $env = ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1', 'SLOTPARTNER_JOURNAL' => 'sqlite:' . $dir . '/journal.db', 'SLOTPARTNER_WALLET' => $dir . '/wallet'];
+    mkdir($dir . '/ledger');
+    $env = ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1', 'SLOTPARTNER_JOURNAL' => 'sqlite:' . $dir . '/journal.db', 'SLOTPARTNER_LEDGER' => 'sqlite:' . $dir . '/ledger/ledger.db'];
     $server = new PhpServer(EXAMPLE, $env, ['-d', 'ffi.enable=1']);
     try {
         $payout = fixture('payout.json');
@@ -724,36 +732,38 @@ T::test('the example answers a repeated delivery with the first reply, a conflic
         T::eq(409, $conflict[0] ?? null, 'a conflict: 409');
         T::true(str_contains($conflict[2] ?? '', '900002'), 'naming the transactionId: ' . ($conflict[2] ?? ''));
         $log = $server->scriptLog();
-        T::eq(1, count(array_filter($log, static fn (string $l): bool => str_contains($l, 'payout 150000 EUR'))), 'the logic ran once: ' . json_encode($log));
-        T::true(in_array('callback.php: repeated delivery answered from the journal', $log, true), 'the repeat logged');
-        T::eq(['payout-900002'], array_map('basename', glob($dir . '/wallet/*') ?: []), 'credited once');
+        T::eq(1, count(array_filter($log, static fn (string $l): bool => str_contains($l, 'jackpotPayout for player'))), 'the logic ran once: ' . json_encode($log));
+        T::eq(['repeated delivery answered from the journal'], $server->scriptLog('repeated '), 'the repeat logged');
+        T::eq([['payout', 900002, 150000]], ledgerCredits($dir), 'credited once');
         // The ledger fails: the claim is abandoned, 503, and the next delivery is attempt 2.
-        rename($dir . '/wallet', $dir . '/wallet.gone');
+        rename($dir . '/ledger', $dir . '/ledger.gone');
         $down = httpRequest($server->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
-        rename($dir . '/wallet.gone', $dir . '/wallet');
+        rename($dir . '/ledger.gone', $dir . '/ledger');
         T::eq([503, '5'], [$down[0] ?? null, $down[1]['retry-after'] ?? null], 'ledger down: 503 with Retry-After');
+        T::true(str_contains(implode("\n", $server->scriptLog('logic: ')), 'PDOException'), 'the ledger\'s failure logged');
         $retried = httpRequest($server->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
         T::eq(200, $retried[0] ?? null, 'delivered again: handled');
-        T::true(in_array('callback.php: attempt 2', $server->scriptLog(), true), 'as attempt 2');
+        T::eq(['attempt 2'], $server->scriptLog('attempt '), 'as attempt 2');
+        T::eq([['payout', 900002, 150000], ['refund', 900001, 0]], ledgerCredits($dir), 'the refund credited once, after its redelivery');
     } finally {
         $server->stop();
     }
     // An unusable journal: 503 with the library's answer.
     $broken = new PhpServer(EXAMPLE, ['SLOTPARTNER_JOURNAL' => 'sqlite:' . $dir] + $env, ['-d', 'ffi.enable=1']);
     $answer = httpRequest($broken->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
-    $log = $broken->scriptLog();
+    $log = $broken->scriptLog('journal: ');
     $broken->stop();
     T::eq(503, $answer[0] ?? null, 'an unusable journal: 503');
-    T::true(str_starts_with($log[0] ?? '', 'callback.php: journal: '), 'logged: ' . json_encode($log));
+    T::true(str_starts_with($log[0] ?? '', 'journal: '), 'logged: ' . json_encode($log));
 });
 
 T::test('the example under four php -S workers: each event credited once, repeats answered alike, gaps found', function (): void {
     $dir = tempDir();
-    mkdir($dir . '/wallet');
+    mkdir($dir . '/ledger');
     $url = 'sqlite:' . $dir . '/journal.db';
     $server = new PhpServer(EXAMPLE, [
         'SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1', 'SLOTPARTNER_JOURNAL' => $url,
-        'SLOTPARTNER_WALLET' => $dir . '/wallet', 'PHP_CLI_SERVER_WORKERS' => '4',
+        'SLOTPARTNER_LEDGER' => 'sqlite:' . $dir . '/ledger/ledger.db', 'PHP_CLI_SERVER_WORKERS' => '4',
     ], ['-d', 'ffi.enable=1']);
     try {
         $report = $dir . '/report.json';
@@ -776,18 +786,13 @@ T::test('the example under four php -S workers: each event credited once, repeat
     T::true($socket === false, 'php -S and its workers stopped: the port refuses connections');
     $facts = json_decode((string) file_get_contents($report), true);
     T::eq([0, 0], [$facts['repeat_mismatches'] ?? null, $facts['verdict_failures'] ?? null], 'no mismatch, no wrong verdict');
-    $credited = glob($dir . '/wallet/*') ?: [];
+    $credited = ledgerCredits($dir);
     T::eq($facts['delivered'], count($credited), 'each delivered event credited once');
-    $payouts = 0;
-    foreach ($credited as $file) {
-        if (str_starts_with(basename($file), 'payout-')) {
-            $payouts += (int) file_get_contents($file);
-        }
-    }
-    T::eq($facts['delivered_money_total'], $payouts, 'the wallet holds what was delivered');
-    $ran = array_filter($log, static fn (string $l): bool => preg_match('/^callback\.php: (refund transaction|payout) /', $l) === 1);
+    $payouts = array_sum(array_map(static fn (array $row): int => $row[0] === 'payout' ? $row[2] : 0, $credited));
+    T::eq($facts['delivered_money_total'], $payouts, 'the ledger holds what was delivered');
+    $ran = array_filter($log, static fn (string $l): bool => preg_match('/^callback\.php: (gameSessionBuyRefund|jackpotPayout) for player /', $l) === 1);
     T::eq($facts['delivered'], count($ran), 'the logic ran once per event');
-    $replayed = count(array_keys($log, 'callback.php: repeated delivery answered from the journal', true));
+    $replayed = count($server->scriptLog('repeated delivery answered from the journal'));
     T::eq($facts['deliveries'] - $facts['delivered'], $replayed, 'every repeat answered from the journal');
     $journal = new Journal($url);
     $status = $journal->status();

@@ -106,7 +106,7 @@ T::test('php -S under ffi.enable=preload: refused without preloading, served wit
     $env = ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1'];
     $plain = new PhpServer(PACKAGE . '/examples/callback.php', $env, ['-d', 'ffi.enable=preload']);
     $answer = httpRequest($plain->port, 'POST', fixture('refund.json'), ['X-Service-Token' => TOKEN]);
-    $log = implode("\n", $plain->scriptLog());
+    $log = implode("\n", $plain->scriptLog('configuration: '));
     $plain->stop();
     T::eq(500, $answer[0] ?? null, 'without preloading: 500');
     T::true(str_contains($log, 'restricted by "ffi.enable"'), 'without preloading: the log says why: ' . $log);

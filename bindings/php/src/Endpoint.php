@@ -1,0 +1,281 @@
+<?php
+
+declare(strict_types=1);
+
+namespace SlotPartner;
+
+use FFI\CData;
+
+/**
+ * The whole callback endpoint in one object (sp_endpoint): source, token, body, the journal's
+ * claim, repeats, conflicts and every refusal are decided by the library; the partner's logic
+ * only gets a new event and builds its reply.
+ *
+ * ```php
+ * (new SlotPartner\Endpoint(['token' => $token, 'journal' => 'sqlite:/var/lib/partner/journal.db']))
+ *     ->serve(fn (SlotPartner\Event $e) => $e->reply(true));
+ * ```
+ *
+ * The native endpoint is found with sp_endpoint_shared: the same settings (byte for byte) find
+ * the same endpoint in the same process, its journal open. Under PHP-FPM, whose variables die
+ * with each request, a new Endpoint at the top of every request is one FFI call, not a receiver
+ * and a journal rebuilt (the worker process keeps them); the handle is freed (one more call)
+ * when this object is destroyed. A request costs sp_endpoint_shared, sp_endpoint_receive,
+ * sp_exchange_free and sp_endpoint_free; a new event two more (its reply, sp_exchange_complete)
+ * and one a staged statement.
+ *
+ * The logic (handle(), serve(), the adapters) gets the typed event (BuyRefund, JackpotPayout,
+ * BalanceQuery, OtherEvent), claimed already when the endpoint has a journal, and returns the
+ * reply it built with $e->reply(...) or $e->replyBalance(...) (that reply is sent: the
+ * returned value is not read), or for an OtherEvent the JSON text to send with 200. It may stage
+ * its ledger's credit on the event ($e->stage(...)), which commits with the stored reply. A
+ * Throwable it throws is a failure that may pass (the ledger is down): the claim is released and
+ * the answer is 503 with Retry-After, so that the service delivers again; its class and message
+ * go to the log line. Do not call begin(), finish() or abandon() on it: the endpoint does. The
+ * event is let go when the logic returns: keep its fields, not the object.
+ *
+ * A setting the library refuses does not throw here: every request is then answered with the
+ * library's answer to it (500, a body that names nothing of it) and the log line names the
+ * setting (`configuration: token: ...`); configurationError() returns it for a host that checks
+ * at start. One thread at a time; not cloneable.
+ */
+final class Endpoint
+{
+    /** The library's body limit when the settings name none. */
+    public const DEFAULT_MAX_BODY_BYTES = 65536;
+
+    /** The answer to a CONTENT_LENGTH that is not a number or promises more than arrived. */
+    public const BAD_LENGTH_BODY = '{"error":{"code":"bad_request","field":"CONTENT_LENGTH","message":"CONTENT_LENGTH is invalid or the body is shorter"}}';
+
+    /** The owned `sp_endpoint *` handle; null when the settings were refused. */
+    private ?CData $handle = null;
+
+    /** The library; null when it could not be loaded (the refusal says why). */
+    private ?Native $native = null;
+
+    /** `sp_exchange *[1]`: the out-parameter of sp_endpoint_receive. */
+    private ?CData $exchangeOut = null;
+
+    private ?ConfigurationException $refused = null;
+
+    /** The largest body the library accepts: serve() and the adapters read one byte more. */
+    public readonly int $maxBodyBytes;
+
+    /**
+     * @param array<string, mixed> $settings the library's settings by their C setters' names
+     *     (`token`, `sources`, `trusted_proxies`, `max_body_bytes`, `strict_index`,
+     *     `reject_unknown_events`, `journal`, `claim_at_finish`, `first_index`, `retry_after`...:
+     *     include/slotpartner.h, sp_endpoint_from_settings); a null value is left out (the
+     *     library's default). Sent as one JSON object: an unknown key or a value of the wrong
+     *     type is refused naming it
+     * @param string $hint added to the log line of a refused token (fromEnvironment() names
+     *     the variable to set)
+     */
+    public function __construct(array $settings, private readonly string $hint = '')
+    {
+        $settings = \array_filter($settings, static fn (mixed $value): bool => $value !== null);
+        $limit = $settings['max_body_bytes'] ?? null;
+        $this->maxBodyBytes = \is_int($limit) && $limit > 0 ? $limit : self::DEFAULT_MAX_BODY_BYTES;
+        try {
+            $native = Native::get();
+        } catch (ConfigurationException $e) {
+            $this->refused = $e;   // FFI disabled, the library not found: answered like a setting
+            return;
+        }
+        $this->native = $native;
+        $this->exchangeOut = $native->out('sp_exchange');
+        $json = \json_encode($settings, \JSON_UNESCAPED_SLASHES | \JSON_UNESCAPED_UNICODE);
+        if ($json === false || \array_is_list($settings) && $settings !== []) {
+            $this->refused = Native::argumentRefused('settings', $json === false
+                ? 'cannot be written as JSON: ' . \json_last_error_msg()
+                : 'must be an array keyed by setting names, not a list');
+            return;
+        }
+        $out = $native->out('sp_endpoint');
+        $status = $native->ffi->sp_endpoint_shared($json === '[]' ? '{}' : $json, $json === '[]' ? 2 : \strlen($json), $out);
+        if ($status !== Status::OK) {
+            $error = $native->error($status);
+            // Only an argument's refusal (a ConfigurationException) is reported for settings.
+            $this->refused = $error instanceof ConfigurationException ? $error
+                : Native::argumentRefused($error->field === '' ? 'settings' : $error->field, $error->getMessage());
+            return;
+        }
+        $this->handle = $out[0];
+    }
+
+    /**
+     * The endpoint the environment configures (the variables of the pool, `env[NAME] = ...`, or
+     * nginx's `fastcgi_param NAME value;`): SLOTPARTNER_TOKEN (the token; two during a rotation,
+     * comma-separated), SLOTPARTNER_SOURCES (default production), SLOTPARTNER_TRUSTED_PROXIES,
+     * SLOTPARTNER_STRICT_INDEX (1: refuse an unreadable index), SLOTPARTNER_JOURNAL (sqlite:PATH
+     * or postgres://...; none when unset), SLOTPARTNER_CLAIM_AT_FINISH (1: the claim is written
+     * with the reply, see the README) and SLOTPARTNER_FIRST_INDEX (the journal's first index).
+     * An unset or empty variable keeps the library's default. $settings adds to them and wins
+     * (say `['reject_unknown_events' => true]`).
+     *
+     * @param array<string, mixed> $settings
+     */
+    public static function fromEnvironment(array $settings = []): self
+    {
+        $read = static function (string $name): ?string {
+            $value = \getenv($name);
+            return \is_string($value) && $value !== '' ? $value : null;
+        };
+        $token = $read('SLOTPARTNER_TOKEN');
+        $tokens = $token === null ? null : \array_map('trim', \explode(',', $token));
+        $firstIndex = $read('SLOTPARTNER_FIRST_INDEX');
+        $fromEnvironment = [
+            'token' => $tokens === null ? null : (\count($tokens) === 1 ? $tokens[0] : $tokens),
+            'sources' => $read('SLOTPARTNER_SOURCES'),
+            'trusted_proxies' => $read('SLOTPARTNER_TRUSTED_PROXIES'),
+            'strict_index' => $read('SLOTPARTNER_STRICT_INDEX') === null ? null : $read('SLOTPARTNER_STRICT_INDEX') === '1',
+            'journal' => $read('SLOTPARTNER_JOURNAL'),
+            'claim_at_finish' => $read('SLOTPARTNER_CLAIM_AT_FINISH') === null ? null : $read('SLOTPARTNER_CLAIM_AT_FINISH') === '1',
+            'first_index' => $firstIndex === null ? null : (\preg_match('/^[0-9]{1,18}$/D', $firstIndex) === 1 ? (int) $firstIndex : $firstIndex),
+        ];
+        return new self($settings + $fromEnvironment, $token === null && !\array_key_exists('token', $settings) ? ' (is SLOTPARTNER_TOKEN set?)' : '');
+    }
+
+    /** The refusal of the settings, for a host that checks them at start; null when accepted. */
+    public function configurationError(): ?ConfigurationException
+    {
+        return $this->refused;
+    }
+
+    /**
+     * Handles the request PHP's SAPI holds (PHP-FPM, php -S, CGI): the method, X-Service-Token,
+     * REMOTE_ADDR and X-Forwarded-For from $_SERVER, the body from php://input (at most
+     * maxBodyBytes + 1 bytes, so that a larger one is refused 413); sends the answer and writes
+     * its log line, when there is one, with error_log(). A CONTENT_LENGTH that is not a number
+     * or promises more bytes than arrived is answered 400 (BAD_LENGTH_BODY) without the library.
+     *
+     * @param callable(Event): mixed $logic see the class's comment
+     */
+    public function serve(callable $logic): void
+    {
+        $body = self::inputBody($this->maxBodyBytes);
+        $response = $body === null
+            ? new Response(400, ['Content-Type' => 'application/json; charset=utf-8'], self::BAD_LENGTH_BODY, 'refused: CONTENT_LENGTH is invalid or the body is shorter')
+            : $this->handle(
+                (string) ($_SERVER['REQUEST_METHOD'] ?? 'GET'),
+                $_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null,
+                $_SERVER['REMOTE_ADDR'] ?? null,
+                $_SERVER['HTTP_X_FORWARDED_FOR'] ?? null,
+                $body,
+                $logic,
+            );
+        $response->send();
+        if ($response->log !== '') {
+            \error_log($response->log);
+        }
+    }
+
+    /**
+     * Handles one request given explicitly, as the web server saw it, and returns the answer
+     * (sp_endpoint_receive, the logic, sp_exchange_complete): what serve() and the PSR-7 and
+     * HttpFoundation adapters build on.
+     *
+     * @param string $method the request's method (anything but POST is answered 405)
+     * @param string|null $token the X-Service-Token header, null when absent
+     * @param string|null $remoteAddr the peer's address (REMOTE_ADDR)
+     * @param string|null $forwardedFor the X-Forwarded-For header as received, null when absent
+     *     (read only from a trusted proxy)
+     * @param string $body the body, or its first maxBodyBytes + 1 bytes
+     * @param callable(Event): mixed $logic see the class's comment
+     */
+    public function handle(string $method, ?string $token, ?string $remoteAddr, ?string $forwardedFor, string $body, callable $logic): Response
+    {
+        $native = $this->native;
+        if ($this->handle === null || $native === null || $this->exchangeOut === null) {
+            return Response::ofError($this->refused ?? Native::argumentRefused('settings', 'refused'), 'configuration: ', $this->refused?->field === 'token' ? $this->hint : '');
+        }
+        $ffi = $native->ffi;
+        // C reads a string up to its first NUL: one inside becomes U+FFFD, refused as it is.
+        foreach ([&$method, &$token, &$remoteAddr, &$forwardedFor] as &$text) {
+            if ($text !== null && \str_contains($text, "\0")) {
+                $text = Native::withoutNul($text);
+            }
+        }
+        unset($text);
+        $status = $ffi->sp_endpoint_receive($this->handle, $method, $token, $remoteAddr, $forwardedFor, $body, \strlen($body), $this->exchangeOut);
+        if ($status !== Status::OK) {
+            return Response::ofError($native->error($status), 'endpoint: ');
+        }
+        $exchange = $this->exchangeOut[0];
+        try {
+            $event = $exchange->event;
+            if ($event !== null) {
+                $status = $this->complete($native, $exchange, $event, $logic);
+                if ($status !== Status::OK) {
+                    return Response::ofError($native->error($status), 'endpoint: ');
+                }
+            }
+            return Response::copy($exchange->response);
+        } finally {
+            $ffi->sp_exchange_free($exchange);
+        }
+    }
+
+    /** Runs the logic on the exchange's event, then completes the exchange; its status. */
+    private function complete(Native $native, CData $exchange, CData $event, callable $logic): int
+    {
+        $failure = null;
+        $reply = null;
+        $typed = Event::adopt($native, $event, null, false);
+        try {
+            $result = $logic($typed);
+            if ($typed instanceof OtherEvent) {
+                if (\is_string($result)) {
+                    $reply = $result;
+                } else {
+                    $failure = 'the logic returned ' . \get_debug_type($result) . ' for the event ' . $typed->name . ', not the JSON text to send';
+                }
+            }
+        } catch (\Throwable $e) {
+            $failure = \get_class($e) . ': ' . $e->getMessage();
+        } finally {
+            $typed->disown();
+        }
+        return $native->ffi->sp_exchange_complete(
+            $exchange,
+            $failure === null ? null : Native::withoutNul($failure),
+            $reply,
+            $reply === null ? 0 : \strlen($reply),
+        );
+    }
+
+    /**
+     * The request body from php://input, at most $limit + 1 bytes; null when CONTENT_LENGTH is
+     * not a number or the body is shorter than it says.
+     */
+    private static function inputBody(int $limit): ?string
+    {
+        $lengthText = (string) ($_SERVER['CONTENT_LENGTH'] ?? $_SERVER['HTTP_CONTENT_LENGTH'] ?? '');
+        $length = 0;
+        if ($lengthText !== '') {
+            if (\preg_match('/^[ \t\n\v\f\r]*\+?[0-9]+$/D', $lengthText) !== 1) {
+                return null;
+            }
+            $length = (int) \ltrim($lengthText, " \t\n\v\f\r+");
+        }
+        $wanted = \min($length, $limit + 1);
+        $body = $wanted === 0 ? '' : \file_get_contents('php://input', false, null, 0, $wanted);
+        if ($body === false || \strlen($body) < $wanted) {
+            return null;
+        }
+        return $body;
+    }
+
+    public function __destruct()
+    {
+        $handle = $this->handle;
+        if ($handle !== null && $this->native !== null) {
+            $this->handle = null;
+            $this->native->ffi->sp_endpoint_free($handle);
+        }
+    }
+
+    private function __clone()
+    {
+    }
+}
