@@ -240,6 +240,7 @@ test-php: examples sandbox
 
 test-python: examples sandbox
 	$(NO_LEFTOVERS) bindings/python/run_tests.sh
+	$(NO_LEFTOVERS) bindings/python/run_server_tests.sh
 
 header:
 	SLOTPARTNER_BLESS=1 $(CARGO) test --test header

@@ -7,7 +7,7 @@ bindings/php/README.md's "Preloading (production)" says) serving benches/e2e/lib
 example bindings/php/examples/callback.php with its journal and a ledger table in the journal's
 database) and benches/e2e/handwritten.php (json_decode, one PDO transaction with an idempotency
 row and the credit). Python: gunicorn (4 sync workers each) serving benches/e2e/library_wsgi.py
-(the example bindings/python/examples/callback_wsgi.py, same ledger) and
+(slotpartner.wsgi.application, the credit staged into the same ledger) and
 benches/e2e/handwritten_wsgi.py. Each on SQLite (one WAL file per integration, synchronous FULL)
 and on PostgreSQL (a throw-away cluster on 127.0.0.1, one database per integration).
 

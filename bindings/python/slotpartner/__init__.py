@@ -1,6 +1,18 @@
 """slotpartner: the partner side of the slot-machine game service, on libslotpartner (ctypes).
 
-Callbacks in::
+The callback endpoint, every answer decided by the library (see README.md, "The endpoint")::
+
+    endpoint = slotpartner.Endpoint.from_environment()  # SLOTPARTNER_TOKEN, SLOTPARTNER_JOURNAL...
+
+    def logic(event):                                   # runs once a delivery, on new ones only
+        if isinstance(event, slotpartner.BalanceQuery):
+            return event.reply_balance(balance_of(event.player_partner_identifier))
+        credit(event)                                   # the ledger: ON CONFLICT DO NOTHING
+        return event.reply()
+
+    application = slotpartner.wsgi.application(endpoint, logic)   # or slotpartner.asgi
+
+Step by step, for hosts that need it::
 
     receiver = slotpartner.Receiver(token, sources="production")
     try:
@@ -57,7 +69,9 @@ if tuple(sys.version_info[:2]) < REQUIRES_PYTHON:
     )
 
 from . import _lib  # noqa: E402 (after the version check)
+from . import asgi, wsgi
 from .client import Client, Game
+from .endpoint import Endpoint, Response
 from .errors import (
     AuthenticationError,
     BusyError,
@@ -94,6 +108,7 @@ __all__ = [
     "Client",
     "ConfigurationError",
     "ConflictError",
+    "Endpoint",
     "Event",
     "Game",
     "JackpotPayout",
@@ -109,14 +124,17 @@ __all__ = [
     "RecoveryFailure",
     "RecoveryReason",
     "RecoveryReport",
+    "Response",
     "ServiceError",
     "SlotPartnerError",
     "SqlValue",
     "TransportError",
     "ValidationError",
+    "asgi",
     "library_path",
     "library_version",
     "reply_balance",
     "reply_result",
     "status_name",
+    "wsgi",
 ]

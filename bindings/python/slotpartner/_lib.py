@@ -212,6 +212,32 @@ class sp_record(Structure):
     ]
 
 
+class sp_header(Structure):
+    """``sp_header``: one header of an endpoint's response, both views owned by the exchange."""
+
+    _fields_ = [("name", sp_str), ("value", sp_str)]
+
+
+class sp_response(Structure):
+    """``sp_response``: the final response of an exchange (``status`` 0 while it waits for
+    ``sp_exchange_complete``); every view owned by the exchange."""
+
+    _fields_ = [
+        ("status", c_uint16),
+        ("body", sp_str),
+        ("headers", c_void_p),
+        ("headers_len", c_size_t),
+        ("log", sp_str),
+    ]
+
+
+class sp_exchange(Structure):
+    """``sp_exchange``: one request through an endpoint; ``event`` NULL when ``response`` is
+    final. The event is the exchange's: never freed by the binding."""
+
+    _fields_ = [("event", c_void_p), ("response", sp_response)]
+
+
 #: Offset of ``sp_event.reply_http_status``: read in place after a reply is built (no foreign call).
 REPLY_HTTP_STATUS_OFFSET: int = sp_event.reply_http_status.offset
 
@@ -724,6 +750,19 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_client_get_games": (c_int, [c_void_p, c_char_p, c_int64, _OUT]),
     "sp_client_call": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, _OUT]),
     "sp_games_free": (None, [c_void_p]),
+    # The endpoint in one call: a whole request in (sp_endpoint_receive), the final response out
+    # (sp_exchange_complete after the partner's logic ran on the exchange's event).
+    "sp_endpoint_new": (c_int, [c_void_p, c_void_p, _OUT]),
+    "sp_endpoint_from_settings": (c_int, [c_char_p, c_size_t, _OUT]),
+    "sp_endpoint_shared": (c_int, [c_char_p, c_size_t, _OUT]),
+    "sp_endpoint_set_retry_after": (c_int, [c_void_p, c_uint32]),
+    "sp_endpoint_free": (None, [c_void_p]),
+    "sp_endpoint_receive": (
+        c_int,
+        [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t, POINTER(POINTER(sp_exchange))],
+    ),
+    "sp_exchange_complete": (c_int, [POINTER(sp_exchange), c_char_p, c_char_p, c_size_t]),
+    "sp_exchange_free": (None, [POINTER(sp_exchange)]),
     # Recovery of lost events (sp_recovery_next's out-parameter: the OUT pointer slot's address).
     "sp_recovery_new": (c_int, [c_void_p, c_void_p, c_size_t, _OUT]),
     "sp_recovery_next": (c_int, [c_void_p, c_void_p]),

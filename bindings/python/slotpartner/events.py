@@ -185,6 +185,17 @@ _SETTLED = 2  # DONE, NOT_JOURNALED or finished: finish() and abandon() do nothi
 _NO_JOURNAL = 3  # the receiver has no journal: the sp_event was freed once the fields were read
 _ABANDONED = 4  # abandoned: finish() raises Event._refusal (ClaimLostError), abandon() does nothing
 _LOST = 5  # the claim was found taken over: finish() and abandon() raise Event._refusal
+# Handed to the logic by an Endpoint (read_exchange_event): the exchange owns the sp_event and
+# frees it; reply() and stage() use it, claiming and finishing are the endpoint's.
+_EXCHANGED = 6
+
+
+def _endpoints_step(step: str) -> SlotPartnerError:
+    """Why ``begin``/``finish``/``abandon`` are refused on an event an Endpoint handed to the
+    logic (field ``event``)."""
+    return argument_error(
+        "event", f"{step}() is its Endpoint's: the logic returns the reply, and the endpoint claims and stores it"
+    )
 
 
 def _out_of_range(at: int, value: int) -> SlotPartnerError:
@@ -335,7 +346,8 @@ class Event:
             raise last_error(status)
         data: bytes = out.text.ptr
         self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
-        if self._journal != _CLAIMED:
+        state = self._journal
+        if state != _CLAIMED and state != _EXCHANGED:
             self._release()
         return data
 
@@ -372,6 +384,8 @@ class Event:
         ptr = self._ptr
         if self._journal == _NO_JOURNAL:
             raise argument_error("event", "its receiver has no journal (Receiver(..., journal=...))")
+        if self._journal == _EXCHANGED:
+            raise _endpoints_step("begin")
         if ptr is None:
             raise argument_error("event", "begin() must come before reply() and close()")
         out = _OUT
@@ -436,7 +450,7 @@ class Event:
                 surrogate).
         """
         ptr = self._ptr
-        if self._journal != _CLAIMED or ptr is None:
+        if (self._journal != _CLAIMED and self._journal != _EXCHANGED) or ptr is None:
             raise self._unstageable()
         if sql.__class__ is not str:
             if not isinstance(sql, str):
@@ -580,6 +594,8 @@ class Event:
         state = self._journal
         if state == _SETTLED or (state == _ABANDONED and step == "abandon"):
             return
+        if state == _EXCHANGED:
+            raise _endpoints_step(step)
         if state == _ABANDONED or state == _LOST:
             raise self._refusal.with_traceback(None)
         ptr = self._ptr
@@ -615,8 +631,9 @@ class Event:
 
     def close(self) -> None:
         """Frees the library's copy of the event now (idempotent). The fields stay readable.
-        A claimed event's claim is released (as ``abandon()`` does, failures unreported)."""
-        if self._ptr is not None:
+        A claimed event's claim is released (as ``abandon()`` does, failures unreported). Does
+        nothing to an event an Endpoint handed to the logic: the endpoint frees it."""
+        if self._ptr is not None and self._journal != _EXCHANGED:
             self._release()
 
     def __enter__(self: _E) -> _E:
@@ -888,7 +905,8 @@ class BalanceQuery(Event):
             raise last_error(status)
         data: bytes = out.text.ptr
         self.reply_http_status = _u16_at(ptr + _STATUS_OFFSET).value
-        if self._journal != _CLAIMED:
+        state = self._journal
+        if state != _CLAIMED and state != _EXCHANGED:
             self._release()
         return data
 
@@ -1043,33 +1061,39 @@ def read_event(ptr: int, replies: ReplySettings, keep: bool = True) -> Event:
     the library's answer.
     """
     try:
-        memory = _MEMORY
-        (kind, has_index, index, refund, payout, _, _, count, unreadable, _, strings, length) = _EVENT(
-            memory[ptr : ptr + _EVENT_SIZE]
-        )
-        texts = memory[strings : strings + length].decode().split("\0")
-        # The scalars in the order of an sp_record header (its sizes unused here).
-        if kind == _PAYOUT:
-            (money, coins, is_money, released, primary, transaction, buy, session, game, has_mobile, mobile) = (
-                _PAYOUT_STRUCT(memory[payout : payout + _PAYOUT_SIZE])
-            )
-            ids = (has_mobile, mobile, index, transaction, buy, session, game, money, coins, released, is_money, primary)
-        elif kind == _REFUND:
-            transaction, buy, session, game, mobile = _REFUND_STRUCT(memory[refund : refund + _REFUND_SIZE])
-            ids = (True, mobile, index, transaction, buy, session, game, 0, 0, 0, False, False)
-        else:
-            ids = (False, False, index, 0, 0, 0, 0, 0, 0, 0, False, False)
-        event = _build((0, length, count, kind, has_index, unreadable) + ids, texts, replies, _NOT_BEGUN)
+        event = _copy_event(ptr, replies)
     except BaseException:
         _event_free(ptr)
         raise
-    if keep or kind == _OTHER:
+    if keep or event.__class__ is OtherEvent:
         event._owned = _Owned(ptr)
         event._ptr = ptr
     else:
         event._journal = _NO_JOURNAL
         _event_free(ptr)
     return event
+
+
+def _copy_event(ptr: int, replies: ReplySettings) -> Event:
+    """The typed event of the ``sp_event`` at ``ptr``, its fields copied out (``read_event``
+    says how); the event holds no pointer yet (``_ptr`` None, ``_journal`` not begun)."""
+    memory = _MEMORY
+    (kind, has_index, index, refund, payout, _, _, count, unreadable, _, strings, length) = _EVENT(
+        memory[ptr : ptr + _EVENT_SIZE]
+    )
+    texts = memory[strings : strings + length].decode().split("\0")
+    # The scalars in the order of an sp_record header (its sizes unused here).
+    if kind == _PAYOUT:
+        (money, coins, is_money, released, primary, transaction, buy, session, game, has_mobile, mobile) = (
+            _PAYOUT_STRUCT(memory[payout : payout + _PAYOUT_SIZE])
+        )
+        ids = (has_mobile, mobile, index, transaction, buy, session, game, money, coins, released, is_money, primary)
+    elif kind == _REFUND:
+        transaction, buy, session, game, mobile = _REFUND_STRUCT(memory[refund : refund + _REFUND_SIZE])
+        ids = (True, mobile, index, transaction, buy, session, game, 0, 0, 0, False, False)
+    else:
+        ids = (False, False, index, 0, 0, 0, 0, 0, 0, 0, False, False)
+    return _build((0, length, count, kind, has_index, unreadable) + ids, texts, replies, _NOT_BEGUN)
 
 
 def read_claimed_event(ptr: int, replies: ReplySettings) -> Event:
@@ -1079,6 +1103,27 @@ def read_claimed_event(ptr: int, replies: ReplySettings) -> Event:
     event = read_event(ptr, replies)
     event._journal = _CLAIMED
     return event
+
+
+def read_exchange_event(ptr: int, replies: ReplySettings) -> Event:
+    """The typed event of the ``sp_event`` of an endpoint's exchange (``sp_exchange.event``),
+    copied as ``read_event`` copies one; the exchange owns the ``sp_event`` and frees it, the
+    event never does. ``reply()``, ``reply_balance()`` and ``stage()`` build into it
+    (``sp_exchange_complete`` sends the reply last built and runs the staged statements);
+    ``begin()``, ``finish()`` and ``abandon()`` are refused, ``close()`` does nothing. Call
+    ``detach_exchange_event`` before the exchange is freed."""
+    event = _copy_event(ptr, replies)
+    event._ptr = ptr
+    event._journal = _EXCHANGED
+    return event
+
+
+def detach_exchange_event(event: Event) -> None:
+    """Forgets the exchange's ``sp_event`` (about to be freed with its exchange): the event
+    stays readable, a later ``reply()`` is rebuilt by the standalone builders, and ``stage()``
+    is refused."""
+    event._ptr = None
+    event._journal = _SETTLED
 
 
 __all__ = [
@@ -1094,4 +1139,6 @@ __all__ = [
     "read_event",
     "read_record",
     "read_claimed_event",
+    "read_exchange_event",
+    "detach_exchange_event",
 ]

@@ -1,4 +1,5 @@
-"""Runs every test module of this directory and ends with the line "N passed, N failed".
+"""Runs every test module of this directory (or of the directory given) and ends with the line
+"N passed, N failed".
 
 Exit status 0 only when nothing failed. Used by ../run_tests.sh.
 """
@@ -12,9 +13,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """Runs the test modules of the directory ``argv[1]`` names (this one by default)."""
+    folder = Path(argv[1]).resolve() if len(argv) > 1 else HERE
     sys.path.insert(0, str(HERE))
-    suite = unittest.defaultTestLoader.discover(str(HERE), pattern="test_*.py", top_level_dir=str(HERE))
+    suite = unittest.defaultTestLoader.discover(str(folder), pattern="test_*.py", top_level_dir=str(folder))
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)
@@ -26,4 +29,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv))

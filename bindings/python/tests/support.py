@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BINDING = HERE.parent
@@ -131,12 +135,40 @@ class ConnectionCounter:
         self.socket.close()
 
 
+def load_example(env: dict[str, str]) -> Any:
+    """examples/callback_wsgi.py loaded afresh with ``env`` as its environment (its endpoint and
+    ledger are made at import): SLOTPARTNER_LEDGER must name the ledger's file."""
+    assert "SLOTPARTNER_LEDGER" in env, "the example's ledger would be made in the current directory"
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        spec = importlib.util.spec_from_file_location("callback_wsgi", EXAMPLE)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return module
+
+
+def ledger_rows(path: str | Path) -> list[tuple[Any, ...]]:
+    """The example ledger's credits: (kind, transaction_id, player, amount), in that order."""
+    with closing(sqlite3.connect(path)) as db:
+        return db.execute("SELECT * FROM credits ORDER BY kind, transaction_id").fetchall()
+
+
 class WsgiExample:
-    """examples/callback_wsgi.py serving on a free loopback port, stderr captured to a file."""
+    """examples/callback_wsgi.py serving on a free loopback port, stderr captured to a file, its
+    ledger in a temporary directory (``ledger``)."""
 
     def __init__(self, sources: str, host: str = "127.0.0.1", env: dict[str, str] | None = None) -> None:
         self.stderr = tempfile.TemporaryFile()
-        env = dict(os.environ, SLOTPARTNER_TOKEN=TOKEN, SLOTPARTNER_SOURCES=sources, **(env or {}))
+        self.folder = tempfile.TemporaryDirectory(prefix="sp-wsgi-example-")
+        self.ledger = os.path.join(self.folder.name, "ledger.db")
+        env = dict(os.environ, SLOTPARTNER_TOKEN=TOKEN, SLOTPARTNER_SOURCES=sources, SLOTPARTNER_LEDGER=self.ledger,
+                   **(env or {}))  # fmt: skip
         self.process = subprocess.Popen(
             [sys.executable, str(EXAMPLE), f"{host}:0"],
             stdin=subprocess.DEVNULL,
@@ -148,8 +180,10 @@ class WsgiExample:
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.startswith("listening http://"):
+            self.process.wait(timeout=10)
+            log = self.log()
             self.stop()
-            raise AssertionError(f"callback_wsgi did not start: {line!r} {self.log()!r}")
+            raise AssertionError(f"callback_wsgi did not start: {line!r} {log!r}")
         self.url = line.split()[1]
         self.host = host
         self.port = int(self.url.rsplit(":", 1)[1])
@@ -179,6 +213,7 @@ class WsgiExample:
         if self.process.stdout:
             self.process.stdout.close()
         self.stderr.close()
+        self.folder.cleanup()
 
 
 def rss_bytes() -> int:

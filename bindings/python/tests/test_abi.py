@@ -75,6 +75,7 @@ class AbiTest(unittest.TestCase):
             "sp_recovery_summary": _lib.sp_recovery_summary, "sp_record": _lib.sp_record,
             "sp_journal_vital_signs": _lib.sp_journal_vital_signs, "sp_prune_options": _lib.sp_prune_options,
             "sp_prune_report": _lib.sp_prune_report, "sp_sql_value": _lib.sp_sql_value,
+            "sp_header": _lib.sp_header, "sp_response": _lib.sp_response, "sp_exchange": _lib.sp_exchange,
         }  # fmt: skip
         self.assertEqual(sorted(structs), sorted(mirrored))
         for name, fields in structs.items():
@@ -83,8 +84,8 @@ class AbiTest(unittest.TestCase):
             for (field, c_type), (_, ctype) in zip(fields, declared):
                 if c_type.endswith("*"):
                     self.assertIs(ctype, ctypes.c_void_p, f"{name}.{field}")
-                elif c_type == "struct sp_str":
-                    self.assertIs(ctype, _lib.sp_str, f"{name}.{field}")
+                elif c_type.startswith("struct "):  # a struct held by value: its own mirror
+                    self.assertIs(ctype, mirrored[c_type.removeprefix("struct ")], f"{name}.{field}")
                 else:
                     self.assertTrue(compatible(c_type, ctype), f"{name}.{field}: {c_type} vs {ctype}")
 

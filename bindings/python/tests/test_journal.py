@@ -10,8 +10,10 @@ from __future__ import annotations
 import ctypes
 import io
 import json
+import logging
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -19,10 +21,11 @@ import threading
 import time
 import unittest
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from support import TOKEN, Sandbox, WsgiExample, fixture
+from support import TOKEN, Sandbox, WsgiExample, fixture, ledger_rows, load_example
 
 import slotpartner
 from slotpartner import (
@@ -966,15 +969,7 @@ class ForeignCallsTest(JournalCase):
 
 
 class ExampleTest(unittest.TestCase):
-    """examples/callback_wsgi.py with SLOTPARTNER_JOURNAL (and SLOTPARTNER_WALLET, its ledger)."""
-
-    example: Any
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        from test_wsgi_example import example
-
-        cls.example = example
+    """examples/callback_wsgi.py with SLOTPARTNER_JOURNAL (and SLOTPARTNER_LEDGER, its ledger)."""
 
     def run_app(self, app: Any, body: bytes) -> tuple[str, dict[str, str], bytes]:
         answer: dict[str, Any] = {}
@@ -989,71 +984,60 @@ class ExampleTest(unittest.TestCase):
 
     def test_in_process_repeat_conflict_and_ledger_down(self) -> None:
         with tempfile.TemporaryDirectory() as directory:
-            wallet = os.path.join(directory, "wallet")
-            os.mkdir(wallet)
-            config = {"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": "any",
-                      "SLOTPARTNER_JOURNAL": f"sqlite:{directory}/journal.db", "SLOTPARTNER_WALLET": wallet}  # fmt: skip
-            log = io.StringIO()
-            stderr, sys.stderr = sys.stderr, log
-            try:
-                app = self.example.make_app(config)
+            ledger = os.path.join(directory, "ledger.db")
+            example = load_example({"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": "any",
+                                    "SLOTPARTNER_JOURNAL": f"sqlite:{directory}/journal.db",
+                                    "SLOTPARTNER_LEDGER": ledger})  # fmt: skip
+            app = example.application
+            with self.assertLogs("slotpartner", logging.INFO) as logged:
                 payout = fixture("payout")
                 first = self.run_app(app, payout)
                 repeat = self.run_app(app, payout)
                 conflict = self.run_app(app, payout.replace(b'"moneyWon":150000', b'"moneyWon":150001'))
                 refund_body = fixture("refund")
-                os.chmod(wallet, 0o500)  # the ledger refuses writes: a transient failure
-                down = self.run_app(app, refund_body) if os.geteuid() != 0 else None
-                os.chmod(wallet, 0o700)
-                if down is None:  # root writes anyway: the ledger fails another way
-                    os.rename(wallet, wallet + ".gone")
-                    down = self.run_app(app, refund_body)
-                    os.rename(wallet + ".gone", wallet)
+                with closing(sqlite3.connect(ledger)) as db:  # the ledger fails: its table is gone
+                    db.execute("ALTER TABLE credits RENAME TO away")
+                down = self.run_app(app, refund_body)
+                with closing(sqlite3.connect(ledger)) as db:
+                    db.execute("ALTER TABLE away RENAME TO credits")
                 retried = self.run_app(app, refund_body)
-            finally:
-                sys.stderr = stderr
             self.assertEqual(first, ("200 OK", first[1], b'{"payout":{"success":true,"errorMessage":""}}'))
             self.assertEqual(repeat[0::2], first[0::2], "the repeat gets the first reply")
             self.assertEqual(conflict[0], "409 Conflict")
             self.assertIn(b"900002", conflict[2])
             self.assertEqual((down[0], down[1].get("Retry-After")), ("503 Service Unavailable", "5"))
             self.assertEqual(retried[0], "200 OK")
-            self.assertEqual(sorted(os.listdir(wallet)), ["payout-900002", "refund-900001"])
-            lines = log.getvalue().splitlines()
-            self.assertEqual(sum("payout 150000 EUR" in line for line in lines), 1, lines)
-            self.assertIn("callback_wsgi: repeated delivery answered from the journal", lines)
-            self.assertIn("callback_wsgi: attempt 2", lines)
-            self.assertTrue(any(line.startswith("callback_wsgi: journal: ") and "900002" in line for line in lines), lines)
+            self.assertEqual([row[:2] for row in ledger_rows(ledger)], [("payout", 900002), ("refund", 900001)])
+            lines = "\n".join(logged.output)
+            self.assertIn("repeated delivery answered from the journal", lines)
+            self.assertIn("no such table: credits", lines)
+            self.assertIn("attempt 2", lines)
+            self.assertIn("900002", lines)
 
     def test_an_unusable_journal_is_answered_503(self) -> None:
         with tempfile.TemporaryDirectory() as directory:
-            log = io.StringIO()
-            stderr, sys.stderr = sys.stderr, log
-            try:
-                app = self.example.make_app({"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": "any",
-                                             "SLOTPARTNER_JOURNAL": f"sqlite:{directory}"})  # fmt: skip
-                status, _, body = self.run_app(app, fixture("refund"))
-            finally:
-                sys.stderr = stderr
+            example = load_example({"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": "any",
+                                    "SLOTPARTNER_JOURNAL": f"sqlite:{directory}",
+                                    "SLOTPARTNER_LEDGER": f"{directory}/ledger.db"})  # fmt: skip
+            with self.assertLogs("slotpartner", logging.WARNING) as logged:
+                status, _, body = self.run_app(example.application, fixture("refund"))
             self.assertEqual(status, "503 Service Unavailable")
             self.assertIn(b'"code":', body)
-            self.assertTrue(log.getvalue().startswith("callback_wsgi: journal: "), log.getvalue())
+            self.assertIn("journal: ", logged.output[0])
 
     def test_over_the_wire_repeats_get_the_first_reply_and_gaps_are_found(self) -> None:
         sandbox = Sandbox()
         directory = tempfile.TemporaryDirectory(prefix="sp-journal-example-")
-        wallet = Path(directory.name) / "wallet"
-        wallet.mkdir()
         url = f"sqlite:{directory.name}/journal.db"
         report = Path(directory.name) / "report.json"
-        server = WsgiExample(sources="127.0.0.1", env={"SLOTPARTNER_JOURNAL": url, "SLOTPARTNER_WALLET": str(wallet)})
+        server = WsgiExample(sources="127.0.0.1", env={"SLOTPARTNER_JOURNAL": url})
         try:
             # Losses, byte-identical repeats (the sender checks each gets the first reply byte for
             # byte) and reorders, over four connections at once.
             sent = sandbox.send(server.url + "/callback", "--burst", "60", "--index", "100", "--seed", "8",
                                 "--lose", "0.1", "--repeat", "0.2", "--reorder", "0.1", "--concurrency", "4",
                                 "--report-json", str(report), "--quiet", "mixed")  # fmt: skip
-            log = server.log().splitlines()
+            credited = ledger_rows(server.ledger)
         finally:
             server.stop()
             sandbox.stop()
@@ -1063,20 +1047,15 @@ class ExampleTest(unittest.TestCase):
             self.assertEqual((facts["repeat_mismatches"], facts["verdict_failures"]), (0, 0))
             self.assertGreater(facts["repeated"], 0)
             # Each delivered event credited once, the repeats not at all.
-            credited = sorted(wallet.iterdir())
             ids = facts["delivered_payout_transaction_ids"] + facts["delivered_refund_transaction_ids"]
-            self.assertEqual(len(credited), len(ids))
-            payouts = sum(int(f.read_text()) for f in credited if f.name.startswith("payout-"))
-            self.assertEqual(payouts, facts["delivered_money_total"])
-            ran = [line for line in log if re.match(r"callback_wsgi: (refund transaction|payout) ", line)]
-            self.assertEqual(len(ran), facts["delivered"], "the logic ran once per event")
-            replayed = log.count("callback_wsgi: repeated delivery answered from the journal")
-            self.assertEqual(replayed, facts["deliveries"] - facts["delivered"])
+            self.assertEqual(sorted(row[1] for row in credited), sorted(ids))
+            self.assertEqual(sum(row[3] for row in credited if row[0] == "payout"), facts["delivered_money_total"])
             with Journal(url) as journal:
                 missing = [i for first, last in journal.missing() for i in range(first, last + 1)]
                 status = journal.status()
             assert status.highest_index is not None
             self.assertEqual(missing, [i for i in facts["lost_indexes"] if i < status.highest_index])
+            replayed = facts["deliveries"] - facts["delivered"]
             self.assertEqual((status.handled, status.replayed, status.in_progress), (facts["delivered"], replayed, 0))
         finally:
             directory.cleanup()

@@ -1,0 +1,245 @@
+"""``Endpoint``: the whole callback request in one call, every answer decided by the library.
+
+The host hands over the request as its web server saw it (method, ``X-Service-Token``, peer
+address, ``X-Forwarded-For``, body) and the partner's ``logic``; it gets back the ``Response`` to
+send (status, headers, body) with a line for its log. The library refuses (405, 401, 403, 413,
+400, 200 with a field error), answers a repeat from the journal, refuses a conflict (409) and
+answers 503 with ``Retry-After`` when the journal or the logic fails; the logic runs only on a
+new delivery (and on every balance query, journal down or not).
+
+Three foreign calls a request that runs the logic (``sp_endpoint_receive``,
+``sp_exchange_complete``, ``sp_exchange_free``), plus the reply's; two for one answered at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from . import _lib
+from .errors import argument_error, last_error
+from .events import DEFAULT_REPLY_SETTINGS, Event, OtherEvent, ReplySettings, detach_exchange_event, read_exchange_event
+from .receiver import _header, _body, list_setting
+
+_LIB = _lib.lib
+_receive = _LIB.sp_endpoint_receive
+_complete = _LIB.sp_exchange_complete
+_exchange_free = _LIB.sp_exchange_free
+_MEMORY = _lib.MEMORY
+_HEADER = _lib.layout(_lib.sp_header).iter_unpack
+_HEADER_SIZE = ctypes.sizeof(_lib.sp_header)
+
+#: Where each response's log line goes (when it has one): INFO for a 200, WARNING otherwise.
+logger = logging.getLogger("slotpartner")
+
+#: The library's body limit when ``max_body_bytes`` is not given.
+DEFAULT_MAX_BODY_BYTES = 65536
+
+#: What the logic is: it gets the event and returns the reply it built (``event.reply()``,
+#: ``event.reply_balance(...)``), or for an ``OtherEvent`` the bytes (or str) to send.
+Logic = Callable[[Event], Any]
+
+#: The settings given as a list or a comma-separated string (joined for the library).
+_LIST_SETTINGS = ("sources", "trusted_proxies")
+
+
+class Response(NamedTuple):
+    """What to send: ``status``, ``headers`` (``Content-Type`` always, ``Retry-After`` on a 503,
+    ``Allow`` on a 405; add ``Content-Length`` yourself), ``body``; and ``log``, a line for the
+    host's log only (never sent), empty when there is nothing to say."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    log: str
+
+
+class Endpoint(_lib.SharedHandle):
+    """A callback endpoint: the receiver's settings and, optionally, the delivery journal (opened
+    by the first request that needs it and kept for the endpoint's life). Make one per process at
+    start-up and share it between threads.
+
+    ``settings`` are the library's, by name (``sp_endpoint_from_settings``): ``token`` (a str, or
+    a list of two during a rotation; required), ``sources``, ``trusted_proxies`` (a
+    comma-separated str or a list), ``max_body_bytes``, ``max_depth``, ``max_identifier_bytes``,
+    ``index_field``, ``strict_index``, ``reject_unknown_events``, ``balance_wrapper``,
+    ``balance_currency``, ``balance_failure_http_status``, ``omit_empty_error_message``,
+    ``journal`` (``sqlite:PATH`` or ``postgres://...``; None for none), ``lease_ms``,
+    ``busy_wait_ms``, ``durable``, ``claim_at_finish``, ``first_index``, ``max_reply_bytes``,
+    ``lock_timeout_ms``, ``command_timeout_ms``, ``max_index_jump``, ``not_found_limit``,
+    ``retention_ms``, ``retry_after`` (the 503's ``Retry-After``, seconds). A setting left out, or
+    None, keeps the library's default. An unknown setting or a value of the wrong type is refused
+    naming it (ConfigurationError).
+
+    ``shared=True`` gives the process's one endpoint for these settings (``sp_endpoint_shared``),
+    for hosts that make the endpoint again and again; the default makes a fresh one.
+    """
+
+    __slots__ = ("_ptr", "_replies", "max_body_bytes", "__weakref__")
+
+    _free = _LIB.sp_endpoint_free
+
+    _ptr: int | None
+    _replies: ReplySettings
+    #: The largest body accepted: a host reads at most one byte more (so that 413 can be told).
+    max_body_bytes: int
+
+    def __init__(self, *, shared: bool = False, **settings: Any) -> None:
+        self._ptr = None
+        given = {name: value for name, value in settings.items() if value is not None}
+        for name in _LIST_SETTINGS:
+            if name in given:
+                given[name] = ",".join(list_setting(given[name], name))
+        token = given.get("token")
+        if token is not None and not isinstance(token, str):
+            given["token"] = list_setting(token, "token")
+        try:
+            text = json.dumps(given).encode()
+        except (TypeError, ValueError) as error:
+            raise argument_error("settings", f"must be JSON values: {error}") from None
+        out = ctypes.c_void_p()
+        make = _LIB.sp_endpoint_shared if shared else _LIB.sp_endpoint_from_settings
+        status = make(text, len(text), ctypes.byref(out))
+        if status:
+            raise last_error(status)
+        self._ptr = out.value
+        defaults = DEFAULT_REPLY_SETTINGS
+        self._replies = ReplySettings(
+            given.get("balance_wrapper", defaults.balance_wrapper),
+            given.get("balance_currency", defaults.balance_currency),
+            bool(given.get("omit_empty_error_message", defaults.omit_empty_error_message)),
+            given.get("balance_failure_http_status", defaults.balance_failure_http_status),
+        )
+        self.max_body_bytes = given.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES)
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None, **settings: Any) -> Endpoint:
+        """An endpoint configured from the variables the examples read (``environ``, by default
+        ``os.environ``): ``SLOTPARTNER_TOKEN`` (required; two comma-separated during a rotation),
+        ``SLOTPARTNER_SOURCES`` (default ``production``), ``SLOTPARTNER_TRUSTED_PROXIES``
+        (default none), ``SLOTPARTNER_STRICT_INDEX`` (``1`` to refuse an unreadable index),
+        ``SLOTPARTNER_JOURNAL`` (the journal's URL; default none). ``settings`` add to them or
+        override them. Raises ConfigurationError naming the setting, with a hint when
+        ``SLOTPARTNER_TOKEN`` is not set."""
+        env = os.environ if environ is None else environ
+        token = env.get("SLOTPARTNER_TOKEN")
+        if token is None and "token" not in settings:
+            raise argument_error("token", "SLOTPARTNER_TOKEN is not set (the partner token, a UUID)")
+        found: dict[str, Any] = {
+            "token": token,
+            "sources": env.get("SLOTPARTNER_SOURCES", "production"),
+            "trusted_proxies": env.get("SLOTPARTNER_TRUSTED_PROXIES") or None,
+            "strict_index": env.get("SLOTPARTNER_STRICT_INDEX") == "1",
+            "journal": env.get("SLOTPARTNER_JOURNAL") or None,
+        }
+        return cls(**{**found, **settings})
+
+    def handle(
+        self,
+        method: str,
+        token: str | bytes | None,
+        remote_addr: str | bytes | None,
+        forwarded_for: str | bytes | None,
+        body: bytes,
+        logic: Logic,
+    ) -> Response:
+        """Answers one request. ``method`` is the HTTP method; ``token`` and ``forwarded_for``
+        the ``X-Service-Token`` and ``X-Forwarded-For`` headers (None when absent; bytes as
+        received, preferably); ``remote_addr`` the peer's address; ``body`` at most
+        ``max_body_bytes`` + 1 bytes of the body.
+
+        ``logic(event)`` runs only when the library says so (a new refund or payout, a balance
+        query, an other event), with the typed event (``BuyRefund``, ``JackpotPayout``,
+        ``BalanceQuery``, ``OtherEvent``). It builds the reply with ``event.reply(...)`` or
+        ``event.reply_balance(...)``, and may stage the ledger's credit with ``event.stage(...)``
+        (run in the journal's transaction that stores the reply); the reply last built is sent
+        with its status. For an ``OtherEvent`` it returns the bytes (or str) to send, with 200.
+        An exception from the logic (an ``Exception``) is its failure: the claim is released and
+        the answer is 503 with ``Retry-After``, so that the service delivers again; it is logged
+        with its traceback, never raised. The event is the endpoint's: keep nothing of its
+        library side after the logic (its fields stay readable).
+
+        The response's log line goes to the ``slotpartner`` logger (INFO for a 200, WARNING
+        otherwise). Raises ConfigurationError only for arguments of the wrong type.
+        """
+        if body.__class__ is not bytes:
+            body = _body(body)
+        out = ctypes.POINTER(_lib.sp_exchange)()
+        status = _receive(
+            self._ptr,
+            _header(method, "method"),
+            _header(token, "X-Service-Token"),
+            _header(remote_addr, "remote_addr"),
+            _header(forwarded_for, "X-Forwarded-For"),
+            body,
+            len(body),
+            ctypes.byref(out),
+        )
+        if status:
+            raise last_error(status)
+        failure = None
+        try:
+            exchange = out.contents
+            if exchange.event:
+                failure = self._run(out, exchange.event, logic)
+            response = _read(exchange.response)
+        finally:
+            _exchange_free(out)
+        if response.log:
+            level = logging.INFO if response.status == 200 else logging.WARNING
+            logger.log(level, "%s", response.log, exc_info=failure)
+        return response
+
+    def _run(self, exchange: Any, ptr: int, logic: Logic) -> BaseException | None:
+        """Runs ``logic`` on the exchange's event and completes the exchange; returns the
+        logic's exception, if any (its failure, for the log)."""
+        event = read_exchange_event(ptr, self._replies)
+        failure: BaseException | None = None
+        why = reply = None
+        try:
+            try:
+                result = logic(event)
+            except Exception as error:  # the logic's failure: 503, the delivery comes again
+                failure = error
+                why = f"{type(error).__name__}: {error}".replace("\0", " ").encode("utf-8", "replace")
+            else:
+                if event.__class__ is OtherEvent and result is not None:
+                    reply = result.encode() if isinstance(result, str) else bytes(result)
+        finally:
+            detach_exchange_event(event)
+        status = _complete(exchange, why, reply, 0 if reply is None else len(reply))
+        if status:
+            raise last_error(status)
+        return failure
+
+
+def _text(view: _lib.sp_str) -> bytes:
+    return _MEMORY[view.ptr : view.ptr + view.len] if view.len else b""
+
+
+def _read(response: _lib.sp_response) -> Response:
+    """Copies an exchange's final response out of library memory."""
+    headers = []
+    count = response.headers_len
+    if count:
+        memory = _MEMORY
+        start = response.headers
+        for name, name_len, value, value_len in _HEADER(memory[start : start + count * _HEADER_SIZE]):
+            headers.append((memory[name : name + name_len].decode(), memory[value : value + value_len].decode()))
+    return Response(response.status, headers, _text(response.body), _text(response.log).decode("utf-8", "replace"))
+
+
+def header_list(values: Iterable[bytes]) -> bytes | None:
+    """Several lines of one header as one value (joined with ``, ``, as HTTP reads them); None
+    when there are none."""
+    values = list(values)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else b", ".join(values)
+
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "Endpoint", "Logic", "Response", "logger"]
