@@ -235,7 +235,7 @@ def handle(body: dict[str, Any]) -> tuple[int, bytes]:
 
 def answer(environ: dict[str, Any]) -> tuple[int, bytes]:
     if environ.get("REQUEST_METHOD") != "POST":
-        return 405, b'{"error":{"code":"method_not_allowed","field":"method","message":"only POST is accepted"}}'
+        return 405, b'{"error":{"code":"method_not_allowed","field":"","message":"only POST is accepted"}}'
     remote = environ.get("REMOTE_ADDR", "")
     if remote not in SOURCES:
         return error(403, "forbidden_source", "remote_addr", f"remote_addr: {remote} is not an allowed source")

@@ -34,7 +34,7 @@ $journal = (string) getenv('SLOTPARTNER_JOURNAL');
 $credit = 'INSERT INTO credits (kind, transaction_id, player, amount) VALUES '
     . (str_starts_with($journal, 'postgres') ? '($1, $2, $3, $4)' : '(?, ?, ?, ?)')
     . ' ON CONFLICT (kind, transaction_id) DO NOTHING';
-$endpoint = Endpoint::fromEnvironment(['reject_unknown_events' => true, 'claim_at_finish' => true]);
+$endpoint = Endpoint::fromEnvironment(['reject_unknown_events' => true, 'claim_at_finish' => true, 'optimistic' => true]);
 step('endpoint');
 $endpoint->serve(static function (Event $e) use ($credit): string {
     step('receive');

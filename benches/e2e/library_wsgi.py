@@ -37,5 +37,5 @@ def logic(event: slotpartner.Event) -> bytes:
     return event.reply_balance(100000)
 
 
-endpoint = slotpartner.Endpoint.from_environment(reject_unknown_events=True, claim_at_finish=True)
+endpoint = slotpartner.Endpoint.from_environment(reject_unknown_events=True, claim_at_finish=True, optimistic=True)
 application = slotpartner.wsgi.application(endpoint, logic)
