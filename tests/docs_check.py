@@ -21,6 +21,9 @@ node_modules/ and dot-directories left out). Two things are checked:
   `php` (`php -l`), `python` (`py_compile`) and `sh` (`bash -n`) are syntax-checked, and run
   when the marker says `run`. Runs happen in the tree's root with the library found through
   SLOTPARTNER_LIB, PYTHONPATH=bindings/python and the PHP binding's autoload.
+- A marker that ends `copy-of FILE` (`<!-- runnable: php copy-of bindings/php/README.md -->`)
+  says the block is a copy of a runnable block of FILE, where a test runs it: the copy must be
+  the same, byte for byte, so that the two cannot drift apart.
 
 Each problem is one line `FILE:LINE: what`, then the closing line `docs: N passed, N failed`;
 the exit status is 1 when anything failed. Python 3.11 standard library only.
@@ -62,6 +65,7 @@ class Snippet:
     language: str
     run: bool
     code: str
+    copy_of: str | None = None  # a Markdown file that must hold the same block, verbatim
 
 
 @dataclass
@@ -105,15 +109,15 @@ def read_document(path: Path) -> Document:
     lines = path.read_text(encoding="utf-8").split("\n")
     fence: str | None = None
     block: list[str] = []
-    pending: tuple[int, str, bool] | None = None  # a marker waiting for its block
-    open_snippet: tuple[int, str, bool] | None = None
+    pending: tuple[int, str, bool, str | None] | None = None  # a marker waiting for its block
+    open_snippet: tuple[int, str, bool, str | None] | None = None
     for number, line in enumerate(lines, 1):
         if fence is not None:
             stripped = line.strip()
             if stripped.startswith(fence[0] * len(fence)) and set(stripped) == {fence[0]}:
                 if open_snippet is not None:
-                    start, language, run = open_snippet
-                    snippets.append(Snippet(path, start, language, run, "\n".join(block) + "\n"))
+                    start, language, run, copy_of = open_snippet
+                    snippets.append(Snippet(path, start, language, run, "\n".join(block) + "\n", copy_of))
                 fence, block, open_snippet = None, [], None
             else:
                 block.append(line)
@@ -122,7 +126,7 @@ def read_document(path: Path) -> Document:
         if opening and not (opening.group(2)[0] == "`" and "`" in opening.group(3)):
             fence = opening.group(2)
             if pending is not None:
-                open_snippet = (number, pending[1], pending[2])
+                open_snippet = (number, pending[1], pending[2], pending[3])
                 pending = None
             continue
         if pending is not None:
@@ -131,12 +135,15 @@ def read_document(path: Path) -> Document:
         marker = MARKER.match(line)
         if marker:
             words = marker.group(1).split()
+            copy_of = None
+            if len(words) >= 3 and words[-2] == "copy-of":
+                copy_of, words = words[-1], words[:-2]
             if not words or words[0] not in LANGUAGES or words[1:] not in ([], ["run"]):
                 problems.append(
-                    (number, f"bad runnable marker {line.strip()!r}: expected <!-- runnable: LANG [run] --> with LANG one of {', '.join(sorted(LANGUAGES))}")
+                    (number, f"bad runnable marker {line.strip()!r}: expected <!-- runnable: LANG [run] [copy-of FILE] --> with LANG one of {', '.join(sorted(LANGUAGES))}")
                 )
             else:
-                pending = (number, words[0], words[1:] == ["run"])
+                pending = (number, words[0], words[1:] == ["run"], copy_of)
             continue
         for anchor in HTML_ANCHOR.findall(line):
             slugs.add(anchor)
@@ -200,7 +207,19 @@ def run(command: list[str], cwd: Path, env: dict[str, str]) -> str | None:
     return f"{' '.join(command[:1])} exited {done.returncode}: " + "\n    ".join(output[-15:])
 
 
+def check_copy(root: Path, snippet: Snippet) -> str | None:
+    """None when the file the snippet says it copies holds the same block (a test runs that one)."""
+    source = root / snippet.copy_of
+    if not source.is_file():
+        return f"copy-of {snippet.copy_of}: no such file"
+    if not any(other.code == snippet.code for other in read_document(source).snippets):
+        return f"copy-of {snippet.copy_of}: the block differs from every runnable block there (copy it again)"
+    return None
+
+
 def check_snippet(root: Path, snippet: Snippet, scratch: Path) -> str | None:
+    if snippet.copy_of is not None and (drifted := check_copy(root, snippet)) is not None:
+        return drifted
     release = (root / "target" / "release").resolve()
     env = dict(os.environ)
     env["SLOTPARTNER_LIB"] = str(release / "libslotpartner.so")
@@ -311,6 +330,7 @@ SELF_TEST_BROKEN = {
     "a Python snippet that does not compile": "<!-- runnable: python -->\n```python\ndef f(:\n```",
     "a marker without its block": "<!-- runnable: sh -->\n\nsome text",
     "a marker of an unknown language": "<!-- runnable: cobol -->\n```cobol\nDISPLAY 'X'.\n```",
+    "a copy that drifted from its original": "<!-- runnable: sh copy-of other.md -->\n```sh\ntrue\n```",
 }
 
 

@@ -1,6 +1,5 @@
-/* callback_cgi: the service's callbacks as a CGI program, configured by SLOTPARTNER_TOKEN,
- * SLOTPARTNER_SOURCES, SLOTPARTNER_JOURNAL, ... (sp_endpoint_from_environment); the demo ledger is
- * the directory SLOTPARTNER_WALLET. Every status and body is the library's. */
+/* callback_cgi: the service's callbacks as a CGI program, set up by SLOTPARTNER_TOKEN, _SOURCES,
+ * _JOURNAL, ... (sp_endpoint_from_environment), its ledger the directory SLOTPARTNER_WALLET. */
 #define _POSIX_C_SOURCE 200809L /* setenv, fsync, link, dprintf */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,8 +44,11 @@ int main(void) {
     sp_exchange *x = NULL;
     setenv("SLOTPARTNER_REJECT_UNKNOWN_EVENTS", "1", 0); /* this logic knows no other event: 400 */
     if (sp_endpoint_from_environment(&endpoint) != SP_OK || sp_endpoint_receive_cgi(endpoint, &x) != SP_OK) {
+        uint16_t status = 500;
+        sp_str body = {"", 0}; /* what the library says a refused configuration deserves */
         fprintf(stderr, "callback_cgi: configuration: %s\n", sp_last_error_message().ptr);
-        printf("Status: 500 Internal Server Error\r\n\r\n");
+        sp_last_error_response(&status, &body);
+        printf("Status: 500 Internal Server Error\r\nContent-Type: application/json; charset=utf-8\r\n\r\n%s", body.ptr);
     } else {
         if (x->event != NULL) sp_exchange_complete(x, handle(x->event), NULL, 0);
         if (x->response.log.len > 0) fprintf(stderr, "callback_cgi: %s\n", x->response.log.ptr);

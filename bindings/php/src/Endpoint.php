@@ -44,8 +44,8 @@ final class Endpoint
     /** The library's body limit when the settings name none. */
     public const DEFAULT_MAX_BODY_BYTES = 65536;
 
-    /** The answer to a CONTENT_LENGTH that is not a number or promises more than arrived. */
-    public const BAD_LENGTH_BODY = '{"error":{"code":"bad_request","field":"CONTENT_LENGTH","message":"CONTENT_LENGTH is invalid or the body is shorter"}}';
+    /** The answer's body to a CONTENT_LENGTH that is not a number or promises more than arrived (%s: which). */
+    public const BAD_LENGTH_BODY = '{"error":{"code":"bad_request","field":"CONTENT_LENGTH","message":"CONTENT_LENGTH %s"}}';
 
     /** The owned `sp_endpoint *` handle; null when the settings were refused. */
     private ?CData $handle = null;
@@ -153,9 +153,9 @@ final class Endpoint
      */
     public function serve(callable $logic): void
     {
-        $body = self::inputBody($this->maxBodyBytes);
+        [$body, $problem] = self::inputBody($this->maxBodyBytes);
         $response = $body === null
-            ? new Response(400, ['Content-Type' => 'application/json; charset=utf-8'], self::BAD_LENGTH_BODY, 'refused: CONTENT_LENGTH is invalid or the body is shorter')
+            ? new Response(400, ['Content-Type' => 'application/json; charset=utf-8'], \sprintf(self::BAD_LENGTH_BODY, $problem), 'refused: CONTENT_LENGTH ' . $problem)
             : $this->handle(
                 (string) ($_SERVER['REQUEST_METHOD'] ?? 'GET'),
                 $_SERVER['HTTP_X_SERVICE_TOKEN'] ?? null,
@@ -245,25 +245,27 @@ final class Endpoint
     }
 
     /**
-     * The request body from php://input, at most $limit + 1 bytes; null when CONTENT_LENGTH is
-     * not a number or the body is shorter than it says.
+     * The request body from php://input, at most $limit + 1 bytes, as CGI's sp_endpoint_receive_cgi
+     * reads it; [null, why] when CONTENT_LENGTH is not a number or the body is shorter than it says.
+     *
+     * @return array{0: ?string, 1: string}
      */
-    private static function inputBody(int $limit): ?string
+    private static function inputBody(int $limit): array
     {
         $lengthText = (string) ($_SERVER['CONTENT_LENGTH'] ?? $_SERVER['HTTP_CONTENT_LENGTH'] ?? '');
         $length = 0;
         if ($lengthText !== '') {
-            if (\preg_match('/^[ \t\n\v\f\r]*\+?[0-9]+$/D', $lengthText) !== 1) {
-                return null;
+            if (\preg_match('/^[ \t\n\v\f\r]*\+?[0-9]+[ \t\n\v\f\r]*$/D', $lengthText) !== 1) {
+                return [null, 'is not a number'];
             }
-            $length = (int) \ltrim($lengthText, " \t\n\v\f\r+");
+            $length = (int) \trim($lengthText, " \t\n\v\f\r+");
         }
         $wanted = \min($length, $limit + 1);
         $body = $wanted === 0 ? '' : \file_get_contents('php://input', false, null, 0, $wanted);
         if ($body === false || \strlen($body) < $wanted) {
-            return null;
+            return [null, 'says more than the body holds'];
         }
-        return $body;
+        return [$body, ''];
     }
 
     public function __destruct()

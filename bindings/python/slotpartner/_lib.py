@@ -763,6 +763,12 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "sp_exchange_complete": (c_int, [POINTER(sp_exchange), c_char_p, c_char_p, c_size_t]),
     "sp_exchange_free": (None, [POINTER(sp_exchange)]),
+    # A CGI program's (sp_endpoint_from_environment reads SLOTPARTNER_*, the CGI calls read the
+    # request's variables and standard input): declared for completeness, unused by the package.
+    "sp_endpoint_from_environment": (c_int, [_OUT]),
+    "sp_endpoint_receive_cgi": (c_int, [c_void_p, POINTER(POINTER(sp_exchange))]),
+    "sp_exchange_write_cgi": (c_int, [POINTER(sp_exchange), c_int]),
+    "sp_http_reason": (c_char_p, [c_uint16]),
     # Recovery of lost events (sp_recovery_next's out-parameter: the OUT pointer slot's address).
     "sp_recovery_new": (c_int, [c_void_p, c_void_p, c_size_t, _OUT]),
     "sp_recovery_next": (c_int, [c_void_p, c_void_p]),
