@@ -1,7 +1,7 @@
 /*
  * slotpartner: the partner side of the slot-machine game service interface.
  *
- * Conventions (see README.md):
+ * Conventions (see docs/c-api.md):
  * - Fallible functions return sp_status (SP_OK = 0). Details of the last failure on the calling
  *   thread: sp_last_error_message(), sp_last_error_field(), sp_last_error_response().
  * - Out-parameters are written only on success.
@@ -2074,7 +2074,7 @@ enum sp_status sp_journal_report(const struct sp_journal *journal,
  * `transactionId`, `playerIdentifier`, `playerPartnerIdentifier`, a payout's `moneyWon`,
  * `coinsWon`, `isMoney` and `currencyISO4217` (empty for a refund), `gameSessionId`, the
  * outcome its stored reply tells (`success`, `failure`, `unknown`; the state for one not
- * finished), the reply's `errorMessage`, state, attempts and times (RFC 3339, UTC); README.md,
+ * finished), the reply's `errorMessage`, state, attempts and times (RFC 3339, UTC); docs/operating.md,
  * "Reconciliation", lists the columns. `format` is an `sp_export_format`. The file is created
  * 0600 (it names players) beside `path` under a temporary name and takes the name `path` only
  * once complete and flushed: there is never a half export at `path`, and an existing file is

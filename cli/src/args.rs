@@ -225,7 +225,7 @@ after the backup is not in the copy: recovery fetches those indexes again, and t
 unique transactionId answers any already credited.
 
 A PostgreSQL journal is backed up with PostgreSQL's own tools: the command refuses it and
-names the pg_dump command (see the README, \"Backup and restore\").
+names the pg_dump command (see docs/operating.md, \"Backup and restore\").
 
 Examples:
   slotpartner journal backup /var/backups/partner/journal-2024-06-11.db
@@ -770,7 +770,7 @@ that long ago. Younger ones are left for the next run: usually an event still on
 (reordering) or a delivery the service retries itself. `--min-age 0s` takes everything.
 
 The endpoint must accept the command's deliveries: it carries the partner token; see the
-README (Lost events) for the source allow-list behind a reverse proxy.
+docs/lost-events.md for the source allow-list behind a reverse proxy.
 
 Examples:
   slotpartner recover --callback-url https://127.0.0.1:8443/callback --callback-ca-file endpoint-ca.pem

@@ -434,7 +434,7 @@ impl BalanceCheck {
                 lines.fail(
                     "callback source",
                     format!("the endpoint refused this host's address (HTTP 403): {said}"),
-                    "add this host's address to the endpoint's sources (one address, never a range), or run `slotpartner check` and `recover` on the endpoint's host against a loopback listener that allows 127.0.0.1 (README, Lost events)",
+                    "add this host's address to the endpoint's sources (one address, never a range), or run `slotpartner check` and `recover` on the endpoint's host against a loopback listener that allows 127.0.0.1 (docs/lost-events.md)",
                 );
                 lines.skip(&["callback token", "callback reply"], "the source was refused first", None);
             }
@@ -573,7 +573,7 @@ impl BalanceCheck {
 fn unanswered_fix(status: u16) -> &'static str {
     match status {
         404 => {
-            "nothing answers the balance query at this URL: correct --callback-url's path, or the web server's route to the endpoint (for PHP-FPM behind nginx, SCRIPT_FILENAME must name the script: README, Deployment)"
+            "nothing answers the balance query at this URL: correct --callback-url's path, or the web server's route to the endpoint (for PHP-FPM behind nginx, SCRIPT_FILENAME must name the script: docs/deployment.md)"
         }
         405 => "the endpoint refused the method: the service POSTs every callback; let POST through to the endpoint",
         413 | 400 => {
@@ -586,7 +586,7 @@ fn unanswered_fix(status: u16) -> &'static str {
             "the web server in front got no answer from the endpoint's workers: check that they run (PHP-FPM pool, gunicorn) and its error log"
         }
         503 => {
-            "the endpoint said it is temporarily unavailable (HTTP 503): its log says why; a balance query needs no journal, so an endpoint that opens the journal before it knows the event answers balance queries 503 while the journal is down: read the event first (README, Exactly once)"
+            "the endpoint said it is temporarily unavailable (HTTP 503): its log says why; a balance query needs no journal, so an endpoint that opens the journal before it knows the event answers balance queries 503 while the journal is down: serve it with the library's endpoint, which reads the event first (README, \"The endpoint in each language\")"
         }
         _ => {
             "the endpoint's answer is no balance reply: its log says why; a balance query is answered HTTP 200 with the balance (or 500 with a refusal in the same shape)"

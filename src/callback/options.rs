@@ -1,5 +1,5 @@
 //! Limits and names that govern how callback bodies are read. Every default is documented in the
-//! README's "Assumptions" section.
+//! docs/assumptions.md.
 
 /// How callback bodies are read. Plain data: cheap to clone, shareable across threads.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 //!
 //! Why by hand: serde_json reads a top-level object into slots and raw values, and the rules
 //! above then need a second walk over every kept value; one pass that does both costs about a
-//! third of that (README, Benchmarks). serde_json still decodes every escaped string.
+//! third of that (docs/benchmarks.md). serde_json still decodes every escaped string.
 
 use std::borrow::Cow;
 

@@ -1062,7 +1062,7 @@ pub enum sp_export_format {
 /// `transactionId`, `playerIdentifier`, `playerPartnerIdentifier`, a payout's `moneyWon`,
 /// `coinsWon`, `isMoney` and `currencyISO4217` (empty for a refund), `gameSessionId`, the
 /// outcome its stored reply tells (`success`, `failure`, `unknown`; the state for one not
-/// finished), the reply's `errorMessage`, state, attempts and times (RFC 3339, UTC); README.md,
+/// finished), the reply's `errorMessage`, state, attempts and times (RFC 3339, UTC); docs/operating.md,
 /// "Reconciliation", lists the columns. `format` is an `sp_export_format`. The file is created
 /// 0600 (it names players) beside `path` under a temporary name and takes the name `path` only
 /// once complete and flushed: there is never a half export at `path`, and an existing file is

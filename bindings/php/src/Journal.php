@@ -498,7 +498,7 @@ final class Journal
      * event, transactionId, playerIdentifier, playerPartnerIdentifier, moneyWon, coinsWon,
      * isMoney, currencyISO4217 (empty for a refund), gameSessionId, outcome (success, failure or
      * unknown as the stored reply tells; the state for a delivery not finished), errorMessage,
-     * state, attempts, first_delivery, last_update, finished (RFC 3339 in UTC); README.md,
+     * state, attempts, first_delivery, last_update, finished (RFC 3339 in UTC); docs/operating.md,
      * "Reconciliation". $since and $until are times (a DateTimeInterface; for a day, its
      * midnight in UTC: new DateTimeImmutable('2026-10-01', new DateTimeZone('UTC'))) or
      * milliseconds since the Unix epoch.

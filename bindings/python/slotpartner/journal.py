@@ -577,7 +577,7 @@ class Journal(GuardedHandle):
         ``isMoney``, ``currencyISO4217`` (empty for a refund), ``gameSessionId``, ``outcome``
         (``success``, ``failure`` or ``unknown`` as the stored reply tells; the state for a
         delivery not finished), ``errorMessage``, ``state``, ``attempts``, ``first_delivery``,
-        ``last_update``, ``finished`` (RFC 3339 in UTC); README.md, "Reconciliation".
+        ``last_update``, ``finished`` (RFC 3339 in UTC); docs/operating.md, "Reconciliation".
 
         ``since`` and ``until`` are each a ``datetime`` with a time zone (a naive one is refused:
         it would be read in the host's local time), a ``date`` (its midnight in UTC, as
