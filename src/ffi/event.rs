@@ -162,11 +162,19 @@ struct EventBox {
     /// bytes it was handed stays with its event.
     reply: Vec<u8>,
     receiver: Arc<Receiver>,
-    /// What the journal knows of this delivery, when the receiver has a journal.
-    delivery: Option<Delivery>,
+    /// The event's dealings with its receiver's journal, when the receiver has one: apart, so
+    /// that an event without a journal neither builds, moves nor drops any of it.
+    journal: Option<Box<JournalPart>>,
+}
+
+/// What the journal knows of an event's delivery and where the event stands with it.
+#[derive(Debug)]
+struct JournalPart {
+    delivery: Delivery,
     journaled: Journaled,
     /// The claim's differing decisive fields (`Claim::differing`), one per line, NUL-terminated;
-    /// just the NUL when none. Set when the event is claimed and kept after it settles.
+    /// empty, nothing allocated, when none (every event that holds no claim, every attempt 1).
+    /// Set when the event is claimed and kept after it settles.
     differing: Vec<u8>,
     /// `Claim::reply_pruned` of the event's claim. Set when the event is claimed and kept after
     /// it settles.
@@ -176,15 +184,40 @@ struct EventBox {
     staged: Vec<Staged>,
 }
 
-/// `Claim::differing` as the NUL-terminated text `sp_event_differing` views.
+impl JournalPart {
+    /// The part of `event`, in the state `journaled` (claimed for a recovered event).
+    fn new(event: &Event<'_>, journaled: Journaled) -> JournalPart {
+        JournalPart::with(Delivery::of(event), journaled)
+    }
+
+    /// The part of a delivery read already (an endpoint's), in the state `journaled`.
+    fn with(delivery: Delivery, journaled: Journaled) -> JournalPart {
+        JournalPart {
+            delivery,
+            differing: differing_text(&journaled),
+            reply_pruned: matches!(&journaled, Journaled::Claimed(claim) if claim.reply_pruned()),
+            journaled,
+            staged: Vec::new(),
+        }
+    }
+}
+
+/// `Claim::differing` as the NUL-terminated text `sp_event_differing` views; empty (no
+/// allocation, no NUL: see `differing_view`) when the event holds no claim or nothing differs.
 fn differing_text(journaled: &Journaled) -> Vec<u8> {
-    let mut text = match journaled {
-        Journaled::Claimed(claim) => claim.differing().join("\n").into_bytes(),
-        _ => Vec::new(),
-    };
+    let Journaled::Claimed(claim) = journaled else { return Vec::new() };
+    let mut text = claim.differing().join("\n").into_bytes();
+    if text.is_empty() {
+        return text;
+    }
     text.retain(|&b| b != 0);
     text.push(0);
     text
+}
+
+/// The view of `differing_text`'s `text`: the empty string when it is empty.
+fn differing_view(text: &[u8]) -> sp_str {
+    if text.is_empty() { sp_str::from_static(c"") } else { sp_str::of_nul_terminated(text) }
 }
 
 /// Makes `write`'s reply (written into the emptied buffer `kept`, then a NUL) the event's last
@@ -199,6 +232,11 @@ fn keep_written(kept: &mut Vec<u8>, view: &mut sp_event, http_status: u16, write
     sp_str::of_nul_terminated(kept)
 }
 
+/// The last reply built for an event (its `reply`), without its NUL; empty when none.
+fn last_reply(kept: &[u8]) -> &[u8] {
+    kept.strip_suffix(&[0]).unwrap_or_default()
+}
+
 /// Copies `reply` into the emptied buffer `kept`, with room for its NUL.
 fn copy_reply(kept: &mut Vec<u8>, reply: &[u8]) {
     kept.reserve_exact(reply.len() + 1);
@@ -209,9 +247,9 @@ fn copy_reply(kept: &mut Vec<u8>, reply: &[u8]) {
 const INLINE_FIELDS: usize = 4;
 
 impl EventBox {
-    /// The last reply built for the event, without its NUL; empty when none.
-    fn last_reply(&self) -> &[u8] {
-        self.reply.strip_suffix(&[0]).unwrap_or_default()
+    /// Where the event stands with its receiver's journal: not begun when it has none.
+    fn journaled(&self) -> &Journaled {
+        self.journal.as_ref().map_or(&Journaled::NotBegun, |part| &part.journaled)
     }
 
     /// The extra fields, in body order.
@@ -279,7 +317,8 @@ impl Drop for EventBox {
     fn drop(&mut self) {
         // A child forked since the claim was taken frees its copy of the event: the claim stays
         // its parent's.
-        if let (Journaled::Claimed(claim), Some(journal)) = (&self.journaled, self.receiver.journal())
+        if let (Some(part), Some(journal)) = (&self.journal, self.receiver.journal())
+            && let Journaled::Claimed(claim) = &part.journaled
             && claim.held_by_this_process()
         {
             let _ = journal.abandon(claim);
@@ -320,25 +359,13 @@ pub struct sp_claim {
     pub reply: sp_str,
 }
 
-/// Builds the C view of `event` and hands out its ownership as a raw pointer.
-pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
-    into_raw_with(event, receiver, Journaled::NotBegun, receiver.journal().map(|_| Delivery::of(event)))
-}
-
-/// `into_raw` for an event already claimed in the receiver's journal (a recovered one): it is
-/// finished, abandoned or released on free like one claimed with `sp_event_begin`.
-pub fn into_raw_claimed(event: &Event<'_>, receiver: &Arc<Receiver>, claim: Claim) -> *mut sp_event {
-    into_raw_with(event, receiver, Journaled::Claimed(claim), receiver.journal().map(|_| Delivery::of(event)))
-}
-
 /// `into_raw` for an event an endpoint hands to the partner's logic (`Endpoint::receive`): it
 /// holds the handling's claim, or is settled already (not journaled, or no claim to take).
 pub(crate) fn into_raw_handling(handling: Box<Handling<'_>>) -> *mut sp_event {
-    let journaled = match handling.claim {
-        Some(claim) => Journaled::Claimed(claim),
-        None => Journaled::Settled,
-    };
-    into_raw_with(&handling.event, &handling.receiver, journaled, handling.delivery)
+    let Handling { event, receiver, delivery, claim, .. } = *handling;
+    let journaled = claim.map_or(Journaled::Settled, Journaled::Claimed);
+    let part = receiver.journal().and(delivery).map(|delivery| Box::new(JournalPart::with(delivery, journaled)));
+    into_raw_parted(&event, &receiver, part)
 }
 
 /// Completes an endpoint's event (`sp_exchange_complete`): the reply last built for it (or
@@ -355,32 +382,49 @@ pub(crate) unsafe fn complete(
 ) -> crate::Result<Answer> {
     // SAFETY: the caller's promise, passed on.
     let b = unsafe { event_box_mut(event)? };
-    let claim = match &b.journaled {
-        Journaled::Claimed(claim) => Some(claim),
-        _ => None,
+    let EventBox { journal: part, reply: kept, receiver, reply_status, .. } = b;
+    let (claim, delivery, staged) = match part.as_deref() {
+        Some(JournalPart { journaled: Journaled::Claimed(claim), delivery, staged, .. }) => {
+            (Some(claim), Some(delivery), staged.as_slice())
+        }
+        Some(part) => (None, Some(&part.delivery), &[][..]),
+        None => (None, None, &[][..]),
     };
     let outcome = match failure {
         Some(why) => Outcome::Failed(why),
         None => Outcome::Reply {
-            status: if reply.is_some() { 200 } else { b.reply_status },
-            body: reply.unwrap_or_else(|| b.last_reply()),
-            staged: &b.staged,
+            status: if reply.is_some() { 200 } else { *reply_status },
+            body: reply.unwrap_or_else(|| last_reply(kept)),
+            staged,
         },
     };
-    let (answer, settled) = endpoint.complete(&b.receiver, claim, b.delivery.as_ref(), outcome);
-    match settled {
-        Settled::Unclaimed | Settled::Held => {}
-        Settled::Finished => b.journaled = Journaled::Settled,
-        Settled::Released => {
-            let error = abandoned_error(claim.expect("a released claim was held"));
-            b.journaled = Journaled::Abandoned(error);
+    let (answer, settled) = endpoint.complete(receiver, claim, delivery, outcome);
+    if let Some(part) = part.as_deref_mut() {
+        match settled {
+            Settled::Unclaimed | Settled::Held => {}
+            Settled::Finished => part.journaled = Journaled::Settled,
+            Settled::Released => {
+                let Journaled::Claimed(claim) = &part.journaled else { unreachable!("a released claim was held") };
+                part.journaled = Journaled::Abandoned(abandoned_error(claim));
+            }
+            Settled::Lost(error) => part.journaled = Journaled::Lost { error, verb: "finish" },
         }
-        Settled::Lost(error) => b.journaled = Journaled::Lost { error, verb: "finish" },
-    }
-    if !matches!(b.journaled, Journaled::Claimed(_)) {
-        b.staged = Vec::new();
+        if !matches!(part.journaled, Journaled::Claimed(_)) {
+            part.staged = Vec::new();
+        }
     }
     Ok(answer)
+}
+
+/// Builds the C view of `event` and hands out its ownership as a raw pointer.
+pub fn into_raw(event: &Event<'_>, receiver: &Arc<Receiver>) -> *mut sp_event {
+    into_raw_with(event, receiver, Journaled::NotBegun)
+}
+
+/// `into_raw` for an event already claimed in the receiver's journal (a recovered one): it is
+/// finished, abandoned or released on free like one claimed with `sp_event_begin`.
+pub fn into_raw_claimed(event: &Event<'_>, receiver: &Arc<Receiver>, claim: Claim) -> *mut sp_event {
+    into_raw_with(event, receiver, Journaled::Claimed(claim))
 }
 
 /// Calls `f` with every string of `event` in the order of the `strings` block (see
@@ -415,12 +459,13 @@ fn block_len_of(typed: [Option<&str>; 6], event: &Event<'_>) -> usize {
     len
 }
 
-fn into_raw_with(
-    event: &Event<'_>,
-    receiver: &Arc<Receiver>,
-    journaled: Journaled,
-    delivery: Option<Delivery>,
-) -> *mut sp_event {
+fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journaled) -> *mut sp_event {
+    into_raw_parted(event, receiver, receiver.journal().map(|_| Box::new(JournalPart::new(event, journaled))))
+}
+
+/// `into_raw_with` with the journal part made by the caller (`None` for a receiver without a
+/// journal, or an event the journal has nothing more to do with).
+fn into_raw_parted(event: &Event<'_>, receiver: &Arc<Receiver>, journal: Option<Box<JournalPart>>) -> *mut sp_event {
     let typed = typed_strings(&event.kind);
     let mut arena = Arena::with_capacity(block_len_of(typed, event));
     // Every slot takes its place in the block, an absent one as an empty string (see `strings`).
@@ -467,11 +512,7 @@ fn into_raw_with(
         reply_status: 0,
         reply: Vec::new(),
         receiver: Arc::clone(receiver),
-        delivery,
-        differing: differing_text(&journaled),
-        reply_pruned: matches!(&journaled, Journaled::Claimed(claim) if claim.reply_pruned()),
-        journaled,
-        staged: Vec::new(),
+        journal,
     });
     // The box is handed out first and its views taken from the pointer handed out, by address
     // alone, so that neither a later move nor a later borrow of the box invalidates them.
@@ -621,8 +662,8 @@ unsafe fn event_box_mut<'a>(event: *mut sp_event) -> crate::Result<&'a mut Event
 pub(super) unsafe fn stage(event: *mut sp_event, statement: Staged) -> crate::Result<()> {
     // SAFETY: the caller's promise, passed on.
     let b = unsafe { event_box_mut(event)? };
-    if !matches!(b.journaled, Journaled::Claimed(_)) {
-        let problem = match b.journaled {
+    if !matches!(b.journaled(), Journaled::Claimed(_)) {
+        let problem = match b.journaled() {
             Journaled::NotBegun => {
                 "was not begun (sp_event_begin): only a claimed delivery (SP_BEGIN_NEW) runs staged statements"
             }
@@ -632,8 +673,9 @@ pub(super) unsafe fn stage(event: *mut sp_event, statement: Staged) -> crate::Re
         };
         return Err(Error::field(ErrorKind::InvalidArgument, "event", problem));
     }
-    crate::journal::check_staged_room(b.staged.len())?;
-    b.staged.push(statement);
+    let part = b.journal.as_deref_mut().expect("a claimed event has its journal part");
+    crate::journal::check_staged_room(part.staged.len())?;
+    part.staged.push(statement);
     Ok(())
 }
 
@@ -774,29 +816,29 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (b, out) = unsafe { (event_box_mut(event)?, args::out("out", out)?) };
-        let (Some(journal), Some(delivery)) = (b.receiver.journal().cloned(), b.delivery.as_ref()) else {
+        let (Some(journal), Some(part)) = (b.receiver.journal().cloned(), b.journal.as_deref_mut()) else {
             let problem = "its receiver has no journal (sp_receiver_config_set_journal)";
             return Err(Error::field(ErrorKind::InvalidArgument, "event", problem).into());
         };
-        if !matches!(b.journaled, Journaled::NotBegun) {
+        if !matches!(part.journaled, Journaled::NotBegun) {
             return Err(Error::field(ErrorKind::InvalidArgument, "event", "was begun already").into());
         }
-        let claim = match journal.begin(delivery)? {
+        let claim = match journal.begin(&part.delivery)? {
             Begin::New(claim) => {
                 let attempt = claim.attempt();
-                b.journaled = Journaled::Claimed(claim);
-                b.differing = differing_text(&b.journaled);
-                b.reply_pruned = matches!(&b.journaled, Journaled::Claimed(claim) if claim.reply_pruned());
+                part.journaled = Journaled::Claimed(claim);
+                part.differing = differing_text(&part.journaled);
+                part.reply_pruned = matches!(&part.journaled, Journaled::Claimed(claim) if claim.reply_pruned());
                 sp_claim { outcome: sp_begin::SP_BEGIN_NEW, attempt, reply: sp_str::NONE }
             }
             Begin::Done(stored) => {
-                b.journaled = Journaled::Settled;
+                part.journaled = Journaled::Settled;
                 b.reply_status = 200;
                 let reply = keep_written(&mut b.reply, &mut b.view, 200, |kept| copy_reply(kept, &stored));
                 sp_claim { outcome: sp_begin::SP_BEGIN_DONE, attempt: 0, reply }
             }
             Begin::NotReplayable => {
-                b.journaled = Journaled::Settled;
+                part.journaled = Journaled::Settled;
                 sp_claim { outcome: sp_begin::SP_BEGIN_NOT_JOURNALED, attempt: 0, reply: sp_str::NONE }
             }
             Begin::Busy => {
@@ -825,7 +867,7 @@ pub unsafe extern "C" fn sp_event_differing(event: *const sp_event, out: *mut sp
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (b, out) = unsafe { (event_box(event)?, args::out("out", out)?) };
-        out.write(sp_str::of_nul_terminated(&b.differing));
+        out.write(differing_view(b.journal.as_ref().map_or(&[], |part| &part.differing)));
         Ok(())
     })
 }
@@ -846,7 +888,7 @@ pub unsafe extern "C" fn sp_event_differing(event: *const sp_event, out: *mut sp
 pub unsafe extern "C" fn sp_event_reply_pruned(event: *const sp_event) -> bool {
     value_boundary!(false, {
         // SAFETY: the caller promises NULL or a live event; only read here.
-        unsafe { event_box(event) }.is_ok_and(|b| b.reply_pruned)
+        unsafe { event_box(event) }.is_ok_and(|b| b.journal.as_ref().is_some_and(|part| part.reply_pruned))
     })
 }
 
@@ -882,25 +924,28 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (b, given) = unsafe { (event_box_mut(event)?, args::bytes("reply", reply, len)?) };
-        let Journaled::Claimed(claim) = &b.journaled else {
-            return b.journaled.refusal("finish").map_or(Ok(()), |error| Err(error.into()));
-        };
-        let reply = if reply.is_null() { b.last_reply() } else { given };
+        if !matches!(b.journaled(), Journaled::Claimed(_)) {
+            return b.journaled().refusal("finish").map_or(Ok(()), |error| Err(error.into()));
+        }
+        let EventBox { journal: part, reply: kept, receiver, .. } = b;
+        let part = part.as_deref_mut().expect("a claimed event has its journal part");
+        let Journaled::Claimed(claim) = &part.journaled else { unreachable!("claimed, as checked above") };
+        let reply = if reply.is_null() { last_reply(kept) } else { given };
         if reply.is_empty() {
             let problem = "no reply was built for the event (sp_event_reply) and none was given";
             return Err(Error::field(ErrorKind::InvalidArgument, "reply", problem).into());
         }
-        let journal = b.receiver.journal().expect("a claimed event's receiver has a journal");
-        match journal.finish_with(claim, reply, &b.staged) {
+        let journal = receiver.journal().expect("a claimed event's receiver has a journal");
+        match journal.finish_with(claim, reply, &part.staged) {
             Ok(()) => {
-                b.journaled = Journaled::Settled;
-                b.staged = Vec::new();
+                part.journaled = Journaled::Settled;
+                part.staged = Vec::new();
                 Ok(())
             }
             Err(error) => {
                 if error.kind == ErrorKind::ClaimLost {
-                    b.journaled = Journaled::Lost { error: error.clone(), verb: "finish" };
-                    b.staged = Vec::new();
+                    part.journaled = Journaled::Lost { error: error.clone(), verb: "finish" };
+                    part.staged = Vec::new();
                 }
                 Err(error.into())
             }
@@ -928,20 +973,22 @@ pub unsafe extern "C" fn sp_event_abandon(event: *mut sp_event) -> sp_status {
     status_boundary!({
         // SAFETY: the caller promises NULL or a live event it does not share.
         let b = unsafe { event_box_mut(event)? };
-        let Journaled::Claimed(claim) = &b.journaled else {
-            return b.journaled.refusal("abandon").map_or(Ok(()), |error| Err(error.into()));
+        let (Some(part), Some(journal)) = (b.journal.as_deref_mut(), b.receiver.journal()) else {
+            return Journaled::NotBegun.refusal("abandon").map_or(Ok(()), |error| Err(error.into()));
         };
-        let journal = b.receiver.journal().expect("a claimed event's receiver has a journal");
+        let Journaled::Claimed(claim) = &part.journaled else {
+            return part.journaled.refusal("abandon").map_or(Ok(()), |error| Err(error.into()));
+        };
         match journal.abandon(claim) {
             Ok(()) => {
-                b.journaled = Journaled::Abandoned(abandoned_error(claim));
-                b.staged = Vec::new();
+                part.journaled = Journaled::Abandoned(abandoned_error(claim));
+                part.staged = Vec::new();
                 Ok(())
             }
             Err(error) => {
                 if error.kind == ErrorKind::ClaimLost {
-                    b.journaled = Journaled::Lost { error: error.clone(), verb: "abandon" };
-                    b.staged = Vec::new();
+                    part.journaled = Journaled::Lost { error: error.clone(), verb: "abandon" };
+                    part.staged = Vec::new();
                 }
                 Err(error.into())
             }
