@@ -22,7 +22,10 @@ with each statement's mean planning and execution time on the server (pg_stat_st
 every integration the CPU a request by program (user and system time of every process on the
 machine read from /proc around each measured burst, so the web server, the workers, the database
 and the load generator each get their share) and the disk flushes a request (/proc/diskstats:
-the fsyncs that reached the disk, the durable commits' cost that CPU time does not show).
+the fsyncs that reached the disk, the durable commits' cost that CPU time does not show); on
+PostgreSQL the server's time a request (pg_stat_statements' planning and execution time); on
+SQLite, after the timed rounds, a round of 200 new events under `strace -c` attached to the
+workers: the WAL frames written (pwrite64) and the syncs a delivery.
 
 Environment: E2E_EVENTS (new events a round, 3000), E2E_REPEAT (share repeated, 0.02),
 E2E_ROUNDS (3), E2E_CONCURRENCY (1,4,16), E2E_STACKS (php,python), E2E_BACKENDS
@@ -115,6 +118,8 @@ def php_version() -> str | None:
 
 def missing_packages() -> list[str]:
     wanted: list[str] = []
+    if "sqlite" in BACKENDS and not shutil.which("strace"):
+        wanted.append("strace")   # the writes and syncs a delivery on SQLite (write_calls)
     version = php_version()
     if "php" in STACKS:
         if not shutil.which("nginx") and not pathlib.Path("/usr/sbin/nginx").exists():
@@ -345,6 +350,8 @@ class Target:
         self.cpu_requests = 0
         self.flushes: int | None = 0   # disk flushes (fsyncs that reached a disk) during them
         self.steps: pathlib.Path | None = None   # with E2E_STEPS=1, the file its PHP script's steps go to
+        self.server_us: float | None = None   # PostgreSQL: the server's time a request (planning and executing)
+        self.syscalls: dict[str, float] | None = None   # SQLite: the workers' write and sync calls a request
 
     @property
     def name(self) -> str:
@@ -687,6 +694,56 @@ def burst(target: Target, first: int, count: int, concurrency: int, work: pathli
     return result
 
 
+SYSCALLS = "pwrite64,pwritev,write,writev,fsync,fdatasync"
+SYSCALL_EVENTS = 200   # the deliveries of the counted round (not timed: strace slows them)
+
+
+def worker_pids(stack: str) -> list[int]:
+    """The processes that run the integrations' code: PHP-FPM's workers, or gunicorn's."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = pathlib.Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        comm, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        name = program(comm, int(fields[3]))
+        if (stack == "php" and name == "PHP-FPM") or (stack == "python" and name == "gunicorn"):
+            pids.append(int(entry.name))
+    return pids
+
+
+def write_calls(target: Target, indexes: Indexes, work: pathlib.Path) -> None:
+    """The write and sync system calls a delivery makes in the workers (strace -c over a burst of
+    SYSCALL_EVENTS new events, after the timed rounds): on SQLite, the WAL frames written
+    (pwrite64) and the syncs (fsync, fdatasync) a delivery, as a hand-written transaction is
+    judged by the same count. Socket writes (the reply to the web server) are the `write` calls."""
+    pids = worker_pids(target.stack)
+    if not pids or not shutil.which("strace"):
+        return
+    summary = work / "strace.txt"
+    argv = ["strace", "-c", "-f", "-e", f"trace={SYSCALLS}", "-o", str(summary)]
+    for pid in pids:
+        argv += ["-p", str(pid)]
+    tracer = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)   # attached to every worker before the first request
+        result = burst(target, indexes.take(SYSCALL_EVENTS), SYSCALL_EVENTS, 4, work)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=30)
+    calls: dict[str, int] = {}
+    for line in summary.read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[-1] in SYSCALLS.split(",") and fields[3].isdigit():
+            calls[fields[-1]] = int(fields[3])
+    target.syscalls = {name: calls.get(name, 0) / max(result["deliveries"], 1) for name in SYSCALLS.split(",")}
+    shown = ", ".join(f"{name} {count:.2f}" for name, count in target.syscalls.items() if count)
+    say(f"  {target.name}: a delivery's system calls in the workers (strace -c, {result['deliveries']} deliveries): {shown}")
+
+
 def check_ledger(target: Target) -> None:
     """Exactly one ledger row per delivered event, and the money of the payouts delivered."""
     argv = ["php", str(HERE / "db.php"), "totals", target.totals_dsn] + ([PG_USER] if target.pg_db else [])
@@ -745,6 +802,14 @@ def measure(stack: str, targets: list[Target], work: pathlib.Path, indexes: Inde
                     f"(pg_stat_statements, pg_stat_database over {n} requests); by statement:")
                 for line in pg_statements(pg_port, t.pg_db, n):
                     say(line)
+                total_ms = float(psql(pg_port, "postgres", "SELECT COALESCE(SUM(total_exec_time + total_plan_time), 0) "
+                                      "FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
+                                      f"WHERE d.datname = '{t.pg_db}'") or 0)
+                t.server_us = total_ms * 1000 / n
+                say(f"  {t.name}: {t.server_us:.0f} µs of the server's time a request (planning and executing, pg_stat_statements)")
+        if backend == "sqlite":
+            for t in pair:
+                write_calls(t, indexes, work)
         for t in pair:
             check_ledger(t)
             if t.steps is not None:
@@ -787,9 +852,20 @@ def table(rows: list[dict], stats: list[Target]) -> None:
     per_request = [t for t in stats if getattr(t, "per_request", None)]
     if per_request:
         say()
-        say("PostgreSQL, a request (new events and repeats, all rounds): statements (BEGIN and COMMIT included) and commits")
+        say("PostgreSQL, a request (new events and repeats, all rounds): statements (BEGIN and COMMIT included), "
+            "commits, and the server's time planning and executing them")
         for t in per_request:
-            say(f"  {t.stack:6} {t.side:11} {t.per_request[0]:.2f} statements, {t.per_request[1]:.2f} commits")
+            server = "" if t.server_us is None else f", {t.server_us:.0f} µs of server time"
+            say(f"  {t.stack:6} {t.side:11} {t.per_request[0]:.2f} statements, {t.per_request[1]:.2f} commits{server}")
+    traced = [t for t in stats if t.syscalls]
+    if traced:
+        say()
+        say(f"SQLite, a delivery ({SYSCALL_EVENTS} new events, {REPEAT:.0%} repeated, after the timed rounds): the "
+            "workers' write and sync calls (strace -c): pwrite64 is a WAL frame (a page) written, fsync/fdatasync a sync")
+        for t in traced:
+            c = t.syscalls
+            say(f"  {t.stack:6} {t.side:11} pwrite64 {c['pwrite64'] + c['pwritev']:.2f}, fsync+fdatasync "
+                f"{c['fsync'] + c['fdatasync']:.2f}, write {c['write'] + c['writev']:.2f}")
     measured = [t for t in stats if t.cpu_requests]
     if measured:
         say()
