@@ -13,7 +13,7 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use slotpartner::ffi::endpoint::*;
-use slotpartner::ffi::event::{sp_event_kind, sp_event_reply, sp_event_reply_balance};
+use slotpartner::ffi::event::{sp_event_abandon, sp_event_kind, sp_event_reply, sp_event_reply_balance};
 use slotpartner::ffi::journal::*;
 use slotpartner::ffi::receiver::*;
 use slotpartner::ffi::staged::{sp_event_stage, sp_sql_value};
@@ -323,6 +323,39 @@ fn a_staged_credit_commits_with_the_reply_and_a_failing_one_answers_503() {
     let credited: (i64, i64) =
         ledger.query_row("SELECT count(*), sum(amount) FROM credits", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
     assert_eq!(credited, (1, 700));
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
+#[test]
+fn a_claim_the_logic_abandoned_itself_is_answered_503_not_200_without_its_credit() {
+    let dir = TempDir::new("abandoned");
+    let endpoint = endpoint(Some(&format!("sqlite:{}", dir.db().display())), |_| {});
+    let warm = serve(endpoint, &fixture("refund.json"), accept);
+    assert_eq!(warm.status, 200, "{warm:?}");
+    let ledger = rusqlite::Connection::open(dir.db()).unwrap();
+    ledger.execute_batch("CREATE TABLE credits (transaction_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)").unwrap();
+    let insert = "INSERT INTO credits (transaction_id, amount) VALUES (?1, ?2) ON CONFLICT (transaction_id) DO NOTHING";
+    // The logic stages the credit, builds the reply, then releases the claim itself (a careless
+    // host): its staged credit is dropped with the claim, so the answer cannot be a 200.
+    let released = serve(endpoint, &with_payout(600), |exchange| {
+        stage_credit(exchange, insert);
+        accept(exchange);
+        // SAFETY: the live event of a live exchange.
+        assert_eq!(unsafe { sp_event_abandon((*exchange).event) }, SP_OK);
+        None
+    });
+    let credits: i64 = ledger.query_row("SELECT count(*) FROM credits", [], |r| r.get(0)).unwrap();
+    assert_eq!(credits, 0, "the abandoned claim's staged credit never ran");
+    assert_eq!((released.status, released.header("Retry-After")), (503, Some("5")), "{released:?}");
+    // The service delivers again: the credit is made once, with its 200.
+    let paid = serve(endpoint, &with_payout(600), |exchange| {
+        stage_credit(exchange, insert);
+        accept(exchange)
+    });
+    assert_eq!(paid.status, 200, "{paid:?}");
+    let credits: i64 = ledger.query_row("SELECT count(*) FROM credits", [], |r| r.get(0)).unwrap();
+    assert_eq!(credits, 1);
     // SAFETY: live, unused elsewhere.
     unsafe { sp_endpoint_free(endpoint) };
 }
