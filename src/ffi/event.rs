@@ -359,7 +359,15 @@ pub(crate) unsafe fn complete(
         Journaled::Claimed(claim) => Some(claim),
         _ => None,
     };
-    let outcome = match failure {
+    // The logic ended the claim itself (`sp_event_abandon`, or `sp_event_finish` that found it
+    // lost): nothing was stored and its staged statements were dropped, so this is no 200.
+    let ended = match &b.journaled {
+        Journaled::Abandoned(error) | Journaled::Lost { error, .. } => {
+            Some(format!("the claim was ended before sp_exchange_complete: {error}"))
+        }
+        _ => None,
+    };
+    let outcome = match failure.or(ended.as_deref()) {
         Some(why) => Outcome::Failed(why),
         None => Outcome::Reply {
             status: if reply.is_some() { 200 } else { b.reply_status },
