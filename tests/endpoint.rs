@@ -497,6 +497,22 @@ fn an_endpoint_from_settings_and_the_shared_one_serve_alike_and_a_typo_is_refuse
 }
 
 #[test]
+fn a_setting_of_the_wrong_type_or_out_of_range_is_refused_naming_its_key() {
+    let token = TOKEN.to_str().unwrap();
+    for (key, value) in
+        [("max_body_bytes", r#""64k""#), ("max_body_bytes", "-1"), ("lease_ms", "1e30"), ("retry_after", "99999999999")]
+    {
+        let settings = format!(r#"{{"token":"{token}","journal":"sqlite:/nonexistent/j.db","{key}":{value}}}"#);
+        let mut endpoint = ptr::null_mut();
+        // SAFETY: valid pointers.
+        let got = unsafe { sp_endpoint_from_settings(settings.as_ptr().cast(), settings.len(), &mut endpoint) };
+        assert_eq!((got, endpoint), (SP_ERR_INVALID_ARGUMENT, ptr::null_mut()), "{settings}");
+        let message = text(slotpartner::ffi::error::sp_last_error_message());
+        assert!(message.contains(key), "{key}: {value} is refused without naming {key}: {message}");
+    }
+}
+
+#[test]
 fn optimistic_runs_the_logic_before_any_read_and_answers_a_repeat_found_at_finish_from_the_journal() {
     let dir = TempDir::new("optimistic");
     let ledger_setup = rusqlite::Connection::open(dir.db()).unwrap();
