@@ -13,7 +13,7 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use slotpartner::ffi::endpoint::*;
-use slotpartner::ffi::event::{sp_event_abandon, sp_event_kind, sp_event_reply, sp_event_reply_balance};
+use slotpartner::ffi::event::{sp_event_abandon, sp_event_free, sp_event_kind, sp_event_reply, sp_event_reply_balance};
 use slotpartner::ffi::journal::*;
 use slotpartner::ffi::receiver::*;
 use slotpartner::ffi::staged::{sp_event_stage, sp_sql_value};
@@ -356,6 +356,25 @@ fn a_claim_the_logic_abandoned_itself_is_answered_503_not_200_without_its_credit
     assert_eq!(paid.status, 200, "{paid:?}");
     let credits: i64 = ledger.query_row("SELECT count(*) FROM credits", [], |r| r.get(0)).unwrap();
     assert_eq!(credits, 1);
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
+#[test]
+fn the_exchanges_event_freed_by_the_host_stays_the_exchanges_and_is_freed_once() {
+    let dir = TempDir::new("freed-event");
+    let endpoint = endpoint(Some(&format!("sqlite:{}", dir.db().display())), |_| {});
+    // The host frees the event the exchange owns (PHP's binding once did): the exchange still
+    // completes it, stores its reply and frees it once.
+    let paid = serve(endpoint, &with_payout(650), |exchange| {
+        accept(exchange);
+        // SAFETY: the live event of a live exchange, freed where it must not be.
+        unsafe { sp_event_free((*exchange).event) };
+        None
+    });
+    assert_eq!(paid.status, 200, "{paid:?}");
+    let again = serve(endpoint, &with_payout(650), |_| panic!("a repeat runs nothing"));
+    assert_eq!((again.status, again.body), (200, paid.body));
     // SAFETY: live, unused elsewhere.
     unsafe { sp_endpoint_free(endpoint) };
 }
