@@ -1455,11 +1455,13 @@ enum sp_status sp_last_error(struct sp_error *out);
  * neither finished nor abandoned, including after `sp_event_finish` or `sp_event_abandon`
  * failed with `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would:
  * the next delivery runs the partner's logic again. Best effort: if that abandon fails too (the
- * storage is still down), the claim ends with its lease instead.
+ * storage is still down), the claim ends with its lease instead. The event of an exchange
+ * (`sp_exchange.event`) is the exchange's: freeing it here does nothing, `sp_exchange_free`
+ * frees it.
  *
  * # Safety
  * `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
- * afterwards.
+ * afterwards, or is the event of a live exchange.
  */
 void sp_event_free(struct sp_event *event);
 

@@ -148,7 +148,7 @@ fn content_type() -> &'static std::ffi::CStr {
 impl Drop for ExchangeBox {
     fn drop(&mut self) {
         // SAFETY: `event` is NULL or the event this exchange made and owns; nothing else frees it.
-        unsafe { event::sp_event_free(self.event) };
+        unsafe { event::free_exchange_event(self.event) };
     }
 }
 

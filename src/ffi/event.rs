@@ -174,6 +174,9 @@ struct EventBox {
     /// The partner's statements staged on the claim (`sp_event_stage`), run by `sp_event_finish`
     /// in the transaction that stores the reply; dropped when the claim ends any other way.
     staged: Vec<Staged>,
+    /// Owned by an endpoint's exchange (`into_raw_handling`): `sp_event_free` leaves it alone,
+    /// and the exchange frees it (`free_exchange_event`).
+    in_exchange: bool,
 }
 
 /// `Claim::differing` as the NUL-terminated text `sp_event_differing` views.
@@ -338,7 +341,19 @@ pub(crate) fn into_raw_handling(handling: Box<Handling<'_>>) -> *mut sp_event {
         Some(claim) => Journaled::Claimed(claim),
         None => Journaled::Settled,
     };
-    into_raw_with(&handling.event, &handling.receiver, journaled, handling.delivery)
+    let raw = into_raw_with(&handling.event, &handling.receiver, journaled, handling.delivery);
+    // SAFETY: `raw` is the live box just made, not shared yet.
+    unsafe { (*raw.cast::<EventBox>()).in_exchange = true };
+    raw
+}
+
+/// Frees an event of `into_raw_handling`, which `sp_event_free` leaves to its exchange.
+///
+/// # Safety
+/// `event` is NULL or came from `into_raw_handling` and is not used afterwards.
+pub(crate) unsafe fn free_exchange_event(event: *mut sp_event) {
+    // SAFETY: forwarded caller promise.
+    unsafe { owned::free::<EventBox, _>(event) }
 }
 
 /// Completes an endpoint's event (`sp_exchange_complete`): the reply last built for it (or
@@ -480,6 +495,7 @@ fn into_raw_with(
         reply_pruned: matches!(&journaled, Journaled::Claimed(claim) if claim.reply_pruned()),
         journaled,
         staged: Vec::new(),
+        in_exchange: false,
     });
     // The box is handed out first and its views taken from the pointer handed out, by address
     // alone, so that neither a later move nor a later borrow of the box invalidates them.
@@ -600,15 +616,23 @@ fn typed_structs(kind: &EventKind<'_>, s: [sp_str; 6]) -> (sp_buy_refund, sp_jac
 /// neither finished nor abandoned, including after `sp_event_finish` or `sp_event_abandon`
 /// failed with `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would:
 /// the next delivery runs the partner's logic again. Best effort: if that abandon fails too (the
-/// storage is still down), the claim ends with its lease instead.
+/// storage is still down), the claim ends with its lease instead. The event of an exchange
+/// (`sp_exchange.event`) is the exchange's: freeing it here does nothing, `sp_exchange_free`
+/// frees it.
 ///
 /// # Safety
 /// `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
-/// afterwards.
+/// afterwards, or is the event of a live exchange.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_event_free(event: *mut sp_event) {
-    // SAFETY: forwarded caller promise.
-    value_boundary!((), { unsafe { owned::free::<EventBox, _>(event) } })
+    value_boundary!((), {
+        // SAFETY: the caller promises NULL or a live event; an exchange's is left to it.
+        if unsafe { event.cast::<EventBox>().as_ref() }.is_some_and(|b| b.in_exchange) {
+            return;
+        }
+        // SAFETY: forwarded caller promise.
+        unsafe { owned::free::<EventBox, _>(event) }
+    })
 }
 
 /// The box behind an event pointer, to change it (build a reply).
