@@ -103,4 +103,12 @@ mod tests {
             assert_eq!(content_length(Some(bad)), None, "{bad:?}");
         }
     }
+
+    #[test]
+    fn a_body_limit_as_large_as_usize_reads_the_request_without_overflowing() {
+        // max_body_bytes has no ceiling: usize::MAX is accepted, and the limit plus one byte is
+        // read. CONTENT_LENGTH is unset here: an empty body.
+        let request = read_request(usize::MAX, &mut &b""[..]).expect("an empty body");
+        assert!(request.body.is_empty());
+    }
 }
