@@ -1372,7 +1372,9 @@ enum sp_status sp_exchange_write_cgi(const struct sp_exchange *exchange, int32_t
  * transaction) and then sent. Any failure after the claim (the logic's `failure`, no reply
  * built, a staged statement or the journal failing, the claim lost to another worker) releases
  * the claim and answers 503 with `Retry-After`, so that the service delivers again; the log
- * line says what failed. So `SP_OK` does not mean a 200: read `response.status`.
+ * line says what failed. A claim the logic ended itself (`sp_event_abandon` on the exchange's
+ * event, or `sp_event_finish` finding it lost) is answered so too: nothing was stored and its
+ * staged statements were dropped. So `SP_OK` does not mean a 200: read `response.status`.
  *
  * Fails with `SP_ERR_INVALID_ARGUMENT` (field `exchange`) for an exchange answered at once
  * (`event` NULL) or completed already, leaving its response as it is; for a NULL `reply` with
@@ -1453,11 +1455,13 @@ enum sp_status sp_last_error(struct sp_error *out);
  * neither finished nor abandoned, including after `sp_event_finish` or `sp_event_abandon`
  * failed with `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would:
  * the next delivery runs the partner's logic again. Best effort: if that abandon fails too (the
- * storage is still down), the claim ends with its lease instead.
+ * storage is still down), the claim ends with its lease instead. The event of an exchange
+ * (`sp_exchange.event`) is the exchange's: freeing it here does nothing, `sp_exchange_free`
+ * frees it.
  *
  * # Safety
  * `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
- * afterwards.
+ * afterwards, or is the event of a live exchange.
  */
 void sp_event_free(struct sp_event *event);
 

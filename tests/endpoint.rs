@@ -13,7 +13,7 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use slotpartner::ffi::endpoint::*;
-use slotpartner::ffi::event::{sp_event_kind, sp_event_reply, sp_event_reply_balance};
+use slotpartner::ffi::event::{sp_event_abandon, sp_event_free, sp_event_kind, sp_event_reply, sp_event_reply_balance};
 use slotpartner::ffi::journal::*;
 use slotpartner::ffi::receiver::*;
 use slotpartner::ffi::staged::{sp_event_stage, sp_sql_value};
@@ -327,6 +327,58 @@ fn a_staged_credit_commits_with_the_reply_and_a_failing_one_answers_503() {
     unsafe { sp_endpoint_free(endpoint) };
 }
 
+#[test]
+fn a_claim_the_logic_abandoned_itself_is_answered_503_not_200_without_its_credit() {
+    let dir = TempDir::new("abandoned");
+    let endpoint = endpoint(Some(&format!("sqlite:{}", dir.db().display())), |_| {});
+    let warm = serve(endpoint, &fixture("refund.json"), accept);
+    assert_eq!(warm.status, 200, "{warm:?}");
+    let ledger = rusqlite::Connection::open(dir.db()).unwrap();
+    ledger.execute_batch("CREATE TABLE credits (transaction_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)").unwrap();
+    let insert = "INSERT INTO credits (transaction_id, amount) VALUES (?1, ?2) ON CONFLICT (transaction_id) DO NOTHING";
+    // The logic stages the credit, builds the reply, then releases the claim itself (a careless
+    // host): its staged credit is dropped with the claim, so the answer cannot be a 200.
+    let released = serve(endpoint, &with_payout(600), |exchange| {
+        stage_credit(exchange, insert);
+        accept(exchange);
+        // SAFETY: the live event of a live exchange.
+        assert_eq!(unsafe { sp_event_abandon((*exchange).event) }, SP_OK);
+        None
+    });
+    let credits: i64 = ledger.query_row("SELECT count(*) FROM credits", [], |r| r.get(0)).unwrap();
+    assert_eq!(credits, 0, "the abandoned claim's staged credit never ran");
+    assert_eq!((released.status, released.header("Retry-After")), (503, Some("5")), "{released:?}");
+    // The service delivers again: the credit is made once, with its 200.
+    let paid = serve(endpoint, &with_payout(600), |exchange| {
+        stage_credit(exchange, insert);
+        accept(exchange)
+    });
+    assert_eq!(paid.status, 200, "{paid:?}");
+    let credits: i64 = ledger.query_row("SELECT count(*) FROM credits", [], |r| r.get(0)).unwrap();
+    assert_eq!(credits, 1);
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
+#[test]
+fn the_exchanges_event_freed_by_the_host_stays_the_exchanges_and_is_freed_once() {
+    let dir = TempDir::new("freed-event");
+    let endpoint = endpoint(Some(&format!("sqlite:{}", dir.db().display())), |_| {});
+    // The host frees the event the exchange owns (PHP's binding once did): the exchange still
+    // completes it, stores its reply and frees it once.
+    let paid = serve(endpoint, &with_payout(650), |exchange| {
+        accept(exchange);
+        // SAFETY: the live event of a live exchange, freed where it must not be.
+        unsafe { sp_event_free((*exchange).event) };
+        None
+    });
+    assert_eq!(paid.status, 200, "{paid:?}");
+    let again = serve(endpoint, &with_payout(650), |_| panic!("a repeat runs nothing"));
+    assert_eq!((again.status, again.body), (200, paid.body));
+    // SAFETY: live, unused elsewhere.
+    unsafe { sp_endpoint_free(endpoint) };
+}
+
 /// An exchange answered at once (a 405).
 fn answered_again(endpoint: *const sp_endpoint) -> *mut sp_exchange {
     receive_as(endpoint, c"GET", Some(TOKEN), c"127.0.0.1", b"")
@@ -460,6 +512,22 @@ fn an_endpoint_from_settings_and_the_shared_one_serve_alike_and_a_typo_is_refuse
         assert!(none.is_null());
         let message = slotpartner::ffi::error::sp_last_error_message();
         assert!(text(message).contains("tokn"), "{}", text(message));
+    }
+}
+
+#[test]
+fn a_setting_of_the_wrong_type_or_out_of_range_is_refused_naming_its_key() {
+    let token = TOKEN.to_str().unwrap();
+    for (key, value) in
+        [("max_body_bytes", r#""64k""#), ("max_body_bytes", "-1"), ("lease_ms", "1e30"), ("retry_after", "99999999999")]
+    {
+        let settings = format!(r#"{{"token":"{token}","journal":"sqlite:/nonexistent/j.db","{key}":{value}}}"#);
+        let mut endpoint = ptr::null_mut();
+        // SAFETY: valid pointers.
+        let got = unsafe { sp_endpoint_from_settings(settings.as_ptr().cast(), settings.len(), &mut endpoint) };
+        assert_eq!((got, endpoint), (SP_ERR_INVALID_ARGUMENT, ptr::null_mut()), "{settings}");
+        let message = text(slotpartner::ffi::error::sp_last_error_message());
+        assert!(message.contains(key), "{key}: {value} is refused without naming {key}: {message}");
     }
 }
 

@@ -84,8 +84,13 @@ impl Endpoint {
     /// `InvalidArgument` with field `settings` for text that is not such an object (the message
     /// names the key), or naming the setting its value breaks.
     pub fn from_settings(json: &[u8]) -> Result<Endpoint> {
-        let settings: Settings = serde_json::from_slice(json)
-            .map_err(|e| Error::field(ErrorKind::InvalidArgument, "settings", e.to_string()))?;
+        let settings: Settings = serde_json::from_slice(json).map_err(|e| {
+            let message = match refused_key(json) {
+                Some(key) => format!("{key}: {e}"),
+                None => e.to_string(),
+            };
+            Error::field(ErrorKind::InvalidArgument, "settings", message)
+        })?;
         let mut config = ReceiverConfig::default();
         match settings.token {
             Some(Tokens::One(token)) => config.add_token(&token)?,
@@ -151,6 +156,16 @@ impl Endpoint {
         apply!(settings.optimistic, |v| endpoint.set_optimistic(v));
         Ok(endpoint)
     }
+}
+
+/// The key whose value `Settings` refuses, for the message of a refused settings text (serde
+/// names an unknown key, not the key of a value of the wrong type); `None` when no one key is.
+fn refused_key(json: &[u8]) -> Option<String> {
+    let serde_json::Value::Object(all) = serde_json::from_slice(json).ok()? else { return None };
+    all.into_iter().find_map(|(key, value)| {
+        let alone = serde_json::Value::Object(std::iter::once((key.clone(), value)).collect());
+        serde_json::from_value::<Settings>(alone).is_err().then_some(key)
+    })
 }
 
 /// How an environment variable's text becomes a setting's JSON value.

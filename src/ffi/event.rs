@@ -165,6 +165,9 @@ struct EventBox {
     /// The event's dealings with its receiver's journal, when the receiver has one: apart, so
     /// that an event without a journal neither builds, moves nor drops any of it.
     journal: Option<Box<JournalPart>>,
+    /// Owned by an endpoint's exchange (`into_raw_handling`): `sp_event_free` leaves it alone,
+    /// and the exchange frees it (`free_exchange_event`).
+    in_exchange: bool,
 }
 
 /// What the journal knows of an event's delivery and where the event stands with it.
@@ -365,7 +368,19 @@ pub(crate) fn into_raw_handling(handling: Box<Handling<'_>>) -> *mut sp_event {
     let Handling { event, receiver, delivery, claim, .. } = *handling;
     let journaled = claim.map_or(Journaled::Settled, Journaled::Claimed);
     let part = receiver.journal().and(delivery).map(|delivery| Box::new(JournalPart::with(delivery, journaled)));
-    into_raw_parted(&event, &receiver, part)
+    let raw = into_raw_parted(&event, &receiver, part);
+    // SAFETY: `raw` is the live box just made, not shared yet.
+    unsafe { (*raw.cast::<EventBox>()).in_exchange = true };
+    raw
+}
+
+/// Frees an event of `into_raw_handling`, which `sp_event_free` leaves to its exchange.
+///
+/// # Safety
+/// `event` is NULL or came from `into_raw_handling` and is not used afterwards.
+pub(crate) unsafe fn free_exchange_event(event: *mut sp_event) {
+    // SAFETY: forwarded caller promise.
+    unsafe { owned::free::<EventBox, _>(event) }
 }
 
 /// Completes an endpoint's event (`sp_exchange_complete`): the reply last built for it (or
@@ -390,7 +405,15 @@ pub(crate) unsafe fn complete(
         Some(part) => (None, Some(&part.delivery), &[][..]),
         None => (None, None, &[][..]),
     };
-    let outcome = match failure {
+    // The logic ended the claim itself (`sp_event_abandon`, or `sp_event_finish` that found it
+    // lost): nothing was stored and its staged statements were dropped, so this is no 200.
+    let ended = match part.as_deref().map(|part| &part.journaled) {
+        Some(Journaled::Abandoned(error) | Journaled::Lost { error, .. }) => {
+            Some(format!("the claim was ended before sp_exchange_complete: {error}"))
+        }
+        _ => None,
+    };
+    let outcome = match failure.or(ended.as_deref()) {
         Some(why) => Outcome::Failed(why),
         None => Outcome::Reply {
             status: if reply.is_some() { 200 } else { *reply_status },
@@ -513,6 +536,7 @@ fn into_raw_parted(event: &Event<'_>, receiver: &Arc<Receiver>, journal: Option<
         reply: Vec::new(),
         receiver: Arc::clone(receiver),
         journal,
+        in_exchange: false,
     });
     // The box is handed out first and its views taken from the pointer handed out, by address
     // alone, so that neither a later move nor a later borrow of the box invalidates them.
@@ -633,15 +657,23 @@ fn typed_structs(kind: &EventKind<'_>, s: [sp_str; 6]) -> (sp_buy_refund, sp_jac
 /// neither finished nor abandoned, including after `sp_event_finish` or `sp_event_abandon`
 /// failed with `SP_ERR_JOURNAL`) has the claim abandoned at once, as `sp_event_abandon` would:
 /// the next delivery runs the partner's logic again. Best effort: if that abandon fails too (the
-/// storage is still down), the claim ends with its lease instead.
+/// storage is still down), the claim ends with its lease instead. The event of an exchange
+/// (`sp_exchange.event`) is the exchange's: freeing it here does nothing, `sp_exchange_free`
+/// frees it.
 ///
 /// # Safety
 /// `event` is NULL or came from `sp_receiver_handle`/`sp_receiver_parse` and is not used
-/// afterwards.
+/// afterwards, or is the event of a live exchange.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sp_event_free(event: *mut sp_event) {
-    // SAFETY: forwarded caller promise.
-    value_boundary!((), { unsafe { owned::free::<EventBox, _>(event) } })
+    value_boundary!((), {
+        // SAFETY: the caller promises NULL or a live event; an exchange's is left to it.
+        if unsafe { event.cast::<EventBox>().as_ref() }.is_some_and(|b| b.in_exchange) {
+            return;
+        }
+        // SAFETY: forwarded caller promise.
+        unsafe { owned::free::<EventBox, _>(event) }
+    })
 }
 
 /// The box behind an event pointer, to change it (build a reply).

@@ -157,7 +157,8 @@ class Endpoint(_lib.SharedHandle):
         ``BalanceQuery``, ``OtherEvent``). It builds the reply with ``event.reply(...)`` or
         ``event.reply_balance(...)``, and may stage the ledger's credit with ``event.stage(...)``
         (run in the journal's transaction that stores the reply); the reply last built is sent
-        with its status. For an ``OtherEvent`` it returns the bytes (or str) to send, with 200.
+        with its status. For an ``OtherEvent`` it returns the bytes (or str) to send, with 200
+        (anything else it returns is its failure, 503).
         An exception from the logic (an ``Exception``) is its failure: the claim is released and
         the answer is 503 with ``Retry-After``, so that the service delivers again; it is logged
         with its traceback, never raised. The event is the endpoint's: keep nothing of its
@@ -208,7 +209,12 @@ class Endpoint(_lib.SharedHandle):
                 why = f"{type(error).__name__}: {error}".replace("\0", " ").encode("utf-8", "replace")
             else:
                 if event.__class__ is OtherEvent and result is not None:
-                    reply = result.encode() if isinstance(result, str) else bytes(result)
+                    if isinstance(result, (bytes, bytearray, memoryview, str)):
+                        reply = result.encode() if isinstance(result, str) else bytes(result)
+                    else:  # bytes() would make an int that many NUL bytes, and raise on a dict
+                        kind = type(result).__name__
+                        why = f"the logic returned {kind} for the event {event.name}, not the bytes or str to send"
+                        why = why.replace("\0", " ").encode("utf-8", "replace")
         finally:
             detach_exchange_event(event)
         status = _complete(exchange, why, reply, 0 if reply is None else len(reply))

@@ -102,6 +102,16 @@ class EndpointTest(unittest.TestCase):
         response = endpoint.handle("POST", TOKEN, None, None, fixture("other_event"), lambda event: None)
         self.assertEqual(response.status, 503, "no reply")
 
+    def test_an_other_events_logic_returning_no_text_is_its_failure_not_a_raise_or_nul_bytes(self) -> None:
+        # A dict (what a Python logic returns for JSON) raised TypeError out of handle; an int or
+        # a bool became that many NUL bytes, sent with 200 and stored as the reply of the event.
+        for returned in ({"ok": True}, 3, True):
+            with self.assertLogs("slotpartner", logging.WARNING):
+                response = self.handle(fixture("other_event"), lambda event, r=returned: r)
+            self.assertEqual((response.status, dict(response.headers).get("Retry-After")), (503, "5"), returned)
+            self.assertIn("not the bytes or str to send", response.log)
+            self.assertNotIn(b"\0", response.body)
+
     def test_wsgi_reads_the_body_up_to_its_limit_and_answers(self) -> None:
         app = slotpartner.wsgi.application(self.endpoint, lambda event: event.reply())
         seen: dict[str, Any] = {}
