@@ -1372,9 +1372,9 @@ enum sp_status sp_exchange_write_cgi(const struct sp_exchange *exchange, int32_t
  * transaction) and then sent. Any failure after the claim (the logic's `failure`, no reply
  * built, a staged statement or the journal failing, the claim lost to another worker) releases
  * the claim and answers 503 with `Retry-After`, so that the service delivers again; the log
- * line says what failed. A claim the logic ended itself (`sp_event_abandon` on the exchange's
- * event, or `sp_event_finish` finding it lost) is answered so too: nothing was stored and its
- * staged statements were dropped. So `SP_OK` does not mean a 200: read `response.status`.
+ * line says what failed. The exchange alone settles its event's claim: `sp_event_finish` and
+ * `sp_event_abandon` on it are refused. So `SP_OK` does not mean a 200: read
+ * `response.status`.
  *
  * Fails with `SP_ERR_INVALID_ARGUMENT` (field `exchange`) for an exchange answered at once
  * (`event` NULL) or completed already, leaving its response as it is; for a NULL `reply` with
@@ -1596,6 +1596,8 @@ bool sp_event_reply_pruned(const struct sp_event *event);
  * when no reply was built (the claim stays: finish it again or abandon it), or when the event
  * was not begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays held: finish again, or
  * abandon it; `sp_event_free` abandons it at once, and if that fails too, its lease ends it).
+ * Refused (`SP_ERR_INVALID_ARGUMENT`, field `event`) for the event of an exchange
+ * (`sp_exchange.event`), whose claim `sp_exchange_complete` settles.
  *
  * # Safety
  * `event` is NULL or live and used by no other thread; `reply` is NULL or `len` readable bytes.
@@ -1614,7 +1616,9 @@ enum sp_status sp_event_finish(struct sp_event *event, const uint8_t *reply, siz
  * another delivery took it over, found by this call or an earlier `sp_event_finish` or
  * `sp_event_abandon`, and then every time it is called again; `SP_ERR_JOURNAL` when the storage
  * fails (the claim stays held: abandon it again, or free the event, which tries once more, and
- * if that fails too, its lease ends it); `SP_ERR_INVALID_ARGUMENT` when the event was not begun.
+ * if that fails too, its lease ends it); `SP_ERR_INVALID_ARGUMENT` when the event was not begun,
+ * or is the event of an exchange (`sp_exchange.event`), whose claim `sp_exchange_complete`
+ * settles.
  *
  * # Safety
  * `event` is NULL or live and used by no other thread.

@@ -13,7 +13,9 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use slotpartner::ffi::endpoint::*;
-use slotpartner::ffi::event::{sp_event_abandon, sp_event_free, sp_event_kind, sp_event_reply, sp_event_reply_balance};
+use slotpartner::ffi::event::{
+    sp_event_abandon, sp_event_finish, sp_event_free, sp_event_kind, sp_event_reply, sp_event_reply_balance,
+};
 use slotpartner::ffi::journal::*;
 use slotpartner::ffi::receiver::*;
 use slotpartner::ffi::staged::{sp_event_stage, sp_sql_value};
@@ -328,7 +330,7 @@ fn a_staged_credit_commits_with_the_reply_and_a_failing_one_answers_503() {
 }
 
 #[test]
-fn a_claim_the_logic_abandoned_itself_is_answered_503_not_200_without_its_credit() {
+fn the_exchanges_claim_is_settled_by_the_exchange_alone_not_by_sp_event_finish_or_abandon() {
     let dir = TempDir::new("abandoned");
     let endpoint = endpoint(Some(&format!("sqlite:{}", dir.db().display())), |_| {});
     let warm = serve(endpoint, &fixture("refund.json"), accept);
@@ -336,26 +338,24 @@ fn a_claim_the_logic_abandoned_itself_is_answered_503_not_200_without_its_credit
     let ledger = rusqlite::Connection::open(dir.db()).unwrap();
     ledger.execute_batch("CREATE TABLE credits (transaction_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)").unwrap();
     let insert = "INSERT INTO credits (transaction_id, amount) VALUES (?1, ?2) ON CONFLICT (transaction_id) DO NOTHING";
-    // The logic stages the credit, builds the reply, then releases the claim itself (a careless
-    // host): its staged credit is dropped with the claim, so the answer cannot be a 200.
-    let released = serve(endpoint, &with_payout(600), |exchange| {
+    // A careless host releases or finishes the exchange's claim itself: refused, the claim and
+    // its staged credit stay, and the exchange stores both with the reply (a release that took
+    // the staged credit with it while the answer said 200 would lose the payout).
+    let paid = serve(endpoint, &with_payout(600), |exchange| {
         stage_credit(exchange, insert);
         accept(exchange);
         // SAFETY: the live event of a live exchange.
-        assert_eq!(unsafe { sp_event_abandon((*exchange).event) }, SP_OK);
+        unsafe {
+            assert_eq!(sp_event_abandon((*exchange).event), SP_ERR_INVALID_ARGUMENT);
+            assert_eq!(sp_event_finish((*exchange).event, ptr::null(), 0), SP_ERR_INVALID_ARGUMENT);
+        }
         None
-    });
-    let credits: i64 = ledger.query_row("SELECT count(*) FROM credits", [], |r| r.get(0)).unwrap();
-    assert_eq!(credits, 0, "the abandoned claim's staged credit never ran");
-    assert_eq!((released.status, released.header("Retry-After")), (503, Some("5")), "{released:?}");
-    // The service delivers again: the credit is made once, with its 200.
-    let paid = serve(endpoint, &with_payout(600), |exchange| {
-        stage_credit(exchange, insert);
-        accept(exchange)
     });
     assert_eq!(paid.status, 200, "{paid:?}");
     let credits: i64 = ledger.query_row("SELECT count(*) FROM credits", [], |r| r.get(0)).unwrap();
-    assert_eq!(credits, 1);
+    assert_eq!(credits, 1, "the staged credit committed with the reply");
+    let again = serve(endpoint, &with_payout(600), |_| panic!("a repeat runs nothing"));
+    assert_eq!((again.status, again.body), (200, paid.body));
     // SAFETY: live, unused elsewhere.
     unsafe { sp_endpoint_free(endpoint) };
 }

@@ -442,9 +442,9 @@ const EMPTY_RESPONSE: sp_response =
 /// transaction) and then sent. Any failure after the claim (the logic's `failure`, no reply
 /// built, a staged statement or the journal failing, the claim lost to another worker) releases
 /// the claim and answers 503 with `Retry-After`, so that the service delivers again; the log
-/// line says what failed. A claim the logic ended itself (`sp_event_abandon` on the exchange's
-/// event, or `sp_event_finish` finding it lost) is answered so too: nothing was stored and its
-/// staged statements were dropped. So `SP_OK` does not mean a 200: read `response.status`.
+/// line says what failed. The exchange alone settles its event's claim: `sp_event_finish` and
+/// `sp_event_abandon` on it are refused. So `SP_OK` does not mean a 200: read
+/// `response.status`.
 ///
 /// Fails with `SP_ERR_INVALID_ARGUMENT` (field `exchange`) for an exchange answered at once
 /// (`event` NULL) or completed already, leaving its response as it is; for a NULL `reply` with

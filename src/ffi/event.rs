@@ -250,6 +250,17 @@ fn copy_reply(kept: &mut Vec<u8>, reply: &[u8]) {
 const INLINE_FIELDS: usize = 4;
 
 impl EventBox {
+    /// Refuses `verb` (finish, abandon) on an exchange's event: `sp_exchange_complete` settles
+    /// its claim, as the endpoint decides (a repeat found at finish answered from the journal).
+    fn not_in_exchange(&self, verb: &str) -> crate::Result<()> {
+        if self.in_exchange {
+            let problem =
+                format!("belongs to an exchange: sp_exchange_complete settles its claim, not sp_event_{verb}");
+            return Err(Error::field(ErrorKind::InvalidArgument, "event", problem));
+        }
+        Ok(())
+    }
+
     /// Where the event stands with its receiver's journal: not begun when it has none.
     fn journaled(&self) -> &Journaled {
         self.journal.as_ref().map_or(&Journaled::NotBegun, |part| &part.journaled)
@@ -405,15 +416,7 @@ pub(crate) unsafe fn complete(
         Some(part) => (None, Some(&part.delivery), &[][..]),
         None => (None, None, &[][..]),
     };
-    // The logic ended the claim itself (`sp_event_abandon`, or `sp_event_finish` that found it
-    // lost): nothing was stored and its staged statements were dropped, so this is no 200.
-    let ended = match part.as_deref().map(|part| &part.journaled) {
-        Some(Journaled::Abandoned(error) | Journaled::Lost { error, .. }) => {
-            Some(format!("the claim was ended before sp_exchange_complete: {error}"))
-        }
-        _ => None,
-    };
-    let outcome = match failure.or(ended.as_deref()) {
+    let outcome = match failure {
         Some(why) => Outcome::Failed(why),
         None => Outcome::Reply {
             status: if reply.is_some() { 200 } else { *reply_status },
@@ -948,6 +951,8 @@ pub unsafe extern "C" fn sp_event_reply_pruned(event: *const sp_event) -> bool {
 /// when no reply was built (the claim stays: finish it again or abandon it), or when the event
 /// was not begun; `SP_ERR_JOURNAL` when the storage fails (the claim stays held: finish again, or
 /// abandon it; `sp_event_free` abandons it at once, and if that fails too, its lease ends it).
+/// Refused (`SP_ERR_INVALID_ARGUMENT`, field `event`) for the event of an exchange
+/// (`sp_exchange.event`), whose claim `sp_exchange_complete` settles.
 ///
 /// # Safety
 /// `event` is NULL or live and used by no other thread; `reply` is NULL or `len` readable bytes.
@@ -956,6 +961,7 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented.
         let (b, given) = unsafe { (event_box_mut(event)?, args::bytes("reply", reply, len)?) };
+        b.not_in_exchange("finish")?;
         if !matches!(b.journaled(), Journaled::Claimed(_)) {
             return b.journaled().refusal("finish").map_or(Ok(()), |error| Err(error.into()));
         }
@@ -996,7 +1002,9 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
 /// another delivery took it over, found by this call or an earlier `sp_event_finish` or
 /// `sp_event_abandon`, and then every time it is called again; `SP_ERR_JOURNAL` when the storage
 /// fails (the claim stays held: abandon it again, or free the event, which tries once more, and
-/// if that fails too, its lease ends it); `SP_ERR_INVALID_ARGUMENT` when the event was not begun.
+/// if that fails too, its lease ends it); `SP_ERR_INVALID_ARGUMENT` when the event was not begun,
+/// or is the event of an exchange (`sp_exchange.event`), whose claim `sp_exchange_complete`
+/// settles.
 ///
 /// # Safety
 /// `event` is NULL or live and used by no other thread.
@@ -1005,6 +1013,7 @@ pub unsafe extern "C" fn sp_event_abandon(event: *mut sp_event) -> sp_status {
     status_boundary!({
         // SAFETY: the caller promises NULL or a live event it does not share.
         let b = unsafe { event_box_mut(event)? };
+        b.not_in_exchange("abandon")?;
         let (Some(part), Some(journal)) = (b.journal.as_deref_mut(), b.receiver.journal()) else {
             return Journaled::NotBegun.refusal("abandon").map_or(Ok(()), |error| Err(error.into()));
         };
