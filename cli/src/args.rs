@@ -210,6 +210,31 @@ pub enum JournalCommand {
     /// Copy a SQLite journal into a new file while the workers go on writing
     #[command(after_help = BACKUP_HELP)]
     Backup(BackupArgs),
+    /// Create the journal's tables (or bring an older journal to this release's schema) and exit
+    #[command(after_help = CREATE_HELP)]
+    Create(CreateArgs),
+}
+
+const CREATE_HELP: &str = "\
+Creates the delivery journal at the URL, as an endpoint's first delivery would (a SQLite file
+with mode 0600, or the tables in a PostgreSQL database), and exits; a journal there already is
+left as it is (an older one is brought to this release's schema). For the ledger a partner
+keeps in the journal's own database (the credit staged with the reply): create the journal
+first, then the ledger's table in it. A SQLite file that holds other tables and no journal is
+refused, so that the journal never writes into another program's database.
+
+Examples:
+  slotpartner journal create --journal sqlite:/var/lib/partner/journal.db
+  sqlite3 /var/lib/partner/journal.db 'CREATE TABLE credits (kind TEXT NOT NULL, transaction_id INTEGER NOT NULL, amount INTEGER NOT NULL, PRIMARY KEY (kind, transaction_id))'
+
+Exit status: 0 when the journal is there, 2 when it is not (the URL refused, the database
+unreachable, another program's file).";
+
+/// The journal to create.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    #[command(flatten)]
+    pub journal: JournalOpt,
 }
 
 const BACKUP_HELP: &str = "\

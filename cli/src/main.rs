@@ -92,6 +92,7 @@ fn main() -> ExitCode {
             JournalCommand::JumpIsGap(a) => journal_admin::jump_is_gap(&a),
             JournalCommand::Renumber(a) => journal_admin::renumber(&a),
             JournalCommand::Backup(a) => journal_backup::backup(&a),
+            JournalCommand::Create(a) => journal::create(&a),
         },
         Command::Check(a) => check::run(&a),
         Command::Recover(a) => recover::run(&a),

@@ -196,6 +196,28 @@ fn journal_errors_are_one_line_and_exit_2() {
     assert!(line.contains("'abc'") && line.ends_with("(see 'slotpartner journal show --help')"), "{line}");
 }
 
+#[test]
+fn journal_create_makes_the_journal_a_ledger_can_then_live_beside_and_refuses_another_programs_file() {
+    let scratch = Scratch::new("journal-create");
+    let url = format!("sqlite:{}", scratch.path("journal.db").display());
+    let made = run(&["journal", "create", "--journal", &url]).expect(0);
+    assert!(made.stdout.starts_with("journal ready: schema version "), "{}", made.stdout);
+    run(&["journal", "status", "--journal", &url]).expect(0);
+    // The ledger's table beside the journal's, then the journal opened again as it is.
+    let ledger = rusqlite::Connection::open(scratch.path("journal.db")).unwrap();
+    ledger
+        .execute_batch("CREATE TABLE credits (kind TEXT, transaction_id INTEGER, PRIMARY KEY (kind, transaction_id))")
+        .unwrap();
+    drop(ledger);
+    run(&["journal", "create", "--journal", &url]).expect(0);
+    run(&["journal", "status", "--journal", &url]).expect(0);
+    // A file of another program's (its tables and no journal) is refused, and left as it is.
+    let foreign = scratch.path("ledger.db");
+    rusqlite::Connection::open(&foreign).unwrap().execute_batch("CREATE TABLE wallet (id INTEGER)").unwrap();
+    let refused = run(&["journal", "create", "--journal", &format!("sqlite:{}", foreign.display())]).expect(2);
+    assert!(refused.one_error_line().contains("another program"), "{}", refused.stderr);
+}
+
 // ---------------------------------------------------------------------------------------------
 // journal export
 
