@@ -133,7 +133,7 @@ echo "   SLOTPARTNER_BASE_URL) and delivers the event to the endpoint of step 5,
 echo "   would have, so the same journal and wallet handle it. --min-age 0s: by default recover"
 echo "   leaves gaps younger than a minute for its next run (a late or reordered delivery usually"
 echo "   fills them on its own); these gaps are known lost, so the demo takes them at once."
-logic_runs() { grep -c -e '^callback_cgi: refund transaction' -e '^callback_cgi: payout ' "$work/journaled.log" || true; }
+logic_runs() { grep -c -e '^callback_cgi: gameSessionBuyRefund' -e '^callback_cgi: jackpotPayout' "$work/journaled.log" || true; }
 runs_before=$(logic_runs)
 rc=0
 "$operator" recover --journal "$journal" --callback-url "$endpoint" --min-age 0s > "$work/recover.txt" || rc=$?
