@@ -255,7 +255,7 @@ names the pg_dump command (see docs/operating.md, \"Backup and restore\").
 Examples:
   slotpartner journal backup /var/backups/partner/journal-2024-06-11.db
   slotpartner journal backup journal-copy.db --journal sqlite:/var/lib/partner/journal.db --json
-  0 3 * * * slotpartner journal backup /var/backups/partner/journal-$(date +\\%F).db > /dev/null || alert 'journal backup failed'
+  15 3 * * * . /etc/slotpartner.env && slotpartner journal backup /var/backups/partner/journal-$(date +\\%F).db > /dev/null || alert \"slotpartner: journal backup failed\"
 
 Exit status: 0 when the copy is in place, 2 when there is none (FILE exists or cannot be
 created, a PostgreSQL journal, the journal unreadable, the disk full).";
@@ -355,7 +355,7 @@ it fires.
 Examples:
   slotpartner journal status --journal sqlite:/var/lib/partner/journal.db
   SLOTPARTNER_JOURNAL=postgres://partner@db/partner slotpartner journal status --json
-  * * * * * slotpartner journal status --prometheus > /var/lib/prometheus/node-exporter/slotpartner.prom.tmp && mv /var/lib/prometheus/node-exporter/slotpartner.prom.tmp /var/lib/prometheus/node-exporter/slotpartner.prom
+  * * * * * . /etc/slotpartner.env && slotpartner journal status --prometheus > /var/lib/prometheus/node-exporter/slotpartner.prom.tmp && mv /var/lib/prometheus/node-exporter/slotpartner.prom.tmp /var/lib/prometheus/node-exporter/slotpartner.prom
 
 Exit status: 0 when nothing needs attention, 1 when indexes are missing, deliveries unfinished,
 or conflicts or index jumps open, 2 when the journal could not be read (usage, configuration,
@@ -387,7 +387,7 @@ service's own retry). A note on stderr counts the younger missing indexes left o
 
 Examples:
   slotpartner journal gaps --journal sqlite:/var/lib/partner/journal.db
-  */10 * * * * slotpartner journal gaps --older-than 10m > /dev/null || alert 'lost events'
+  */10 * * * * . /etc/slotpartner.env && slotpartner journal gaps --older-than 10m > /dev/null || alert \"slotpartner: lost events\"
 
 Exit status: 0 when nothing needs attention, 1 when indexes are missing (with --older-than:
 found missing at least that long ago), deliveries unfinished, or conflicts or index jumps open,
@@ -426,7 +426,7 @@ batches, the longest batch and the bytes given back (--json: one object).
 Examples:
   slotpartner journal prune --older-than 90d
   slotpartner journal prune --older-than 90d --forget-older-than 3650d --max-time 10m --json
-  30 4 * * * slotpartner journal prune --older-than 90d --max-time 30m > /dev/null || alert 'journal pruning left work'
+  30 4 * * * . /etc/slotpartner.env && slotpartner journal prune --older-than 90d --max-time 30m > /dev/null || alert \"slotpartner: pruning left work\"
 
 An export running (`journal export`) stops it too: a delivery compacted under the export's pages
 would be listed twice; the message names the export.
@@ -794,13 +794,13 @@ Only what is at least --min-age old (default 1m) is taken: gaps found missing th
 that long ago. Younger ones are left for the next run: usually an event still on its way
 (reordering) or a delivery the service retries itself. `--min-age 0s` takes everything.
 
-The endpoint must accept the command's deliveries: it carries the partner token; see the
+The endpoint must accept the command's deliveries: it carries the partner token; see
 docs/lost-events.md for the source allow-list behind a reverse proxy.
 
 Examples:
   slotpartner recover --callback-url https://127.0.0.1:8443/callback --callback-ca-file endpoint-ca.pem
   slotpartner recover --callback-url http://127.0.0.1:8080/callback --dry-run
-  */10 * * * * slotpartner recover --callback-url https://127.0.0.1:8443/callback > /var/log/partner/recover.log || alert 'lost events remain'
+  */10 * * * * . /etc/slotpartner.env && slotpartner recover --callback-url https://127.0.0.1:8443/callback --callback-ca-file /etc/partner/endpoint-ca.pem --max-time 8m >> /var/log/partner/recover.log 2>&1 || alert \"slotpartner recover exited $? (1: the journal needs a human; 2: the run could not work)\"
 
 A progress bar is drawn on stderr when it is a terminal; otherwise one line per index goes to
 stdout. A summary ends the run (`--json`: one JSON object with every index's result).
