@@ -20,29 +20,15 @@
 //! ledger to refuse a second credit for the same `transactionId` (a unique key): attempt 2 then
 //! finds the credit made and answers as the first attempt would have.
 
-mod admin;
-mod backup;
-mod boot;
-mod claims;
-mod export;
-mod export_format;
-pub(crate) mod fork_guard;
-mod gaps;
-mod hex;
-mod key;
-mod lock;
-mod new_file;
-mod pool;
-mod postgres;
-mod prune;
-pub mod recovery;
-mod schema;
-mod settled;
-mod sql;
-mod sqlite;
-mod staged;
-mod time;
-mod write_gate;
+mod model;
+mod operator;
+mod store;
+
+use model::{claims, key, staged, time};
+pub use operator::recovery;
+use operator::{export, export_format, prune};
+pub(crate) use store::fork_guard;
+use store::{admin, backup, lock, postgres, schema, sql, sqlite};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
