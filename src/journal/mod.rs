@@ -26,7 +26,7 @@ mod store;
 
 use model::{claims, key, staged, time};
 pub use operator::recovery;
-use operator::{export, export_format, prune};
+use operator::{export, export_format, prune, recovery_lock};
 pub(crate) use store::fork_guard;
 use store::{admin, backup, lock, postgres, schema, sql, sqlite};
 
@@ -42,8 +42,9 @@ pub use claims::{Claim, RecordState};
 pub use export::ExportRow;
 pub use export_format::{COLUMNS as EXPORT_COLUMNS, ExportFormat, ExportWriter};
 pub use key::{DECISIVE, Delivery, decisive_differences};
-pub use lock::{RECOVERY_LOCK, RecoveryLock, holder_text, host_name};
+pub use lock::{RECOVERY_LOCK, holder_text, host_name};
 pub use prune::{PruneOptions, PruneReport};
+pub use recovery_lock::RecoveryLock;
 pub use staged::{MAX_PARAMS, MAX_SQL_BYTES, MAX_STAGED, SqlValue, Staged, check_room as check_staged_room};
 pub use time::{parse_time, rfc3339_ms};
 

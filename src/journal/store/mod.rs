@@ -32,6 +32,3 @@ use super::{
 };
 
 use backup::BackupReport;
-
-// `lock::RecoveryLock` holds a `Journal`: it goes up to `operator/` in the next commit.
-use super::Journal;
