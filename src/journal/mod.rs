@@ -19,6 +19,19 @@
 //! Exactly once across a crash between the partner's own commit and `finish` needs the partner's
 //! ledger to refuse a second credit for the same `transactionId` (a unique key): attempt 2 then
 //! finds the credit made and answers as the first attempt would have.
+//!
+//! Its layers, each naming only the same or lower ones (tests/journal_layers.rs refuses an arrow up):
+//!
+//! - The top: this file, the `Journal` and the delivery logic (`begin`, `finish`, `abandon`, ...),
+//!   with `operator/`, the operator's work on a journal (retention, export, recovery and its lock):
+//!   `Journal`'s operator methods run it and it holds a `Journal`, so the two call each other.
+//! - `store/`: the storage backends (SQLite, PostgreSQL) and what they share: the tables, one
+//!   statement interface and the bookkeeping written once over it (`admin`), connections per
+//!   process and across `fork`, the lock rows' holders, online backup. From this file it names
+//!   only the contract declared here for it (the `Store` trait and the types its methods speak,
+//!   imported in `store/mod.rs`); never `Journal`, never `operator/`.
+//! - `model/`: what a delivery is: its key and canonical content, a claim, staged statements, the
+//!   gap arithmetic, times. It names nothing of the journal above it.
 
 mod model;
 mod operator;
