@@ -19,30 +19,29 @@
 //! Exactly once across a crash between the partner's own commit and `finish` needs the partner's
 //! ledger to refuse a second credit for the same `transactionId` (a unique key): attempt 2 then
 //! finds the credit made and answers as the first attempt would have.
+//!
+//! Its layers, each naming only the same or lower ones (tests/journal_layers.rs refuses an arrow up):
+//!
+//! - The top: this file, the `Journal` and the delivery logic (`begin`, `finish`, `abandon`, ...),
+//!   with `operator/`, the operator's work on a journal (retention, export, recovery and its lock):
+//!   `Journal`'s operator methods run it and it holds a `Journal`, so the two call each other.
+//! - `store/`: the storage backends (SQLite, PostgreSQL) and what they share: the tables, one
+//!   statement interface and the bookkeeping written once over it (`admin`), connections per
+//!   process and across `fork`, the lock rows' holders, online backup. From this file it names
+//!   only the contract declared here for it (the `Store` trait and the types its methods speak,
+//!   imported in `store/mod.rs`); never `Journal`, never `operator/`.
+//! - `model/`: what a delivery is: its key and canonical content, a claim, staged statements, the
+//!   gap arithmetic, times. It names nothing of the journal above it.
 
-mod admin;
-mod backup;
-mod boot;
-mod claims;
-mod export;
-mod export_format;
-pub(crate) mod fork_guard;
-mod gaps;
-mod hex;
-mod key;
-mod lock;
-mod new_file;
-mod pool;
-mod postgres;
-mod prune;
-pub mod recovery;
-mod schema;
-mod settled;
-mod sql;
-mod sqlite;
-mod staged;
-mod time;
-mod write_gate;
+mod model;
+mod operator;
+mod store;
+
+use model::{claims, key, staged, time};
+pub use operator::recovery;
+use operator::{export, export_format, prune, recovery_lock};
+pub(crate) use store::fork_guard;
+use store::{admin, backup, lock, postgres, schema, sql, sqlite};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,8 +55,9 @@ pub use claims::{Claim, RecordState};
 pub use export::ExportRow;
 pub use export_format::{COLUMNS as EXPORT_COLUMNS, ExportFormat, ExportWriter};
 pub use key::{DECISIVE, Delivery, decisive_differences};
-pub use lock::{RECOVERY_LOCK, RecoveryLock, holder_text, host_name};
+pub use lock::{RECOVERY_LOCK, holder_text, host_name};
 pub use prune::{PruneOptions, PruneReport};
+pub use recovery_lock::RecoveryLock;
 pub use staged::{MAX_PARAMS, MAX_SQL_BYTES, MAX_STAGED, SqlValue, Staged, check_room as check_staged_room};
 pub use time::{parse_time, rfc3339_ms};
 

@@ -9,7 +9,7 @@
 # run passes when valgrind reported nothing (no error, nothing definitely lost), and each case's
 # output and exit status is checked as run_examples.sh checks it (valgrind's 99 fails the case).
 # Only definite leaks are shown: a journal's SQLite connections stay open in a process-wide pool
-# until exit by design (src/journal/pool.rs), which memcheck counts as "possibly lost".
+# until exit by design (src/journal/store/pool.rs), which memcheck counts as "possibly lost".
 # tests/c/valgrind.supp holds suppressions, each with the reason it is not the library's fault.
 #
 # Prints "valgrind: N passed, N failed" and exits non-zero on any failure.

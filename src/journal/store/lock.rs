@@ -17,12 +17,7 @@
 //! name), of another PID namespace (a container, whose process ids mean other processes here),
 //! of another host name, or one that names no process this way.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use crate::error::{Error, ErrorKind, Result};
-
-use super::Journal;
+use crate::error::Result;
 
 /// The name of the lock every recovery run takes.
 pub const RECOVERY_LOCK: &str = "recover";
@@ -30,54 +25,6 @@ pub const RECOVERY_LOCK: &str = "recover";
 /// The lock `Journal::export` holds while it pages through the deliveries; `Journal::prune`
 /// waits for it (see `PruneReport::stopped_by`).
 pub const EXPORT_LOCK: &str = "export";
-
-/// The recovery lock, held until dropped (released then; if the release fails, it lapses with
-/// its lease).
-#[derive(Debug)]
-pub struct RecoveryLock {
-    journal: Arc<Journal>,
-    holder: String,
-    /// The process that took it: a forked child dropping its copy leaves it to the parent.
-    pid: u32,
-}
-
-impl RecoveryLock {
-    /// Takes the lock for `lease` as `who` (the holder others see is `who, pid P on HOST (run
-    /// R)`, R random: two recoveries of one process are two runs). Fails with `Busy` naming the
-    /// run that holds it and since when.
-    pub fn take(journal: Arc<Journal>, who: &str, lease: Duration) -> Result<RecoveryLock> {
-        let holder = holder_text(who, std::process::id())?;
-        match journal.take_lock(RECOVERY_LOCK, &holder, lease) {
-            Ok(()) => Ok(RecoveryLock { journal, holder, pid: std::process::id() }),
-            Err(error) if error.kind == ErrorKind::Busy => {
-                let held = error.message.strip_prefix("lock: ").unwrap_or(&error.message);
-                Err(Error::new(
-                    ErrorKind::Busy,
-                    format!("another recovery run holds the journal's lock, so this one does not start: {held}"),
-                ))
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Extends the lease to `lease` from now.
-    pub fn renew(&self, lease: Duration) -> Result<()> {
-        self.journal.take_lock(RECOVERY_LOCK, &self.holder, lease)
-    }
-
-    /// Who holds it: `who, pid P on HOST (run R)`.
-    pub fn holder(&self) -> &str {
-        &self.holder
-    }
-}
-
-impl Drop for RecoveryLock {
-    fn drop(&mut self) {
-        if self.pid == std::process::id() {
-            let _ = self.journal.release_lock(RECOVERY_LOCK, &self.holder);
-        }
-    }
-}
 
 /// This host's name (the kernel's, else `/etc/hostname`, else the environment's), on one line.
 pub fn host_name() -> String {
