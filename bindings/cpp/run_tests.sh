@@ -97,5 +97,7 @@ down=$(journaled "$root/tests/fixtures/payout.json")
 check "an unreachable journal: $down" bash -c '[[ "$1" == "503 {\"error\":"* ]]' _ "$down"
 check "the 503 body names nothing of the journal: $down" bash -c '! grep -qE "postgres|127\.0\.0\.1|sp_owner|sp_ledger" <<< "$1"' _ "$down"
 check "the log names the journal" grep -q 'journal: postgres://sp_owner@127.0.0.1:1/sp_ledger' "$work/log"
+balance=$(journaled "$root/tests/fixtures/balance.json")
+check "a balance query with the journal down: $balance" [ "$balance" = '200 {"playerBalance":{"money":100000,"currencyISO4217":"EUR","coins":0,"errorMessage":""}}' ]
 echo "cpp binding: $passed passed, $failed failed"
 [ "$rc" = 0 ] && [ "$failed" = 0 ]

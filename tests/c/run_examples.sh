@@ -156,6 +156,11 @@ else
 fi
 names_no_journal cgi_journal_unreachable_body "$work/body"
 if grep -q 'journal: postgres://sp_owner@127.0.0.1:1/sp_ledger' "$work/err"; then passed=$((passed + 1)); else fail cgi_journal_unreachable_log "the log does not name the journal: $(cat "$work/err")"; fi
+# A balance query is never answered from the journal: with the journal down it is answered 200
+# with the balance (its index is not recorded, and the log says so).
+run_cgi journal_unreachable_balance POST "$TOKEN" ::1 any "$fixtures/balance.json"
+if head -1 "$work/out.lf" | grep -qx 'Status: 200 OK' && grep -q '"money":100000' "$work/out.lf"; then passed=$((passed + 1)); else fail cgi_journal_unreachable_balance "expected 200 with the balance: $(cat "$work/out.lf" "$work/err")"; fi
+if grep -q 'index of this getPlayerBalance is not recorded' "$work/err"; then passed=$((passed + 1)); else fail cgi_journal_unreachable_balance_log "$(cat "$work/err")"; fi
 cgi_env=()
 # One log line per valid event on stderr (and one for its index), none on stdout.
 for name in refund payout balance; do
