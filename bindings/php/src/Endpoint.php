@@ -79,7 +79,9 @@ final class Endpoint
         try {
             $native = Native::get();
         } catch (ConfigurationException $e) {
-            $this->refused = $e;   // FFI disabled, the library not found: answered like a setting
+            // FFI disabled, the library not found: answered as a refused setting (500, the
+            // library's misconfigured body), the log line naming the cause.
+            $this->refused = new ConfigurationException('library: ' . $e->getMessage(), $e->status, $e->statusName, 'library', 500, Native::misconfiguredBody(), $e);
             return;
         }
         $this->native = $native;
