@@ -9,8 +9,8 @@ declare(strict_types=1);
  *   SLOTPARTNER_JOURNAL=sqlite:/tmp/journal.db SLOTPARTNER_LEDGER=sqlite:/tmp/ledger.db \
  *     php -d ffi.enable=1 -S 127.0.0.1:8080 bindings/php/examples/callback.php
  *
- * Settings: Endpoint::fromEnvironment() (SLOTPARTNER_TOKEN, _SOURCES, _TRUSTED_PROXIES,
- * _STRICT_INDEX, _JOURNAL, _CLAIM_AT_FINISH, _FIRST_INDEX). Every answer (405, 401, 403, 413,
+ * Settings: Endpoint::fromEnvironment(), every setting as SLOTPARTNER_<SETTING> (SLOTPARTNER_TOKEN,
+ * _SOURCES, _TRUSTED_PROXIES, _JOURNAL, _CLAIM_AT_FINISH...). Every answer (405, 401, 403, 413,
  * 400, a field error, a repeat, 409, 503 with Retry-After) is the library's. SLOTPARTNER_LEDGER
  * is the demo ledger, a PDO DSN (sqlite: or pgsql:; never the journal's SQLite file). A credit
  * is one INSERT keyed by kind and transactionId, ON CONFLICT DO NOTHING: it exists with its

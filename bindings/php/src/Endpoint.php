@@ -47,6 +47,53 @@ final class Endpoint
     /** The answer's body to a CONTENT_LENGTH that is not a number or promises more than arrived (%s: which). */
     public const BAD_LENGTH_BODY = '{"error":{"code":"bad_request","field":"CONTENT_LENGTH","message":"CONTENT_LENGTH %s"}}';
 
+    /**
+     * Every setting fromEnvironment() reads, from the variable `SLOTPARTNER_` and the key in
+     * capitals, with how its text is read: the library's own table (KEYS in
+     * src/endpoint/settings.rs, what sp_endpoint_from_environment reads), in its order, so that
+     * the SLOTPARTNER_ variables mean the same in C, C++, PHP and Python (tests/endpoint_test.php
+     * compares the two). Text is taken as is, Switch is 1/true/yes/on or 0/false/no/off (any
+     * case), Number an integer, Tokens comma-separated tokens.
+     */
+    public const ENVIRONMENT = [
+        'token' => 'Tokens',
+        'sources' => 'Text',
+        'trusted_proxies' => 'Text',
+        'max_body_bytes' => 'Number',
+        'max_depth' => 'Number',
+        'max_identifier_bytes' => 'Number',
+        'index_field' => 'Text',
+        'strict_index' => 'Switch',
+        'reject_unknown_events' => 'Switch',
+        'balance_wrapper' => 'Text',
+        'balance_currency' => 'Text',
+        'balance_failure_http_status' => 'Number',
+        'omit_empty_error_message' => 'Switch',
+        'journal' => 'Text',
+        'lease_ms' => 'Number',
+        'busy_wait_ms' => 'Number',
+        'durable' => 'Switch',
+        'claim_at_finish' => 'Switch',
+        'first_index' => 'Number',
+        'max_reply_bytes' => 'Number',
+        'lock_timeout_ms' => 'Number',
+        'command_timeout_ms' => 'Number',
+        'max_index_jump' => 'Number',
+        'not_found_limit' => 'Number',
+        'retention_ms' => 'Number',
+        'retry_after' => 'Number',
+        'optimistic' => 'Switch',
+    ];
+
+    /** The spellings of a switch (lower case) and what they mean, as the library reads them. */
+    private const SWITCHES = ['1' => true, 'true' => true, 'yes' => true, 'on' => true, '0' => false, 'false' => false, 'no' => false, 'off' => false];
+
+    /** What a variable's text is trimmed of: Unicode's White_Space, as Rust's str::trim (the library's). */
+    private const WHITE_SPACE = '[\x{9}-\x{D}\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]';
+
+    /** The hint added to the log line of a refused token when no token was given at all. */
+    private const TOKEN_HINT = ' (is SLOTPARTNER_TOKEN set?)';
+
     /** The owned `sp_endpoint *` handle; null when the settings were refused. */
     private ?CData $handle = null;
 
@@ -70,16 +117,25 @@ final class Endpoint
      *     type is refused naming it
      * @param string $hint added to the log line of a refused token (fromEnvironment() names
      *     the variable to set)
+     * @param ConfigurationException|null $refused a refusal found before the library is asked
+     *     (fromEnvironment()'s of a variable it cannot read): every request is answered with it,
+     *     the library not called
      */
-    public function __construct(array $settings, private readonly string $hint = '')
+    public function __construct(array $settings, private readonly string $hint = '', ?ConfigurationException $refused = null)
     {
         $settings = \array_filter($settings, static fn (mixed $value): bool => $value !== null);
         $limit = $settings['max_body_bytes'] ?? null;
         $this->maxBodyBytes = \is_int($limit) && $limit > 0 ? $limit : self::DEFAULT_MAX_BODY_BYTES;
+        if ($refused !== null) {
+            $this->refused = $refused;
+            return;
+        }
         try {
             $native = Native::get();
         } catch (ConfigurationException $e) {
-            $this->refused = $e;   // FFI disabled, the library not found: answered like a setting
+            // FFI disabled, the library not found: answered as a refused setting (500, the
+            // library's misconfigured body), the log line naming the cause.
+            $this->refused = new ConfigurationException('library: ' . $e->getMessage(), $e->status, $e->statusName, 'library', 500, Native::misconfiguredBody(), $e);
             return;
         }
         $this->native = $native;
@@ -105,35 +161,97 @@ final class Endpoint
 
     /**
      * The endpoint the environment configures (the variables of the pool, `env[NAME] = ...`, or
-     * nginx's `fastcgi_param NAME value;`): SLOTPARTNER_TOKEN (the token; two during a rotation,
-     * comma-separated), SLOTPARTNER_SOURCES (default production), SLOTPARTNER_TRUSTED_PROXIES,
-     * SLOTPARTNER_STRICT_INDEX (1: refuse an unreadable index), SLOTPARTNER_JOURNAL (sqlite:PATH
-     * or postgres://...; none when unset), SLOTPARTNER_CLAIM_AT_FINISH (1: the claim is written
-     * with the reply, see the README) and SLOTPARTNER_FIRST_INDEX (the journal's first index).
-     * An unset or empty variable keeps the library's default. $settings adds to them and wins
-     * (say `['reject_unknown_events' => true]`).
+     * nginx's `fastcgi_param NAME value;`, as getenv() sees them): every setting, from
+     * `SLOTPARTNER_<SETTING>` (SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES, SLOTPARTNER_JOURNAL,
+     * SLOTPARTNER_REJECT_UNKNOWN_EVENTS...), read as sp_endpoint_from_environment reads them
+     * (see settingsFromEnvironment()). $settings adds to them and wins (say
+     * `['reject_unknown_events' => true]`). A variable that cannot be read does not throw: it is
+     * the endpoint's refusal, answered as a refused setting (500, the log line naming the
+     * variable), as configurationError() returns it. With no token at all, the log line of the
+     * refusal ends with ` (is SLOTPARTNER_TOKEN set?)`.
      *
      * @param array<string, mixed> $settings
      */
     public static function fromEnvironment(array $settings = []): self
     {
-        $read = static function (string $name): ?string {
-            $value = \getenv($name);
-            return \is_string($value) && $value !== '' ? $value : null;
-        };
-        $token = $read('SLOTPARTNER_TOKEN');
-        $tokens = $token === null ? null : \array_map('trim', \explode(',', $token));
-        $firstIndex = $read('SLOTPARTNER_FIRST_INDEX');
-        $fromEnvironment = [
-            'token' => $tokens === null ? null : (\count($tokens) === 1 ? $tokens[0] : $tokens),
-            'sources' => $read('SLOTPARTNER_SOURCES'),
-            'trusted_proxies' => $read('SLOTPARTNER_TRUSTED_PROXIES'),
-            'strict_index' => $read('SLOTPARTNER_STRICT_INDEX') === null ? null : $read('SLOTPARTNER_STRICT_INDEX') === '1',
-            'journal' => $read('SLOTPARTNER_JOURNAL'),
-            'claim_at_finish' => $read('SLOTPARTNER_CLAIM_AT_FINISH') === null ? null : $read('SLOTPARTNER_CLAIM_AT_FINISH') === '1',
-            'first_index' => $firstIndex === null ? null : (\preg_match('/^[0-9]{1,18}$/D', $firstIndex) === 1 ? (int) $firstIndex : $firstIndex),
-        ];
-        return new self($settings + $fromEnvironment, $token === null && !\array_key_exists('token', $settings) ? ' (is SLOTPARTNER_TOKEN set?)' : '');
+        try {
+            $settings = self::settingsFromEnvironment($settings);
+        } catch (ConfigurationException $e) {
+            return new self([], '', $e);
+        }
+        return new self($settings, isset($settings['token']) ? '' : self::TOKEN_HINT);
+    }
+
+    /**
+     * $settings with every setting of ENVIRONMENT it does not hold (a key it holds, null
+     * included, wins: its variable is not read) read from its variable `SLOTPARTNER_<KEY>`, by
+     * the library's rules (sp_endpoint_from_environment in include/slotpartner.h): the text is
+     * trimmed of white space; unset or empty leaves the setting out (the library's default);
+     * Text is taken as is; a Switch is `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off`
+     * (any case); a Number is an integer (a sign, then digits); SLOTPARTNER_TOKEN is a list of
+     * the comma-separated tokens, each trimmed. One getenv() a setting, no call into the library.
+     *
+     * @param array<string, mixed> $settings
+     *
+     * @return array<string, mixed>
+     *
+     * @throws ConfigurationException naming the variable whose text cannot be read (not UTF-8,
+     *     a Switch or Number of another spelling), with the answer to a refused setting (500)
+     */
+    public static function settingsFromEnvironment(array $settings = []): array
+    {
+        foreach (self::ENVIRONMENT as $key => $kind) {
+            if (\array_key_exists($key, $settings)) {
+                continue;
+            }
+            $name = 'SLOTPARTNER_' . \strtoupper($key);
+            $text = \getenv($name);
+            if (!\is_string($text) || $text === '') {
+                continue;
+            }
+            $text = self::trimmed($text) ?? throw Native::argumentRefused($name, 'is not UTF-8');
+            if ($text === '') {
+                continue;
+            }
+            $settings[$key] = match ($kind) {
+                'Tokens' => \array_map(static fn (string $token): string => (string) self::trimmed($token), \explode(',', $text)),
+                'Switch' => self::SWITCHES[\strtolower($text)]
+                    ?? throw Native::argumentRefused($name, 'expected 1 or 0 (true or false), got ' . self::quoted($text)),
+                'Number' => self::integer($text)
+                    ?? throw Native::argumentRefused($name, 'expected an integer, got ' . self::quoted($text)),
+                default => $text,
+            };
+        }
+        return $settings;
+    }
+
+    /**
+     * $text trimmed of white space as Rust's str::trim trims it (the library's: Unicode's
+     * White_Space); null when it is not UTF-8. Plain ASCII text is not given to PCRE.
+     */
+    private static function trimmed(string $text): ?string
+    {
+        $text = \trim($text, " \t\n\v\f\r");
+        if (\preg_match('/[\x80-\xFF]/', $text) !== 1) {
+            return $text;
+        }
+        return \preg_replace('/^' . self::WHITE_SPACE . '+|' . self::WHITE_SPACE . '+$/uD', '', $text);
+    }
+
+    /** $text as an int when it is one (a sign, then digits, within 64 bits), as Rust's i64 parse; else null. */
+    private static function integer(string $text): ?int
+    {
+        if (\preg_match('/^[+-]?[0-9]+$/D', $text) !== 1) {
+            return null;
+        }
+        $value = $text + 0;   // a numeric string: an int, or a float beyond 64 bits
+        return \is_int($value) ? $value : null;
+    }
+
+    /** $text in double quotes, for a refusal's message. */
+    private static function quoted(string $text): string
+    {
+        return (string) \json_encode($text, \JSON_UNESCAPED_SLASHES | \JSON_UNESCAPED_UNICODE | \JSON_INVALID_UTF8_SUBSTITUTE);
     }
 
     /** The refusal of the settings, for a host that checks them at start; null when accepted. */

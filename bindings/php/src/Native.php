@@ -355,11 +355,20 @@ final class Native
     public static function argumentRefused(string $field, string $problem): ConfigurationException
     {
         $message = $field . ': ' . $problem;
-        $body = json_encode(
+        return new ConfigurationException($message, Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', $field, 500, self::misconfiguredBody());
+    }
+
+    /**
+     * The body the library answers a refused setting with (src/callback/response.rs,
+     * MISCONFIGURED): an `invalid_argument` error saying only that the partner is
+     * misconfigured, for the answers the binding gives without the library.
+     */
+    public static function misconfiguredBody(): string
+    {
+        return json_encode(
             ['error' => ['code' => 'invalid_argument', 'field' => '', 'message' => 'the partner is misconfigured; its log says how']],
             JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_THROW_ON_ERROR,
         );
-        return new ConfigurationException($message, Status::INVALID_ARGUMENT, 'SP_ERR_INVALID_ARGUMENT', $field, 500, $body);
     }
 
     /**

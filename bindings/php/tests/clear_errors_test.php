@@ -14,6 +14,9 @@ require __DIR__ . '/helper.php';
 
 const TOOL = PACKAGE . '/bin/slotpartner-preload-header';
 
+/** The library's answer to a refused setting (src/callback/response.rs, MISCONFIGURED). */
+const MISCONFIGURED = '{"error":{"code":"invalid_argument","field":"","message":"the partner is misconfigured; its log says how"}}';
+
 /** A copy of the package outside the checkout (removed at exit): it finds no checkout build. */
 function packageCopy(): string
 {
@@ -127,6 +130,31 @@ T::test('Library::source() before any call loads the library as that call would'
     T::true(str_starts_with($out, 'cannot load /nonexistent/libslotpartner.so'), 'a library that cannot load: the first call\'s exception: ' . $out);
     T::true(str_contains($out, '(looked at: the FFI scope SLOTPARTNER: not declared, no preloading; SLOTPARTNER_LIB=/nonexistent/libslotpartner.so '
         . '(nothing else is tried while it is set): no such file). ' . Library::LOAD_HELP), 'SLOTPARTNER_LIB named, with the help: ' . $out);
+});
+
+T::test('an Endpoint without FFI or without the library: 500 with the misconfigured body, the log line says why', function (): void {
+    $script = 'require "' . PACKAGE . '/autoload.php";'
+        . '$e = SlotPartner\Endpoint::fromEnvironment();'
+        . '$r = $e->handle("POST", null, "127.0.0.1", null, "{}", fn ($event) => null);'
+        . 'echo json_encode([$r->status, $r->body, $r->log, $e->configurationError()?->field]), "\n";'
+        . '$_SERVER["REQUEST_METHOD"] = "POST"; $e->serve(fn ($event) => null);';
+    $env = ['SLOTPARTNER_TOKEN' => TOKEN];
+    $cases = [
+        'no FFI extension' => [['-n'], $env, 'configuration: library: the PHP FFI extension is not loaded'],
+        'ffi.enable=0' => [['-d', 'ffi.enable=0'], $env, 'configuration: library: cannot load '],
+        'no library' => [['-d', 'ffi.enable=1'], $env + ['SLOTPARTNER_LIB' => '/nonexistent/libslotpartner.so'], 'configuration: library: cannot load /nonexistent/libslotpartner.so: '],
+    ];
+    $why = ['no FFI extension' => 'extension=ffi', 'ffi.enable=0' => '(FFI is disabled: ffi.enable=0)', 'no library' => '(looked at: '];
+    foreach ($cases as $case => [$options, $variables, $start]) {
+        [$rc, $out, $err] = runPhp(array_merge($options, ['-d', 'display_errors=0', '-d', 'log_errors=1', '-d', 'error_log=', '-r', $script]), $variables);
+        [$line, $served] = explode("\n", $out, 2) + ['', ''];
+        [$status, $body, $log, $field] = json_decode($line, true) ?? [null, null, '', null];
+        T::eq([0, 500, MISCONFIGURED, 'library'], [$rc, $status, $body, $field], $case . ': 500, the library\'s misconfigured body: ' . $out . $err);
+        T::true(str_starts_with((string) $log, $start) && str_contains((string) $log, $why[$case]), $case . ': the log line names the cause: ' . $log);
+        T::eq(MISCONFIGURED, $served, $case . ': serve() sends the same body');
+        T::true(str_contains($err, (string) $log), $case . ': serve() logs the line: ' . $err);
+        T::true(!str_contains($out . $err, 'no error recorded'), $case . ': no "no error recorded"');
+    }
 });
 
 T::test('null where a string goes to the library', function (): void {

@@ -211,6 +211,103 @@ T::test('fromEnvironment() reads the SLOTPARTNER_ variables', function (): void 
     }
 });
 
+/**
+ * The library's table of the environment's settings (KEYS in src/endpoint/settings.rs, which
+ * sp_endpoint_from_environment reads): key => kind (Text, Switch, Number, Tokens), in its order.
+ *
+ * @return array<string, string>
+ */
+function libraryEnvironmentKeys(): array
+{
+    $source = (string) file_get_contents(ROOT . '/src/endpoint/settings.rs');
+    if (preg_match('/^const KEYS: \[\(&str, Kind\); ([0-9]+)\] = \[\n(.*?)\n\];$/ms', $source, $table) !== 1) {
+        throw new RuntimeException('no KEYS table in src/endpoint/settings.rs');
+    }
+    preg_match_all('/^    \("([a-z_]+)", Kind::([A-Za-z]+)\),$/m', $table[2], $rows, PREG_SET_ORDER);
+    if (count($rows) !== (int) $table[1] || count($rows) !== substr_count($table[2], "\n") + 1) {
+        throw new RuntimeException('KEYS holds ' . $table[1] . ' rows, ' . count($rows) . ' read: a row of another form');
+    }
+    return array_combine(array_column($rows, 1), array_column($rows, 2));
+}
+
+/** Runs $body with the variables $variables set (name => value; null: unset), every SLOTPARTNER_ setting's variable unset otherwise. */
+function withEnvironment(array $variables, callable $body): mixed
+{
+    $names = array_map(static fn (string $key): string => 'SLOTPARTNER_' . strtoupper($key), array_keys(Endpoint::ENVIRONMENT));
+    foreach ($names as $name) {
+        putenv($name);
+    }
+    foreach ($variables as $name => $value) {
+        putenv($value === null ? $name : $name . '=' . $value);
+    }
+    try {
+        return $body();
+    } finally {
+        foreach (array_merge($names, array_keys($variables)) as $name) {
+            putenv($name);
+        }
+    }
+}
+
+T::test('the binding reads the environment\'s settings the library reads, each of the same kind', function (): void {
+    $library = libraryEnvironmentKeys();
+    T::eq(27, count($library), 'the library\'s table read whole');
+    T::eq($library, Endpoint::ENVIRONMENT, 'Endpoint::ENVIRONMENT is the library\'s KEYS: names, kinds and order');
+});
+
+T::test('settingsFromEnvironment(): the library\'s rules for every SLOTPARTNER_ variable', function (): void {
+    $read = static fn (array $variables, array $settings = []): array => withEnvironment($variables, static fn (): array => Endpoint::settingsFromEnvironment($settings));
+    $refusal = static function (array $variables): ?ConfigurationException {
+        try {
+            withEnvironment($variables, static fn (): array => Endpoint::settingsFromEnvironment());
+        } catch (ConfigurationException $e) {
+            return $e;
+        }
+        return null;
+    };
+    T::eq([], $read([]), 'nothing set: nothing read');
+    foreach (['1', 'true', 'TRUE', 'Yes', 'on', " On\t"] as $spelling) {
+        T::eq(['reject_unknown_events' => true], $read(['SLOTPARTNER_REJECT_UNKNOWN_EVENTS' => $spelling]), 'a switch on: ' . json_encode($spelling));
+    }
+    foreach (['0', 'false', 'False', 'NO', 'off', ' 0 '] as $spelling) {
+        T::eq(['strict_index' => false], $read(['SLOTPARTNER_STRICT_INDEX' => $spelling]), 'a switch off: ' . json_encode($spelling));
+    }
+    $maybe = $refusal(['SLOTPARTNER_STRICT_INDEX' => 'maybe']);
+    T::eq(['SLOTPARTNER_STRICT_INDEX', 'SLOTPARTNER_STRICT_INDEX: expected 1 or 0 (true or false), got "maybe"'], [$maybe?->field, $maybe?->getMessage()], 'a bad switch names the variable');
+    T::eq(500, $maybe?->httpStatus, 'answered as a refused setting');
+    T::eq(['max_body_bytes' => 4096, 'first_index' => -3, 'retry_after' => 7], $read(['SLOTPARTNER_MAX_BODY_BYTES' => ' 4096 ', 'SLOTPARTNER_FIRST_INDEX' => '-3', 'SLOTPARTNER_RETRY_AFTER' => '+007']), 'numbers');
+    foreach (['64k', '1.5', '1_000', '-', '0x10', '9223372036854775808'] as $bad) {
+        $e = $refusal(['SLOTPARTNER_LEASE_MS' => $bad]);
+        T::eq(['SLOTPARTNER_LEASE_MS', 'SLOTPARTNER_LEASE_MS: expected an integer, got "' . $bad . '"'], [$e?->field, $e?->getMessage()], 'not an integer: ' . $bad);
+    }
+    T::eq(['lease_ms' => PHP_INT_MAX], $read(['SLOTPARTNER_LEASE_MS' => '9223372036854775807']), 'the largest integer');
+    T::eq(['token' => [TOKEN]], $read(['SLOTPARTNER_TOKEN' => ' ' . TOKEN . ' ']), 'one token');
+    T::eq(['token' => [OTHER_TOKEN, TOKEN]], $read(['SLOTPARTNER_TOKEN' => OTHER_TOKEN . ' , ' . TOKEN]), 'two tokens, comma-separated');
+    T::eq(['sources' => '10.0.0.0/8, staging', 'journal' => 'sqlite:/tmp/x.db'], $read(['SLOTPARTNER_SOURCES' => "10.0.0.0/8, staging\n", 'SLOTPARTNER_JOURNAL' => 'sqlite:/tmp/x.db']), 'text as is, trimmed');
+    T::eq(['balance_currency' => 'EUR'], $read(['SLOTPARTNER_BALANCE_CURRENCY' => "\u{A0}EUR\u{3000}"]), 'trimmed of Unicode\'s spaces as the library trims');
+    T::eq('SLOTPARTNER_INDEX_FIELD', $refusal(['SLOTPARTNER_INDEX_FIELD' => "ind\xFFex"])?->field, 'not UTF-8: refused naming the variable');
+    T::eq([], $read(['SLOTPARTNER_TOKEN' => '', 'SLOTPARTNER_STRICT_INDEX' => ' ', 'SLOTPARTNER_MAX_DEPTH' => "\t"]), 'empty or blank: unset');
+    T::eq(['strict_index' => false, 'sources' => 'any', 'journal' => null], $read(['SLOTPARTNER_STRICT_INDEX' => 'maybe', 'SLOTPARTNER_SOURCES' => 'staging', 'SLOTPARTNER_JOURNAL' => 'sqlite:/tmp/x.db'], ['strict_index' => false, 'sources' => 'any', 'journal' => null]), 'an explicit setting wins, its variable not read (null: the default)');
+});
+
+T::test('fromEnvironment(): every variable reaches the endpoint, a bad one is its refusal', function (): void {
+    $base = ['SLOTPARTNER_TOKEN' => TOKEN, 'SLOTPARTNER_SOURCES' => '127.0.0.1'];
+    $other = withEnvironment($base + ['SLOTPARTNER_REJECT_UNKNOWN_EVENTS' => 'yes'], static fn () => Endpoint::fromEnvironment()->handle('POST', TOKEN, '127.0.0.1', null, fixture('other_event.json'), 'logic'));
+    T::eq(400, $other->status, 'SLOTPARTNER_REJECT_UNKNOWN_EVENTS=yes: an unknown event refused');
+    $limited = withEnvironment($base + ['SLOTPARTNER_MAX_BODY_BYTES' => '64'], static fn () => Endpoint::fromEnvironment());
+    T::eq(64, $limited->maxBodyBytes, 'SLOTPARTNER_MAX_BODY_BYTES: the limit serve() reads to');
+    T::eq(413, $limited->handle('POST', TOKEN, '127.0.0.1', null, fixture('refund.json'), 'logic')->status, '... and the library\'s');
+    $bad = withEnvironment($base + ['SLOTPARTNER_OMIT_EMPTY_ERROR_MESSAGE' => 'maybe'], static fn () => Endpoint::fromEnvironment());
+    T::eq('SLOTPARTNER_OMIT_EMPTY_ERROR_MESSAGE', $bad->configurationError()?->field, 'a bad variable: the refusal');
+    $response = $bad->handle('POST', TOKEN, '127.0.0.1', null, fixture('refund.json'), 'logic');
+    T::eq([500, '{"error":{"code":"invalid_argument","field":"","message":"the partner is misconfigured; its log says how"}}'], [$response->status, $response->body], 'answered 500, the body naming nothing');
+    T::eq('configuration: SLOTPARTNER_OMIT_EMPTY_ERROR_MESSAGE: expected 1 or 0 (true or false), got "maybe"', $response->log, 'the log names the variable');
+    $given = withEnvironment($base + ['SLOTPARTNER_REJECT_UNKNOWN_EVENTS' => '1'], static fn () => Endpoint::fromEnvironment(['reject_unknown_events' => false]));
+    T::eq(200, $given->handle('POST', TOKEN, '127.0.0.1', null, fixture('other_event.json'), 'logic')->status, 'the setting given wins over the variable');
+    $empty = withEnvironment(['SLOTPARTNER_TOKEN' => ' '], static fn () => Endpoint::fromEnvironment());
+    T::eq('configuration: token: no partner token is configured (is SLOTPARTNER_TOKEN set?)', $empty->handle('POST', null, null, null, '', 'logic')->log, 'a blank token is none: the hint');
+});
+
 T::test('a NUL in a header is refused, not cut short', function (): void {
     $endpoint = new Endpoint(['token' => TOKEN, 'sources' => '127.0.0.1']);
     T::eq(401, $endpoint->handle('POST', TOKEN . "\0junk", '127.0.0.1', null, fixture('refund.json'), 'logic')->status, 'token with a NUL');

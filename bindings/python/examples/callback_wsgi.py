@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The service's callback endpoint as a WSGI application: gunicorn callback_wsgi:application
-(or run it: callback_wsgi.py HOST:PORT serves it on wsgiref). Configured by SLOTPARTNER_TOKEN,
-SLOTPARTNER_SOURCES, SLOTPARTNER_TRUSTED_PROXIES, SLOTPARTNER_STRICT_INDEX, SLOTPARTNER_JOURNAL
-(slotpartner.Endpoint.from_environment); the demo ledger is the SQLite file SLOTPARTNER_LEDGER."""
+(or run it: callback_wsgi.py HOST:PORT serves it on wsgiref). Configured by every setting as
+SLOTPARTNER_<SETTING>: SLOTPARTNER_TOKEN, SLOTPARTNER_SOURCES, SLOTPARTNER_TRUSTED_PROXIES,
+SLOTPARTNER_JOURNAL... (slotpartner.Endpoint.from_environment); the demo ledger is the SQLite file
+SLOTPARTNER_LEDGER."""
 import os
 import sqlite3
 import sys

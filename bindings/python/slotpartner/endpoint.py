@@ -17,11 +17,12 @@ import ctypes
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from . import _lib
-from .errors import argument_error, last_error
+from .errors import ConfigurationError, argument_error, last_error
 from .events import DEFAULT_REPLY_SETTINGS, Event, OtherEvent, ReplySettings, detach_exchange_event, read_exchange_event
 from .receiver import _header, _body, list_setting
 
@@ -45,6 +46,101 @@ Logic = Callable[[Event], Any]
 
 #: The settings given as a list or a comma-separated string (joined for the library).
 _LIST_SETTINGS = ("sources", "trusted_proxies")
+
+#: Every setting ``Endpoint.from_environment`` reads, from the variable ``SLOTPARTNER_`` and the
+#: key in capitals, with how its text is read: the library's own table (``KEYS`` in
+#: src/endpoint/settings.rs, what ``sp_endpoint_from_environment`` reads), in its order, so that
+#: the ``SLOTPARTNER_*`` variables mean the same in C, C++, PHP and Python (tests/test_endpoint.py
+#: compares the two). ``Text`` is taken as is, ``Switch`` is 1/true/yes/on or 0/false/no/off (any
+#: case), ``Number`` an integer, ``Tokens`` comma-separated tokens.
+ENVIRONMENT: dict[str, str] = {
+    "token": "Tokens",
+    "sources": "Text",
+    "trusted_proxies": "Text",
+    "max_body_bytes": "Number",
+    "max_depth": "Number",
+    "max_identifier_bytes": "Number",
+    "index_field": "Text",
+    "strict_index": "Switch",
+    "reject_unknown_events": "Switch",
+    "balance_wrapper": "Text",
+    "balance_currency": "Text",
+    "balance_failure_http_status": "Number",
+    "omit_empty_error_message": "Switch",
+    "journal": "Text",
+    "lease_ms": "Number",
+    "busy_wait_ms": "Number",
+    "durable": "Switch",
+    "claim_at_finish": "Switch",
+    "first_index": "Number",
+    "max_reply_bytes": "Number",
+    "lock_timeout_ms": "Number",
+    "command_timeout_ms": "Number",
+    "max_index_jump": "Number",
+    "not_found_limit": "Number",
+    "retention_ms": "Number",
+    "retry_after": "Number",
+    "optimistic": "Switch",
+}
+
+#: The spellings of a switch (lower case) and what they mean, as the library reads them.
+_SWITCHES = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+#: What a variable's text is trimmed of: Unicode's White_Space, as Rust's ``str::trim`` (the
+#: library's) trims it; ``str.strip()`` alone would take U+001C to U+001F too.
+_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+#: An integer as Rust's ``i64`` parse reads it: a sign, then ASCII digits.
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+#: Added to the message of a refused token when no token was given at all.
+_TOKEN_HINT = " (is SLOTPARTNER_TOKEN set?)"
+
+
+def settings_from_environment(environ: Mapping[str, str] | None = None, **settings: Any) -> dict[str, Any]:
+    """``settings`` with every setting of ``ENVIRONMENT`` they do not hold (a setting given, None
+    included, wins: its variable is not read) read from its variable ``SLOTPARTNER_<KEY>`` in
+    ``environ`` (by default ``os.environ``), by the library's rules (``sp_endpoint_from_environment``
+    in include/slotpartner.h): the text is trimmed of white space; unset or empty leaves the
+    setting out (the library's default); ``Text`` is taken as is; a ``Switch`` is ``1``, ``true``,
+    ``yes``, ``on`` or ``0``, ``false``, ``no``, ``off`` (any case); a ``Number`` is an integer (a
+    sign, then digits, within 64 bits); ``SLOTPARTNER_TOKEN`` is a list of the comma-separated
+    tokens, each trimmed. Raises ConfigurationError naming the variable whose text cannot be read
+    (not UTF-8, a switch or number of another spelling)."""
+    env = os.environ if environ is None else environ
+    for key, kind in ENVIRONMENT.items():
+        if key in settings:
+            continue
+        name = f"SLOTPARTNER_{key.upper()}"
+        raw = env.get(name)
+        if not raw:
+            continue
+        text = raw.strip(_WHITE_SPACE)
+        if not text.isascii():
+            try:
+                text.encode("utf-8")  # os.environ holds bytes that are not UTF-8 as lone surrogates
+            except UnicodeEncodeError:
+                raise argument_error(name, "is not UTF-8") from None
+        if not text:
+            continue
+        value: Any = text
+        if kind == "Tokens":
+            value = [token.strip(_WHITE_SPACE) for token in text.split(",")]
+        elif kind == "Switch":
+            value = _SWITCHES.get(text.lower()) if text.isascii() else None
+            if value is None:
+                raise argument_error(name, f"expected 1 or 0 (true or false), got {_quoted(text)}")
+        elif kind == "Number":
+            value = int(text) if _INTEGER.fullmatch(text) else None
+            if value is None or not -(2**63) <= value < 2**63:
+                raise argument_error(name, f"expected an integer, got {_quoted(text)}")
+        settings[key] = value
+    return settings
+
+
+def _quoted(text: str) -> str:
+    """``text`` in double quotes, for a refusal's message."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 class Response(NamedTuple):
@@ -118,25 +214,21 @@ class Endpoint(_lib.SharedHandle):
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, **settings: Any) -> Endpoint:
-        """An endpoint configured from the variables the examples read (``environ``, by default
-        ``os.environ``): ``SLOTPARTNER_TOKEN`` (required; two comma-separated during a rotation),
-        ``SLOTPARTNER_SOURCES`` (default ``production``), ``SLOTPARTNER_TRUSTED_PROXIES``
-        (default none), ``SLOTPARTNER_STRICT_INDEX`` (``1`` to refuse an unreadable index),
-        ``SLOTPARTNER_JOURNAL`` (the journal's URL; default none). ``settings`` add to them or
-        override them. Raises ConfigurationError naming the setting, with a hint when
-        ``SLOTPARTNER_TOKEN`` is not set."""
-        env = os.environ if environ is None else environ
-        token = env.get("SLOTPARTNER_TOKEN")
-        if token is None and "token" not in settings:
-            raise argument_error("token", "SLOTPARTNER_TOKEN is not set (the partner token, a UUID)")
-        found: dict[str, Any] = {
-            "token": token,
-            "sources": env.get("SLOTPARTNER_SOURCES", "production"),
-            "trusted_proxies": env.get("SLOTPARTNER_TRUSTED_PROXIES") or None,
-            "strict_index": env.get("SLOTPARTNER_STRICT_INDEX") == "1",
-            "journal": env.get("SLOTPARTNER_JOURNAL") or None,
-        }
-        return cls(**{**found, **settings})
+        """An endpoint configured from the environment (``environ``, by default ``os.environ``):
+        every setting, from ``SLOTPARTNER_<SETTING>`` (``SLOTPARTNER_TOKEN``,
+        ``SLOTPARTNER_SOURCES``, ``SLOTPARTNER_JOURNAL``, ``SLOTPARTNER_REJECT_UNKNOWN_EVENTS``...),
+        read as ``sp_endpoint_from_environment`` reads them (see ``settings_from_environment``).
+        ``settings`` add to them and win. Raises ConfigurationError naming the variable whose
+        text cannot be read, or the setting the library refuses; with no token at all, its
+        message ends with `` (is SLOTPARTNER_TOKEN set?)``."""
+        found = settings_from_environment(environ, **settings)
+        try:
+            return cls(**found)
+        except ConfigurationError as error:
+            if error.field == "token" and found.get("token") is None:
+                error.message += _TOKEN_HINT
+                error.args = (error.message,)
+            raise
 
     def handle(
         self,
@@ -248,4 +340,4 @@ def header_list(values: Iterable[bytes]) -> bytes | None:
     return values[0] if len(values) == 1 else b", ".join(values)
 
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "Endpoint", "Logic", "Response", "logger"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ENVIRONMENT", "Endpoint", "Logic", "Response", "logger", "settings_from_environment"]

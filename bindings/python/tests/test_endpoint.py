@@ -9,6 +9,7 @@ import ast
 import asyncio
 import io
 import logging
+import re
 import subprocess
 import sys
 import tempfile
@@ -16,7 +17,8 @@ import unittest
 from typing import Any
 
 import slotpartner
-from support import TOKEN, fixture
+from slotpartner.endpoint import ENVIRONMENT, settings_from_environment
+from support import OTHER_TOKEN, ROOT, TOKEN, fixture
 
 OUTSIDE = "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); print(db.execute(sys.argv[2]).fetchall()); db.commit()"
 CREDIT = "INSERT INTO credits VALUES (?, ?) ON CONFLICT (kind, transaction_id) DO NOTHING"
@@ -49,7 +51,7 @@ class EndpointTest(unittest.TestCase):
         self.assertIn("sourcse", typo.exception.message)
         with self.assertRaises(slotpartner.ConfigurationError) as unset:
             slotpartner.Endpoint.from_environment({})
-        self.assertIn("SLOTPARTNER_TOKEN is not set", unset.exception.message)
+        self.assertEqual(unset.exception.message, "token: no partner token is configured (is SLOTPARTNER_TOKEN set?)")
         endpoint = slotpartner.Endpoint.from_environment({"SLOTPARTNER_TOKEN": TOKEN}, sources="any")
         response = endpoint.handle("POST", TOKEN, None, None, fixture("balance"), lambda e: e.reply_balance(7))
         self.assertEqual((response.status, response.body.count(b'"money":7')), (200, 1))
@@ -162,6 +164,95 @@ class EndpointTest(unittest.TestCase):
         self.assertEqual(sent[0]["status"], 403, "no peer address")
         lifespan = asyncio.run(_lifespan(app))
         self.assertEqual(lifespan, ["lifespan.startup.complete", "lifespan.shutdown.complete"])
+
+
+def library_environment_keys() -> dict[str, str]:
+    """The library's table of the environment's settings (``KEYS`` in src/endpoint/settings.rs,
+    which ``sp_endpoint_from_environment`` reads): key -> kind (Text, Switch, Number, Tokens), in
+    its order."""
+    source = (ROOT / "src" / "endpoint" / "settings.rs").read_text()
+    table = re.search(r"^const KEYS: \[\(&str, Kind\); ([0-9]+)\] = \[\n(.*?)\n\];$", source, re.M | re.S)
+    if table is None:
+        raise AssertionError("no KEYS table in src/endpoint/settings.rs")
+    rows = re.findall(r'^    \("([a-z_]+)", Kind::([A-Za-z]+)\),$', table[2], re.M)
+    if len(rows) != int(table[1]) or len(rows) != table[2].count("\n") + 1:
+        raise AssertionError(f"KEYS holds {table[1]} rows, {len(rows)} read: a row of another form")
+    return dict(rows)
+
+
+class EnvironmentTest(unittest.TestCase):
+    """``Endpoint.from_environment``: every setting the library reads from ``SLOTPARTNER_<KEY>``,
+    by the library's rules."""
+
+    def refusal(self, env: dict[str, str]) -> slotpartner.ConfigurationError:
+        with self.assertRaises(slotpartner.ConfigurationError) as refused:
+            settings_from_environment(env)
+        return refused.exception
+
+    def test_the_binding_reads_the_settings_the_library_reads_each_of_the_same_kind(self) -> None:
+        library = library_environment_keys()
+        self.assertEqual(len(library), 27, "the library's table read whole")
+        self.assertEqual(list(ENVIRONMENT.items()), list(library.items()), "names, kinds and order")
+
+    def test_the_rules(self) -> None:
+        self.assertEqual(settings_from_environment({}), {})
+        for spelling in ("1", "true", "TRUE", "Yes", "on", " On\t"):
+            self.assertEqual(settings_from_environment({"SLOTPARTNER_REJECT_UNKNOWN_EVENTS": spelling}),
+                             {"reject_unknown_events": True}, spelling)  # fmt: skip
+        for spelling in ("0", "false", "False", "NO", "off", " 0 "):
+            self.assertEqual(settings_from_environment({"SLOTPARTNER_STRICT_INDEX": spelling}), {"strict_index": False}, spelling)
+        maybe = self.refusal({"SLOTPARTNER_STRICT_INDEX": "maybe"})
+        self.assertEqual((maybe.field, maybe.message), ("SLOTPARTNER_STRICT_INDEX",
+                         'SLOTPARTNER_STRICT_INDEX: expected 1 or 0 (true or false), got "maybe"'))  # fmt: skip
+        self.assertEqual(maybe.http_status, 500, "answered as a refused setting")
+        numbers = {"SLOTPARTNER_MAX_BODY_BYTES": " 4096 ", "SLOTPARTNER_FIRST_INDEX": "-3", "SLOTPARTNER_RETRY_AFTER": "+007"}
+        self.assertEqual(settings_from_environment(numbers), {"max_body_bytes": 4096, "first_index": -3, "retry_after": 7})
+        for bad in ("64k", "1.5", "1_000", "-", "0x10", "9223372036854775808", "\u0661"):
+            refused = self.refusal({"SLOTPARTNER_LEASE_MS": bad})
+            self.assertEqual((refused.field, refused.message),
+                             ("SLOTPARTNER_LEASE_MS", f'SLOTPARTNER_LEASE_MS: expected an integer, got "{bad}"'))  # fmt: skip
+        self.assertEqual(settings_from_environment({"SLOTPARTNER_LEASE_MS": "9223372036854775807"}), {"lease_ms": 2**63 - 1})
+        self.assertEqual(settings_from_environment({"SLOTPARTNER_TOKEN": f" {TOKEN} "}), {"token": [TOKEN]})
+        self.assertEqual(settings_from_environment({"SLOTPARTNER_TOKEN": f"{OTHER_TOKEN} , {TOKEN}"}), {"token": [OTHER_TOKEN, TOKEN]})
+        texts = {"SLOTPARTNER_SOURCES": "10.0.0.0/8, staging\n", "SLOTPARTNER_JOURNAL": "sqlite:/tmp/x.db"}
+        self.assertEqual(settings_from_environment(texts), {"sources": "10.0.0.0/8, staging", "journal": "sqlite:/tmp/x.db"})
+        self.assertEqual(settings_from_environment({"SLOTPARTNER_BALANCE_CURRENCY": "\xa0EUR\u3000"}), {"balance_currency": "EUR"},
+                         "trimmed of Unicode's spaces as the library trims")  # fmt: skip
+        self.assertEqual(settings_from_environment({"SLOTPARTNER_BALANCE_WRAPPER": "\x1fbalance"}), {"balance_wrapper": "\x1fbalance"},
+                         "no more than the library trims")  # fmt: skip
+        self.assertEqual(self.refusal({"SLOTPARTNER_INDEX_FIELD": "ind\udcffex"}).field, "SLOTPARTNER_INDEX_FIELD", "not UTF-8")
+        blank = {"SLOTPARTNER_TOKEN": "", "SLOTPARTNER_STRICT_INDEX": " ", "SLOTPARTNER_MAX_DEPTH": "\t"}
+        self.assertEqual(settings_from_environment(blank), {}, "empty or blank: unset")
+        given = {"SLOTPARTNER_STRICT_INDEX": "maybe", "SLOTPARTNER_SOURCES": "staging", "SLOTPARTNER_JOURNAL": "sqlite:/tmp/x.db"}
+        self.assertEqual(settings_from_environment(given, strict_index=False, sources="any", journal=None),
+                         {"strict_index": False, "sources": "any", "journal": None},
+                         "a setting given wins, its variable not read (None: the default)")  # fmt: skip
+
+    def test_every_variable_reaches_the_endpoint(self) -> None:
+        base = {"SLOTPARTNER_TOKEN": TOKEN, "SLOTPARTNER_SOURCES": "127.0.0.1"}
+
+        def call(endpoint: slotpartner.Endpoint, name: str) -> slotpartner.Response:
+            return endpoint.handle("POST", TOKEN, "127.0.0.1", None, fixture(name), lambda event: event.reply())
+
+        strict = slotpartner.Endpoint.from_environment({**base, "SLOTPARTNER_REJECT_UNKNOWN_EVENTS": "1"})
+        self.assertEqual(call(strict, "other_event").status, 400, "SLOTPARTNER_REJECT_UNKNOWN_EVENTS=1: an unknown event refused")
+        limited = slotpartner.Endpoint.from_environment({**base, "SLOTPARTNER_MAX_BODY_BYTES": "64", "SLOTPARTNER_RETRY_AFTER": "9"})
+        self.assertEqual((limited.max_body_bytes, call(limited, "refund").status), (64, 413))
+        wrapped = slotpartner.Endpoint.from_environment({**base, "SLOTPARTNER_BALANCE_WRAPPER": "wallet"})
+        self.assertEqual(wrapped.handle("POST", TOKEN, "127.0.0.1", None, fixture("balance"), lambda e: e.reply_balance(7)).body[:10],
+                         b'{"wallet":', "the reply's settings too")  # fmt: skip
+        given = slotpartner.Endpoint.from_environment({**base, "SLOTPARTNER_REJECT_UNKNOWN_EVENTS": "1"}, reject_unknown_events=False)
+        seen = given.handle("POST", TOKEN, "127.0.0.1", None, fixture("other_event"), lambda event: '{"seen":true}')
+        self.assertEqual((seen.status, seen.body), (200, b'{"seen":true}'), "the setting given wins: the event reaches the logic")
+        with self.assertRaises(slotpartner.ConfigurationError) as bad:
+            slotpartner.Endpoint.from_environment({**base, "SLOTPARTNER_OPTIMISTIC": "maybe"})
+        self.assertEqual(bad.exception.field, "SLOTPARTNER_OPTIMISTIC")
+        with self.assertRaises(slotpartner.ConfigurationError) as blank:
+            slotpartner.Endpoint.from_environment({"SLOTPARTNER_TOKEN": " "})
+        self.assertEqual(blank.exception.message, "token: no partner token is configured (is SLOTPARTNER_TOKEN set?)")
+        with self.assertRaises(slotpartner.ConfigurationError) as wrong:
+            slotpartner.Endpoint.from_environment({"SLOTPARTNER_TOKEN": "not-a-uuid"})
+        self.assertNotIn("SLOTPARTNER_TOKEN", wrong.exception.message, "a token set: no hint")
 
 
 async def _lifespan(app: Any) -> list[str]:
