@@ -243,7 +243,7 @@ impl Endpoint {
         }
         let json = serde_json::Value::Object(settings).to_string();
         Endpoint::from_settings(json.as_bytes()).map_err(|mut error| {
-            if error.field == "token" && std::env::var_os("SLOTPARTNER_TOKEN").is_none() {
+            if error.field == "token" && std::env::var("SLOTPARTNER_TOKEN").map_or(true, |t| t.trim().is_empty()) {
                 error.message.push_str(" (is SLOTPARTNER_TOKEN set?)");
             }
             error
