@@ -14,7 +14,7 @@
 //! another server connection, shared with other clients: its statements are unnamed (see
 //! `client`; the URL's `statement_cache_size` keeps them prepared on a direct connection
 //! instead, see `statement_cache`), every transaction's `BEGIN` sets the settings it relies on
-//! for that transaction only (`begin_batch`: `SET LOCAL lock_timeout`, `synchronous_commit`),
+//! for that transaction only (`begin_batch`: `lock_timeout`, `synchronous_commit`, in one statement),
 //! whatever a staged statement or another client left in the session, and its locks are
 //! transaction-level (`pg_advisory_xact_lock`, row locks). A transaction's `BEGIN` is written
 //! with its first statement (`Client::defer`), and a transaction of one statement
@@ -842,25 +842,30 @@ fn seconds(duration: Duration) -> String {
 
 /// The batch that begins each of the journal's transactions (written with its first
 /// statement): READ COMMITTED whatever the session's default, and every setting the journal
-/// relies on, set for this transaction only (`SET LOCAL`), so that none is left on the
-/// connection and none found there counts: neither one a staged statement changed for the
-/// session (`set_config(..., false)`) nor one another client of a pooler's server connection
-/// left. `lock_timeout` is the journal's lock time-out; `synchronous_commit` is off (a
-/// statement storing a reply sets its own). A claim at finish's (`Mode::AtFinish`) also takes
-/// the numbering's lock shared and sets the transaction's guard.
+/// relies on, set for this transaction only (`set_config(..., true)`, as `SET LOCAL` would), so
+/// that none is left on the connection and none found there counts: neither one a staged
+/// statement changed for the session (`set_config(..., false)`) nor one another client of a
+/// pooler's server connection left. `lock_timeout` is the journal's lock time-out;
+/// `synchronous_commit` is off (a statement storing a reply sets its own). A claim at finish's
+/// (`Mode::AtFinish`) also takes the numbering's lock shared and sets the transaction's guard.
+/// The settings are one statement after `BEGIN` (a claim at finish's lock and guard in it too):
+/// the lock is taken in the outer query, over the settings' subquery, which `OFFSET 0` keeps
+/// from being merged into it, so that the lock waits under the journal's `lock_timeout`.
 fn begin_batch(mode: Mode, options: &JournalOptions) -> String {
     let lock_ms = options.lock_timeout.as_millis().max(1);
-    let mut batch = format!(
-        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout TO {lock_ms}; SET LOCAL synchronous_commit TO off"
-    );
+    let settings =
+        format!("SELECT set_config('lock_timeout', '{lock_ms}', true), set_config('synchronous_commit', 'off', true)");
     if mode == Mode::AtFinish {
-        batch.push_str(concat!(
-            "; SELECT pg_advisory_xact_lock_shared(",
-            numbering_lock!(),
-            "), set_config('slotpartner.guard', 'on', true)"
-        ));
+        return format!(
+            concat!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared(",
+                numbering_lock!(),
+                "), set_config('slotpartner.guard', 'on', true) FROM ({} OFFSET 0) AS settings"
+            ),
+            settings
+        );
     }
-    batch
+    format!("BEGIN ISOLATION LEVEL READ COMMITTED; {settings}")
 }
 
 /// Ends a `Mode::Single` transaction whose `COMMIT` did not go with its statement (the statement
