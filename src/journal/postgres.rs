@@ -339,6 +339,7 @@ impl Postgres {
                     if let Some(from) = schema::check_version(&self.label, tx.meta("schema_version")?)? {
                         tx.client.batch_execute(schema::POSTGRES_V2)?;
                         tx.client.batch_execute(schema::POSTGRES_V3)?;
+                        tx.client.batch_execute(schema::POSTGRES_V4)?;
                         admin::migrate(&mut PgSql { tx, label: &self.label }, from)?;
                     }
                 }
@@ -668,7 +669,7 @@ impl Postgres {
     }
 
     /// `finish` of a claim `begin` wrote nothing for: the staged statements, then the delivery
-    /// stored done with the reply, its index and its count, in one transaction
+    /// stored done with the reply and its index, in one transaction
     /// (`FINISH_UNWRITTEN`). A key stored by another delivery meanwhile rolls it all back; so
     /// does a staged statement failing on what that delivery's statements did (the ledger's
     /// unique key). Then: success when that delivery had the same content and stored this very
@@ -683,7 +684,6 @@ impl Postgres {
         commit: &str,
         options: &JournalOptions,
     ) -> Result<()> {
-        let shard = self.shard();
         let mut runs = 0;
         let mut renumbered = false;
         let renamed = format!("{}{}", admin::numbering_prefix(unwritten.numbering), claim.key);
@@ -702,7 +702,6 @@ impl Postgres {
                 &unwritten.content,
                 &&claim.token[..],
                 &reply,
-                &shard,
                 &commit,
                 &unwritten.numbering,
                 &schema::VERSION,
@@ -901,19 +900,19 @@ fn label(config: &Config) -> String {
     format!("postgres://{user}{host}:{port}/{}", config.get_dbname().unwrap_or(""))
 }
 
-/// Merges the indexes in `sp_journal_seen` into the runs, under the lock of the `seen_count` row
-/// (`wait`: wait for it, else skip when another process is merging). `all`: until none is left.
-/// An index more than `max_index_jump` beyond the highest so far is noted as an index jump.
+/// Merges the indexes in `sp_journal_seen` into the runs, under the lock of the
+/// `runs_merge_lock` row (`wait`: wait for it, else skip when another process is merging).
+/// `all`: until none is left. An index more than `max_index_jump` beyond the highest so far is
+/// noted as an index jump.
 fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOptions) -> TxResult<()> {
     let lock = if wait {
-        "SELECT value FROM sp_journal_meta WHERE key = 'seen_count' FOR UPDATE"
+        "SELECT value FROM sp_journal_meta WHERE key = 'runs_merge_lock' FOR UPDATE"
     } else {
-        "SELECT value FROM sp_journal_meta WHERE key = 'seen_count' FOR UPDATE SKIP LOCKED"
+        "SELECT value FROM sp_journal_meta WHERE key = 'runs_merge_lock' FOR UPDATE SKIP LOCKED"
     };
     if tx.query_opt(lock, &[])?.is_none() {
         return Ok(());
     }
-    let mut new = 0;
     loop {
         let sql = concat!("SELECT idx, COALESCE(at_ms, ", now_ms!(), ") FROM sp_journal_seen ORDER BY idx LIMIT $1");
         let rows = tx.query(sql, &[&FOLD_BATCH])?;
@@ -936,15 +935,12 @@ fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOp
             {
                 admin::record_jump(&mut PgSql { tx, label }, JumpKind::Jump, run.lo, Some(previous), None, None, None)?;
             }
-            new += gaps::add(&mut PgRuns(tx), run.lo, run.hi, arrived)?;
+            gaps::add(&mut PgRuns(tx), run.lo, run.hi, arrived)?;
         }
         tx.execute("DELETE FROM sp_journal_seen WHERE idx = ANY($1)", &[&indexes])?;
         if !all || (indexes.len() as i64) < FOLD_BATCH {
             break;
         }
-    }
-    if new > 0 {
-        tx.execute("UPDATE sp_journal_meta SET value = value + $1 WHERE key = 'seen_count'", &[&new])?;
     }
     Ok(())
 }
@@ -1130,8 +1126,9 @@ const CLAIM_TAKE_OVER: &str = concat!(
     now_ms!(),
     " + $4 WHERE key = $1"
 );
-/// A statement storing the reply of a live claim and counting it handled (`$1` key, `$2`
-/// token, `$3` reply, `$4` the counters' shard), committed as durably as `$5` says
+/// A statement storing the reply of a live claim, no longer in progress (handled: counted by its
+/// done row, see `schema::COUNTERS_SUM`; `$1` key, `$2` token, `$3` reply, `$4` the counters'
+/// shard), committed as durably as `$5` says
 /// (`synchronous_commit` of its transaction: `on` for `Synchronous::Full`); `$also` is added to
 /// its condition, `$answer` is what it answers.
 macro_rules! finish_sql {
@@ -1145,7 +1142,7 @@ macro_rules! finish_sql {
             " WHERE key = $1 AND state = 'claimed' AND token = $2",
             $also,
             " RETURNING 1), ",
-            "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
+            "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
             $answer
         )
     };
@@ -1165,20 +1162,20 @@ const FINISH_GUARDED: &str = finish_sql!(
 /// Whether the journal holds a row for the key `$1`, its numbering and its schema version.
 const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), (SELECT value FROM sp_journal_meta WHERE key = 'schema_version')";
 /// Stores a delivery claimed at finish (`Claim::unwritten`), done, with its reply (`$1` key, `$2`
-/// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply, `$8` the
-/// counters' shard), unless the key has a row by now; records its index and counts it handled,
-/// committed as durably as `$9` says (see `finish_sql!`). In a `Mode::AtFinish` transaction:
-/// only while its guard is set (the staged statements ran before it), and only while the
-/// journal's numbering is still `$10` (a renumbering waits for the transaction, or committed
-/// before this statement began and nothing is stored). The token stays in the row: a run
-/// after a lost connection recognises its own first run by it. Answers the count stored, the
-/// guard, another key first delivered at the same index (a reused index), and whether the
-/// numbering was still `$10` and the schema version still `$11` (this release's: a claim of
-/// `Journal::begin_optimistic` is handed out without reading the journal, so a journal another
-/// release migrated meanwhile is met here, and nothing is stored).
+/// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply), unless the key
+/// has a row by now; records its index (handled: counted by its done row, see
+/// `schema::COUNTERS_SUM`), committed as durably as `$8` says (see `finish_sql!`). In a
+/// `Mode::AtFinish` transaction: only while its guard is set (the staged statements ran before
+/// it), and only while the journal's numbering is still `$9` (a renumbering waits for the
+/// transaction, or committed before this statement began and nothing is stored). The token
+/// stays in the row: a run after a lost connection recognises its own first run by it. Answers
+/// the count stored, the guard, another key first delivered at the same index (a reused
+/// index), and whether the numbering was still `$9` and the schema version still `$10` (this
+/// release's: a claim of `Journal::begin_optimistic` is handed out without reading the journal,
+/// so a journal another release migrated meanwhile is met here, and nothing is stored).
 const FINISH_UNWRITTEN: &str = concat!(
-    "WITH durable AS (SELECT set_config('synchronous_commit', $9::text, true)), ",
-    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $10 AND EXISTS (SELECT 1 FROM sp_journal_meta WHERE key = 'schema_version' AND value = $11)), ",
+    "WITH durable AS (SELECT set_config('synchronous_commit', $8::text, true)), ",
+    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $9 AND EXISTS (SELECT 1 FROM sp_journal_meta WHERE key = 'schema_version' AND value = $10)), ",
     "finished AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) SELECT $1, $2, $3, $4, $5, 'done', $6, 1, ",
     now_ms!(),
     ", ",
@@ -1187,8 +1184,7 @@ const FINISH_UNWRITTEN: &str = concat!(
     now_ms!(),
     ", $7 FROM numbered WHERE current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
     seen_when!("finished"),
-    ", ",
-    "counted AS (UPDATE sp_journal_counters SET handled = handled + 1 WHERE shard = $8 AND EXISTS (SELECT 1 FROM finished)) ",
+    " ",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true), ",
     "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1), ",
     "EXISTS (SELECT 1 FROM numbered) FROM durable"
@@ -1519,9 +1515,11 @@ impl super::Store for Postgres {
 
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
         self.transaction(options, Mode::Normal, |tx| {
-            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE transaction_id = $1 ORDER BY id";
+            // By the keys it can have (`key::transaction_keys`): no index of `transaction_id`.
+            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE key IN ($1, $2) AND transaction_id = $3 ORDER BY id";
+            let [refund, payout] = super::key::transaction_keys(transaction_id);
             let mut records = Vec::new();
-            for r in tx.query(sql, &[&transaction_id])? {
+            for r in tx.query(sql, &[&refund, &payout, &transaction_id])? {
                 let state = RecordState::parse(r.try_get(4)?)?;
                 records.push(Record {
                     key: r.try_get(0)?,
