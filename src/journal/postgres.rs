@@ -340,6 +340,7 @@ impl Postgres {
                         tx.client.batch_execute(schema::POSTGRES_V2)?;
                         tx.client.batch_execute(schema::POSTGRES_V3)?;
                         tx.client.batch_execute(schema::POSTGRES_V4)?;
+                        tx.client.batch_execute(STORE_UNWRITTEN_FUNCTION)?;
                         admin::migrate(&mut PgSql { tx, label: &self.label }, from)?;
                     }
                 }
@@ -1173,7 +1174,20 @@ const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key 
 /// index), and whether the numbering was still `$9` and the schema version still `$10` (this
 /// release's: a claim of `Journal::begin_optimistic` is handed out without reading the journal,
 /// so a journal another release migrated meanwhile is met here, and nothing is stored).
-const FINISH_UNWRITTEN: &str = concat!(
+///
+/// Run as the function `sp_journal_store_unwritten` (`STORE_UNWRITTEN_FUNCTION`, created with
+/// the schema): PL/pgSQL keeps the statement's plan for the server connection, whichever client
+/// a pooler in transaction mode lends it to, where the statement sent unnamed was parsed and
+/// planned at every delivery (127 µs of planning against 57 µs of running it, see
+/// docs/experiments-2026-12.md); the call itself is planned in a few µs. Its parameters are the
+/// statement's, in order; `$1`... in the body are the function's.
+const FINISH_UNWRITTEN: &str = "SELECT * FROM sp_journal_store_unwritten($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// Creates (or replaces, by a migration run again) the function `FINISH_UNWRITTEN` calls: the
+/// storing statement, run by `RETURN QUERY`. Version 4's, on PostgreSQL.
+const STORE_UNWRITTEN_FUNCTION: &str = concat!(
+    "CREATE OR REPLACE FUNCTION sp_journal_store_unwritten(text, text, bigint, bigint, text, bytea, bytea, text, bigint, bigint) ",
+    "RETURNS TABLE (out_stored bigint, out_guard text, out_reused text, out_numbered boolean) LANGUAGE plpgsql AS $store$ BEGIN RETURN QUERY ",
     "WITH durable AS (SELECT set_config('synchronous_commit', $8::text, true)), ",
     "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $9 AND EXISTS (SELECT 1 FROM sp_journal_meta WHERE key = 'schema_version' AND value = $10)), ",
     "finished AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) SELECT $1, $2, $3, $4, $5, 'done', $6, 1, ",
@@ -1187,7 +1201,8 @@ const FINISH_UNWRITTEN: &str = concat!(
     " ",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true), ",
     "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1), ",
-    "EXISTS (SELECT 1 FROM numbered) FROM durable"
+    "EXISTS (SELECT 1 FROM numbered) FROM durable",
+    "; END $store$"
 );
 /// Whether the key `$1` holds a row carrying the token `$2`: a claimed-at-finish delivery stored
 /// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection; or the key `$3`, the

@@ -1,9 +1,9 @@
 //! The journal's tables, for both backends, and their version.
 //!
-//! Every table is named `sp_journal_*`, so that a journal may live in a database the partner also
-//! uses. `sp_journal_meta` holds `schema_version` (a later release migrates from it; a journal of a
-//! newer version is refused), `seen_count` until version 4 (distinct indexes seen) and, when
-//! configured, `first_index`.
+//! Every table (and, from version 4, the one function on PostgreSQL) is named `sp_journal_*`, so
+//! that a journal may live in a database the partner also uses. `sp_journal_meta` holds
+//! `schema_version` (a later release migrates from it; a journal of a newer version is refused),
+//! `seen_count` until version 4 (distinct indexes seen) and, when configured, `first_index`.
 //!
 //! - `sp_journal_delivery`: a row per key: the canonical content, the state (`claimed`, `done`,
 //!   `abandoned`), the claim token, attempts, lease, times and the stored reply.
@@ -50,7 +50,10 @@
 //!   an older release still running against a migrated journal fails at its finish (the
 //!   transaction, the partner's statements with it, rolled back) instead of counting twice;
 //! - no index of `sp_journal_delivery.transaction_id`: `Journal::lookup` reads a transaction's
-//!   deliveries by their keys (`key::transaction_keys`), through the key's index.
+//!   deliveries by their keys (`key::transaction_keys`), through the key's index;
+//! - on PostgreSQL, the function `sp_journal_store_unwritten` (the journal's only function,
+//!   named as its tables are): the statement storing a delivery claimed at finish, whose plan
+//!   the server connection keeps (see `postgres::FINISH_UNWRITTEN`).
 //!
 //! Keys of events without a `transactionId` moved to their own key spaces in version 2
 //! (`event#<index>#<name>`, `action#<index>#<name>`); the migration moves version 1's
