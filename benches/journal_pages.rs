@@ -9,10 +9,10 @@
 //!   in no b-tree are the pointer map of an incremental-vacuum file or the header.
 //! - PostgreSQL (a throw-away cluster with `pg_stat_statements`, skipped with a message when
 //!   PostgreSQL is not installed): commits (`COMMIT` statements: both sides begin every
-//!   transaction explicitly), statements and the
-//!   server's execution and planning time and WAL bytes (`pg_stat_statements`, `track_planning`: the
-//!   journal's statements are unnamed, planned at every call) a delivery, each statement listed; also for
-//!   the logic run optimistically (`Journal::begin_optimistic`, `Journal::finish_optimistic`).
+//!   transaction explicitly), statements, the server's execution and planning time and the WAL
+//!   bytes written (`pg_stat_statements` with `track_planning`: the journal's statements are
+//!   unnamed, planned at every call) a delivery, each statement listed; also for the logic run
+//!   optimistically (`Journal::begin_optimistic`, `Journal::finish_optimistic`).
 //!
 //! Counts, not timings: the same on every machine. `cargo bench --bench journal_pages`;
 //! `SLOTPARTNER_BENCH_DELIVERIES` changes the default of 50 (the WAL must not reach SQLite's
