@@ -9,9 +9,10 @@
 //!   in no b-tree are the pointer map of an incremental-vacuum file or the header.
 //! - PostgreSQL (a throw-away cluster with `pg_stat_statements`, skipped with a message when
 //!   PostgreSQL is not installed): commits (`COMMIT` statements: both sides begin every
-//!   transaction explicitly), statements and the
-//!   server's execution time (`pg_stat_statements`) a delivery, each statement listed; also for
-//!   the logic run optimistically (`Journal::begin_optimistic`, `Journal::finish_optimistic`).
+//!   transaction explicitly), statements, the server's execution and planning time and the WAL
+//!   bytes written (`pg_stat_statements` with `track_planning`: the journal's statements are
+//!   unnamed, planned at every call) a delivery, each statement listed; also for the logic run
+//!   optimistically (`Journal::begin_optimistic`, `Journal::finish_optimistic`).
 //!
 //! Counts, not timings: the same on every machine. `cargo bench --bench journal_pages`;
 //! `SLOTPARTNER_BENCH_DELIVERIES` changes the default of 50 (the WAL must not reach SQLite's
@@ -203,7 +204,11 @@ struct Server {
     commits: f64,
     statements: f64,
     exec_us: f64,
-    listed: Vec<(f64, f64, String)>,
+    /// Planning (`pg_stat_statements.track_planning`): an unnamed statement is planned every time.
+    plan_us: f64,
+    /// Bytes of write-ahead log the statements wrote (all of it flushed at a durable commit).
+    wal_bytes: f64,
+    listed: Vec<(f64, f64, f64, String)>,
 }
 
 fn reset(client: &mut postgres::Client) {
@@ -216,32 +221,35 @@ fn server_counts(stats: &mut postgres::Client, database: &str, deliveries: i64) 
     let per = deliveries as f64;
     let rows = stats
         .query(
-            "SELECT s.calls, s.total_exec_time, s.query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 ORDER BY s.total_exec_time DESC",
+            "SELECT s.calls, s.total_exec_time, s.total_plan_time, s.query, s.wal_bytes::float8 FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 ORDER BY s.total_exec_time DESC",
             &[&database],
         )
         .unwrap();
-    let (mut commits, mut statements, mut exec_us, mut listed) = (0.0, 0.0, 0.0, Vec::new());
+    let (mut commits, mut statements, mut exec_us, mut plan_us, mut wal_bytes, mut listed) =
+        (0.0, 0.0, 0.0, 0.0, 0.0, Vec::new());
     for row in rows {
-        let (calls, ms, query): (i64, f64, String) = (row.get(0), row.get(1), row.get(2));
+        let (calls, ms, plan_ms, query): (i64, f64, f64, String) = (row.get(0), row.get(1), row.get(2), row.get(3));
         statements += calls as f64 / per;
         // Every transaction of both sides is explicit: a commit is a COMMIT statement.
         if query.trim().eq_ignore_ascii_case("commit") {
             commits += calls as f64 / per;
         }
         exec_us += ms * 1000.0 / per;
-        let shown: String = query.chars().take(90).collect();
-        listed.push((calls as f64 / per, ms * 1000.0 / per, shown.replace('\n', " ")));
+        plan_us += plan_ms * 1000.0 / per;
+        wal_bytes += row.get::<_, f64>(4) / per;
+        let shown: String = query.chars().take(80).collect();
+        listed.push((calls as f64 / per, ms * 1000.0 / per, plan_ms * 1000.0 / per, shown.replace('\n', " ")));
     }
-    Server { commits, statements, exec_us, listed }
+    Server { commits, statements, exec_us, plan_us, wal_bytes, listed }
 }
 
 fn print_server(what: &str, server: &Server) {
     println!(
-        "{what}: {:.2} commits, {:.2} statements, {:.0} us of server execution a delivery",
-        server.commits, server.statements, server.exec_us
+        "{what}: {:.2} commits, {:.2} statements, {:.0} us of server execution and {:.0} us of planning, {:.0} bytes of WAL a delivery",
+        server.commits, server.statements, server.exec_us, server.plan_us, server.wal_bytes
     );
-    for (calls, us, query) in &server.listed {
-        println!("    {calls:>5.2} x {us:>6.1} us  {query}");
+    for (calls, us, plan_us, query) in &server.listed {
+        println!("    {calls:>5.2} x {us:>6.1} us (+{plan_us:>5.1} planning)  {query}");
     }
 }
 
@@ -253,6 +261,9 @@ fn postgres(deliveries: i64) -> Option<(Server, Server, Server)> {
     cluster.restart();
     let mut stats = cluster.client();
     stats.batch_execute("CREATE EXTENSION pg_stat_statements").unwrap();
+    // Known once the library is loaded; read by sessions from the reload on.
+    stats.batch_execute("ALTER SYSTEM SET pg_stat_statements.track_planning = on").unwrap();
+    stats.batch_execute("SELECT pg_reload_conf()").unwrap();
     let journal_url = cluster.create_database("pages_journal");
     let plain_url = cluster.create_database("pages_plain");
     let journal = Journal::open(&journal_url, &options()).expect("open the journal");

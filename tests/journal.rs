@@ -1394,7 +1394,7 @@ fn sqlite_journal_of_the_previous_release_migrates_in_place() {
     let db = rusqlite::Connection::open(&path).unwrap();
     let version: i64 =
         db.query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, slotpartner::journal::SCHEMA_VERSION);
     let status = journal.status().unwrap();
     assert_eq!((status.handled, status.missing, status.unfinished, status.refused), (4, 2, 1, 1), "{status:?}");
     assert_eq!((status.numbering, status.index_jumps, status.open_conflicts), (1, 0, 0));
@@ -1409,13 +1409,13 @@ fn sqlite_journal_of_the_previous_release_migrates_in_place() {
     );
     let claim = new_claim(&journal, &payout);
     assert_eq!((claim.attempt(), claim.differing().len()), (2, 0));
-    // Opening again finds version 3 and changes nothing.
+    // Opening again finds the current version and changes nothing.
     drop(journal);
     assert_eq!(open(&url).status().unwrap().handled, 4);
 }
 
 /// The same migration on PostgreSQL: a journal taken back to version 1's tables and keys opens
-/// as version 3 with its records.
+/// as the current version with its records.
 #[test]
 fn postgres_journal_of_version_1_migrates_in_place() {
     let Some(cluster) = Cluster::start("PostgreSQL migration") else { return };
@@ -1439,7 +1439,7 @@ fn postgres_journal_of_version_1_migrates_in_place() {
     let journal = open(&url);
     let version: i64 =
         client.query_one("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", &[]).unwrap().get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, slotpartner::journal::SCHEMA_VERSION);
     assert_eq!(done_reply(&journal, &indexed(5)), b"kept");
     assert_eq!(done_reply(&journal, &refund(900001, Some(1), 7)), b"refund kept");
     journal.resolve(2, 4, "migrated journals take resolutions").unwrap();

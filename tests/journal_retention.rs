@@ -127,6 +127,11 @@ fn a_repeat_of_a_pruned_delivery_is_never_silent(b: &dyn Backend) {
         Begin::Done(stored) => assert_eq!(stored, b"again"),
         other => panic!("expected the new reply, got {other:?}"),
     }
+    // Handled twice, as it ran twice; compacting it again counts nothing more.
+    assert_eq!(journal.status().unwrap().handled, 4);
+    age(b, &url, 1, 100);
+    assert_eq!(journal.prune(&PruneOptions::older_than(days(90))).unwrap().compacted, 1);
+    assert_eq!((journal.status().unwrap().handled, journal.status().unwrap().pruned), (4, 3));
     // A resend whose non-decisive field changed (isMobile) is the same delivery.
     let mobile = delivery(
         r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-2","playerIdentifier":"player-1","transactionId":2,"buyTransactionId":1000002,"gameSessionId":5,"partnerGameRequestIdentifier":"req-2","gameId":9,"isMobile":true,"index":2}"#,
@@ -160,7 +165,7 @@ fn compact_records_are_forgotten_only_when_asked(b: &dyn Backend) {
     assert!(journal.lookup(1).unwrap().is_empty());
     assert_eq!(state_of(&journal, 4), RecordState::Pruned);
     let status = journal.status().unwrap();
-    assert_eq!((status.pruned, status.forgotten), (5, 3));
+    assert_eq!((status.pruned, status.forgotten, status.handled), (5, 3, 6));
     // A forgotten delivery is new again: only the partner's ledger knows it.
     let claim = new_claim(&journal, &plain_refund(1));
     assert!(!claim.reply_pruned() && claim.attempt() == 1);

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use slotpartner::journal::{Begin, Delivery, Journal, JournalOptions, RecordState};
+use slotpartner::journal::{Begin, Delivery, Finished, Journal, JournalOptions, RecordState, SqlValue, Staged};
 
 #[path = "e2e/cluster.rs"]
 mod cluster;
@@ -16,7 +16,7 @@ use cluster::{Cluster, TempDir};
 
 #[path = "e2e/refunds.rs"]
 mod refunds;
-use refunds::{new_claim, plain_refund, refund, reply};
+use refunds::{handle, new_claim, plain_refund, refund, reply};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journal").join(name)
@@ -90,6 +90,58 @@ fn check(url: &str) {
     assert_eq!(new_claim(&journal, &plain_refund(8)).attempt(), 2);
 }
 
+/// After `check`: the journal is of this release's version, a process of version 3 still running
+/// cannot count a delivery into it (its finish fails: rolled back, credit and all), and new
+/// deliveries, one claimed at finish with a staged credit, are stored and counted: the figures
+/// the migration folded (handled, the indexes seen) go on from where version 3 left them.
+/// `raw` runs a statement on the journal's database directly, answering whether it succeeded.
+fn check_migrated(url: &str, version: i64, raw: &mut dyn FnMut(&str) -> bool) {
+    assert_eq!(version, slotpartner::journal::SCHEMA_VERSION, "migrated in place");
+    assert!(
+        !raw("UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = 0"),
+        "version 3's count of a finish fails on a migrated journal"
+    );
+    assert!(!raw("DROP INDEX sp_journal_delivery_transaction"), "the index of transaction_id is gone");
+    assert!(raw("CREATE TABLE credits (transaction_id BIGINT PRIMARY KEY, amount BIGINT NOT NULL)"));
+    let journal = Journal::open(url, &options()).expect("open again");
+    let before = journal.status().expect("status");
+    handle(&journal, &plain_refund(12), &reply(12));
+    let at_finish = Journal::open(url, &JournalOptions { claim_at_finish: true, ..options() }).expect("open");
+    let sqlite = url.starts_with("sqlite:");
+    let credit = if sqlite {
+        "INSERT INTO credits (transaction_id, amount) VALUES (?1, ?2)"
+    } else {
+        "INSERT INTO credits (transaction_id, amount) VALUES ($1, $2)"
+    };
+    let staged = [Staged::new(credit, vec![SqlValue::Int(13), SqlValue::Int(1299)]).unwrap()];
+    let delivery = plain_refund(13);
+    match at_finish.begin_optimistic(&delivery).expect("begin") {
+        Begin::New(claim) => {
+            assert!(matches!(at_finish.finish_optimistic(&claim, &delivery, &reply(13), &staged), Ok(Finished::Stored)))
+        }
+        other => panic!("expected New, got {other:?}"),
+    }
+    // A repeat of a delivery stored by version 3, claimed at finish: its stored reply.
+    let repeat = plain_refund(11);
+    match at_finish.begin_optimistic(&repeat).expect("begin") {
+        Begin::New(claim) => match at_finish.finish_optimistic(&claim, &repeat, b"a second run", &[]) {
+            Ok(Finished::Answered(Begin::Done(stored))) => assert_eq!(stored, reply(11)),
+            other => panic!("expected the stored reply, got {other:?}"),
+        },
+        other => panic!("expected New, got {other:?}"),
+    }
+    let status = journal.status().expect("status");
+    assert_eq!(status.handled, before.handled + 2, "{status:?}");
+    assert_eq!(status.replayed, before.replayed + 1, "{status:?}");
+    assert_eq!((status.missing, status.watermark, status.highest_index), (1, Some(5), Some(5000)), "{status:?}");
+    assert_eq!(journal.lookup(13).unwrap()[0].reply.as_deref(), Some(&reply(13)[..]));
+    // The gap at 6 closed by hand: the indexes seen, read from the runs, count it.
+    assert_eq!(journal.resolve(6, 6, "settled with the service").unwrap(), 1);
+    let status = journal.status().expect("status");
+    assert_eq!((status.missing, status.watermark), (0, Some(13)), "{status:?}");
+    assert!(journal.missing(10).unwrap().is_empty());
+}
+
 #[test]
 fn sqlite_journal_of_version_3_keeps_everything() {
     let dir = TempDir::new("slotpartner-journal-v3");
@@ -100,7 +152,30 @@ fn sqlite_journal_of_version_3_keeps_everything() {
         .query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0))
         .unwrap();
     assert_eq!(version, 3, "the fixture is of version 3");
-    check(&format!("sqlite:{}", path.display()));
+    let url = format!("sqlite:{}", path.display());
+    check(&url);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let version = db.query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0));
+    check_migrated(&url, version.unwrap(), &mut |sql| db.execute_batch(sql).is_ok());
+}
+
+/// A version 3 journal holding a delivery whose key does not name its `transactionId` (changed
+/// by hand: the journal never writes one) is not migrated, since version 4 finds a transaction's
+/// deliveries by their keys: the open fails naming the problem, and the journal stays at version
+/// 3, whole.
+#[test]
+fn sqlite_journal_of_version_3_changed_by_hand_is_not_migrated() {
+    let dir = TempDir::new("slotpartner-journal-v3-by-hand");
+    let path = dir.path().join("v3.sqlite");
+    std::fs::copy(fixture("v3.sqlite"), &path).unwrap();
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute("UPDATE sp_journal_delivery SET key = 'refund-4' WHERE key = 'gameSessionBuyRefund:4'", []).unwrap();
+    let error = Journal::open(&format!("sqlite:{}", path.display()), &options()).unwrap_err();
+    assert!(error.message.contains("transaction_id") && error.message.contains("by hand"), "{error}");
+    let version: i64 =
+        db.query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+    let handled: i64 = db.query_row("SELECT SUM(handled) FROM sp_journal_counters", [], |r| r.get(0)).unwrap();
+    assert_eq!((version, handled), (3, 8), "rolled back whole");
 }
 
 #[test]
@@ -115,6 +190,9 @@ fn postgres_journal_of_version_3_keeps_everything() {
         client.query_one("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", &[]).unwrap().get(0);
     assert_eq!(version, 3, "the dump is of version 3");
     check(&url);
+    let version =
+        client.query_one("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", &[]).unwrap().get(0);
+    check_migrated(&url, version, &mut |sql| client.batch_execute(sql).is_ok());
 }
 
 /// Writes both fixtures with this checkout's code (a version 3 one).

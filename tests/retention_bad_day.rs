@@ -400,7 +400,8 @@ fn a_compacted_delivery_of_an_earlier_numbering_stays_out_of_the_current_one() {
 /// request opens its handle per request: each `finish` then runs a whole batch (here 200
 /// compactions) after its own commit, holding the journal's write lock. Five requests within a
 /// second run five batches. On PostgreSQL each batch also merges the seen indexes under the
-/// `seen_count` row lock, so every finish of every host queues on that one row.
+/// `runs_merge_lock` row lock (`seen_count` before schema version 4), so every finish of every
+/// host queues on that one row.
 #[test]
 fn the_libraries_retention_never_runs_on_every_finish_of_fresh_handles() {
     const OLD: i64 = 1_000;

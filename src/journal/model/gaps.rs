@@ -5,8 +5,9 @@
 //! up to it was seen); the runs above it are what lies beyond. Storage and every operation grow
 //! with the number of holes, not with the number of deliveries: a million consecutive indexes are
 //! one row, and a permanent hole (a lost event never fetched again) costs one row more, not one
-//! row for every index after it. The number of distinct seen indexes is kept as a counter, so the
-//! count of missing indexes is arithmetic, never a scan.
+//! row for every index after it. The number of distinct seen indexes is the runs' sum, read when
+//! asked (one row a hole: `admin::seen_count`), so the count of missing indexes is arithmetic over
+//! the runs, never a scan of the deliveries.
 
 /// Seen indexes `lo..=hi`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

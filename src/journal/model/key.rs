@@ -3,7 +3,16 @@
 
 use crate::callback::event::{Event, EventKind};
 use crate::callback::json::push_quoted;
+use crate::callback::spec::KnownEvent;
 use crate::error::{Error, ErrorKind};
+
+/// The keys a delivery carrying `transaction_id` is stored under: a refund's and a payout's, the
+/// only events keyed by their `transactionId` (see [`Delivery::of`]). `Journal::lookup` finds a
+/// transaction's deliveries by them, through the key's own index: schema version 4 keeps no
+/// index of `transaction_id` (one b-tree less to write a delivery).
+pub(crate) fn transaction_keys(transaction_id: i64) -> [String; 2] {
+    [KnownEvent::BuyRefund, KnownEvent::JackpotPayout].map(|event| format!("{}:{transaction_id}", event.name()))
+}
 
 /// One delivery of an event, as the journal sees it: built from a validated event with
 /// [`Delivery::of`], then given to `Journal::begin`.
@@ -527,6 +536,7 @@ mod tests {
     fn refund_key_is_name_and_transaction_id() {
         let d = delivery(REFUND);
         assert_eq!(d.key(), Some("gameSessionBuyRefund:900002"));
+        assert!(transaction_keys(900002).iter().any(|key| Some(key.as_str()) == d.key()));
         assert_eq!((d.index(), d.transaction_id(), d.name()), (Some(41), Some(900002), "gameSessionBuyRefund"));
         assert!(d.is_replayable());
         assert_eq!(
@@ -545,6 +555,8 @@ mod tests {
         ];
         for body in bodies {
             let delivery = delivery(body);
+            let id = delivery.transaction_id().expect("keyed by its transactionId");
+            assert!(transaction_keys(id).iter().any(|key| Some(key.as_str()) == delivery.key()), "{body}");
             let stored = delivery.stored();
             assert!(stored.starts_with("[\"") && stored.len() < delivery.fingerprint().len() / 2 + 40, "{stored}");
             let back: ContentMap = serde_json::from_str(&from_stored(stored)).unwrap();

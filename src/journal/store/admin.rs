@@ -251,9 +251,18 @@ pub(crate) fn first_index(sql: &mut dyn Sql) -> Result<Option<i64>> {
 /// The gap figures: first, highest, watermark, missing (index jumps left out).
 pub(crate) fn summary(sql: &mut dyn Sql) -> Result<gaps::Summary> {
     let configured_first = meta(sql, "first_index")?;
-    let seen = meta(sql, "seen_count")?.unwrap_or(0);
+    let seen = seen_count(sql)?;
     let jumps = jumps(sql)?;
     Ok(gaps::facts(&mut SqlRuns(sql), configured_first, seen, &jumps)?.summary())
+}
+
+/// The distinct indexes seen in the current numbering: the runs' sum, at most `i64::MAX` (every
+/// index of `0..=i64::MAX` is one more than an `i64` counts). Read when asked rather than kept
+/// in a row every new index would write (schema version 4); the runs are the gaps and one more.
+pub(crate) fn seen_count(sql: &mut dyn Sql) -> Result<i64> {
+    let rows = sql.rows("SELECT lo, hi FROM sp_journal_runs", &[])?;
+    let sum: i128 = rows.iter().filter_map(|r| Some(i128::from(num(r, 1)?) - i128::from(num(r, 0)?) + 1)).sum();
+    Ok(i64::try_from(sum).unwrap_or(i64::MAX))
 }
 
 /// At most `limit` missing ranges, in order, index jumps left out.
@@ -581,13 +590,6 @@ pub(crate) fn resolve(sql: &mut dyn Sql, first: i64, last: i64, note: &str) -> R
     }
     let now = sql.now_ms()?;
     let closed = gaps::add(&mut SqlRuns(sql), first, last, gaps::Seen { first_ms: now, last_ms: None })?;
-    if closed > 0 {
-        // Saturating: every index of 0..=i64::MAX is one more than an i64 counts.
-        sql.exec(
-            "UPDATE sp_journal_meta SET value = CASE WHEN value > 9223372036854775807 - ?1 THEN 9223372036854775807 ELSE value + ?1 END WHERE key = 'seen_count'",
-            &[closed.into()],
-        )?;
-    }
     let numbering = numbering(sql)?;
     let now = sql.now_ms()?;
     sql.exec(
@@ -818,7 +820,6 @@ pub(crate) fn renumber(sql: &mut dyn Sql, first: i64, note: &str, give_up_gaps: 
         "UPDATE sp_journal_delivery SET key = ?1 || key WHERE transaction_id IS NULL AND (key LIKE 'event#%' OR key LIKE 'action#%')",
         &[prefix.as_str().into()],
     )?;
-    set_meta(sql, "seen_count", 0)?;
     set_meta(sql, "first_index", first)?;
     set_meta(sql, "numbering", old + 1)?;
     record_jump(sql, JumpKind::Renumbered, first, highest, None, None, None)?;
@@ -1072,7 +1073,7 @@ pub(crate) fn deliveries_at(sql: &mut dyn Sql, index: i64) -> Result<Vec<(String
         .collect())
 }
 
-/// The migration's data steps from schema version `from` (1 or 2) to the current one; the
+/// The migration's data steps from schema version `from` (1 to 3) to the current one; the
 /// tables and columns of every later version exist already.
 pub(crate) fn migrate(sql: &mut dyn Sql, from: i64) -> Result<()> {
     if from < 2 {
@@ -1080,10 +1081,24 @@ pub(crate) fn migrate(sql: &mut dyn Sql, from: i64) -> Result<()> {
             sql.exec(step, &[])?;
         }
     }
-    let now = sql.now_ms()?;
-    for step in super::schema::MIGRATE_V2 {
-        let params: &[Value] = if step.contains("?1") { &[Value::from(now)] } else { &[] };
-        sql.exec(step, params)?;
+    if from < 3 {
+        let now = sql.now_ms()?;
+        for step in super::schema::MIGRATE_V2 {
+            let params: &[Value] = if step.contains("?1") { &[Value::from(now)] } else { &[] };
+            sql.exec(step, params)?;
+        }
+    }
+    let unkeyed = int(sql, super::schema::UNKEYED_TRANSACTIONS, &[])?.unwrap_or(0);
+    if unkeyed > 0 {
+        return Err(Error::new(
+            ErrorKind::Journal,
+            format!(
+                "sp_journal_delivery: {unkeyed} deliveries carry a transaction_id their key does not name (expected gameSessionBuyRefund:<id> or jackpotPayout:<id>); the journal was changed by hand and stays at its version: put the keys right, or ask for support"
+            ),
+        ));
+    }
+    for step in super::schema::MIGRATE_V3 {
+        sql.exec(step, &[])?;
     }
     Ok(())
 }

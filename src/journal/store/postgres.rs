@@ -14,7 +14,7 @@
 //! another server connection, shared with other clients: its statements are unnamed (see
 //! `client`; the URL's `statement_cache_size` keeps them prepared on a direct connection
 //! instead, see `statement_cache`), every transaction's `BEGIN` sets the settings it relies on
-//! for that transaction only (`begin_batch`: `SET LOCAL lock_timeout`, `synchronous_commit`),
+//! for that transaction only (`begin_batch`: `lock_timeout`, `synchronous_commit`, in one statement),
 //! whatever a staged statement or another client left in the session, and its locks are
 //! transaction-level (`pg_advisory_xact_lock`, row locks). A transaction's `BEGIN` is written
 //! with its first statement (`Client::defer`), and a transaction of one statement
@@ -339,6 +339,8 @@ impl Postgres {
                     if let Some(from) = schema::check_version(&self.label, tx.meta("schema_version")?)? {
                         tx.client.batch_execute(schema::POSTGRES_V2)?;
                         tx.client.batch_execute(schema::POSTGRES_V3)?;
+                        tx.client.batch_execute(schema::POSTGRES_V4)?;
+                        tx.client.batch_execute(STORE_UNWRITTEN_FUNCTION)?;
                         admin::migrate(&mut PgSql { tx, label: &self.label }, from)?;
                     }
                 }
@@ -668,7 +670,7 @@ impl Postgres {
     }
 
     /// `finish` of a claim `begin` wrote nothing for: the staged statements, then the delivery
-    /// stored done with the reply, its index and its count, in one transaction
+    /// stored done with the reply and its index, in one transaction
     /// (`FINISH_UNWRITTEN`). A key stored by another delivery meanwhile rolls it all back; so
     /// does a staged statement failing on what that delivery's statements did (the ledger's
     /// unique key). Then: success when that delivery had the same content and stored this very
@@ -683,7 +685,6 @@ impl Postgres {
         commit: &str,
         options: &JournalOptions,
     ) -> Result<()> {
-        let shard = self.shard();
         let mut runs = 0;
         let mut renumbered = false;
         let renamed = format!("{}{}", admin::numbering_prefix(unwritten.numbering), claim.key);
@@ -702,7 +703,6 @@ impl Postgres {
                 &unwritten.content,
                 &&claim.token[..],
                 &reply,
-                &shard,
                 &commit,
                 &unwritten.numbering,
                 &schema::VERSION,
@@ -842,25 +842,30 @@ fn seconds(duration: Duration) -> String {
 
 /// The batch that begins each of the journal's transactions (written with its first
 /// statement): READ COMMITTED whatever the session's default, and every setting the journal
-/// relies on, set for this transaction only (`SET LOCAL`), so that none is left on the
-/// connection and none found there counts: neither one a staged statement changed for the
-/// session (`set_config(..., false)`) nor one another client of a pooler's server connection
-/// left. `lock_timeout` is the journal's lock time-out; `synchronous_commit` is off (a
-/// statement storing a reply sets its own). A claim at finish's (`Mode::AtFinish`) also takes
-/// the numbering's lock shared and sets the transaction's guard.
+/// relies on, set for this transaction only (`set_config(..., true)`, as `SET LOCAL` would), so
+/// that none is left on the connection and none found there counts: neither one a staged
+/// statement changed for the session (`set_config(..., false)`) nor one another client of a
+/// pooler's server connection left. `lock_timeout` is the journal's lock time-out;
+/// `synchronous_commit` is off (a statement storing a reply sets its own). A claim at finish's
+/// (`Mode::AtFinish`) also takes the numbering's lock shared and sets the transaction's guard.
+/// The settings are one statement after `BEGIN` (a claim at finish's lock and guard in it too):
+/// the lock is taken in the outer query, over the settings' subquery, which `OFFSET 0` keeps
+/// from being merged into it, so that the lock waits under the journal's `lock_timeout`.
 fn begin_batch(mode: Mode, options: &JournalOptions) -> String {
     let lock_ms = options.lock_timeout.as_millis().max(1);
-    let mut batch = format!(
-        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout TO {lock_ms}; SET LOCAL synchronous_commit TO off"
-    );
+    let settings =
+        format!("SELECT set_config('lock_timeout', '{lock_ms}', true), set_config('synchronous_commit', 'off', true)");
     if mode == Mode::AtFinish {
-        batch.push_str(concat!(
-            "; SELECT pg_advisory_xact_lock_shared(",
-            numbering_lock!(),
-            "), set_config('slotpartner.guard', 'on', true)"
-        ));
+        return format!(
+            concat!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared(",
+                numbering_lock!(),
+                "), set_config('slotpartner.guard', 'on', true) FROM ({} OFFSET 0) AS settings"
+            ),
+            settings
+        );
     }
-    batch
+    format!("BEGIN ISOLATION LEVEL READ COMMITTED; {settings}")
 }
 
 /// Ends a `Mode::Single` transaction whose `COMMIT` did not go with its statement (the statement
@@ -896,19 +901,19 @@ fn label(config: &Config) -> String {
     format!("postgres://{user}{host}:{port}/{}", config.get_dbname().unwrap_or(""))
 }
 
-/// Merges the indexes in `sp_journal_seen` into the runs, under the lock of the `seen_count` row
-/// (`wait`: wait for it, else skip when another process is merging). `all`: until none is left.
-/// An index more than `max_index_jump` beyond the highest so far is noted as an index jump.
+/// Merges the indexes in `sp_journal_seen` into the runs, under the lock of the
+/// `runs_merge_lock` row (`wait`: wait for it, else skip when another process is merging).
+/// `all`: until none is left. An index more than `max_index_jump` beyond the highest so far is
+/// noted as an index jump.
 fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOptions) -> TxResult<()> {
     let lock = if wait {
-        "SELECT value FROM sp_journal_meta WHERE key = 'seen_count' FOR UPDATE"
+        "SELECT value FROM sp_journal_meta WHERE key = 'runs_merge_lock' FOR UPDATE"
     } else {
-        "SELECT value FROM sp_journal_meta WHERE key = 'seen_count' FOR UPDATE SKIP LOCKED"
+        "SELECT value FROM sp_journal_meta WHERE key = 'runs_merge_lock' FOR UPDATE SKIP LOCKED"
     };
     if tx.query_opt(lock, &[])?.is_none() {
         return Ok(());
     }
-    let mut new = 0;
     loop {
         let sql = concat!("SELECT idx, COALESCE(at_ms, ", now_ms!(), ") FROM sp_journal_seen ORDER BY idx LIMIT $1");
         let rows = tx.query(sql, &[&FOLD_BATCH])?;
@@ -931,15 +936,12 @@ fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOp
             {
                 admin::record_jump(&mut PgSql { tx, label }, JumpKind::Jump, run.lo, Some(previous), None, None, None)?;
             }
-            new += gaps::add(&mut PgRuns(tx), run.lo, run.hi, arrived)?;
+            gaps::add(&mut PgRuns(tx), run.lo, run.hi, arrived)?;
         }
         tx.execute("DELETE FROM sp_journal_seen WHERE idx = ANY($1)", &[&indexes])?;
         if !all || (indexes.len() as i64) < FOLD_BATCH {
             break;
         }
-    }
-    if new > 0 {
-        tx.execute("UPDATE sp_journal_meta SET value = value + $1 WHERE key = 'seen_count'", &[&new])?;
     }
     Ok(())
 }
@@ -1125,8 +1127,9 @@ const CLAIM_TAKE_OVER: &str = concat!(
     now_ms!(),
     " + $4 WHERE key = $1"
 );
-/// A statement storing the reply of a live claim and counting it handled (`$1` key, `$2`
-/// token, `$3` reply, `$4` the counters' shard), committed as durably as `$5` says
+/// A statement storing the reply of a live claim, no longer in progress (handled: counted by its
+/// done row, see `schema::COUNTERS_SUM`; `$1` key, `$2` token, `$3` reply, `$4` the counters'
+/// shard), committed as durably as `$5` says
 /// (`synchronous_commit` of its transaction: `on` for `Synchronous::Full`); `$also` is added to
 /// its condition, `$answer` is what it answers.
 macro_rules! finish_sql {
@@ -1140,7 +1143,7 @@ macro_rules! finish_sql {
             " WHERE key = $1 AND state = 'claimed' AND token = $2",
             $also,
             " RETURNING 1), ",
-            "counted AS (UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
+            "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
             $answer
         )
     };
@@ -1160,20 +1163,33 @@ const FINISH_GUARDED: &str = finish_sql!(
 /// Whether the journal holds a row for the key `$1`, its numbering and its schema version.
 const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), (SELECT value FROM sp_journal_meta WHERE key = 'schema_version')";
 /// Stores a delivery claimed at finish (`Claim::unwritten`), done, with its reply (`$1` key, `$2`
-/// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply, `$8` the
-/// counters' shard), unless the key has a row by now; records its index and counts it handled,
-/// committed as durably as `$9` says (see `finish_sql!`). In a `Mode::AtFinish` transaction:
-/// only while its guard is set (the staged statements ran before it), and only while the
-/// journal's numbering is still `$10` (a renumbering waits for the transaction, or committed
-/// before this statement began and nothing is stored). The token stays in the row: a run
-/// after a lost connection recognises its own first run by it. Answers the count stored, the
-/// guard, another key first delivered at the same index (a reused index), and whether the
-/// numbering was still `$10` and the schema version still `$11` (this release's: a claim of
-/// `Journal::begin_optimistic` is handed out without reading the journal, so a journal another
-/// release migrated meanwhile is met here, and nothing is stored).
-const FINISH_UNWRITTEN: &str = concat!(
-    "WITH durable AS (SELECT set_config('synchronous_commit', $9::text, true)), ",
-    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $10 AND EXISTS (SELECT 1 FROM sp_journal_meta WHERE key = 'schema_version' AND value = $11)), ",
+/// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply), unless the key
+/// has a row by now; records its index (handled: counted by its done row, see
+/// `schema::COUNTERS_SUM`), committed as durably as `$8` says (see `finish_sql!`). In a
+/// `Mode::AtFinish` transaction: only while its guard is set (the staged statements ran before
+/// it), and only while the journal's numbering is still `$9` (a renumbering waits for the
+/// transaction, or committed before this statement began and nothing is stored). The token
+/// stays in the row: a run after a lost connection recognises its own first run by it. Answers
+/// the count stored, the guard, another key first delivered at the same index (a reused
+/// index), and whether the numbering was still `$9` and the schema version still `$10` (this
+/// release's: a claim of `Journal::begin_optimistic` is handed out without reading the journal,
+/// so a journal another release migrated meanwhile is met here, and nothing is stored).
+///
+/// Run as the function `sp_journal_store_unwritten` (`STORE_UNWRITTEN_FUNCTION`, created with
+/// the schema): PL/pgSQL keeps the statement's plan for the server connection, whichever client
+/// a pooler in transaction mode lends it to, where the statement sent unnamed was parsed and
+/// planned at every delivery (127 µs of planning against 57 µs of running it, see
+/// docs/experiments-2026-12.md); the call itself is planned in a few µs. Its parameters are the
+/// statement's, in order; `$1`... in the body are the function's.
+const FINISH_UNWRITTEN: &str = "SELECT * FROM sp_journal_store_unwritten($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// Creates (or replaces, by a migration run again) the function `FINISH_UNWRITTEN` calls: the
+/// storing statement, run by `RETURN QUERY`. Version 4's, on PostgreSQL.
+const STORE_UNWRITTEN_FUNCTION: &str = concat!(
+    "CREATE OR REPLACE FUNCTION sp_journal_store_unwritten(text, text, bigint, bigint, text, bytea, bytea, text, bigint, bigint) ",
+    "RETURNS TABLE (out_stored bigint, out_guard text, out_reused text, out_numbered boolean) LANGUAGE plpgsql AS $store$ BEGIN RETURN QUERY ",
+    "WITH durable AS (SELECT set_config('synchronous_commit', $8::text, true)), ",
+    "numbered AS (SELECT 1 FROM sp_journal_meta WHERE key = 'numbering' AND value = $9 AND EXISTS (SELECT 1 FROM sp_journal_meta WHERE key = 'schema_version' AND value = $10)), ",
     "finished AS (INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) SELECT $1, $2, $3, $4, $5, 'done', $6, 1, ",
     now_ms!(),
     ", ",
@@ -1182,11 +1198,11 @@ const FINISH_UNWRITTEN: &str = concat!(
     now_ms!(),
     ", $7 FROM numbered WHERE current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
     seen_when!("finished"),
-    ", ",
-    "counted AS (UPDATE sp_journal_counters SET handled = handled + 1 WHERE shard = $8 AND EXISTS (SELECT 1 FROM finished)) ",
+    " ",
     "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true), ",
     "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1), ",
-    "EXISTS (SELECT 1 FROM numbered) FROM durable"
+    "EXISTS (SELECT 1 FROM numbered) FROM durable",
+    "; END $store$"
 );
 /// Whether the key `$1` holds a row carrying the token `$2`: a claimed-at-finish delivery stored
 /// by a run of `FINISH_UNWRITTEN` whose answer was lost with its connection; or the key `$3`, the
@@ -1514,9 +1530,11 @@ impl super::Store for Postgres {
 
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
         self.transaction(options, Mode::Normal, |tx| {
-            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE transaction_id = $1 ORDER BY id";
+            // By the keys it can have (`key::transaction_keys`): no index of `transaction_id`.
+            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply FROM sp_journal_delivery WHERE key IN ($1, $2) AND transaction_id = $3 ORDER BY id";
+            let [refund, payout] = super::key::transaction_keys(transaction_id);
             let mut records = Vec::new();
-            for r in tx.query(sql, &[&transaction_id])? {
+            for r in tx.query(sql, &[&refund, &payout, &transaction_id])? {
                 let state = RecordState::parse(r.try_get(4)?)?;
                 records.push(Record {
                     key: r.try_get(0)?,

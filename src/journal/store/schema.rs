@@ -1,9 +1,9 @@
 //! The journal's tables, for both backends, and their version.
 //!
-//! Every table is named `sp_journal_*`, so that a journal may live in a database the partner also
-//! uses. `sp_journal_meta` holds `schema_version` (a later release migrates from it; a journal of a
-//! newer version is refused), `seen_count` (distinct indexes seen) and, when configured,
-//! `first_index`.
+//! Every table (and, from version 4, the one function on PostgreSQL) is named `sp_journal_*`, so
+//! that a journal may live in a database the partner also uses. `sp_journal_meta` holds
+//! `schema_version` (a later release migrates from it; a journal of a newer version is refused),
+//! `seen_count` until version 4 (distinct indexes seen) and, when configured, `first_index`.
 //!
 //! - `sp_journal_delivery`: a row per key: the canonical content, the state (`claimed`, `done`,
 //!   `abandoned`), the claim token, attempts, lease, times and the stored reply.
@@ -11,7 +11,8 @@
 //! - `sp_journal_seen` (PostgreSQL only): indexes seen and not yet merged into the runs, so that
 //!   concurrent deliveries on several hosts do not queue on the runs; merged in batches.
 //! - `sp_journal_refused`: deliveries refused by validation whose index could be read.
-//! - `sp_journal_counters`: handled, replayed, conflicts, refused, in progress; in several rows
+//! - `sp_journal_counters`: handled (from version 4 an offset only), replayed, conflicts, refused,
+//!   in progress; in several rows
 //!   (shards) on PostgreSQL so that concurrent transactions rarely update the same row.
 //!
 //! Two clocks. Every `*_ms` column but the two leases (`created_ms`, `updated_ms`, `finished_ms`,
@@ -37,6 +38,23 @@
 //! - `lease_boot` of `sp_journal_delivery` and `sp_journal_locks`: the boot a SQLite lease was
 //!   set in (see above); a claim of version 1 has none, so it counts as expired.
 //!
+//! Version 4 writes less a delivery (see docs/experiments-2026-12.md), keeping every figure:
+//! - the count of distinct indexes seen is the runs' sum, read when asked (`admin::seen_count`),
+//!   instead of a `seen_count` row written at every new index; the row is renamed
+//!   `runs_merge_lock`, which only the merging of `sp_journal_seen` locks (PostgreSQL);
+//! - handled is folded when read: the deliveries done now, plus those compacted since (meta
+//!   `pruned`, counted by `prune` as it compacts a finished delivery: the only way a row leaves
+//!   `done`), plus `sp_journal_counters.handled_offset`, which the migration sets so that the
+//!   figure is what version 3 counted. A compacted delivery taken over and finished again is
+//!   done again: handled twice, as version 3 counted it. The column was `handled`: a process of
+//!   an older release still running against a migrated journal fails at its finish (the
+//!   transaction, the partner's statements with it, rolled back) instead of counting twice;
+//! - no index of `sp_journal_delivery.transaction_id`: `Journal::lookup` reads a transaction's
+//!   deliveries by their keys (`key::transaction_keys`), through the key's index;
+//! - on PostgreSQL, the function `sp_journal_store_unwritten` (the journal's only function,
+//!   named as its tables are): the statement storing a delivery claimed at finish, whose plan
+//!   the server connection keeps (see `postgres::FINISH_UNWRITTEN`).
+//!
 //! Keys of events without a `transactionId` moved to their own key spaces in version 2
 //! (`event#<index>#<name>`, `action#<index>#<name>`); the migration moves version 1's
 //! `<name>:<index>` keys to `event#<index>#<name>` (version 1 did not keep whether a name came
@@ -45,7 +63,7 @@
 use crate::error::{Error, ErrorKind};
 
 /// The schema this release writes and reads.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// `PRAGMA application_id` of a SQLite journal: `SPJ1` in ASCII. A database marked otherwise, or
 /// holding tables but no journal, is refused rather than turned into one.
@@ -338,12 +356,48 @@ pub(crate) const MIGRATE_V2: &[&str] = &[
     "UPDATE sp_journal_meta SET value = 3 WHERE key = 'schema_version'",
 ];
 
+/// What version 4 changes on SQLite, in the migration's transaction while the counters still
+/// have version 3's `handled` column (`sqlite::add_v4` runs it only then): the handled deliveries
+/// that the done rows and the compactions do not show go to shard 0, the other shards' are
+/// cleared, and the column is renamed `handled_offset` (see the module's notes on version 4).
+pub(crate) const SQLITE_V4_HANDLED: &str = "
+UPDATE sp_journal_counters SET handled = (SELECT SUM(handled) FROM sp_journal_counters) - (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') - COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) WHERE shard = 0;
+UPDATE sp_journal_counters SET handled = 0 WHERE shard <> 0;
+ALTER TABLE sp_journal_counters RENAME COLUMN handled TO handled_offset;
+";
+
+/// `SQLITE_V4_HANDLED` on PostgreSQL, run only while the column is version 3's.
+pub(crate) const POSTGRES_V4: &str = "
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sp_journal_counters'::regclass AND attname = 'handled' AND NOT attisdropped) THEN
+        UPDATE sp_journal_counters SET handled = (SELECT SUM(handled) FROM sp_journal_counters) - (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') - COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) WHERE shard = 0;
+        UPDATE sp_journal_counters SET handled = 0 WHERE shard <> 0;
+        ALTER TABLE sp_journal_counters RENAME COLUMN handled TO handled_offset;
+    END IF;
+END
+$$;
+";
+
+/// Deliveries whose `transactionId` is not in their key (`key::transaction_keys`): none was ever
+/// written so; the migration to version 4, whose `Journal::lookup` finds a transaction by its
+/// keys, refuses a journal holding one (changed by hand) rather than lose sight of it.
+pub(crate) const UNKEYED_TRANSACTIONS: &str = "SELECT count(*) FROM sp_journal_delivery WHERE transaction_id IS NOT NULL AND NOT (name IN ('gameSessionBuyRefund', 'jackpotPayout') AND key = name || ':' || CAST(transaction_id AS TEXT))";
+
+/// The data migration to version 4 (after `SQLITE_V4_HANDLED` or `POSTGRES_V4`, and the check of
+/// `UNKEYED_TRANSACTIONS`), the same SQL on both backends.
+pub(crate) const MIGRATE_V3: &[&str] = &[
+    "UPDATE sp_journal_meta SET key = 'runs_merge_lock', value = 0 WHERE key = 'seen_count'",
+    "DROP INDEX IF EXISTS sp_journal_delivery_transaction",
+    "UPDATE sp_journal_meta SET value = 4 WHERE key = 'schema_version'",
+];
+
 /// Refuses a journal whose schema this release does not know; `Ok(Some(version))` when it is of
-/// an earlier version this release migrates from (1 or 2), `Ok(None)` when it is current.
+/// an earlier version this release migrates from (1 to 3), `Ok(None)` when it is current.
 pub(crate) fn check_version(label: &str, found: Option<i64>) -> Result<Option<i64>, Error> {
     match found {
         Some(VERSION) => Ok(None),
-        Some(version @ (1 | 2)) => Ok(Some(version)),
+        Some(version @ (1..=3)) => Ok(Some(version)),
         Some(version) if version > VERSION => Err(Error::new(
             ErrorKind::Journal,
             format!(
@@ -393,5 +447,7 @@ impl Counter {
     }
 }
 
-/// The counters' sums: handled, replayed, conflicts, refused, in progress.
-pub(crate) const COUNTERS_SUM: &str = "SELECT CAST(COALESCE(SUM(handled), 0) AS BIGINT), CAST(COALESCE(SUM(replayed), 0) AS BIGINT), CAST(COALESCE(SUM(conflicts), 0) AS BIGINT), CAST(COALESCE(SUM(refused), 0) AS BIGINT), CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) FROM sp_journal_counters";
+/// The counters' sums: handled, replayed, conflicts, refused, in progress. Handled is folded
+/// here (see the module's notes on version 4): the done rows, counted over the partial index
+/// `sp_journal_delivery_done`, the compactions, and the offset.
+pub(crate) const COUNTERS_SUM: &str = "SELECT CAST(COALESCE(SUM(handled_offset), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) AS BIGINT), CAST(COALESCE(SUM(replayed), 0) AS BIGINT), CAST(COALESCE(SUM(conflicts), 0) AS BIGINT), CAST(COALESCE(SUM(refused), 0) AS BIGINT), CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) FROM sp_journal_counters";

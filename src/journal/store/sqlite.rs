@@ -171,9 +171,12 @@ impl Sqlite {
                 }
                 let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 if !has_meta(&tx)? {
+                    // Version 3's tables, made version 4's in the same transaction.
                     tx.execute_batch(schema::SQLITE)?;
                     add_v2(&tx)?;
                     add_v3(&tx)?;
+                    add_v4(&tx)?;
+                    admin::migrate(&mut SqliteSql { tx: &tx, label: &self.label }, 3)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
                 tx.commit()?;
@@ -187,6 +190,7 @@ impl Sqlite {
                 if let Some(from) = schema::check_version(&self.label, meta(&tx, "schema_version")?)? {
                     add_v2(&tx)?;
                     add_v3(&tx)?;
+                    add_v4(&tx)?;
                     admin::migrate(&mut SqliteSql { tx: &tx, label: &self.label }, from)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
@@ -460,6 +464,21 @@ fn add_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(schema::SQLITE_V3)
 }
 
+/// Makes the changes of version 4 (`schema::SQLITE_V4_HANDLED`) while the counters still have
+/// version 3's `handled` column: a migration run again (a version put back by hand) changes
+/// nothing twice.
+fn add_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let has: i64 = tx.query_row(
+        "SELECT count(*) FROM pragma_table_info('sp_journal_counters') WHERE name = 'handled'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has > 0 {
+        tx.execute_batch(schema::SQLITE_V4_HANDLED)?;
+    }
+    Ok(())
+}
+
 /// Adds each column (table, column, type) its table lacks (SQLite has no `ADD COLUMN IF NOT
 /// EXISTS`).
 fn add_columns(tx: &Transaction<'_>, columns: &[(&str, &str, &str)]) -> rusqlite::Result<()> {
@@ -519,9 +538,6 @@ fn record_index(
         admin::record_jump(sql, JumpKind::Jump, index, Some(previous), key, name, None)?;
     }
     let new = gaps::add(&mut SqliteRuns(tx), index, index, gaps::Seen::at(now_ms()))?;
-    if new > 0 {
-        tx.prepare_cached("UPDATE sp_journal_meta SET value = value + ?1 WHERE key = 'seen_count'")?.execute([new])?;
-    }
     Ok(new > 0)
 }
 
@@ -939,11 +955,10 @@ impl super::Store for Sqlite {
                     None => {}
                 }
                 run_staged(tx, staged)?;
+                // Counted handled by its done row (see `schema::COUNTERS_SUM`).
                 if !write_unwritten(tx, &self.label, claim, unwritten, Some(reply), options)? {
                     return lost(tx);
                 }
-                tx.prepare_cached("UPDATE sp_journal_counters SET handled = handled + 1 WHERE shard = 0")?
-                    .execute([])?;
                 Ok(())
             });
         }
@@ -960,8 +975,8 @@ impl super::Store for Sqlite {
             if tx.prepare_cached(sql)?.execute(params![claim.key, &claim.token[..], reply, now_ms()])? != 1 {
                 return lost(tx);
             }
-            let sql = "UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = 0";
-            tx.prepare_cached(sql)?.execute([])?;
+            // Counted handled by its done row (see `schema::COUNTERS_SUM`).
+            bump(tx, Counter::InProgress, -1)?;
             Ok(())
         })
     }
@@ -1048,11 +1063,13 @@ impl super::Store for Sqlite {
 
     fn lookup(&self, transaction_id: i64, options: &JournalOptions) -> Result<Vec<Record>> {
         self.transaction(options, false, false, |tx| {
-            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply, lease_boot FROM sp_journal_delivery WHERE transaction_id = ?1 ORDER BY id";
+            // By the keys it can have (`key::transaction_keys`): no index of `transaction_id`.
+            let sql = "SELECT key, name, transaction_id, first_index, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply, lease_boot FROM sp_journal_delivery WHERE key IN (?1, ?2) AND transaction_id = ?3 ORDER BY id";
             let clock = lease_clock(&self.label)?;
+            let [refund, payout] = super::key::transaction_keys(transaction_id);
             let rows: Vec<(Record, String, Option<String>)> = tx
                 .prepare_cached(sql)?
-                .query_map([transaction_id], |r| {
+                .query_map(params![refund, payout, transaction_id], |r| {
                     Ok((
                         Record {
                             key: r.get(0)?,
