@@ -626,11 +626,9 @@ def program(comm: str, session: int) -> str:
     return "other"
 
 
-def cpu_by_program() -> dict[str, float]:
-    """CPU seconds (user and system) every process on the machine has used so far, by program:
-    each process's own and its reaped children's, so that every tick counts once (a backend
-    that exited is in the postmaster's, the burst in this script's)."""
-    totals: dict[str, float] = {}
+def processes():
+    """Every process on the machine now: (pid, the program it belongs to (`program`), the fields
+    of /proc/PID/stat after its command name)."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -639,8 +637,16 @@ def cpu_by_program() -> dict[str, float]:
         except OSError:
             continue
         comm, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        yield int(entry.name), program(comm, int(fields[3])), fields
+
+
+def cpu_by_program() -> dict[str, float]:
+    """CPU seconds (user and system) every process on the machine has used so far, by program:
+    each process's own and its reaped children's, so that every tick counts once (a backend
+    that exited is in the postmaster's, the burst in this script's)."""
+    totals: dict[str, float] = {}
+    for _, name, fields in processes():
         ticks = sum(int(f) for f in fields[11:15])   # utime, stime, cutime, cstime
-        name = program(comm, int(fields[3]))
         totals[name] = totals.get(name, 0.0) + ticks / CLOCK_TICKS
     return totals
 
@@ -700,19 +706,8 @@ SYSCALL_EVENTS = 200   # the deliveries of the counted round (not timed: strace 
 
 def worker_pids(stack: str) -> list[int]:
     """The processes that run the integrations' code: PHP-FPM's workers, or gunicorn's."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = pathlib.Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        comm, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        name = program(comm, int(fields[3]))
-        if (stack == "php" and name == "PHP-FPM") or (stack == "python" and name == "gunicorn"):
-            pids.append(int(entry.name))
-    return pids
+    wanted = "PHP-FPM" if stack == "php" else "gunicorn"
+    return [pid for pid, name, _ in processes() if name == wanted]
 
 
 def write_calls(target: Target, indexes: Indexes, work: pathlib.Path) -> None:
