@@ -1118,7 +1118,7 @@ const CLAIM_REPLAY: &str = concat!(
 const CLAIM_SELECT: &str = concat!(
     "SELECT content, state, attempts, lease_until_ms, reply, ",
     now_ms!(),
-    ", token FROM sp_journal_delivery WHERE key = $1 FOR UPDATE"
+    ", token, finished_ms IS NOT NULL AS finished_before FROM sp_journal_delivery WHERE key = $1 FOR UPDATE"
 );
 const CLAIM_TAKE_OVER: &str = concat!(
     "UPDATE sp_journal_delivery SET state = 'claimed', token = $2, attempts = $3, updated_ms = ",
@@ -1347,10 +1347,12 @@ impl super::Store for Postgres {
                 lease_until_ms: row.try_get(3)?,
                 reply: row.try_get(4)?,
                 now_ms: row.try_get(5)?,
+                finished_before: row.try_get("finished_before")?,
             };
             let holder: Option<Vec<u8>> = row.try_get("token")?;
             if let Some((attempt, differing)) = claims::own_claim(&existing, holder.as_deref(), &token, delivery) {
-                return Ok(Step::Answer(Begin::New(claim(attempt, differing, false))));
+                let pruned = existing.finished_before;
+                return Ok(Step::Answer(Begin::New(claim(attempt, differing, pruned))));
             }
             Ok(match claims::decide(existing, delivery) {
                 Decision::Conflict { error, differing, stored } => {
