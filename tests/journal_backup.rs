@@ -275,4 +275,23 @@ fn a_postgresql_journal_is_left_to_pg_dump() {
     let list = std::process::Command::new("pg_restore").arg("--list").arg(&dump).output().unwrap();
     let list = String::from_utf8_lossy(&list.stdout);
     assert!(list.contains("TABLE DATA backup sp_journal_delivery"), "{list}");
+
+    // Restored as the hint says into a new server's database (the schema made first, as the
+    // dump of its tables does not make it), the journal takes deliveries claimed at finish,
+    // whose storing statement is the schema's function.
+    let restored = cluster.create_database("restored");
+    let mut client = postgres::Client::connect(&restored, postgres::NoTls).unwrap();
+    client.batch_execute("CREATE SCHEMA backup").unwrap();
+    let restored_url = format!("{restored}?options=-csearch_path%3Dbackup");
+    let out = std::process::Command::new("pg_restore")
+        .args(["--clean", "--if-exists", "--single-transaction", &format!("--dbname={restored_url}")])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pg_restore: {}", String::from_utf8_lossy(&out.stderr));
+    let journal = Journal::open(&restored_url, &JournalOptions { claim_at_finish: true, ..JournalOptions::default() })
+        .expect("open the restored journal");
+    assert_eq!(journal.status().unwrap().handled, 1);
+    handle(&journal, 2, 10);
+    assert_eq!(journal.status().unwrap().handled, 2);
 }

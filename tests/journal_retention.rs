@@ -147,6 +147,10 @@ fn a_repeat_of_a_pruned_delivery_is_never_silent(b: &dyn Backend) {
     let claim = new_claim(&journal, &mobile);
     assert!(claim.reply_pruned() && claim.attempt() == 2);
     journal.abandon(&claim).unwrap();
+    // Released, it is still a delivery handled before: the next attempt is flagged too.
+    let claim = new_claim(&journal, &plain_refund(2));
+    assert!(claim.reply_pruned() && claim.attempt() == 3, "{claim:?}");
+    journal.abandon(&claim).unwrap();
 }
 
 fn compact_records_are_forgotten_only_when_asked(b: &dyn Backend) {

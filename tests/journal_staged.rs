@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use slotpartner::ErrorKind;
-use slotpartner::journal::{Begin, Finished, Journal, JournalOptions, RecordState, SqlValue, Staged};
+use slotpartner::journal::{Begin, Finished, Journal, JournalOptions, PruneOptions, RecordState, SqlValue, Staged};
 
 #[path = "e2e/cluster.rs"]
 mod cluster;
@@ -24,7 +24,7 @@ use backends::{Backend, Postgres, Sqlite, run_suite};
 
 #[path = "e2e/refunds.rs"]
 mod refunds;
-use refunds::{new_claim, plain_refund, refund, reply, state_of};
+use refunds::{DAY_MS, days, new_claim, plain_refund, refund, reply, state_of};
 
 /// A journal at `url` with the partner's ledger table beside it.
 fn journal_with_ledger(b: &dyn Backend, url: &str, options: &JournalOptions) -> Journal {
@@ -62,6 +62,10 @@ const SUITE: &[(&str, Behaviour)] = &[
     (
         "optimistic_conflicts_takeovers_and_renumberings_answer_as_begin",
         optimistic_conflicts_takeovers_and_renumberings_answer_as_begin,
+    ),
+    (
+        "an_optimistic_repeat_of_a_pruned_delivery_never_runs_blind",
+        an_optimistic_repeat_of_a_pruned_delivery_never_runs_blind,
     ),
 ];
 
@@ -580,6 +584,49 @@ fn optimistic_conflicts_takeovers_and_renumberings_answer_as_begin(b: &dyn Backe
         Finished::Stored
     ));
     assert_eq!(credits(b, &url), 3);
+}
+
+/// A repeat of a delivery whose reply was pruned, run optimistically: the journal holds its key,
+/// so the run is not stored; the claim is handed back flagged (`reply_pruned`) and released, as
+/// the endpoint releases it; the next repeat is handed back flagged again, never stored with the
+/// statements of a run that did not know (a ledger without a unique key would pay twice).
+fn an_optimistic_repeat_of_a_pruned_delivery_never_runs_blind(b: &dyn Backend) {
+    let url = b.url("optimistic_pruned");
+    let journal = Journal::open(&url, &at_finish()).expect("open");
+    b.exec(&url, "CREATE TABLE payments (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)");
+    let pay = |n: i64| {
+        let sql = format!("INSERT INTO payments (transaction_id, amount) VALUES ({}, {})", b.param(1), b.param(2));
+        Staged::new(sql, vec![SqlValue::Int(n), SqlValue::Int(5)]).unwrap()
+    };
+    let claim = optimistic_claim(&journal, &plain_refund(1));
+    assert!(matches!(
+        journal.finish_optimistic(&claim, &plain_refund(1), &reply(1), &[pay(1)]).unwrap(),
+        Finished::Stored
+    ));
+    b.exec(
+        &url,
+        &format!(
+            "UPDATE sp_journal_delivery SET finished_ms = finished_ms - {} WHERE key = 'gameSessionBuyRefund:1'",
+            100 * DAY_MS
+        ),
+    );
+    let claim = optimistic_claim(&journal, &plain_refund(2));
+    assert!(matches!(
+        journal.finish_optimistic(&claim, &plain_refund(2), &reply(2), &[pay(2)]).unwrap(),
+        Finished::Stored
+    ));
+    assert_eq!(journal.prune(&PruneOptions::older_than(days(90))).expect("prune").compacted, 1);
+    for attempt in 2..=3 {
+        let claim = optimistic_claim(&journal, &plain_refund(1));
+        match journal.finish_optimistic(&claim, &plain_refund(1), &reply(1), &[pay(1)]).expect("repeat") {
+            Finished::Answered(Begin::New(taken)) => {
+                assert!(taken.reply_pruned() && taken.attempt() == attempt, "{taken:?}");
+                journal.abandon(&taken).expect("released");
+            }
+            other => panic!("attempt {attempt}: expected the claim handed back, got {other:?}"),
+        }
+    }
+    assert_eq!(b.count(&url, "SELECT count(*) FROM payments WHERE transaction_id = 1"), 1, "paid once");
 }
 
 /// Through the counting proxy: once the process knows the numbering, an optimistic delivery is

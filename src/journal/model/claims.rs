@@ -189,6 +189,10 @@ pub(crate) struct Existing {
     pub reply: Option<Vec<u8>>,
     /// The time of the transaction, on the same clock as `lease_until_ms`.
     pub now_ms: i64,
+    /// Whether the row has a `finished_ms` although it is not done: the delivery was finished,
+    /// then compacted by `prune` (the only way out of `done`) and taken over since; the takeover
+    /// brought its full content back, so this is what says it was handled before.
+    pub finished_before: bool,
 }
 
 /// What `begin` does with a key the journal holds.
@@ -214,23 +218,35 @@ pub(crate) enum Decision {
 
 pub(crate) fn decide(existing: Existing, delivery: &Delivery) -> Decision {
     let differing = decisive_differences(&existing.content, delivery.fingerprint());
-    match existing.state {
+    let expired = existing.lease_until_ms <= existing.now_ms;
+    // A compacted delivery taken over and released (abandoned, closed) or left past its lease is
+    // still a delivery handled before whose reply was pruned: decided as `Pruned` is, so that
+    // its next attempt is flagged too.
+    let state = match existing.state {
+        RecordState::Abandoned | RecordState::Closed if existing.finished_before => RecordState::Pruned,
+        RecordState::Claimed if expired && existing.finished_before => RecordState::Pruned,
+        state => state,
+    };
+    match state {
         RecordState::Done if differing.is_empty() => Decision::Replay(existing.reply.unwrap_or_default()),
         RecordState::Done => Decision::Conflict {
             error: conflict_error(delivery, &differing),
             differing,
             stored: Some(existing.reply.unwrap_or_default()),
         },
-        RecordState::Pruned if differing.is_empty() => {
-            Decision::TakeOver { attempt: existing.attempts + 1, reopened: true, differing, pruned: true }
-        }
+        RecordState::Pruned if differing.is_empty() => Decision::TakeOver {
+            attempt: existing.attempts + 1,
+            reopened: existing.state != RecordState::Claimed,
+            differing,
+            pruned: true,
+        },
         RecordState::Pruned => {
             Decision::Conflict { error: conflict_error(delivery, &differing), differing, stored: None }
         }
         RecordState::Abandoned | RecordState::Closed => {
             Decision::TakeOver { attempt: existing.attempts + 1, reopened: true, differing, pruned: false }
         }
-        RecordState::Claimed if existing.lease_until_ms <= existing.now_ms => {
+        RecordState::Claimed if expired => {
             Decision::TakeOver { attempt: existing.attempts + 1, reopened: false, differing, pruned: false }
         }
         RecordState::Claimed | RecordState::Refused => Decision::Held,

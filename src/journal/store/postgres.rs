@@ -86,6 +86,14 @@ fn create_schema(tx: &mut Tx<'_>) -> TxResult<bool> {
     }
 }
 
+/// Whether the function `STORE_UNWRITTEN_FUNCTION` makes is there, in the journal's
+/// `search_path`, as an expression.
+macro_rules! store_function_exists {
+    () => {
+        "to_regprocedure('sp_journal_store_unwritten(text, text, bigint, bigint, text, bytea, bytea, text, bigint, bigint)') IS NOT NULL"
+    };
+}
+
 /// The server's clock in milliseconds since the Unix epoch.
 macro_rules! now_ms {
     () => {
@@ -344,6 +352,14 @@ impl Postgres {
                         admin::migrate(&mut PgSql { tx, label: &self.label }, from)?;
                     }
                 }
+                // A journal restored from a dump of its tables (`backup::POSTGRES_HINT`) comes
+                // without its function: made again.
+                if create && !store_function_exists(tx)? {
+                    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+                    if !store_function_exists(tx)? {
+                        tx.client.batch_execute(STORE_UNWRITTEN_FUNCTION)?;
+                    }
+                }
                 if let Some(first) = options.first_index {
                     if tx.meta("numbering")?.unwrap_or(1) == 1 && tx.meta("first_index")? != Some(first) {
                         tx.execute(
@@ -368,22 +384,25 @@ impl Postgres {
     /// journal opened again (PHP-FPM opens one for every request), costs a round trip instead
     /// of a transaction of four. `false` sends the open down the full path, which decides.
     fn settled(&self, options: &JournalOptions) -> Result<bool> {
-        const SETTLED: &str = "SELECT (SELECT value FROM sp_journal_meta WHERE key = 'schema_version'), \
-            (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), \
-            (SELECT value FROM sp_journal_meta WHERE key = 'first_index')";
+        const SETTLED: &str = concat!(
+            "SELECT (SELECT value FROM sp_journal_meta WHERE key = 'schema_version'), ",
+            "(SELECT value FROM sp_journal_meta WHERE key = 'numbering'), ",
+            "(SELECT value FROM sp_journal_meta WHERE key = 'first_index'), ",
+            store_function_exists!()
+        );
         self.transaction(options, Mode::Single, |tx| {
             let row = match tx.query_one(SETTLED, &[]) {
                 Ok(row) => row,
                 Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => return Ok(false),
                 Err(e) => return Err(Fail::Db(e)),
             };
-            let (version, numbering, first): (Option<i64>, Option<i64>, Option<i64>) =
-                (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            let (version, numbering, first, function): (Option<i64>, Option<i64>, Option<i64>, bool) =
+                (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
             let first_stored = match options.first_index {
                 None => true,
                 Some(wanted) => numbering.unwrap_or(1) != 1 || first == Some(wanted),
             };
-            Ok(version == Some(schema::VERSION) && first_stored)
+            Ok(version == Some(schema::VERSION) && first_stored && function)
         })
     }
 
@@ -1118,7 +1137,7 @@ const CLAIM_REPLAY: &str = concat!(
 const CLAIM_SELECT: &str = concat!(
     "SELECT content, state, attempts, lease_until_ms, reply, ",
     now_ms!(),
-    ", token FROM sp_journal_delivery WHERE key = $1 FOR UPDATE"
+    ", token, finished_ms IS NOT NULL AS finished_before FROM sp_journal_delivery WHERE key = $1 FOR UPDATE"
 );
 const CLAIM_TAKE_OVER: &str = concat!(
     "UPDATE sp_journal_delivery SET state = 'claimed', token = $2, attempts = $3, updated_ms = ",
@@ -1182,6 +1201,11 @@ const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key 
 /// docs/experiments-2026-12.md); the call itself is planned in a few µs. Its parameters are the
 /// statement's, in order; `$1`... in the body are the function's.
 const FINISH_UNWRITTEN: &str = "SELECT * FROM sp_journal_store_unwritten($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// `store_function_exists!` read in `tx`.
+fn store_function_exists(tx: &mut Tx<'_>) -> TxResult<bool> {
+    Ok(tx.query_one(concat!("SELECT ", store_function_exists!()), &[])?.try_get(0)?)
+}
 
 /// Creates (or replaces, by a migration run again) the function `FINISH_UNWRITTEN` calls: the
 /// storing statement, run by `RETURN QUERY`. Version 4's, on PostgreSQL.
@@ -1347,10 +1371,12 @@ impl super::Store for Postgres {
                 lease_until_ms: row.try_get(3)?,
                 reply: row.try_get(4)?,
                 now_ms: row.try_get(5)?,
+                finished_before: row.try_get("finished_before")?,
             };
             let holder: Option<Vec<u8>> = row.try_get("token")?;
             if let Some((attempt, differing)) = claims::own_claim(&existing, holder.as_deref(), &token, delivery) {
-                return Ok(Step::Answer(Begin::New(claim(attempt, differing, false))));
+                let pruned = existing.finished_before;
+                return Ok(Step::Answer(Begin::New(claim(attempt, differing, pruned))));
             }
             Ok(match claims::decide(existing, delivery) {
                 Decision::Conflict { error, differing, stored } => {

@@ -779,7 +779,7 @@ impl Runs for SqliteRuns<'_, '_> {
 
 /// `?7` the wall clock (for people), `?8` the lease's end on the lease clock, `?9` its boot.
 const CLAIM_INSERT: &str = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, lease_boot) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', ?6, 1, ?7, ?7, ?8, ?9) ON CONFLICT (key) DO NOTHING";
-const CLAIM_SELECT: &str = "SELECT content, state, attempts, lease_until_ms, reply, lease_boot, first_index FROM sp_journal_delivery WHERE key = ?1";
+const CLAIM_SELECT: &str = "SELECT content, state, attempts, lease_until_ms, reply, lease_boot, first_index, finished_ms IS NOT NULL FROM sp_journal_delivery WHERE key = ?1";
 /// The content of a pruned delivery taken over by a repeat of the same decisive content.
 const CLAIM_RESTORE_CONTENT: &str = "UPDATE sp_journal_delivery SET content = ?2 WHERE key = ?1";
 const CLAIM_TAKE_OVER: &str = "UPDATE sp_journal_delivery SET state = 'claimed', token = ?2, attempts = ?3, updated_ms = ?4, lease_until_ms = ?5, lease_boot = ?6 WHERE key = ?1";
@@ -831,11 +831,11 @@ impl super::Store for Sqlite {
                 }
                 return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
             }
-            type Found = (String, String, i64, i64, Option<Vec<u8>>, Option<String>, Option<i64>);
+            type Found = (String, String, i64, i64, Option<Vec<u8>>, Option<String>, Option<i64>, bool);
             let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Found> {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
             };
-            let (content, state_text, attempts, lease_until_ms, reply, lease_boot, held_at) =
+            let (content, state_text, attempts, lease_until_ms, reply, lease_boot, held_at, finished_before) =
                 tx.prepare_cached(CLAIM_SELECT)?.query_row([key], read)?;
             if let Some(index) = index {
                 record_if_own(tx, &self.label, index, key, delivery.name(), held_at, options)?;
@@ -853,6 +853,7 @@ impl super::Store for Sqlite {
                 },
                 reply,
                 now_ms: clock.now_ms,
+                finished_before,
             };
             Ok(match claims::decide(existing, delivery) {
                 Decision::Conflict { error, differing, stored } => {
