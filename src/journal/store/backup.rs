@@ -51,7 +51,8 @@ pub struct BackupReport {
 pub(crate) const POSTGRES_HINT: &str = "a PostgreSQL journal is backed up with PostgreSQL's own tools, not by the library: \
      (umask 077 && pg_dump --format=custom --table='sp_journal_*' --file=journal.dump JOURNAL_URL) \
      (restore, with every worker stopped: \
-     pg_restore --clean --if-exists --single-transaction --dbname=JOURNAL_URL journal.dump), \
+     pg_restore --clean --if-exists --single-transaction --dbname=JOURNAL_URL journal.dump, \
+     then slotpartner journal create --journal JOURNAL_URL as the journal's owner), \
      or the database's usual backup";
 
 /// Copies the database of `source` (a journal's connection, which must not be inside a
