@@ -19,6 +19,21 @@ pub const PLACEHOLDER_TOKEN: &str = "00000000-0000-0000-0000-000000000000";
 /// journal is an error naming the database; so is an older schema version (the new release's
 /// endpoints migrate it on their first delivery).
 pub fn open_journal(opt: &JournalOpt) -> Result<Journal, Fail> {
+    let (url, options) = journal_settings(opt)?;
+    match Journal::open_existing(url, &options)? {
+        ExistingJournal::Current(journal) => Ok(journal),
+        ExistingJournal::Absent { reason } => Err(Fail(format!(
+            "journal_url: no journal there ({reason}); nothing was created: check the URL (the endpoint creates the journal on its first delivery)"
+        ))),
+        ExistingJournal::Older { version } => Err(Fail(format!(
+            "journal_url: the journal is of schema version {version}, older than this release's {SCHEMA_VERSION}; it was left as it is: this release's endpoints migrate it on their first delivery (a monitoring or operator command never does)"
+        ))),
+    }
+}
+
+/// The journal's URL (`--journal` or `SLOTPARTNER_JOURNAL`, required) and its options
+/// (`--max-index-jump`, `--not-found-limit`).
+pub fn journal_settings(opt: &JournalOpt) -> Result<(&str, JournalOptions), Fail> {
     let url = opt
         .journal
         .as_deref()
@@ -29,15 +44,7 @@ pub fn open_journal(opt: &JournalOpt) -> Result<Journal, Fail> {
         not_found_limit: opt.not_found_limit,
         ..JournalOptions::default()
     };
-    match Journal::open_existing(url, &options)? {
-        ExistingJournal::Current(journal) => Ok(journal),
-        ExistingJournal::Absent { reason } => Err(Fail(format!(
-            "journal_url: no journal there ({reason}); nothing was created: check the URL (the endpoint creates the journal on its first delivery)"
-        ))),
-        ExistingJournal::Older { version } => Err(Fail(format!(
-            "journal_url: the journal is of schema version {version}, older than this release's {SCHEMA_VERSION}; it was left as it is: this release's endpoints migrate it on their first delivery (a monitoring or operator command never does)"
-        ))),
-    }
+    Ok((url, options))
 }
 
 /// The configured service client; `tune` adds a command's own settings.

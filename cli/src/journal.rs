@@ -426,17 +426,7 @@ pub fn show(args: &ShowArgs) -> Outcome {
 /// `journal create`: the journal's tables made (or migrated), as an endpoint's first delivery
 /// makes them; exit 0 once they are there, 2 (an error line) when they cannot be.
 pub fn create(args: &crate::args::CreateArgs) -> Outcome {
-    let url = args
-        .journal
-        .journal
-        .as_deref()
-        .filter(|u| !u.is_empty())
-        .ok_or_else(|| Fail("no journal: give --journal URL or set SLOTPARTNER_JOURNAL".to_owned()))?;
-    let options = slotpartner::JournalOptions {
-        max_index_jump: args.journal.max_index_jump,
-        not_found_limit: args.journal.not_found_limit,
-        ..slotpartner::JournalOptions::default()
-    };
+    let (url, options) = crate::config::journal_settings(&args.journal)?;
     slotpartner::Journal::open(url, &options)?;
     crate::outln!("journal ready: schema version {}", slotpartner::journal::SCHEMA_VERSION);
     Ok(Verdict::Good)
