@@ -303,7 +303,7 @@ fn a_journal_of_version_2_migrates(b: &dyn Backend) {
     b.exec(
         &url,
         &format!(
-            "DROP INDEX sp_journal_delivery_done; DROP INDEX sp_journal_delivery_pruned;
+            "DROP INDEX IF EXISTS sp_journal_delivery_done; DROP INDEX IF EXISTS sp_journal_delivery_done_folded; DROP INDEX sp_journal_delivery_pruned;
              ALTER TABLE sp_journal_runs DROP COLUMN since_ms; ALTER TABLE sp_journal_runs DROP COLUMN last_ms;
              DELETE FROM sp_journal_meta WHERE key IN ('pruned', 'forgotten');
              UPDATE sp_journal_delivery SET content = '{object}' WHERE transaction_id = 1;

@@ -133,8 +133,10 @@ fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// The finished deliveries older than `?1`, the oldest first, at most `?2`.
-const CANDIDATES: &str = "SELECT d.id, d.key, d.name, d.transaction_id, d.first_index, d.content, d.reply, d.attempts, d.created_ms, d.updated_ms, d.finished_ms FROM sp_journal_delivery d WHERE d.state = 'done' AND d.finished_ms < ?1 ORDER BY d.finished_ms LIMIT ?2";
+/// The finished deliveries older than `?1`, the oldest first, at most `?2` (every row is folded
+/// when an operator's work runs: `Store::admin` folds first; `folded = 1` lets SQLite read its
+/// partial index of them).
+const CANDIDATES: &str = "SELECT d.id, d.key, d.name, d.transaction_id, d.first_index, d.content, d.reply, d.attempts, d.created_ms, d.updated_ms, d.finished_ms FROM sp_journal_delivery d WHERE d.state = 'done' AND d.folded = 1 AND d.finished_ms < ?1 ORDER BY d.finished_ms LIMIT ?2";
 /// Removes at most `?2` compact records older than `?1`; the state checked again on the row
 /// itself: a repeat may have taken it over meanwhile.
 const FORGET_DELETE: &str = "DELETE FROM sp_journal_delivery WHERE id IN (SELECT id FROM sp_journal_delivery WHERE state = 'pruned' AND finished_ms < ?1 ORDER BY finished_ms LIMIT ?2) AND state = 'pruned'";
@@ -156,7 +158,8 @@ pub(crate) fn batch(sql: &mut dyn Sql, options: &PruneOptions) -> Result<Batch> 
     let retention = ms(options.older_than);
     // A clock stepped ahead on the host that prunes does not age a reply finished just now: the
     // cutoff is never later than the newest stored reply's time less the retention.
-    let newest = sql::int(sql, "SELECT MAX(finished_ms) FROM sp_journal_delivery WHERE state = 'done'", &[])?;
+    let newest =
+        sql::int(sql, "SELECT MAX(finished_ms) FROM sp_journal_delivery WHERE state = 'done' AND folded = 1", &[])?;
     let cutoff = now.min(newest.unwrap_or(now)).saturating_sub(retention);
     let limit = i64::try_from(options.batch).unwrap_or(i64::MAX);
     let numbering_from_id = sql::int(sql, "SELECT value FROM sp_journal_meta WHERE key = 'numbering_from_id'", &[])?;
@@ -318,6 +321,10 @@ mod tests {
             db.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}")).unwrap();
         }
         db.execute_batch(crate::journal::schema::SQLITE_V3).unwrap();
+        for (table, column, kind) in crate::journal::schema::SQLITE_V5_COLUMNS {
+            db.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}")).unwrap();
+        }
+        db.execute_batch(crate::journal::schema::SQLITE_V5).unwrap();
         for statement in [CANDIDATES, FORGET_DELETE, REFUSED_DELETE, CONFLICTS_DELETE] {
             let mut plan = db.prepare(&format!("EXPLAIN QUERY PLAN {statement}")).unwrap();
             let details: Vec<String> =

@@ -341,7 +341,11 @@ pub(crate) fn vitals(sql: &mut dyn Sql) -> Result<Vitals> {
     Ok(Vitals {
         pruned: super::count(meta(sql, "pruned")?.unwrap_or(0)),
         forgotten: super::count(meta(sql, "forgotten")?.unwrap_or(0)),
-        oldest_record_ms: int(sql, "SELECT MIN(finished_ms) FROM sp_journal_delivery WHERE state = 'done'", &[])?,
+        oldest_record_ms: int(
+            sql,
+            "SELECT MIN(finished_ms) FROM sp_journal_delivery WHERE state = 'done' AND folded = 1",
+            &[],
+        )?,
         last_delivery_ms: int(sql, "SELECT MAX(last_ms) FROM sp_journal_runs", &[])?,
         oldest_gap_ms,
         first_index_stored: meta(sql, "first_index")?.is_some(),
@@ -1088,16 +1092,21 @@ pub(crate) fn migrate(sql: &mut dyn Sql, from: i64) -> Result<()> {
             sql.exec(step, params)?;
         }
     }
-    let unkeyed = int(sql, super::schema::UNKEYED_TRANSACTIONS, &[])?.unwrap_or(0);
-    if unkeyed > 0 {
-        return Err(Error::new(
-            ErrorKind::Journal,
-            format!(
-                "sp_journal_delivery: {unkeyed} deliveries carry a transaction_id their key does not name (expected gameSessionBuyRefund:<id> or jackpotPayout:<id>); the journal was changed by hand and stays at its version: put the keys right, or ask for support"
-            ),
-        ));
+    if from < 4 {
+        let unkeyed = int(sql, super::schema::UNKEYED_TRANSACTIONS, &[])?.unwrap_or(0);
+        if unkeyed > 0 {
+            return Err(Error::new(
+                ErrorKind::Journal,
+                format!(
+                    "sp_journal_delivery: {unkeyed} deliveries carry a transaction_id their key does not name (expected gameSessionBuyRefund:<id> or jackpotPayout:<id>); the journal was changed by hand and stays at its version: put the keys right, or ask for support"
+                ),
+            ));
+        }
+        for step in super::schema::MIGRATE_V3 {
+            sql.exec(step, &[])?;
+        }
     }
-    for step in super::schema::MIGRATE_V3 {
+    for step in super::schema::MIGRATE_V4 {
         sql.exec(step, &[])?;
     }
     Ok(())

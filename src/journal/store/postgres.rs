@@ -348,6 +348,7 @@ impl Postgres {
                         tx.client.batch_execute(schema::POSTGRES_V2)?;
                         tx.client.batch_execute(schema::POSTGRES_V3)?;
                         tx.client.batch_execute(schema::POSTGRES_V4)?;
+                        tx.client.batch_execute(schema::POSTGRES_V5)?;
                         tx.client.batch_execute(STORE_UNWRITTEN_FUNCTION)?;
                         admin::migrate(&mut PgSql { tx, label: &self.label }, from)?;
                     }

@@ -55,6 +55,26 @@
 //!   named as its tables are): the statement storing a delivery claimed at finish, whose plan
 //!   the server connection keeps (see `postgres::FINISH_UNWRITTEN`).
 //!
+//! Version 5 writes a new delivery on SQLite as its row and the row's key and index entries
+//! only, the hand-written idempotency row's work plus the index (see docs/experiments-2026-12.md):
+//! - `sp_journal_delivery.folded` (1 unless said otherwise, so that a row another release
+//!   writes counts as folded): a row SQLite's delivery path writes has 0 until it is folded, in
+//!   batches (every `sqlite::FOLD_EVERY` rows, in the writing transaction; before an operator's
+//!   or a monitor's read, `Store::admin`; before an index is recorded by any other path): its
+//!   index is merged into the runs then (an index jump noted with its key), instead of a runs
+//!   row written a delivery. Meta `folded_id` is the newest row folded: every row above it has
+//!   0 (the rows a delivery writes, numbered up from the highest id), every row at or below it
+//!   1 (lowered when a delete leaves it above the highest id, which SQLite would number again);
+//! - the partial index of finished deliveries, which `prune` and the oldest record read, holds
+//!   folded rows only (`sp_journal_delivery_done_folded`); handled sums it with the done rows
+//!   not folded yet, read through the row ids above `folded_id` (`COUNTERS_SUM_SQLITE`);
+//! - the counters' `handled_offset` is renamed `handled_base`: a process of version 4 still
+//!   running against a migrated journal, whose figures would leave out the rows not folded,
+//!   fails to read them instead (its deliveries are written as folded, and counted right).
+//!
+//! PostgreSQL has the column (always 1: its indexes are merged from `sp_journal_seen`, since its
+//! row ids commit out of order) and the rename, and keeps its index of finished deliveries.
+//!
 //! Keys of events without a `transactionId` moved to their own key spaces in version 2
 //! (`event#<index>#<name>`, `action#<index>#<name>`); the migration moves version 1's
 //! `<name>:<index>` keys to `event#<index>#<name>` (version 1 did not keep whether a name came
@@ -63,7 +83,7 @@
 use crate::error::{Error, ErrorKind};
 
 /// The schema this release writes and reads.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 /// `PRAGMA application_id` of a SQLite journal: `SPJ1` in ASCII. A database marked otherwise, or
 /// holding tables but no journal, is refused rather than turned into one.
@@ -392,12 +412,44 @@ pub(crate) const MIGRATE_V3: &[&str] = &[
     "UPDATE sp_journal_meta SET value = 4 WHERE key = 'schema_version'",
 ];
 
+/// What version 5 changes on SQLite (after `SQLITE_V5_COLUMNS`; see the module's notes): every
+/// row written before is folded. Run again, it changes nothing.
+pub(crate) const SQLITE_V5: &str = "
+DROP INDEX IF EXISTS sp_journal_delivery_done;
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_done_folded ON sp_journal_delivery (finished_ms) WHERE state = 'done' AND folded = 1;
+INSERT INTO sp_journal_meta (key, value) SELECT 'folded_id', COALESCE(MAX(id), 0) FROM sp_journal_delivery WHERE true ON CONFLICT (key) DO NOTHING;
+";
+
+/// Version 5's rename of `handled_offset` (both backends), run only while the column has its
+/// version 4 name.
+pub(crate) const V5_HANDLED_BASE: &str = "ALTER TABLE sp_journal_counters RENAME COLUMN handled_offset TO handled_base";
+
+/// The column version 5 adds on SQLite (table, column, type), unless the table has it.
+pub(crate) const SQLITE_V5_COLUMNS: &[(&str, &str, &str)] =
+    &[("sp_journal_delivery", "folded", "INTEGER NOT NULL DEFAULT 1")];
+
+/// What version 5 changes on PostgreSQL, run only while the counters have `handled_offset`.
+pub(crate) const POSTGRES_V5: &str = "
+ALTER TABLE sp_journal_delivery ADD COLUMN IF NOT EXISTS folded BIGINT NOT NULL DEFAULT 1;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sp_journal_counters'::regclass AND attname = 'handled_offset' AND NOT attisdropped) THEN
+        ALTER TABLE sp_journal_counters RENAME COLUMN handled_offset TO handled_base;
+    END IF;
+END
+$$;
+";
+
+/// The data migration to version 5 (after `SQLITE_V5` or `POSTGRES_V5`), the same SQL on both
+/// backends.
+pub(crate) const MIGRATE_V4: &[&str] = &["UPDATE sp_journal_meta SET value = 5 WHERE key = 'schema_version'"];
+
 /// Refuses a journal whose schema this release does not know; `Ok(Some(version))` when it is of
-/// an earlier version this release migrates from (1 to 3), `Ok(None)` when it is current.
+/// an earlier version this release migrates from (1 to 4), `Ok(None)` when it is current.
 pub(crate) fn check_version(label: &str, found: Option<i64>) -> Result<Option<i64>, Error> {
     match found {
         Some(VERSION) => Ok(None),
-        Some(version @ (1..=3)) => Ok(Some(version)),
+        Some(version @ (1..=4)) => Ok(Some(version)),
         Some(version) if version > VERSION => Err(Error::new(
             ErrorKind::Journal,
             format!(
@@ -447,7 +499,12 @@ impl Counter {
     }
 }
 
-/// The counters' sums: handled, replayed, conflicts, refused, in progress. Handled is folded
-/// here (see the module's notes on version 4): the done rows, counted over the partial index
-/// `sp_journal_delivery_done`, the compactions, and the offset.
-pub(crate) const COUNTERS_SUM: &str = "SELECT CAST(COALESCE(SUM(handled_offset), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) AS BIGINT), CAST(COALESCE(SUM(replayed), 0) AS BIGINT), CAST(COALESCE(SUM(conflicts), 0) AS BIGINT), CAST(COALESCE(SUM(refused), 0) AS BIGINT), CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) FROM sp_journal_counters";
+/// The counters' sums: handled, replayed, conflicts, refused, in progress, on PostgreSQL.
+/// Handled is folded here (see the module's notes on versions 4 and 5): the done rows, counted
+/// over the partial index `sp_journal_delivery_done`, the compactions, and the base.
+pub(crate) const COUNTERS_SUM: &str = "SELECT CAST(COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) AS BIGINT), CAST(COALESCE(SUM(replayed), 0) AS BIGINT), CAST(COALESCE(SUM(conflicts), 0) AS BIGINT), CAST(COALESCE(SUM(refused), 0) AS BIGINT), CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) FROM sp_journal_counters";
+
+/// `COUNTERS_SUM` on SQLite: the done rows folded, over the partial index
+/// `sp_journal_delivery_done_folded`, and those not folded yet, through the row ids above
+/// `folded_id` (a few hundred at most).
+pub(crate) const COUNTERS_SUM_SQLITE: &str = "SELECT COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done' AND folded = 1) + (SELECT count(*) FROM sp_journal_delivery WHERE id > COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), 0) AND folded = 0 AND state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0), COALESCE(SUM(replayed), 0), COALESCE(SUM(conflicts), 0), COALESCE(SUM(refused), 0), COALESCE(SUM(in_progress), 0) FROM sp_journal_counters";

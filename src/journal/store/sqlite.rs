@@ -176,6 +176,7 @@ impl Sqlite {
                     add_v2(&tx)?;
                     add_v3(&tx)?;
                     add_v4(&tx)?;
+                    add_v5(&tx)?;
                     admin::migrate(&mut SqliteSql { tx: &tx, label: &self.label }, 3)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
@@ -191,6 +192,7 @@ impl Sqlite {
                     add_v2(&tx)?;
                     add_v3(&tx)?;
                     add_v4(&tx)?;
+                    add_v5(&tx)?;
                     admin::migrate(&mut SqliteSql { tx: &tx, label: &self.label }, from)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
@@ -479,6 +481,23 @@ fn add_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Makes the changes of version 5 (`schema::SQLITE_V5_COLUMNS`, `schema::SQLITE_V5`, and
+/// `schema::V5_HANDLED_BASE` while the counters still have version 4's `handled_offset`), as
+/// `add_v4` does for version 4.
+fn add_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    add_columns(tx, schema::SQLITE_V5_COLUMNS)?;
+    tx.execute_batch(schema::SQLITE_V5)?;
+    let has: i64 = tx.query_row(
+        "SELECT count(*) FROM pragma_table_info('sp_journal_counters') WHERE name = 'handled_offset'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has > 0 {
+        tx.execute_batch(schema::V5_HANDLED_BASE)?;
+    }
+    Ok(())
+}
+
 /// Adds each column (table, column, type) its table lacks (SQLite has no `ADD COLUMN IF NOT
 /// EXISTS`).
 fn add_columns(tx: &Transaction<'_>, columns: &[(&str, &str, &str)]) -> rusqlite::Result<()> {
@@ -523,7 +542,8 @@ fn bump(tx: &Transaction<'_>, counter: Counter, by: i64) -> rusqlite::Result<()>
 }
 
 /// Records `index` as seen, noting an index jump (see `JournalOptions::max_index_jump`) with the
-/// delivery's key and name. Returns whether the index is new.
+/// delivery's key and name, after the rows not folded yet (so that the jump is judged against
+/// every index seen before). Returns whether the index is new.
 fn record_index(
     tx: &Transaction<'_>,
     label: &str,
@@ -532,6 +552,7 @@ fn record_index(
     name: Option<&str>,
     options: &JournalOptions,
 ) -> TxResult<bool> {
+    fold(tx, label, options)?;
     let configured_first = || meta(tx, "first_index");
     if let Some(previous) = gaps::jump_of(&mut SqliteRuns(tx), index, configured_first, options.max_index_jump)? {
         let sql = &mut SqliteSql { tx, label };
@@ -567,17 +588,106 @@ fn record_if_own(
     Ok(())
 }
 
-/// Records an index jump of kind `Reused` when `index`, seen before, was first delivered with a
-/// key other than `key` (whose row is written already).
-fn note_reused(tx: &Transaction<'_>, label: &str, index: i64, key: &str, name: &str) -> TxResult<()> {
-    let other: Option<String> = tx
-        .prepare_cached("SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND key <> ?2 LIMIT 1")?
-        .query_row(params![index, key], |r| r.get(0))
-        .optional()?;
+/// The transaction writing a new delivery row folds the rows above `folded_id` (see `fold`)
+/// once they number this many. Folding rewrites their pages (a few pages for every hundred rows,
+/// whatever the batch); a smaller batch keeps what a read must fold first small.
+const FOLD_EVERY: i64 = 128;
+
+/// `folded_id`: the newest row folded (see `schema`, version 5).
+fn folded_id(tx: &Transaction<'_>) -> rusqlite::Result<i64> {
+    Ok(meta(tx, "folded_id")?.unwrap_or(0))
+}
+
+/// After the row `id` of a new delivery carrying `index` is written with `folded = 0` (its
+/// index to be merged into the runs when the row is folded): records an index jump of kind
+/// `Reused` when the index was seen before, in the runs or on another row not folded yet, with
+/// a key other than `key`; folds the rows not folded once they number `FOLD_EVERY`. Inside the
+/// write transaction that wrote the row.
+fn note_index(
+    tx: &Transaction<'_>,
+    label: &str,
+    id: i64,
+    index: i64,
+    key: &str,
+    name: &str,
+    options: &JournalOptions,
+) -> TxResult<()> {
+    let in_runs = SqliteRuns(tx).at_or_before(index)?.is_some_and(|run| run.hi >= index);
+    let sql = "SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND key <> ?2 AND (?3 OR folded = 0) LIMIT 1";
+    let other: Option<String> =
+        tx.prepare_cached(sql)?.query_row(params![index, key, in_runs], |r| r.get(0)).optional()?;
     if let Some(other) = other {
         let sql = &mut SqliteSql { tx, label };
         admin::record_jump(sql, JumpKind::Reused, index, None, Some(key), Some(name), Some(&other))?;
     }
+    let mark = folded_id(tx)?;
+    if id <= mark {
+        // Rows at the top were deleted (SQLite numbers the new row from the highest left): the
+        // rows below this one are folded, none above it is left.
+        tx.prepare_cached("UPDATE sp_journal_meta SET value = ?1 WHERE key = 'folded_id'")?.execute([id - 1])?;
+    }
+    if id - mark.min(id - 1) >= FOLD_EVERY {
+        fold(tx, label, options)?;
+    }
+    Ok(())
+}
+
+/// Folds the rows above `folded_id`: merges the indexes of those not folded into the runs,
+/// each run of them dated by its rows' `created_ms` and judged for an index jump (noted with the
+/// key and name of its lowest index's row), marks them folded (the done ones enter
+/// `sp_journal_delivery_done_folded`), and moves `folded_id` to the newest row. Inside a write
+/// transaction; reads nothing more when no row is above `folded_id`.
+fn fold(tx: &Transaction<'_>, label: &str, options: &JournalOptions) -> TxResult<()> {
+    let mark = folded_id(tx)?;
+    type Row = (i64, Option<i64>, i64, String, String, bool);
+    let sql =
+        "SELECT id, first_index, created_ms, key, name, folded = 0 FROM sp_journal_delivery WHERE id > ?1 ORDER BY id";
+    let rows = tx
+        .prepare_cached(sql)?
+        .query_map([mark], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+        .collect::<rusqlite::Result<Vec<Row>>>()?;
+    let Some(newest) = rows.last().map(|row| row.0) else {
+        return Ok(());
+    };
+    let mut seen: Vec<(i64, i64, &str, &str)> = rows
+        .iter()
+        .filter_map(|(_, index, at, key, name, unfolded)| {
+            index.filter(|_| *unfolded).map(|index| (index, *at, key.as_str(), name.as_str()))
+        })
+        .collect();
+    seen.sort_unstable();
+    let mut indexes: Vec<i64> = seen.iter().map(|&(index, ..)| index).collect();
+    indexes.dedup();
+    let configured_first = meta(tx, "first_index")?;
+    for run in gaps::runs_of(&indexes) {
+        let within = || seen.iter().filter(|&&(index, ..)| index >= run.lo && index <= run.hi);
+        let (first_ms, last_ms) =
+            within().fold((i64::MAX, i64::MIN), |(lo, hi), &(_, at, ..)| (lo.min(at), hi.max(at)));
+        if let Some(previous) =
+            gaps::jump_of(&mut SqliteRuns(tx), run.lo, || Ok(configured_first), options.max_index_jump)?
+        {
+            let (_, _, key, name) = within().next().copied().unwrap_or((run.lo, first_ms, "", ""));
+            let sql = &mut SqliteSql { tx, label };
+            admin::record_jump(sql, JumpKind::Jump, run.lo, Some(previous), Some(key), Some(name), None)?;
+        }
+        gaps::add(&mut SqliteRuns(tx), run.lo, run.hi, gaps::Seen { first_ms, last_ms: Some(last_ms) })?;
+    }
+    tx.prepare_cached("UPDATE sp_journal_delivery SET folded = 1 WHERE id > ?1 AND folded = 0")?.execute([mark])?;
+    tx.prepare_cached("UPDATE sp_journal_meta SET value = ?1 WHERE key = 'folded_id'")?.execute([newest])?;
+    Ok(())
+}
+
+/// Whether a row above `folded_id` is to be folded.
+fn unfolded(tx: &Transaction<'_>) -> rusqlite::Result<bool> {
+    let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE id > COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), 0))";
+    tx.prepare_cached(sql)?.query_row([], |r| r.get(0))
+}
+
+/// Lowers `folded_id` to the highest row id when a delete left it above (SQLite numbers a new
+/// row from the highest id left: it must not be taken as folded).
+fn settle_folded_id(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let sql = "UPDATE sp_journal_meta SET value = (SELECT COALESCE(MAX(id), 0) FROM sp_journal_delivery) WHERE key = 'folded_id' AND value > (SELECT COALESCE(MAX(id), 0) FROM sp_journal_delivery)";
+    tx.prepare_cached(sql)?.execute([])?;
     Ok(())
 }
 
@@ -609,7 +719,7 @@ fn write_unwritten(
         Some(_) => (RecordState::Done, Some(now)),
         None => (RecordState::Abandoned, None),
     };
-    let sql = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, 0, ?8, ?9) ON CONFLICT (key) DO NOTHING";
+    let sql = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply, folded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, 0, ?8, ?9, 0) ON CONFLICT (key) DO NOTHING";
     let written = tx.prepare_cached(sql)?.execute(params![
         claim.key,
         unwritten.name,
@@ -625,9 +735,7 @@ fn write_unwritten(
         return Ok(false);
     }
     if let Some(index) = claim.index {
-        if !record_index(tx, label, index, Some(&claim.key), Some(&unwritten.name), options)? {
-            note_reused(tx, label, index, &claim.key, &unwritten.name)?;
-        }
+        note_index(tx, label, tx.last_insert_rowid(), index, &claim.key, &unwritten.name, options)?;
     }
     Ok(true)
 }
@@ -778,7 +886,9 @@ impl Runs for SqliteRuns<'_, '_> {
 }
 
 /// `?7` the wall clock (for people), `?8` the lease's end on the lease clock, `?9` its boot.
-const CLAIM_INSERT: &str = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, lease_boot) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', ?6, 1, ?7, ?7, ?8, ?9) ON CONFLICT (key) DO NOTHING";
+/// `?10`: 0 (its index merged into the runs when the row is folded) when the claim records its
+/// index, else 1.
+const CLAIM_INSERT: &str = "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, token, attempts, created_ms, updated_ms, lease_until_ms, lease_boot, folded) VALUES (?1, ?2, ?3, ?4, ?5, 'claimed', ?6, 1, ?7, ?7, ?8, ?9, ?10) ON CONFLICT (key) DO NOTHING";
 const CLAIM_SELECT: &str = "SELECT content, state, attempts, lease_until_ms, reply, lease_boot, first_index, finished_ms IS NOT NULL FROM sp_journal_delivery WHERE key = ?1";
 /// The content of a pruned delivery taken over by a repeat of the same decisive content.
 const CLAIM_RESTORE_CONTENT: &str = "UPDATE sp_journal_delivery SET content = ?2 WHERE key = ?1";
@@ -819,15 +929,13 @@ impl super::Store for Sqlite {
                 &token[..],
                 now,
                 lease_until,
-                boot
+                boot,
+                i64::from(!first_look)
             ])?;
             if inserted == 1 {
                 bump(tx, Counter::InProgress, 1)?;
                 if let Some(index) = index {
-                    let index_is_new = record_index(tx, &self.label, index, Some(key), Some(delivery.name()), options)?;
-                    if !index_is_new {
-                        note_reused(tx, &self.label, index, key, delivery.name())?;
-                    }
+                    note_index(tx, &self.label, tx.last_insert_rowid(), index, key, delivery.name(), options)?;
                 }
                 return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
             }
@@ -1022,15 +1130,33 @@ impl super::Store for Sqlite {
     }
 
     fn admin(&self, access: Access, work: AdminWork<'_>, options: &JournalOptions) -> Result<()> {
-        // A renumbering needs nothing more: the write lock already waits for every finish.
-        let write = access != Access::Read;
-        self.transaction(options, write, write, |tx| Ok(work(&mut SqliteSql { tx, label: &self.label })?))
+        // A read runs in a read transaction when every row is folded (in its snapshot), else, as
+        // every other access, in a write transaction that folds first: the figures count every
+        // delivery. A renumbering needs nothing more: the write lock already waits for every
+        // finish.
+        if access == Access::Read {
+            let ran = self.transaction(options, false, false, |tx| {
+                if unfolded(tx)? {
+                    return Ok(false);
+                }
+                work(&mut SqliteSql { tx, label: &self.label })?;
+                Ok(true)
+            })?;
+            if ran {
+                return Ok(());
+            }
+        }
+        self.transaction(options, true, access != Access::Read, |tx| {
+            fold(tx, &self.label, options)?;
+            work(&mut SqliteSql { tx, label: &self.label })?;
+            Ok(settle_folded_id(tx)?)
+        })
     }
 
     fn counters(&self, options: &JournalOptions) -> Result<[i64; 5]> {
         self.transaction(options, false, false, |tx| {
             Ok(tx
-                .prepare_cached(schema::COUNTERS_SUM)?
+                .prepare_cached(schema::COUNTERS_SUM_SQLITE)?
                 .query_row([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?]))?)
         })
     }

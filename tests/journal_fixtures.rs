@@ -1,10 +1,10 @@
-//! Journals of schema version 3, written by the release before version 4, open with this one and
-//! keep every record, gap, counter, conflict and index jump: `tests/fixtures/journal/v3.sqlite`
-//! (a SQLite file) and `tests/fixtures/journal/v3.postgres.sql` (`pg_dump --inserts` of a
-//! PostgreSQL journal, restored into a throw-away cluster; skipped with a message when
-//! PostgreSQL is not installed). Both were written by `fill` through the public API of the
-//! version 3 code (`cargo test --test journal_v3_fixtures -- --ignored make_v3_fixtures` made
-//! them; run it again only on a version 3 checkout).
+//! Journals of earlier schema versions (3 and 4), written by the releases that wrote them, open
+//! with this one and keep every record, gap, counter, conflict and index jump:
+//! `tests/fixtures/journal/v<N>.sqlite` (a SQLite file) and `v<N>.postgres.sql` (`pg_dump
+//! --inserts` of a PostgreSQL journal, restored into a throw-away cluster; skipped with a message
+//! when PostgreSQL is not installed). Each was written by `fill` through the public API of the
+//! code of its version (`cargo test --test journal_fixtures -- --ignored make_fixtures` writes
+//! the pair of the checkout's version; run it only on a checkout of the version it is to be).
 
 use std::path::{Path, PathBuf};
 
@@ -91,7 +91,8 @@ fn check(url: &str) {
 }
 
 /// After `check`: the journal is of this release's version, a process of version 3 still running
-/// cannot count a delivery into it (its finish fails: rolled back, credit and all), and new
+/// cannot count a delivery into it (its finish fails: rolled back, credit and all), one of version
+/// 4 cannot read its figures (they fail rather than leave out the newest deliveries), and new
 /// deliveries, one claimed at finish with a staged credit, are stored and counted: the figures
 /// the migration folded (handled, the indexes seen) go on from where version 3 left them.
 /// `raw` runs a statement on the journal's database directly, answering whether it succeeded.
@@ -101,6 +102,7 @@ fn check_migrated(url: &str, version: i64, raw: &mut dyn FnMut(&str) -> bool) {
         !raw("UPDATE sp_journal_counters SET handled = handled + 1, in_progress = in_progress - 1 WHERE shard = 0"),
         "version 3's count of a finish fails on a migrated journal"
     );
+    assert!(!raw("SELECT SUM(handled_offset) FROM sp_journal_counters"), "version 4's sum of handled fails");
     assert!(!raw("DROP INDEX sp_journal_delivery_transaction"), "the index of transaction_id is gone");
     assert!(raw("CREATE TABLE credits (transaction_id BIGINT PRIMARY KEY, amount BIGINT NOT NULL)"));
     let journal = Journal::open(url, &options()).expect("open again");
@@ -142,21 +144,30 @@ fn check_migrated(url: &str, version: i64, raw: &mut dyn FnMut(&str) -> bool) {
     assert!(journal.missing(10).unwrap().is_empty());
 }
 
-#[test]
-fn sqlite_journal_of_version_3_keeps_everything() {
-    let dir = TempDir::new("slotpartner-journal-v3");
-    let path = dir.path().join("v3.sqlite");
-    std::fs::copy(fixture("v3.sqlite"), &path).unwrap();
+fn sqlite_journal_keeps_everything(from: i64) {
+    let dir = TempDir::new(&format!("slotpartner-journal-v{from}"));
+    let path = dir.path().join("journal.sqlite");
+    std::fs::copy(fixture(&format!("v{from}.sqlite")), &path).unwrap();
     let version: i64 = rusqlite::Connection::open(&path)
         .unwrap()
         .query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3, "the fixture is of version 3");
+    assert_eq!(version, from, "the fixture is of version {from}");
     let url = format!("sqlite:{}", path.display());
     check(&url);
     let db = rusqlite::Connection::open(&path).unwrap();
     let version = db.query_row("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", [], |r| r.get(0));
     check_migrated(&url, version.unwrap(), &mut |sql| db.execute_batch(sql).is_ok());
+}
+
+#[test]
+fn sqlite_journal_of_version_3_keeps_everything() {
+    sqlite_journal_keeps_everything(3);
+}
+
+#[test]
+fn sqlite_journal_of_version_4_keeps_everything() {
+    sqlite_journal_keeps_everything(4);
 }
 
 /// A version 3 journal holding a delivery whose key does not name its `transactionId` (changed
@@ -178,42 +189,53 @@ fn sqlite_journal_of_version_3_changed_by_hand_is_not_migrated() {
     assert_eq!((version, handled), (3, 8), "rolled back whole");
 }
 
-#[test]
-fn postgres_journal_of_version_3_keeps_everything() {
-    let Some(cluster) = Cluster::start("PostgreSQL journal of version 3") else { return };
-    let url = cluster.create_database("v3");
-    let dump = std::fs::read_to_string(fixture("v3.postgres.sql")).unwrap();
+fn postgres_journal_keeps_everything(from: i64) {
+    let Some(cluster) = Cluster::start(&format!("PostgreSQL journal of version {from}")) else { return };
+    let url = cluster.create_database("old");
+    let dump = std::fs::read_to_string(fixture(&format!("v{from}.postgres.sql"))).unwrap();
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     client.batch_execute(&dump).expect("restore the dump");
     client.batch_execute("RESET search_path").unwrap();
     let version: i64 =
         client.query_one("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", &[]).unwrap().get(0);
-    assert_eq!(version, 3, "the dump is of version 3");
+    assert_eq!(version, from, "the dump is of version {from}");
     check(&url);
     let version =
         client.query_one("SELECT value FROM sp_journal_meta WHERE key = 'schema_version'", &[]).unwrap().get(0);
     check_migrated(&url, version, &mut |sql| client.batch_execute(sql).is_ok());
 }
 
-/// Writes both fixtures with this checkout's code (a version 3 one).
+#[test]
+fn postgres_journal_of_version_3_keeps_everything() {
+    postgres_journal_keeps_everything(3);
+}
+
+#[test]
+fn postgres_journal_of_version_4_keeps_everything() {
+    postgres_journal_keeps_everything(4);
+}
+
+/// Writes both fixtures of this checkout's schema version with its code: run it on a checkout
+/// of the version the fixtures are to be of, never over an older version's files.
 #[test]
 #[ignore]
-fn make_v3_fixtures() {
-    assert_eq!(slotpartner::journal::SCHEMA_VERSION, 3, "the fixtures are of version 3");
-    let dir = TempDir::new("slotpartner-make-v3");
-    let path = dir.path().join("v3.sqlite");
+fn make_fixtures() {
+    let version = slotpartner::journal::SCHEMA_VERSION;
+    let (sqlite_name, postgres_name) = (format!("v{version}.sqlite"), format!("v{version}.postgres.sql"));
+    let dir = TempDir::new("slotpartner-make-fixtures");
+    let path = dir.path().join("journal.sqlite");
     fill(&format!("sqlite:{}", path.display()));
     let copy = rusqlite::Connection::open(&path).unwrap();
     copy.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
-    let _ = std::fs::remove_file(fixture("v3.sqlite"));
-    copy.execute("VACUUM INTO ?1", [fixture("v3.sqlite").to_str().unwrap()]).unwrap();
+    let _ = std::fs::remove_file(fixture(&sqlite_name));
+    copy.execute("VACUUM INTO ?1", [fixture(&sqlite_name).to_str().unwrap()]).unwrap();
 
-    let cluster = Cluster::start("PostgreSQL fixture of version 3").expect("PostgreSQL is installed");
-    let url = cluster.create_database("v3");
+    let cluster = Cluster::start("PostgreSQL fixture").expect("PostgreSQL is installed");
+    let url = cluster.create_database("old");
     fill(&url);
     let dump = std::process::Command::new(cluster::postgres_bin().unwrap().join("pg_dump"))
         .args(["--inserts", "--no-owner", "--no-privileges", "-h", "127.0.0.1", "-U", "postgres"])
-        .args(["-p", &cluster.port().to_string(), "v3"])
+        .args(["-p", &cluster.port().to_string(), "old"])
         .output()
         .unwrap();
     assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
@@ -221,5 +243,5 @@ fn make_v3_fixtures() {
     let text = String::from_utf8(dump.stdout).unwrap();
     let kept: Vec<&str> =
         text.lines().filter(|l| !l.starts_with("SET transaction_timeout") && !l.starts_with('\\')).collect();
-    std::fs::write(fixture("v3.postgres.sql"), kept.join("\n") + "\n").unwrap();
+    std::fs::write(fixture(&postgres_name), kept.join("\n") + "\n").unwrap();
 }
