@@ -872,7 +872,7 @@ fn seconds(duration: Duration) -> String {
 /// The settings are `SET LOCAL`s, not a `SELECT set_config(...)`: a `SET` is not planned, where
 /// the batch is sent whole at every transaction (nothing prepared may be left on a connection a
 /// pooler shares) and a `SELECT` of the settings was planned every time (15-20 µs; see
-/// docs/experiments-2026-12.md, 2026-12-02 10:50 UTC).
+/// docs/experiments-2026-12.md, 2026-12-02 10:55 UTC).
 fn begin_batch(mode: Mode, options: &JournalOptions) -> String {
     let lock_ms = options.lock_timeout.as_millis().max(1);
     let settings = format!(
