@@ -14,7 +14,7 @@
 //! another server connection, shared with other clients: its statements are unnamed (see
 //! `client`; the URL's `statement_cache_size` keeps them prepared on a direct connection
 //! instead, see `statement_cache`), every transaction's `BEGIN` sets the settings it relies on
-//! for that transaction only (`begin_batch`: `lock_timeout`, `synchronous_commit`, in one statement),
+//! for that transaction only (`begin_batch`: `lock_timeout`, `synchronous_commit`, `SET LOCAL`),
 //! whatever a staged statement or another client left in the session, and its locks are
 //! transaction-level (`pg_advisory_xact_lock`, row locks). A transaction's `BEGIN` is written
 //! with its first statement (`Client::defer`), and a transaction of one statement
@@ -862,30 +862,34 @@ fn seconds(duration: Duration) -> String {
 
 /// The batch that begins each of the journal's transactions (written with its first
 /// statement): READ COMMITTED whatever the session's default, and every setting the journal
-/// relies on, set for this transaction only (`set_config(..., true)`, as `SET LOCAL` would), so
-/// that none is left on the connection and none found there counts: neither one a staged
-/// statement changed for the session (`set_config(..., false)`) nor one another client of a
-/// pooler's server connection left. `lock_timeout` is the journal's lock time-out;
-/// `synchronous_commit` is off (a statement storing a reply sets its own). A claim at finish's
-/// (`Mode::AtFinish`) also takes the numbering's lock shared and sets the transaction's guard.
-/// The settings are one statement after `BEGIN` (a claim at finish's lock and guard in it too):
-/// the lock is taken in the outer query, over the settings' subquery, which `OFFSET 0` keeps
-/// from being merged into it, so that the lock waits under the journal's `lock_timeout`.
+/// relies on, set for this transaction only (`SET LOCAL`), so that none is left on the
+/// connection and none found there counts: neither one a staged statement changed for the
+/// session (`set_config(..., false)`) nor one another client of a pooler's server connection
+/// left. `lock_timeout` is the journal's lock time-out; `synchronous_commit` is off (a
+/// statement storing a reply sets its own). A claim at finish's (`Mode::AtFinish`) also takes
+/// the numbering's lock shared and sets the transaction's guard, in a statement after the
+/// settings, so that the lock waits under the journal's `lock_timeout`.
+///
+/// The settings are `SET LOCAL`s, not a `SELECT set_config(...)`: a `SET` is not planned, where
+/// the batch is sent whole at every transaction (nothing prepared may be left on a connection a
+/// pooler shares) and a `SELECT` of the settings was planned every time (15-20 µs; see
+/// docs/experiments-2026-12.md, 2026-12-02 10:55 UTC).
 fn begin_batch(mode: Mode, options: &JournalOptions) -> String {
     let lock_ms = options.lock_timeout.as_millis().max(1);
-    let settings =
-        format!("SELECT set_config('lock_timeout', '{lock_ms}', true), set_config('synchronous_commit', 'off', true)");
+    let settings = format!(
+        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock_ms}; SET LOCAL synchronous_commit = off"
+    );
     if mode == Mode::AtFinish {
         return format!(
             concat!(
-                "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared(",
+                "{}; SELECT pg_advisory_xact_lock_shared(",
                 numbering_lock!(),
-                "), set_config('slotpartner.guard', 'on', true) FROM ({} OFFSET 0) AS settings"
+                "), set_config('slotpartner.guard', 'on', true)"
             ),
             settings
         );
     }
-    format!("BEGIN ISOLATION LEVEL READ COMMITTED; {settings}")
+    settings
 }
 
 /// Ends a `Mode::Single` transaction whose `COMMIT` did not go with its statement (the statement
