@@ -124,3 +124,44 @@ fn a_new_row_after_deletes_at_the_top_is_still_folded() {
         assert!(matches!(journal.begin(&plain_refund(7)).unwrap(), Begin::Done(_)));
     }
 }
+
+/// A refund whose body carries no index (valid under the lenient default): keyed by its
+/// `transactionId`, stored with no index.
+fn refund_without_index(n: i64) -> slotpartner::journal::Delivery {
+    refunds::delivery(&format!(
+        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{n}","playerIdentifier":"player-1","transactionId":{n},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{n}","gameId":3,"isMobile":false}}"#,
+        n + 1_000_000
+    ))
+}
+
+/// After deletes at the top leave `folded_id` above the highest row, a delivery without an
+/// index is numbered again below the mark: it must still be counted handled, now and after
+/// the operator's next work (which settles the mark) and the next deliveries, and its done row
+/// must be found by `prune` and the oldest record as every other.
+#[test]
+fn a_delivery_without_an_index_after_deletes_at_the_top_is_counted() {
+    let dir = TempDir::new("slotpartner-fold-deletes-no-index");
+    let (journal, _) = open(&dir);
+    for n in 1..=5 {
+        handle(&journal, &plain_refund(n), &reply(n));
+    }
+    assert_eq!(journal.status().unwrap().handled, 5, "folded by the read");
+    let db = raw(&dir);
+    db.execute("DELETE FROM sp_journal_delivery WHERE id >= 4", []).unwrap();
+    handle(&journal, &refund_without_index(100), &reply(100));
+    assert_eq!(one(&db, "SELECT id FROM sp_journal_delivery WHERE transaction_id = 100"), 4, "numbered again");
+    // Rows 1-3 and the refund without an index.
+    assert_eq!(journal.status().unwrap().handled, 4, "right after the delivery");
+    journal.prune(&PruneOptions::older_than(days(7))).unwrap();
+    handle(&journal, &plain_refund(6), &reply(6));
+    let status = journal.status().unwrap();
+    assert_eq!(status.handled, 5, "after the operator's work and another delivery: {status:?}");
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM sp_journal_delivery WHERE folded = 0 AND id <= (SELECT value FROM sp_journal_meta WHERE key = 'folded_id')"
+        ),
+        0,
+        "no row at or below folded_id is left unfolded"
+    );
+}
