@@ -165,3 +165,32 @@ fn a_delivery_without_an_index_after_deletes_at_the_top_is_counted() {
         "no row at or below folded_id is left unfolded"
     );
 }
+
+/// Whether an index jump is noted, and so what counts missing, does not depend on whether a
+/// monitor read the journal between two deliveries: index 1020 lands more than
+/// `max_index_jump` (1000) beyond the highest seen (10), and is a jump whenever it is read;
+/// index 500 arrives after it. A journal read between the two and one read only after both
+/// agree (as every delivery recorded its index at once until version 4).
+#[test]
+fn a_jump_does_not_depend_on_when_the_journal_was_read() {
+    let mut seen = Vec::new();
+    for read_between in [true, false] {
+        let dir = TempDir::new("slotpartner-fold-jump-order");
+        let (journal, _) = open(&dir);
+        for n in 1..=10 {
+            handle(&journal, &plain_refund(n), &reply(n));
+        }
+        journal.status().unwrap();
+        handle(&journal, &plain_refund(1020), &reply(1020));
+        if read_between {
+            journal.status().unwrap();
+        }
+        handle(&journal, &plain_refund(500), &reply(500));
+        let status = journal.status().unwrap();
+        let jumps: Vec<(i64, Option<i64>)> =
+            journal.index_jumps(false, 10).unwrap().iter().map(|j| (j.index, j.previous_highest)).collect();
+        seen.push((read_between, status.missing, status.index_jumps, jumps));
+    }
+    assert_eq!((seen[0].1, seen[0].2), (seen[1].1, seen[1].2), "missing and open jumps, read between or not: {seen:?}");
+    assert_eq!(seen[0].3, seen[1].3, "{seen:?}");
+}
