@@ -124,3 +124,105 @@ fn a_new_row_after_deletes_at_the_top_is_still_folded() {
         assert!(matches!(journal.begin(&plain_refund(7)).unwrap(), Begin::Done(_)));
     }
 }
+
+/// A refund whose body carries no index (valid under the lenient default): keyed by its
+/// `transactionId`, stored with no index.
+fn refund_without_index(n: i64) -> slotpartner::journal::Delivery {
+    refunds::delivery(&format!(
+        r#"{{"event":"gameSessionBuyRefund","gameSessionIdentifier":"gs-{n}","playerIdentifier":"player-1","transactionId":{n},"buyTransactionId":{},"gameSessionId":5,"partnerGameRequestIdentifier":"req-{n}","gameId":3,"isMobile":false}}"#,
+        n + 1_000_000
+    ))
+}
+
+/// After deletes at the top leave `folded_id` above the highest row, a delivery without an
+/// index is numbered again below the mark: it must still be counted handled, now and after
+/// the operator's next work (which settles the mark) and the next deliveries, and its done row
+/// must be found by `prune` and the oldest record as every other.
+#[test]
+fn a_delivery_without_an_index_after_deletes_at_the_top_is_counted() {
+    let dir = TempDir::new("slotpartner-fold-deletes-no-index");
+    let (journal, _) = open(&dir);
+    for n in 1..=5 {
+        handle(&journal, &plain_refund(n), &reply(n));
+    }
+    assert_eq!(journal.status().unwrap().handled, 5, "folded by the read");
+    let db = raw(&dir);
+    db.execute("DELETE FROM sp_journal_delivery WHERE id >= 4", []).unwrap();
+    handle(&journal, &refund_without_index(100), &reply(100));
+    assert_eq!(one(&db, "SELECT id FROM sp_journal_delivery WHERE transaction_id = 100"), 4, "numbered again");
+    // Rows 1-3 and the refund without an index.
+    assert_eq!(journal.status().unwrap().handled, 4, "right after the delivery");
+    journal.prune(&PruneOptions::older_than(days(7))).unwrap();
+    handle(&journal, &plain_refund(6), &reply(6));
+    let status = journal.status().unwrap();
+    assert_eq!(status.handled, 5, "after the operator's work and another delivery: {status:?}");
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM sp_journal_delivery WHERE folded = 0 AND id <= (SELECT value FROM sp_journal_meta WHERE key = 'folded_id')"
+        ),
+        0,
+        "no row at or below folded_id is left unfolded"
+    );
+}
+
+/// Whether an index jump is noted, and so what counts missing, does not depend on whether a
+/// monitor read the journal between two deliveries: index 1020 lands more than
+/// `max_index_jump` (1000) beyond the highest seen (10), and is a jump whenever it is read;
+/// index 500 arrives after it. A journal read between the two and one read only after both
+/// agree (as every delivery recorded its index at once until version 4).
+#[test]
+fn a_jump_does_not_depend_on_when_the_journal_was_read() {
+    let mut seen = Vec::new();
+    for read_between in [true, false] {
+        let dir = TempDir::new("slotpartner-fold-jump-order");
+        let (journal, _) = open(&dir);
+        for n in 1..=10 {
+            handle(&journal, &plain_refund(n), &reply(n));
+        }
+        journal.status().unwrap();
+        handle(&journal, &plain_refund(1020), &reply(1020));
+        if read_between {
+            journal.status().unwrap();
+        }
+        handle(&journal, &plain_refund(500), &reply(500));
+        let status = journal.status().unwrap();
+        let jumps: Vec<(i64, Option<i64>)> =
+            journal.index_jumps(false, 10).unwrap().iter().map(|j| (j.index, j.previous_highest)).collect();
+        seen.push((read_between, status.missing, status.index_jumps, jumps));
+    }
+    assert_eq!((seen[0].1, seen[0].2), (seen[1].1, seen[1].2), "missing and open jumps, read between or not: {seen:?}");
+    assert_eq!(seen[0].3, seen[1].3, "{seen:?}");
+}
+
+/// A process of version 4 still running against the migrated journal (the docs allow one that
+/// claims first: "stores its deliveries as folded, counted right") delivers another event at
+/// an index a delivery of this release holds on a row not folded yet. Version 4 records the
+/// index in the runs itself (it finds it new: the runs do not have it yet) and writes its row
+/// with the column's default, folded; the fold then merges the other row's index into runs
+/// that have it. The reused index must still be noted. The statements below are what version
+/// 4's `begin` and `finish` write for refund 1005 at index 5 (checked against a build of
+/// version 4 running beside this one).
+#[test]
+fn an_index_reused_by_a_version_4_process_is_noted() {
+    let dir = TempDir::new("slotpartner-fold-v4-reused");
+    let (journal, _) = open(&dir);
+    for n in 1..=4 {
+        handle(&journal, &plain_refund(n), &reply(n));
+    }
+    journal.status().unwrap();
+    handle(&journal, &plain_refund(5), &reply(5));
+    let db = raw(&dir);
+    // Version 4: the row (no `folded` column in its statement), the index added to the run 1-4.
+    db.execute_batch(
+        "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply)
+             SELECT 'gameSessionBuyRefund:1005', name, 1005, 5, replace(content, '\"transactionId\":5', '\"transactionId\":1005'), 'done', 1, created_ms, updated_ms, 0, finished_ms, reply
+             FROM sp_journal_delivery WHERE key = 'gameSessionBuyRefund:5';
+         UPDATE sp_journal_runs SET hi = 5, last_ms = (SELECT created_ms FROM sp_journal_delivery WHERE key = 'gameSessionBuyRefund:1005') WHERE lo = 1;",
+    )
+    .unwrap();
+    let status = journal.status().unwrap();
+    assert_eq!((status.handled, status.missing, status.highest_index), (6, 0, Some(5)), "{status:?}");
+    let jumps = journal.index_jumps(false, 10).unwrap();
+    assert_eq!(status.index_jumps, 1, "index 5 reused by refund 1005: {jumps:?}");
+}
