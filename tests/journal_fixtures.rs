@@ -92,7 +92,8 @@ fn check(url: &str) {
 
 /// After `check`: the journal is of this release's version, a process of version 3 still running
 /// cannot count a delivery into it (its finish fails: rolled back, credit and all), one of version
-/// 4 cannot read its figures (they fail rather than leave out the newest deliveries), and new
+/// 4 can neither claim nor finish (it would record indexes without the rows not folded yet) nor
+/// read its figures (they fail rather than leave out the newest deliveries), and new
 /// deliveries, one claimed at finish with a staged credit, are stored and counted: the figures
 /// the migration folded (handled, the indexes seen) go on from where version 3 left them.
 /// `raw` runs a statement on the journal's database directly, answering whether it succeeded.
@@ -103,6 +104,10 @@ fn check_migrated(url: &str, version: i64, raw: &mut dyn FnMut(&str) -> bool) {
         "version 3's count of a finish fails on a migrated journal"
     );
     assert!(!raw("SELECT SUM(handled_offset) FROM sp_journal_counters"), "version 4's sum of handled fails");
+    assert!(
+        !raw("UPDATE sp_journal_counters SET in_progress = in_progress + 1 WHERE shard = 0"),
+        "version 4's count of a claim (and of its finish) fails on a migrated journal"
+    );
     assert!(!raw("DROP INDEX sp_journal_delivery_transaction"), "the index of transaction_id is gone");
     assert!(raw("CREATE TABLE credits (transaction_id BIGINT PRIMARY KEY, amount BIGINT NOT NULL)"));
     let journal = Journal::open(url, &options()).expect("open again");

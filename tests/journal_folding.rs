@@ -8,7 +8,7 @@ use slotpartner::journal::{Begin, Journal, JournalOptions, PruneOptions};
 
 #[path = "e2e/cluster.rs"]
 mod cluster;
-use cluster::TempDir;
+use cluster::{Cluster, TempDir};
 
 #[path = "e2e/refunds.rs"]
 mod refunds;
@@ -173,10 +173,30 @@ fn a_delivery_without_an_index_after_deletes_at_the_top_is_counted() {
 /// agree (as every delivery recorded its index at once until version 4).
 #[test]
 fn a_jump_does_not_depend_on_when_the_journal_was_read() {
+    jump_whenever_read(|name| {
+        let dir = TempDir::new(name);
+        let url = format!("sqlite:{}", dir.path().join("journal.sqlite").display());
+        (url, Box::new(dir))
+    });
+}
+
+/// The same on PostgreSQL, whose deliveries' indexes wait in `sp_journal_seen` until merged.
+#[test]
+fn postgres_a_jump_does_not_depend_on_when_the_journal_was_read() {
+    let Some(cluster) = Cluster::start("PostgreSQL jumps whenever read") else { return };
+    let mut made = 0;
+    jump_whenever_read(|_| {
+        made += 1;
+        (cluster.create_database(&format!("jumps{made}")), Box::new(()))
+    });
+}
+
+fn jump_whenever_read(mut journal_at: impl FnMut(&str) -> (String, Box<dyn std::any::Any>)) {
     let mut seen = Vec::new();
     for read_between in [true, false] {
-        let dir = TempDir::new("slotpartner-fold-jump-order");
-        let (journal, _) = open(&dir);
+        let (url, _keep) = journal_at("slotpartner-fold-jump-order");
+        let journal =
+            Journal::open(&url, &JournalOptions { max_index_jump: 1000, ..JournalOptions::default() }).unwrap();
         for n in 1..=10 {
             handle(&journal, &plain_refund(n), &reply(n));
         }
@@ -193,36 +213,5 @@ fn a_jump_does_not_depend_on_when_the_journal_was_read() {
     }
     assert_eq!((seen[0].1, seen[0].2), (seen[1].1, seen[1].2), "missing and open jumps, read between or not: {seen:?}");
     assert_eq!(seen[0].3, seen[1].3, "{seen:?}");
-}
-
-/// A process of version 4 still running against the migrated journal (the docs allow one that
-/// claims first: "stores its deliveries as folded, counted right") delivers another event at
-/// an index a delivery of this release holds on a row not folded yet. Version 4 records the
-/// index in the runs itself (it finds it new: the runs do not have it yet) and writes its row
-/// with the column's default, folded; the fold then merges the other row's index into runs
-/// that have it. The reused index must still be noted. The statements below are what version
-/// 4's `begin` and `finish` write for refund 1005 at index 5 (checked against a build of
-/// version 4 running beside this one).
-#[test]
-fn an_index_reused_by_a_version_4_process_is_noted() {
-    let dir = TempDir::new("slotpartner-fold-v4-reused");
-    let (journal, _) = open(&dir);
-    for n in 1..=4 {
-        handle(&journal, &plain_refund(n), &reply(n));
-    }
-    journal.status().unwrap();
-    handle(&journal, &plain_refund(5), &reply(5));
-    let db = raw(&dir);
-    // Version 4: the row (no `folded` column in its statement), the index added to the run 1-4.
-    db.execute_batch(
-        "INSERT INTO sp_journal_delivery (key, name, transaction_id, first_index, content, state, attempts, created_ms, updated_ms, lease_until_ms, finished_ms, reply)
-             SELECT 'gameSessionBuyRefund:1005', name, 1005, 5, replace(content, '\"transactionId\":5', '\"transactionId\":1005'), 'done', 1, created_ms, updated_ms, 0, finished_ms, reply
-             FROM sp_journal_delivery WHERE key = 'gameSessionBuyRefund:5';
-         UPDATE sp_journal_runs SET hi = 5, last_ms = (SELECT created_ms FROM sp_journal_delivery WHERE key = 'gameSessionBuyRefund:1005') WHERE lo = 1;",
-    )
-    .unwrap();
-    let status = journal.status().unwrap();
-    assert_eq!((status.handled, status.missing, status.highest_index), (6, 0, Some(5)), "{status:?}");
-    let jumps = journal.index_jumps(false, 10).unwrap();
-    assert_eq!(status.index_jumps, 1, "index 5 reused by refund 1005: {jumps:?}");
+    assert_eq!(seen[0].3, vec![(1020, Some(10))], "{seen:?}");
 }

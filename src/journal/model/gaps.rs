@@ -198,16 +198,63 @@ fn overlap(run: Run, a: i64, b: i64) -> i128 {
     (i128::from(run.hi.min(b)) - i128::from(run.lo.max(a)) + 1).max(0)
 }
 
-/// Collapses sorted, distinct indexes into runs.
-pub(crate) fn runs_of(sorted: &[i64]) -> Vec<Run> {
-    let mut out: Vec<Run> = Vec::new();
-    for &index in sorted {
-        match out.last_mut() {
-            Some(run) if run.hi.checked_add(1) == Some(index) => run.hi = index,
-            _ => out.push(Run { lo: index, hi: index }),
+/// Adds indexes recorded together later (a fold, a merge) as if each had been added as it
+/// arrived, in `arrived`'s order: each judged for an index jump (see `jump_of`) against every
+/// index seen before it, whenever the batch is added. An index can be a jump only when it lands
+/// more than `window` beyond the highest seen so far (or the configured first one less one), which
+/// is rare: the indexes before such a one are added first, so that it is judged exactly; the
+/// others are added in sorted runs, a few statements a batch. `arrived`: `(index, arrived_ms,
+/// what came with it)`; answers the jumps found: `(index, previous_highest, what came with it)`.
+pub(crate) fn add_arrived<R: Runs, T: Copy>(
+    runs: &mut R,
+    arrived: &[(i64, i64, T)],
+    configured_first: Option<i64>,
+    window: i64,
+) -> Result<Vec<(i64, i64, T)>, R::Error> {
+    let mut jumps = Vec::new();
+    let mut pending: Vec<(i64, i64)> = Vec::with_capacity(arrived.len());
+    let mut highest = runs.highest()?.map(|run| run.hi);
+    for &(index, at, with) in arrived {
+        let base = match (highest, configured_first) {
+            (Some(highest), Some(first)) => Some(highest.max(first.saturating_sub(1))),
+            (Some(highest), None) => Some(highest),
+            (None, first) => first.map(|first| first.saturating_sub(1)),
+        };
+        if base.is_some_and(|base| i128::from(index) - i128::from(base) > i128::from(window)) {
+            add_sorted(runs, &mut pending)?;
+            if let Some(previous) = jump_of(runs, index, || Ok(configured_first), window)? {
+                jumps.push((index, previous, with));
+            }
         }
+        pending.push((index, at));
+        highest = Some(highest.map_or(index, |highest| highest.max(index)));
     }
-    out
+    add_sorted(runs, &mut pending)?;
+    Ok(jumps)
+}
+
+/// Adds `pending` (`(index, arrived_ms)`, in any order, repeats allowed) as runs of following
+/// indexes, each dated by its earliest and latest arrival, and empties it.
+fn add_sorted<R: Runs>(runs: &mut R, pending: &mut Vec<(i64, i64)>) -> Result<(), R::Error> {
+    pending.sort_unstable();
+    let mut at = 0;
+    while at < pending.len() {
+        let (lo, first) = pending[at];
+        let (mut hi, mut seen) = (lo, Seen { first_ms: first, last_ms: Some(first) });
+        at += 1;
+        while let Some(&(index, when)) = pending.get(at) {
+            if index != hi && hi.checked_add(1) != Some(index) {
+                break;
+            }
+            hi = index;
+            seen.first_ms = seen.first_ms.min(when);
+            seen.last_ms = seen.last_ms.max(Some(when));
+            at += 1;
+        }
+        add(runs, lo, hi, seen)?;
+    }
+    pending.clear();
+    Ok(())
 }
 
 /// What a backend reads to describe the gaps; see [`Facts::summary`].
@@ -442,12 +489,49 @@ mod tests {
         assert_eq!(jump_of(&mut m, i64::MAX, || Ok(Some(0)), 10).unwrap(), None);
     }
 
+    /// A batch added later gives the runs and the jumps that adding each index as it arrived
+    /// gives, over generated arrivals (ascending with holes, far jumps, repeats, indexes going
+    /// back, the ends of the range), with and without a configured first index.
     #[test]
-    fn runs_of_sorted_indexes() {
-        assert_eq!(
-            runs_of(&[1, 2, 3, 5, 7, 8]),
-            vec![Run { lo: 1, hi: 3 }, Run { lo: 5, hi: 5 }, Run { lo: 7, hi: 8 }]
-        );
-        assert_eq!(runs_of(&[i64::MAX - 1, i64::MAX]), vec![Run { lo: i64::MAX - 1, hi: i64::MAX }]);
+    fn a_batch_added_later_is_judged_as_it_arrived() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        for case in 0..3000 {
+            let window = [1, 5, 100][case % 3];
+            let configured_first = [None, Some(1), Some(50)][(case / 3) % 3];
+            let mut already = Memory::default();
+            for index in 0..next(4) as i64 {
+                add(&mut already, index * 3 + 1, index * 3 + 2, Seen::at(0)).unwrap();
+            }
+            let mut arrived = Vec::new();
+            let mut last = next(20) as i64;
+            for at in 0..next(40) as i64 {
+                last = match next(10) {
+                    0 => last.saturating_add(50 + next(300) as i64),
+                    1 => last.saturating_sub(next(30) as i64),
+                    2 => last,
+                    3 => i64::MAX - next(3) as i64,
+                    _ => last.saturating_add(1 + next(2) as i64),
+                };
+                arrived.push((last, at, at));
+            }
+            let mut one_by_one = Memory(already.0.clone());
+            let mut expected = Vec::new();
+            for &(index, at, with) in &arrived {
+                if let Some(previous) = jump_of(&mut one_by_one, index, || Ok(configured_first), window).unwrap() {
+                    expected.push((index, previous, with));
+                }
+                add(&mut one_by_one, index, index, Seen::at(at)).unwrap();
+            }
+            let mut batch = Memory(already.0.clone());
+            let jumps = add_arrived(&mut batch, &arrived, configured_first, window).unwrap();
+            assert_eq!(batch.0, one_by_one.0, "runs, case {case}: {arrived:?}");
+            assert_eq!(jumps, expected, "jumps, case {case}: {arrived:?}");
+        }
     }
 }

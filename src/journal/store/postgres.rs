@@ -939,7 +939,13 @@ fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOp
         return Ok(());
     }
     loop {
-        let sql = concat!("SELECT idx, COALESCE(at_ms, ", now_ms!(), ") FROM sp_journal_seen ORDER BY idx LIMIT $1");
+        // In the order they arrived (as the server's clock dated them), so that a jump is judged
+        // against the indexes seen before it, whenever the merge runs.
+        let sql = concat!(
+            "SELECT idx, COALESCE(at_ms, ",
+            now_ms!(),
+            ") AS at FROM sp_journal_seen ORDER BY at, idx LIMIT $1"
+        );
         let rows = tx.query(sql, &[&FOLD_BATCH])?;
         let seen = rows
             .iter()
@@ -950,17 +956,11 @@ fn fold(tx: &mut Tx<'_>, label: &str, wait: bool, all: bool, options: &JournalOp
             break;
         }
         let configured_first = tx.meta("first_index")?;
-        for run in gaps::runs_of(&indexes) {
-            // When the run's indexes arrived (not when they are merged): its earliest and latest.
-            let times = seen.iter().filter(|&&(index, _)| index >= run.lo && index <= run.hi).map(|&(_, at)| at);
-            let (first_ms, last_ms) = times.fold((i64::MAX, i64::MIN), |(lo, hi), at| (lo.min(at), hi.max(at)));
-            let arrived = gaps::Seen { first_ms, last_ms: Some(last_ms) };
-            if let Some(previous) =
-                gaps::jump_of(&mut PgRuns(tx), run.lo, || Ok(configured_first), options.max_index_jump)?
-            {
-                admin::record_jump(&mut PgSql { tx, label }, JumpKind::Jump, run.lo, Some(previous), None, None, None)?;
-            }
-            gaps::add(&mut PgRuns(tx), run.lo, run.hi, arrived)?;
+        let arrived: Vec<(i64, i64, ())> = seen.iter().map(|&(index, at)| (index, at, ())).collect();
+        for (index, previous, ()) in
+            gaps::add_arrived(&mut PgRuns(tx), &arrived, configured_first, options.max_index_jump)?
+        {
+            admin::record_jump(&mut PgSql { tx, label }, JumpKind::Jump, index, Some(previous), None, None, None)?;
         }
         tx.execute("DELETE FROM sp_journal_seen WHERE idx = ANY($1)", &[&indexes])?;
         if !all || (indexes.len() as i64) < FOLD_BATCH {
@@ -1122,7 +1122,7 @@ const CLAIM_NEW: &str = concat!(
     ", ",
     now_ms!(),
     " + $7) ON CONFLICT (key) DO NOTHING RETURNING 1), ",
-    "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress + 1 WHERE shard = $9 AND EXISTS (SELECT 1 FROM claimed)) ",
+    "counted AS (UPDATE sp_journal_counters SET in_flight = in_flight + 1 WHERE shard = $9 AND EXISTS (SELECT 1 FROM claimed)) ",
     "SELECT (SELECT count(*) FROM claimed), (SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM claimed) LIMIT 1), ",
     "(SELECT first_index FROM sp_journal_delivery WHERE $8::boolean AND key = $1 AND first_index <> $4::bigint)"
 );
@@ -1167,7 +1167,7 @@ macro_rules! finish_sql {
             " WHERE key = $1 AND state = 'claimed' AND token = $2",
             $also,
             " RETURNING 1), ",
-            "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
+            "counted AS (UPDATE sp_journal_counters SET in_flight = in_flight - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
             $answer
         )
     };
@@ -1272,7 +1272,7 @@ const ABANDON: &str = concat!(
     "WITH abandoned AS (UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, lease_until_ms = 0, updated_ms = ",
     now_ms!(),
     " WHERE key = $1 AND state = 'claimed' AND token = $2 RETURNING 1), ",
-    "counted AS (UPDATE sp_journal_counters SET in_progress = in_progress - 1 WHERE shard = $3 AND EXISTS (SELECT 1 FROM abandoned)) ",
+    "counted AS (UPDATE sp_journal_counters SET in_flight = in_flight - 1 WHERE shard = $3 AND EXISTS (SELECT 1 FROM abandoned)) ",
     "SELECT count(*) FROM abandoned"
 );
 const REFUSED_INSERT: &str = concat!(

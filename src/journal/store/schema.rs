@@ -61,16 +61,20 @@
 //!   writes counts as folded): a row SQLite's delivery path writes has 0 until it is folded, in
 //!   batches (every `sqlite::FOLD_EVERY` rows, in the writing transaction; before an operator's
 //!   or a monitor's read, `Store::admin`; before an index is recorded by any other path): its
-//!   index is merged into the runs then (an index jump noted with its key), instead of a runs
+//!   index is merged into the runs then (judged for an index jump in the order the rows were
+//!   written, as if recorded at once: `gaps::add_arrived`; noted with its key), instead of a runs
 //!   row written a delivery. Meta `folded_id` is the newest row folded: every row above it has
 //!   0 (the rows a delivery writes, numbered up from the highest id), every row at or below it
 //!   1 (lowered when a delete leaves it above the highest id, which SQLite would number again);
 //! - the partial index of finished deliveries, which `prune` and the oldest record read, holds
 //!   folded rows only (`sp_journal_delivery_done_folded`); handled sums it with the done rows
 //!   not folded yet, read through the row ids above `folded_id` (`COUNTERS_SUM_SQLITE`);
-//! - the counters' `handled_offset` is renamed `handled_base`: a process of version 4 still
-//!   running against a migrated journal, whose figures would leave out the rows not folded,
-//!   fails to read them instead (its deliveries are written as folded, and counted right).
+//! - the counters' `handled_offset` is renamed `handled_base` and `in_progress` `in_flight`: a
+//!   process of version 4 still running against a migrated journal, which would record indexes
+//!   without the rows not folded (missing a reused index, or compacting such a row with its
+//!   index never merged), fails at each claim and finish instead (its transaction, the partner's
+//!   statements with it, rolled back: the service delivers again), and cannot read figures
+//!   that would leave out the rows not folded.
 //!
 //! PostgreSQL has the column (always 1: its indexes are merged from `sp_journal_seen`, since its
 //! row ids commit out of order) and the rename, and keeps its index of finished deliveries.
@@ -420,9 +424,9 @@ CREATE INDEX IF NOT EXISTS sp_journal_delivery_done_folded ON sp_journal_deliver
 INSERT INTO sp_journal_meta (key, value) SELECT 'folded_id', COALESCE(MAX(id), 0) FROM sp_journal_delivery WHERE true ON CONFLICT (key) DO NOTHING;
 ";
 
-/// Version 5's rename of `handled_offset` (both backends), run only while the column has its
-/// version 4 name.
-pub(crate) const V5_HANDLED_BASE: &str = "ALTER TABLE sp_journal_counters RENAME COLUMN handled_offset TO handled_base";
+/// Version 5's renames of the counters on SQLite (`POSTGRES_V5` makes them there), run only while `handled_offset` has its
+/// version 4 name (see the module's notes).
+pub(crate) const V5_COUNTERS: &str = "ALTER TABLE sp_journal_counters RENAME COLUMN handled_offset TO handled_base; ALTER TABLE sp_journal_counters RENAME COLUMN in_progress TO in_flight;";
 
 /// The column version 5 adds on SQLite (table, column, type), unless the table has it.
 pub(crate) const SQLITE_V5_COLUMNS: &[(&str, &str, &str)] =
@@ -435,6 +439,7 @@ DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sp_journal_counters'::regclass AND attname = 'handled_offset' AND NOT attisdropped) THEN
         ALTER TABLE sp_journal_counters RENAME COLUMN handled_offset TO handled_base;
+        ALTER TABLE sp_journal_counters RENAME COLUMN in_progress TO in_flight;
     END IF;
 END
 $$;
@@ -485,7 +490,7 @@ impl Counter {
             Counter::Replayed => "UPDATE sp_journal_counters SET replayed = replayed + ?2 WHERE shard = ?1",
             Counter::Conflicts => "UPDATE sp_journal_counters SET conflicts = conflicts + ?2 WHERE shard = ?1",
             Counter::Refused => "UPDATE sp_journal_counters SET refused = refused + ?2 WHERE shard = ?1",
-            Counter::InProgress => "UPDATE sp_journal_counters SET in_progress = in_progress + ?2 WHERE shard = ?1",
+            Counter::InProgress => "UPDATE sp_journal_counters SET in_flight = in_flight + ?2 WHERE shard = ?1",
         }
     }
 
@@ -494,7 +499,7 @@ impl Counter {
             Counter::Replayed => "UPDATE sp_journal_counters SET replayed = replayed + $2 WHERE shard = $1",
             Counter::Conflicts => "UPDATE sp_journal_counters SET conflicts = conflicts + $2 WHERE shard = $1",
             Counter::Refused => "UPDATE sp_journal_counters SET refused = refused + $2 WHERE shard = $1",
-            Counter::InProgress => "UPDATE sp_journal_counters SET in_progress = in_progress + $2 WHERE shard = $1",
+            Counter::InProgress => "UPDATE sp_journal_counters SET in_flight = in_flight + $2 WHERE shard = $1",
         }
     }
 }
@@ -502,9 +507,9 @@ impl Counter {
 /// The counters' sums: handled, replayed, conflicts, refused, in progress, on PostgreSQL.
 /// Handled is folded here (see the module's notes on versions 4 and 5): the done rows, counted
 /// over the partial index `sp_journal_delivery_done`, the compactions, and the base.
-pub(crate) const COUNTERS_SUM: &str = "SELECT CAST(COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) AS BIGINT), CAST(COALESCE(SUM(replayed), 0) AS BIGINT), CAST(COALESCE(SUM(conflicts), 0) AS BIGINT), CAST(COALESCE(SUM(refused), 0) AS BIGINT), CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) FROM sp_journal_counters";
+pub(crate) const COUNTERS_SUM: &str = "SELECT CAST(COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) AS BIGINT), CAST(COALESCE(SUM(replayed), 0) AS BIGINT), CAST(COALESCE(SUM(conflicts), 0) AS BIGINT), CAST(COALESCE(SUM(refused), 0) AS BIGINT), CAST(COALESCE(SUM(in_flight), 0) AS BIGINT) FROM sp_journal_counters";
 
 /// `COUNTERS_SUM` on SQLite: the done rows folded, over the partial index
 /// `sp_journal_delivery_done_folded`, and those not folded yet, through the row ids above
 /// `folded_id` (a few hundred at most).
-pub(crate) const COUNTERS_SUM_SQLITE: &str = "SELECT COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done' AND folded = 1) + (SELECT count(*) FROM sp_journal_delivery WHERE id > COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), 0) AND folded = 0 AND state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0), COALESCE(SUM(replayed), 0), COALESCE(SUM(conflicts), 0), COALESCE(SUM(refused), 0), COALESCE(SUM(in_progress), 0) FROM sp_journal_counters";
+pub(crate) const COUNTERS_SUM_SQLITE: &str = "SELECT COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done' AND folded = 1) + (SELECT count(*) FROM sp_journal_delivery WHERE id > COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), 0) AND folded = 0 AND state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0), COALESCE(SUM(replayed), 0), COALESCE(SUM(conflicts), 0), COALESCE(SUM(refused), 0), COALESCE(SUM(in_flight), 0) FROM sp_journal_counters";

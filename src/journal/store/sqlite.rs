@@ -482,7 +482,7 @@ fn add_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 }
 
 /// Makes the changes of version 5 (`schema::SQLITE_V5_COLUMNS`, `schema::SQLITE_V5`, and
-/// `schema::V5_HANDLED_BASE` while the counters still have version 4's `handled_offset`), as
+/// `schema::V5_COUNTERS` while the counters still have version 4's `handled_offset`), as
 /// `add_v4` does for version 4.
 fn add_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     add_columns(tx, schema::SQLITE_V5_COLUMNS)?;
@@ -493,7 +493,7 @@ fn add_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         |r| r.get(0),
     )?;
     if has > 0 {
-        tx.execute_batch(schema::V5_HANDLED_BASE)?;
+        tx.execute_batch(schema::V5_COUNTERS)?;
     }
     Ok(())
 }
@@ -598,27 +598,30 @@ fn folded_id(tx: &Transaction<'_>) -> rusqlite::Result<i64> {
     Ok(meta(tx, "folded_id")?.unwrap_or(0))
 }
 
-/// After the row `id` of a new delivery carrying `index` is written with `folded = 0` (its
-/// index to be merged into the runs when the row is folded): records an index jump of kind
+/// After the row `id` of a new delivery is written with `folded = 0` (its index, when it
+/// carries one, merged into the runs when the row is folded): records an index jump of kind
 /// `Reused` when the index was seen before, in the runs or on another row not folded yet, with
-/// a key other than `key`; folds the rows not folded once they number `FOLD_EVERY`. Inside the
-/// write transaction that wrote the row.
-fn note_index(
+/// a key other than `key`; folds the rows not folded once they number `FOLD_EVERY`. For every
+/// such row, with an index or without: inside the write transaction that wrote it.
+fn note_row(
     tx: &Transaction<'_>,
     label: &str,
     id: i64,
-    index: i64,
+    index: Option<i64>,
     key: &str,
     name: &str,
     options: &JournalOptions,
 ) -> TxResult<()> {
-    let in_runs = SqliteRuns(tx).at_or_before(index)?.is_some_and(|run| run.hi >= index);
-    let sql = "SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND key <> ?2 AND (?3 OR folded = 0) LIMIT 1";
-    let other: Option<String> =
-        tx.prepare_cached(sql)?.query_row(params![index, key, in_runs], |r| r.get(0)).optional()?;
-    if let Some(other) = other {
-        let sql = &mut SqliteSql { tx, label };
-        admin::record_jump(sql, JumpKind::Reused, index, None, Some(key), Some(name), Some(&other))?;
+    if let Some(index) = index {
+        let in_runs = SqliteRuns(tx).at_or_before(index)?.is_some_and(|run| run.hi >= index);
+        let sql =
+            "SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND key <> ?2 AND (?3 OR folded = 0) LIMIT 1";
+        let other: Option<String> =
+            tx.prepare_cached(sql)?.query_row(params![index, key, in_runs], |r| r.get(0)).optional()?;
+        if let Some(other) = other {
+            let sql = &mut SqliteSql { tx, label };
+            admin::record_jump(sql, JumpKind::Reused, index, None, Some(key), Some(name), Some(&other))?;
+        }
     }
     let mark = folded_id(tx)?;
     if id <= mark {
@@ -632,9 +635,9 @@ fn note_index(
     Ok(())
 }
 
-/// Folds the rows above `folded_id`: merges the indexes of those not folded into the runs,
-/// each run of them dated by its rows' `created_ms` and judged for an index jump (noted with the
-/// key and name of its lowest index's row), marks them folded (the done ones enter
+/// Folds the rows above `folded_id`: merges the indexes of those not folded into the runs in
+/// the order the rows were written, each dated by its row's `created_ms` and judged for an index
+/// jump (noted with its row's key and name), marks them folded (the done ones enter
 /// `sp_journal_delivery_done_folded`), and moves `folded_id` to the newest row. Inside a write
 /// transaction; reads nothing more when no row is above `folded_id`.
 fn fold(tx: &Transaction<'_>, label: &str, options: &JournalOptions) -> TxResult<()> {
@@ -649,28 +652,19 @@ fn fold(tx: &Transaction<'_>, label: &str, options: &JournalOptions) -> TxResult
     let Some(newest) = rows.last().map(|row| row.0) else {
         return Ok(());
     };
-    let mut seen: Vec<(i64, i64, &str, &str)> = rows
+    // In the order the rows were written, as each delivery recorded its index until version 4
+    // (so that a jump is judged against the indexes seen before it, whenever the fold runs).
+    let arrived: Vec<(i64, i64, (&str, &str))> = rows
         .iter()
         .filter_map(|(_, index, at, key, name, unfolded)| {
-            index.filter(|_| *unfolded).map(|index| (index, *at, key.as_str(), name.as_str()))
+            index.filter(|_| *unfolded).map(|index| (index, *at, (key.as_str(), name.as_str())))
         })
         .collect();
-    seen.sort_unstable();
-    let mut indexes: Vec<i64> = seen.iter().map(|&(index, ..)| index).collect();
-    indexes.dedup();
     let configured_first = meta(tx, "first_index")?;
-    for run in gaps::runs_of(&indexes) {
-        let within = || seen.iter().filter(|&&(index, ..)| index >= run.lo && index <= run.hi);
-        let (first_ms, last_ms) =
-            within().fold((i64::MAX, i64::MIN), |(lo, hi), &(_, at, ..)| (lo.min(at), hi.max(at)));
-        if let Some(previous) =
-            gaps::jump_of(&mut SqliteRuns(tx), run.lo, || Ok(configured_first), options.max_index_jump)?
-        {
-            let (_, _, key, name) = within().next().copied().unwrap_or((run.lo, first_ms, "", ""));
-            let sql = &mut SqliteSql { tx, label };
-            admin::record_jump(sql, JumpKind::Jump, run.lo, Some(previous), Some(key), Some(name), None)?;
-        }
-        gaps::add(&mut SqliteRuns(tx), run.lo, run.hi, gaps::Seen { first_ms, last_ms: Some(last_ms) })?;
+    let jumps = gaps::add_arrived(&mut SqliteRuns(tx), &arrived, configured_first, options.max_index_jump)?;
+    for (index, previous, (key, name)) in jumps {
+        let sql = &mut SqliteSql { tx, label };
+        admin::record_jump(sql, JumpKind::Jump, index, Some(previous), Some(key), Some(name), None)?;
     }
     tx.prepare_cached("UPDATE sp_journal_delivery SET folded = 1 WHERE id > ?1 AND folded = 0")?.execute([mark])?;
     tx.prepare_cached("UPDATE sp_journal_meta SET value = ?1 WHERE key = 'folded_id'")?.execute([newest])?;
@@ -734,9 +728,7 @@ fn write_unwritten(
     if written == 0 {
         return Ok(false);
     }
-    if let Some(index) = claim.index {
-        note_index(tx, label, tx.last_insert_rowid(), index, &claim.key, &unwritten.name, options)?;
-    }
+    note_row(tx, label, tx.last_insert_rowid(), claim.index, &claim.key, &unwritten.name, options)?;
     Ok(true)
 }
 
@@ -934,9 +926,7 @@ impl super::Store for Sqlite {
             ])?;
             if inserted == 1 {
                 bump(tx, Counter::InProgress, 1)?;
-                if let Some(index) = index {
-                    note_index(tx, &self.label, tx.last_insert_rowid(), index, key, delivery.name(), options)?;
-                }
+                note_row(tx, &self.label, tx.last_insert_rowid(), index, key, delivery.name(), options)?;
                 return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
             }
             type Found = (String, String, i64, i64, Option<Vec<u8>>, Option<String>, Option<i64>, bool);
