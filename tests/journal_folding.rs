@@ -96,6 +96,18 @@ fn jumps_and_reused_indexes_are_noted_across_a_fold() {
     assert_eq!((reused.count, reused.last_index), (2, 7), "{jumps:?}");
 }
 
+/// Refunds 1-5 handled and folded, then rows 4 and 5 deleted by hand.
+fn five_with_the_top_two_deleted(dir: &TempDir) -> (Journal, rusqlite::Connection) {
+    let (journal, _) = open(dir);
+    for n in 1..=5 {
+        handle(&journal, &plain_refund(n), &reply(n));
+    }
+    assert_eq!(journal.status().unwrap().handled, 5, "folded by the read");
+    let db = raw(dir);
+    db.execute("DELETE FROM sp_journal_delivery WHERE id >= 4", []).unwrap();
+    (journal, db)
+}
+
 /// Deleting the newest rows (by hand, or forgetting old compact records when nothing newer is
 /// left) lets SQLite number a new row at or below `folded_id`: the mark comes down, at the next
 /// delivery or the next operator's work, so that the next delivery's index is seen and its row
@@ -104,13 +116,7 @@ fn jumps_and_reused_indexes_are_noted_across_a_fold() {
 fn a_new_row_after_deletes_at_the_top_is_still_folded() {
     for operator_first in [false, true] {
         let dir = TempDir::new("slotpartner-fold-deletes");
-        let (journal, _) = open(&dir);
-        for n in 1..=5 {
-            handle(&journal, &plain_refund(n), &reply(n));
-        }
-        assert_eq!(journal.status().unwrap().handled, 5, "folded by the read");
-        let db = raw(&dir);
-        db.execute("DELETE FROM sp_journal_delivery WHERE id >= 4", []).unwrap();
+        let (journal, db) = five_with_the_top_two_deleted(&dir);
         if operator_first {
             journal.prune(&PruneOptions::older_than(days(7))).unwrap();
             assert_eq!(one(&db, "SELECT value FROM sp_journal_meta WHERE key = 'folded_id'"), 3, "the mark came down");
@@ -141,13 +147,7 @@ fn refund_without_index(n: i64) -> slotpartner::journal::Delivery {
 #[test]
 fn a_delivery_without_an_index_after_deletes_at_the_top_is_counted() {
     let dir = TempDir::new("slotpartner-fold-deletes-no-index");
-    let (journal, _) = open(&dir);
-    for n in 1..=5 {
-        handle(&journal, &plain_refund(n), &reply(n));
-    }
-    assert_eq!(journal.status().unwrap().handled, 5, "folded by the read");
-    let db = raw(&dir);
-    db.execute("DELETE FROM sp_journal_delivery WHERE id >= 4", []).unwrap();
+    let (journal, db) = five_with_the_top_two_deleted(&dir);
     handle(&journal, &refund_without_index(100), &reply(100));
     assert_eq!(one(&db, "SELECT id FROM sp_journal_delivery WHERE transaction_id = 100"), 4, "numbered again");
     // Rows 1-3 and the refund without an index.

@@ -470,12 +470,7 @@ fn add_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// version 3's `handled` column: a migration run again (a version put back by hand) changes
 /// nothing twice.
 fn add_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    let has: i64 = tx.query_row(
-        "SELECT count(*) FROM pragma_table_info('sp_journal_counters') WHERE name = 'handled'",
-        [],
-        |r| r.get(0),
-    )?;
-    if has > 0 {
+    if has_column(tx, "sp_journal_counters", "handled")? {
         tx.execute_batch(schema::SQLITE_V4_HANDLED)?;
     }
     Ok(())
@@ -487,24 +482,23 @@ fn add_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 fn add_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     add_columns(tx, schema::SQLITE_V5_COLUMNS)?;
     tx.execute_batch(schema::SQLITE_V5)?;
-    let has: i64 = tx.query_row(
-        "SELECT count(*) FROM pragma_table_info('sp_journal_counters') WHERE name = 'handled_offset'",
-        [],
-        |r| r.get(0),
-    )?;
-    if has > 0 {
+    if has_column(tx, "sp_journal_counters", "handled_offset")? {
         tx.execute_batch(schema::V5_COUNTERS)?;
     }
     Ok(())
+}
+
+/// Whether `table` has `column`.
+fn has_column(tx: &Transaction<'_>, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let sql = "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2";
+    Ok(tx.query_row(sql, [table, column], |r| r.get::<_, i64>(0))? > 0)
 }
 
 /// Adds each column (table, column, type) its table lacks (SQLite has no `ADD COLUMN IF NOT
 /// EXISTS`).
 fn add_columns(tx: &Transaction<'_>, columns: &[(&str, &str, &str)]) -> rusqlite::Result<()> {
     for (table, column, kind) in columns {
-        let has: i64 =
-            tx.query_row("SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", [table, column], |r| r.get(0))?;
-        if has == 0 {
+        if !has_column(tx, table, column)? {
             tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
         }
     }
