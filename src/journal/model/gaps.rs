@@ -111,14 +111,25 @@ pub(crate) fn jump_of<R: Runs>(
         }
     }
     let configured_first = configured_first()?;
-    let highest = runs.highest()?.map(|run| run.hi);
-    let base = match (highest, configured_first) {
-        (Some(highest), Some(first)) => highest.max(first.saturating_sub(1)),
-        (Some(highest), None) => highest,
-        (None, Some(first)) => first.saturating_sub(1),
-        (None, None) => return Ok(None),
+    let Some(base) = jump_base(runs.highest()?.map(|run| run.hi), configured_first) else {
+        return Ok(None);
     };
-    Ok((i128::from(index) - i128::from(base) > i128::from(window)).then_some(base))
+    Ok(beyond(index, base, window).then_some(base))
+}
+
+/// What an index is judged against for a jump: the highest index seen, or the configured first
+/// one less one when that is higher; none when neither is known.
+fn jump_base(highest: Option<i64>, configured_first: Option<i64>) -> Option<i64> {
+    match (highest, configured_first) {
+        (Some(highest), Some(first)) => Some(highest.max(first.saturating_sub(1))),
+        (Some(highest), None) => Some(highest),
+        (None, first) => first.map(|first| first.saturating_sub(1)),
+    }
+}
+
+/// Whether `index` lands more than `window` beyond `base` (without overflow).
+fn beyond(index: i64, base: i64, window: i64) -> bool {
+    i128::from(index) - i128::from(base) > i128::from(window)
 }
 
 /// How many indexes `lo..=hi` holds (`lo <= hi`), without overflow at the ends of the range.
@@ -215,12 +226,7 @@ pub(crate) fn add_arrived<R: Runs, T: Copy>(
     let mut pending: Vec<(i64, i64)> = Vec::with_capacity(arrived.len());
     let mut highest = runs.highest()?.map(|run| run.hi);
     for &(index, at, with) in arrived {
-        let base = match (highest, configured_first) {
-            (Some(highest), Some(first)) => Some(highest.max(first.saturating_sub(1))),
-            (Some(highest), None) => Some(highest),
-            (None, first) => first.map(|first| first.saturating_sub(1)),
-        };
-        if base.is_some_and(|base| i128::from(index) - i128::from(base) > i128::from(window)) {
+        if jump_base(highest, configured_first).is_some_and(|base| beyond(index, base, window)) {
             add_sorted(runs, &mut pending)?;
             if let Some(previous) = jump_of(runs, index, || Ok(configured_first), window)? {
                 jumps.push((index, previous, with));
