@@ -2,6 +2,11 @@
 //! [`Sql`]: index jumps and reused indexes, ranges resolved by hand, conflicts, what recovery got
 //! for each index and which to fetch next, the recovery lock, renumbering, and the migration from
 //! schema version 1. None of it is on the usual delivery's path.
+//!
+//! It reads the deliveries folded (`folded = 1`, see `schema`, versions 5 and 6): on SQLite the
+//! rows a delivery writes are folded before any of it runs (`Store::admin`, and before an index
+//! is recorded), so that none is left out, and a read by index or by time goes through the
+//! partial indexes of folded rows; on PostgreSQL every row is.
 
 use std::collections::HashMap;
 
@@ -365,7 +370,13 @@ pub(crate) fn note_tail_checked(sql: &mut dyn Sql, index: i64) -> Result<()> {
 /// lease clock. Its parameters are `unfinished_params`: `?1` now on the lease clock, `?2` its
 /// boot (a lease of another boot or of none ran out too; on PostgreSQL `?2` and every
 /// `lease_boot` are NULL, so the server's clock alone judges); a query's own start at `?3`.
-const UNFINISHED_WHERE: &str = "state IN ('claimed', 'abandoned') AND (state = 'abandoned' OR lease_until_ms <= ?1 OR lease_boot IS DISTINCT FROM ?2)";
+macro_rules! unfinished_where {
+    () => {
+        "state IN ('claimed', 'abandoned') AND (state = 'abandoned' OR lease_until_ms <= ?1 OR lease_boot IS DISTINCT FROM ?2)"
+    };
+}
+/// `unfinished_where!`, for the statements built at run time.
+const UNFINISHED_WHERE: &str = unfinished_where!();
 
 /// `?1` and `?2` of `UNFINISHED_WHERE`: now on the lease clock, and its boot.
 fn unfinished_params(sql: &mut dyn Sql) -> Result<[Value; 2]> {
@@ -402,10 +413,7 @@ pub(crate) fn close_unfinished(sql: &mut dyn Sql, index: i64, note: &str) -> Res
     // The current numbering's deliveries at the index; only when it has none, an earlier
     // numbering's (a claim in flight at the renumbering whose worker died since).
     let since = meta(sql, "numbering_from_id")?.unwrap_or(0);
-    let rows = sql.rows(
-        &format!("SELECT key, state, CASE WHEN id > ?4 THEN 1 ELSE 0 END FROM sp_journal_delivery WHERE first_index = ?3 AND {UNFINISHED_WHERE}"),
-        &[now, boot, index.into(), since.into()],
-    )?;
+    let rows = sql.rows(UNFINISHED_AT, &[now, boot, index.into(), since.into()])?;
     let current = rows.iter().any(|r| num(r, 2) == Some(1));
     let keys: Vec<(String, String)> = rows
         .iter()
@@ -502,8 +510,7 @@ pub(crate) fn record_jump(
     let (key, name) = match (key, name) {
         (Some(key), name) => (Some(key.to_owned()), name.map(str::to_owned)),
         _ => {
-            let known =
-                row(sql, "SELECT key, name FROM sp_journal_delivery WHERE first_index = ?1 LIMIT 1", &[index.into()])?;
+            let known = row(sql, NAMED_AT, &[index.into()])?;
             match known {
                 Some(r) => (opt_text(&r, 0), opt_text(&r, 1)),
                 None => {
@@ -898,10 +905,7 @@ pub(crate) fn recovery_plan(
     min_age_ms: i64,
 ) -> Result<Vec<i64>> {
     // What was tried and is seen now (and carries no unfinished delivery) is settled.
-    sql.exec(
-        "DELETE FROM sp_journal_fetch WHERE COALESCE((SELECT r.hi FROM sp_journal_runs r WHERE r.lo <= sp_journal_fetch.idx ORDER BY r.lo DESC LIMIT 1), -1) >= idx AND NOT EXISTS (SELECT 1 FROM sp_journal_delivery d WHERE d.first_index = sp_journal_fetch.idx AND d.state IN ('claimed', 'abandoned'))",
-        &[],
-    )?;
+    sql.exec(FETCH_SETTLED, &[])?;
     let tried: HashMap<i64, (i64, i64)> = sql
         .rows("SELECT idx, not_found, last_ms FROM sp_journal_fetch", &[])?
         .iter()
@@ -1067,17 +1071,31 @@ pub(crate) fn release_lock(sql: &mut dyn Sql, name: &str, holder: &str) -> Resul
 /// What the journal holds for an index: the keys of deliveries that carried it, with their
 /// state and `transactionId`.
 pub(crate) fn deliveries_at(sql: &mut dyn Sql, index: i64) -> Result<Vec<(String, String, Option<i64>)>> {
-    let rows = sql.rows(
-        "SELECT key, state, transaction_id FROM sp_journal_delivery WHERE first_index = ?1 ORDER BY id",
-        &[index.into()],
-    )?;
+    let rows = sql.rows(DELIVERIES_AT, &[index.into()])?;
     Ok(rows
         .iter()
         .map(|r| (opt_text(r, 0).unwrap_or_default(), opt_text(r, 1).unwrap_or_default(), num(r, 2)))
         .collect())
 }
 
-/// The migration's data steps from schema version `from` (1 to 3) to the current one; the
+/// The unfinished deliveries at the index `?3` (`?1`, `?2` as for `UNFINISHED_WHERE`), each with
+/// whether it is of the current numbering (its id above `?4`).
+const UNFINISHED_AT: &str = concat!(
+    "SELECT key, state, CASE WHEN id > ?4 THEN 1 ELSE 0 END FROM sp_journal_delivery WHERE first_index = ?3 AND folded = 1 AND ",
+    unfinished_where!()
+);
+/// A key and name delivered at the index `?1`.
+const NAMED_AT: &str = "SELECT key, name FROM sp_journal_delivery WHERE first_index = ?1 AND folded = 1 LIMIT 1";
+/// Forgets what recovery got for each index seen now that carries no unfinished delivery.
+const FETCH_SETTLED: &str = "DELETE FROM sp_journal_fetch WHERE COALESCE((SELECT r.hi FROM sp_journal_runs r WHERE r.lo <= sp_journal_fetch.idx ORDER BY r.lo DESC LIMIT 1), -1) >= idx AND NOT EXISTS (SELECT 1 FROM sp_journal_delivery d WHERE d.first_index = sp_journal_fetch.idx AND d.folded = 1 AND d.state IN ('claimed', 'abandoned'))";
+/// The deliveries at the index `?1`: key, state, `transactionId`.
+const DELIVERIES_AT: &str =
+    "SELECT key, state, transaction_id FROM sp_journal_delivery WHERE first_index = ?1 AND folded = 1 ORDER BY id";
+/// Every read of the deliveries at an index, for the test that none reads the whole table.
+#[cfg(test)]
+pub(crate) const BY_INDEX: &[&str] = &[UNFINISHED_AT, NAMED_AT, FETCH_SETTLED, DELIVERIES_AT];
+
+/// The migration's data steps from schema version `from` (1 to 5) to the current one; the
 /// tables and columns of every later version exist already.
 pub(crate) fn migrate(sql: &mut dyn Sql, from: i64) -> Result<()> {
     if from < 2 {
@@ -1106,7 +1124,12 @@ pub(crate) fn migrate(sql: &mut dyn Sql, from: i64) -> Result<()> {
             sql.exec(step, &[])?;
         }
     }
-    for step in super::schema::MIGRATE_V4 {
+    if from < 5 {
+        for step in super::schema::MIGRATE_V4 {
+            sql.exec(step, &[])?;
+        }
+    }
+    for step in super::schema::MIGRATE_V5 {
         sql.exec(step, &[])?;
     }
     Ok(())

@@ -79,6 +79,16 @@
 //! PostgreSQL has the column (always 1: its indexes are merged from `sp_journal_seen`, since its
 //! row ids commit out of order) and the rename, and keeps its index of finished deliveries.
 //!
+//! Version 6 writes a new delivery on SQLite as its row and its key's entry only, as the
+//! hand-written idempotency row (see docs/experiments-2026-12.md): the index of `first_index`
+//! holds folded rows only (`sp_journal_delivery_index_folded`, which replaces
+//! `sp_journal_delivery_index`), each entering it when its row is folded; a reader of the
+//! deliveries at an index reads it with `folded = 1`, and the rows not folded yet (a few
+//! hundred at most) through the row ids above `folded_id`. Every reader outside the delivery
+//! path folds first (`Store::admin`), so that there are none. PostgreSQL changes nothing but the
+//! version (a process of version 5 still running against a migrated journal stores nothing
+//! claimed at finish, as `schema_version` is checked with every such delivery).
+//!
 //! Keys of events without a `transactionId` moved to their own key spaces in version 2
 //! (`event#<index>#<name>`, `action#<index>#<name>`); the migration moves version 1's
 //! `<name>:<index>` keys to `event#<index>#<name>` (version 1 did not keep whether a name came
@@ -87,7 +97,7 @@
 use crate::error::{Error, ErrorKind};
 
 /// The schema this release writes and reads.
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
 /// `PRAGMA application_id` of a SQLite journal: `SPJ1` in ASCII. A database marked otherwise, or
 /// holding tables but no journal, is refused rather than turned into one.
@@ -449,12 +459,22 @@ $$;
 /// backends.
 pub(crate) const MIGRATE_V4: &[&str] = &["UPDATE sp_journal_meta SET value = 5 WHERE key = 'schema_version'"];
 
+/// What version 6 changes on SQLite (see the module's notes): the index of `first_index` holds
+/// folded rows only. Run again, it changes nothing.
+pub(crate) const SQLITE_V6: &str = "
+DROP INDEX IF EXISTS sp_journal_delivery_index;
+CREATE INDEX IF NOT EXISTS sp_journal_delivery_index_folded ON sp_journal_delivery (first_index) WHERE folded = 1;
+";
+
+/// The data migration to version 6 (after `SQLITE_V6`), the same SQL on both backends.
+pub(crate) const MIGRATE_V5: &[&str] = &["UPDATE sp_journal_meta SET value = 6 WHERE key = 'schema_version'"];
+
 /// Refuses a journal whose schema this release does not know; `Ok(Some(version))` when it is of
-/// an earlier version this release migrates from (1 to 4), `Ok(None)` when it is current.
+/// an earlier version this release migrates from (1 to 5), `Ok(None)` when it is current.
 pub(crate) fn check_version(label: &str, found: Option<i64>) -> Result<Option<i64>, Error> {
     match found {
         Some(VERSION) => Ok(None),
-        Some(version @ (1..=4)) => Ok(Some(version)),
+        Some(version @ (1..=5)) => Ok(Some(version)),
         Some(version) if version > VERSION => Err(Error::new(
             ErrorKind::Journal,
             format!(

@@ -173,10 +173,7 @@ impl Sqlite {
                 if !has_meta(&tx)? {
                     // Version 3's tables, made version 4's in the same transaction.
                     tx.execute_batch(schema::SQLITE)?;
-                    add_v2(&tx)?;
-                    add_v3(&tx)?;
-                    add_v4(&tx)?;
-                    add_v5(&tx)?;
+                    add_later_versions(&tx)?;
                     admin::migrate(&mut SqliteSql { tx: &tx, label: &self.label }, 3)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
@@ -189,10 +186,7 @@ impl Sqlite {
                 }
                 let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 if let Some(from) = schema::check_version(&self.label, meta(&tx, "schema_version")?)? {
-                    add_v2(&tx)?;
-                    add_v3(&tx)?;
-                    add_v4(&tx)?;
-                    add_v5(&tx)?;
+                    add_later_versions(&tx)?;
                     admin::migrate(&mut SqliteSql { tx: &tx, label: &self.label }, from)?;
                     tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
                 }
@@ -451,6 +445,16 @@ fn run_staged(tx: &Transaction<'_>, staged: &[Staged]) -> TxResult<()> {
     Ok(())
 }
 
+/// Makes the tables of version 3 (`schema::SQLITE`) or any later version this release's, before
+/// the data steps of `admin::migrate`: each step changes nothing made already.
+fn add_later_versions(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    add_v2(tx)?;
+    add_v3(tx)?;
+    add_v4(tx)?;
+    add_v5(tx)?;
+    tx.execute_batch(schema::SQLITE_V6)
+}
+
 /// Creates what version 2 adds (`schema::SQLITE_V2`, then each of `schema::SQLITE_V2_COLUMNS`
 /// its table lacks), on a new journal and by the migration from version 1; a migration run again
 /// (a version put back to 1 by hand) adds nothing twice.
@@ -587,6 +591,11 @@ fn record_if_own(
 /// whatever the batch); a smaller batch keeps what a read must fold first small.
 const FOLD_EVERY: i64 = 128;
 
+/// Another key than `?2` delivered at the index `?1`: on a row not folded yet (above `folded_id`,
+/// `?4`), or, when `?3` (the index is in the runs), on any row; the folded ones read through
+/// the partial index `sp_journal_delivery_index_folded` (see `schema`, version 6).
+const REUSED_BY: &str = "SELECT key FROM sp_journal_delivery WHERE id > ?4 AND first_index = ?1 AND key <> ?2 UNION ALL SELECT key FROM sp_journal_delivery WHERE ?3 AND first_index = ?1 AND folded = 1 AND key <> ?2 LIMIT 1";
+
 /// `folded_id`: the newest row folded (see `schema`, version 5).
 fn folded_id(tx: &Transaction<'_>) -> rusqlite::Result<i64> {
     Ok(meta(tx, "folded_id")?.unwrap_or(0))
@@ -606,18 +615,16 @@ fn note_row(
     name: &str,
     options: &JournalOptions,
 ) -> TxResult<()> {
+    let mark = folded_id(tx)?;
     if let Some(index) = index {
         let in_runs = SqliteRuns(tx).at_or_before(index)?.is_some_and(|run| run.hi >= index);
-        let sql =
-            "SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND key <> ?2 AND (?3 OR folded = 0) LIMIT 1";
         let other: Option<String> =
-            tx.prepare_cached(sql)?.query_row(params![index, key, in_runs], |r| r.get(0)).optional()?;
+            tx.prepare_cached(REUSED_BY)?.query_row(params![index, key, in_runs, mark], |r| r.get(0)).optional()?;
         if let Some(other) = other {
             let sql = &mut SqliteSql { tx, label };
             admin::record_jump(sql, JumpKind::Reused, index, None, Some(key), Some(name), Some(&other))?;
         }
     }
-    let mark = folded_id(tx)?;
     if id <= mark {
         // Rows at the top were deleted (SQLite numbers the new row from the highest left): the
         // rows below this one are folded, none above it is left.
@@ -1260,5 +1267,35 @@ fn lost_state(tx: &Transaction<'_>, claim: &Claim) -> TxResult<Option<(RecordSta
     match row {
         Some((text, attempts)) => Ok(Some((state(text)?, attempts))),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every read of the deliveries at an index (the delivery path's check for a reused index,
+    /// the operator's reads) finds its rows through an index of the table, never by reading it
+    /// whole: the index of `first_index` holds folded rows only (version 6), so that a read
+    /// without `folded = 1` would.
+    #[test]
+    fn reads_by_index_never_scan_the_deliveries() {
+        let mut db = Connection::open_in_memory().unwrap();
+        let tx = db.transaction().unwrap();
+        tx.execute_batch(schema::SQLITE).unwrap();
+        add_later_versions(&tx).unwrap();
+        let reads = [REUSED_BY].iter().chain(admin::BY_INDEX);
+        for statement in reads {
+            let mut explain = tx.prepare(&format!("EXPLAIN QUERY PLAN {statement}")).unwrap();
+            // Unbound parameters are NULL: the plan does not depend on them.
+            let mut rows = explain.raw_query();
+            let mut plan: Vec<String> = Vec::new();
+            while let Some(row) = rows.next().unwrap() {
+                plan.push(row.get(3).unwrap());
+            }
+            let scans = |d: &&String| d.starts_with("SCAN sp_journal_delivery") || d.starts_with("SCAN d");
+            assert!(!plan.iter().any(|d| scans(&d)), "{statement}: {plan:?}");
+            assert!(plan.iter().any(|d| d.contains("sp_journal_delivery_index_folded")), "{statement}: {plan:?}");
+        }
     }
 }
