@@ -432,7 +432,7 @@ pub(crate) fn close_unfinished(sql: &mut dyn Sql, index: i64, note: &str) -> Res
         )?;
         if state == "claimed" {
             // An expired claim was counted in progress; a closed one is not.
-            sql.exec("UPDATE sp_journal_counters SET in_flight = in_flight - 1 WHERE shard = 0", &[])?;
+            sql.exec("UPDATE sp_journal_counters SET claims_open = claims_open - 1 WHERE shard = 0", &[])?;
         }
         let note = format!("closed unfinished {key}: {note}");
         sql.exec(

@@ -349,6 +349,7 @@ impl Postgres {
                         tx.client.batch_execute(schema::POSTGRES_V3)?;
                         tx.client.batch_execute(schema::POSTGRES_V4)?;
                         tx.client.batch_execute(schema::POSTGRES_V5)?;
+                        tx.client.batch_execute(schema::POSTGRES_V6)?;
                         tx.client.batch_execute(STORE_UNWRITTEN_FUNCTION)?;
                         admin::migrate(&mut PgSql { tx, label: &self.label }, from)?;
                     }
@@ -1122,7 +1123,7 @@ const CLAIM_NEW: &str = concat!(
     ", ",
     now_ms!(),
     " + $7) ON CONFLICT (key) DO NOTHING RETURNING 1), ",
-    "counted AS (UPDATE sp_journal_counters SET in_flight = in_flight + 1 WHERE shard = $9 AND EXISTS (SELECT 1 FROM claimed)) ",
+    "counted AS (UPDATE sp_journal_counters SET claims_open = claims_open + 1 WHERE shard = $9 AND EXISTS (SELECT 1 FROM claimed)) ",
     "SELECT (SELECT count(*) FROM claimed), (SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM claimed) LIMIT 1), ",
     "(SELECT first_index FROM sp_journal_delivery WHERE $8::boolean AND key = $1 AND first_index <> $4::bigint)"
 );
@@ -1167,7 +1168,7 @@ macro_rules! finish_sql {
             " WHERE key = $1 AND state = 'claimed' AND token = $2",
             $also,
             " RETURNING 1), ",
-            "counted AS (UPDATE sp_journal_counters SET in_flight = in_flight - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
+            "counted AS (UPDATE sp_journal_counters SET claims_open = claims_open - 1 WHERE shard = $4 AND EXISTS (SELECT 1 FROM finished)) ",
             $answer
         )
     };
@@ -1272,7 +1273,7 @@ const ABANDON: &str = concat!(
     "WITH abandoned AS (UPDATE sp_journal_delivery SET state = 'abandoned', token = NULL, lease_until_ms = 0, updated_ms = ",
     now_ms!(),
     " WHERE key = $1 AND state = 'claimed' AND token = $2 RETURNING 1), ",
-    "counted AS (UPDATE sp_journal_counters SET in_flight = in_flight - 1 WHERE shard = $3 AND EXISTS (SELECT 1 FROM abandoned)) ",
+    "counted AS (UPDATE sp_journal_counters SET claims_open = claims_open - 1 WHERE shard = $3 AND EXISTS (SELECT 1 FROM abandoned)) ",
     "SELECT count(*) FROM abandoned"
 );
 const REFUSED_INSERT: &str = concat!(

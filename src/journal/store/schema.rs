@@ -85,9 +85,12 @@
 //! `sp_journal_delivery_index`), each entering it when its row is folded; a reader of the
 //! deliveries at an index reads it with `folded = 1`, and the rows not folded yet (a few
 //! hundred at most) through the row ids above `folded_id`. Every reader outside the delivery
-//! path folds first (`Store::admin`), so that there are none. PostgreSQL changes nothing but the
-//! version (a process of version 5 still running against a migrated journal stores nothing
-//! claimed at finish, as `schema_version` is checked with every such delivery).
+//! path folds first (`Store::admin`), so that there are none. The counters' `in_flight` is
+//! renamed `claims_open`, on both backends: a process of version 5 still running against a
+//! migrated journal, whose look for another key at a delivery's index would read the whole
+//! table now (under SQLite's write lock, every delivery), fails at each claim and finish instead
+//! (as one of version 4 does, see version 5), and stores nothing claimed at finish, as
+//! `schema_version` is checked with every such delivery. PostgreSQL changes nothing else.
 //!
 //! Keys of events without a `transactionId` moved to their own key spaces in version 2
 //! (`event#<index>#<name>`, `action#<index>#<name>`); the migration moves version 1's
@@ -466,6 +469,21 @@ DROP INDEX IF EXISTS sp_journal_delivery_index;
 CREATE INDEX IF NOT EXISTS sp_journal_delivery_index_folded ON sp_journal_delivery (first_index) WHERE folded = 1;
 ";
 
+/// Version 6's rename of the counter of claims in flight on SQLite (`POSTGRES_V6` makes it
+/// there), run only while the column has its version 5 name (see the module's notes).
+pub(crate) const V6_COUNTERS: &str = "ALTER TABLE sp_journal_counters RENAME COLUMN in_flight TO claims_open;";
+
+/// What version 6 changes on PostgreSQL, run only while the counters have `in_flight`.
+pub(crate) const POSTGRES_V6: &str = "
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sp_journal_counters'::regclass AND attname = 'in_flight' AND NOT attisdropped) THEN
+        ALTER TABLE sp_journal_counters RENAME COLUMN in_flight TO claims_open;
+    END IF;
+END
+$$;
+";
+
 /// The data migration to version 6 (after `SQLITE_V6`), the same SQL on both backends.
 pub(crate) const MIGRATE_V5: &[&str] = &["UPDATE sp_journal_meta SET value = 6 WHERE key = 'schema_version'"];
 
@@ -510,7 +528,7 @@ impl Counter {
             Counter::Replayed => "UPDATE sp_journal_counters SET replayed = replayed + ?2 WHERE shard = ?1",
             Counter::Conflicts => "UPDATE sp_journal_counters SET conflicts = conflicts + ?2 WHERE shard = ?1",
             Counter::Refused => "UPDATE sp_journal_counters SET refused = refused + ?2 WHERE shard = ?1",
-            Counter::InProgress => "UPDATE sp_journal_counters SET in_flight = in_flight + ?2 WHERE shard = ?1",
+            Counter::InProgress => "UPDATE sp_journal_counters SET claims_open = claims_open + ?2 WHERE shard = ?1",
         }
     }
 
@@ -519,7 +537,7 @@ impl Counter {
             Counter::Replayed => "UPDATE sp_journal_counters SET replayed = replayed + $2 WHERE shard = $1",
             Counter::Conflicts => "UPDATE sp_journal_counters SET conflicts = conflicts + $2 WHERE shard = $1",
             Counter::Refused => "UPDATE sp_journal_counters SET refused = refused + $2 WHERE shard = $1",
-            Counter::InProgress => "UPDATE sp_journal_counters SET in_flight = in_flight + $2 WHERE shard = $1",
+            Counter::InProgress => "UPDATE sp_journal_counters SET claims_open = claims_open + $2 WHERE shard = $1",
         }
     }
 }
@@ -527,9 +545,9 @@ impl Counter {
 /// The counters' sums: handled, replayed, conflicts, refused, in progress, on PostgreSQL.
 /// Handled is folded here (see the module's notes on versions 4 and 5): the done rows, counted
 /// over the partial index `sp_journal_delivery_done`, the compactions, and the base.
-pub(crate) const COUNTERS_SUM: &str = "SELECT CAST(COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) AS BIGINT), CAST(COALESCE(SUM(replayed), 0) AS BIGINT), CAST(COALESCE(SUM(conflicts), 0) AS BIGINT), CAST(COALESCE(SUM(refused), 0) AS BIGINT), CAST(COALESCE(SUM(in_flight), 0) AS BIGINT) FROM sp_journal_counters";
+pub(crate) const COUNTERS_SUM: &str = "SELECT CAST(COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0) AS BIGINT), CAST(COALESCE(SUM(replayed), 0) AS BIGINT), CAST(COALESCE(SUM(conflicts), 0) AS BIGINT), CAST(COALESCE(SUM(refused), 0) AS BIGINT), CAST(COALESCE(SUM(claims_open), 0) AS BIGINT) FROM sp_journal_counters";
 
 /// `COUNTERS_SUM` on SQLite: the done rows folded, over the partial index
 /// `sp_journal_delivery_done_folded`, and those not folded yet, through the row ids above
 /// `folded_id` (a few hundred at most).
-pub(crate) const COUNTERS_SUM_SQLITE: &str = "SELECT COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done' AND folded = 1) + (SELECT count(*) FROM sp_journal_delivery WHERE id > COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), 0) AND folded = 0 AND state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0), COALESCE(SUM(replayed), 0), COALESCE(SUM(conflicts), 0), COALESCE(SUM(refused), 0), COALESCE(SUM(in_flight), 0) FROM sp_journal_counters";
+pub(crate) const COUNTERS_SUM_SQLITE: &str = "SELECT COALESCE(SUM(handled_base), 0) + (SELECT count(*) FROM sp_journal_delivery WHERE state = 'done' AND folded = 1) + (SELECT count(*) FROM sp_journal_delivery WHERE id > COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), 0) AND folded = 0 AND state = 'done') + COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'pruned'), 0), COALESCE(SUM(replayed), 0), COALESCE(SUM(conflicts), 0), COALESCE(SUM(refused), 0), COALESCE(SUM(claims_open), 0) FROM sp_journal_counters";

@@ -452,7 +452,11 @@ fn add_later_versions(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     add_v3(tx)?;
     add_v4(tx)?;
     add_v5(tx)?;
-    tx.execute_batch(schema::SQLITE_V6)
+    tx.execute_batch(schema::SQLITE_V6)?;
+    if has_column(tx, "sp_journal_counters", "in_flight")? {
+        tx.execute_batch(schema::V6_COUNTERS)?;
+    }
+    Ok(())
 }
 
 /// Creates what version 2 adds (`schema::SQLITE_V2`, then each of `schema::SQLITE_V2_COLUMNS`
