@@ -40,6 +40,15 @@ final class Native
     /** @var array<string, CData> out-parameter arrays by pointee type, see out() */
     private array $outs = [];
 
+    /*
+     * The scratch properties below (the out-parameters, the staged statement's arrays and the
+     * error apart: the functions that use them make them) are made at their first read, by
+     * __get(): the constructor unsets them. Without preloading as with it, a PHP-FPM worker
+     * makes this object again for every request; one through an Endpoint reads the reply view
+     * alone, and so no longer makes the record buffer, the claim and the error each time (about
+     * 30 µs of a request's CPU in make bench-e2e).
+     */
+
     /** `sp_event *[1]`: out-parameter of sp_receiver_handle/_parse (decays to sp_event **). */
     public readonly CData $eventOut;
 
@@ -68,7 +77,7 @@ final class Native
     public CData $recordBuffer;
 
     /** Bytes in $recordBuffer. */
-    public int $recordCapacity = 0;
+    public int $recordCapacity;
 
     /** `size_t[1]`: the record size sp_receiver_handle_record reports (decays to `size_t *`). */
     public readonly CData $recordSize;
@@ -79,24 +88,55 @@ final class Native
     /** `char[SQL_TEXT_KEPT]`, made at the first staged statement (see stage()). */
     private ?CData $sqlText = null;
 
-    /** `sp_error`: the last failure written by sp_last_error. */
-    private readonly CData $lastError;
+    /** `sp_error`: the last failure written by sp_last_error, made at the first failure. */
+    private ?CData $lastError = null;
 
     /** `sp_error *` pointing at $lastError. */
-    private readonly CData $lastErrorOut;
+    private ?CData $lastErrorOut = null;
 
     /** @param FFI|object $ffi the library, or a call-forwarding double in tests */
     private function __construct(public readonly object $ffi)
     {
-        $this->eventOut = $this->out('sp_event');
-        $this->str = $ffi->new('sp_str');
-        $this->strOut = FFI::addr($this->str);
-        $this->claim = $ffi->new('sp_claim');
-        $this->claimOut = FFI::addr($this->claim);
-        $this->lastError = $ffi->new('sp_error');
-        $this->lastErrorOut = FFI::addr($this->lastError);
-        $this->recordSize = $ffi->new('size_t[1]');
-        $this->growRecord(4096);
+        unset(
+            $this->eventOut, $this->str, $this->strOut, $this->claim, $this->claimOut, $this->record,
+            $this->recordStrings, $this->recordBuffer, $this->recordCapacity, $this->recordSize,
+        );
+    }
+
+    /**
+     * Makes the scratch property $name at its first read (see above) and returns it; a view and
+     * the pointer to it are made together. PHP calls this only for a property that is unset.
+     */
+    public function __get(string $name): mixed
+    {
+        $ffi = $this->ffi;
+        switch ($name) {
+            case 'eventOut':
+                $this->eventOut = $this->out('sp_event');
+                break;
+            case 'str':
+            case 'strOut':
+                $this->str = $ffi->new('sp_str');
+                $this->strOut = FFI::addr($this->str);
+                break;
+            case 'claim':
+            case 'claimOut':
+                $this->claim = $ffi->new('sp_claim');
+                $this->claimOut = FFI::addr($this->claim);
+                break;
+            case 'recordSize':
+                $this->recordSize = $ffi->new('size_t[1]');
+                break;
+            case 'record':
+            case 'recordStrings':
+            case 'recordBuffer':
+            case 'recordCapacity':
+                $this->growRecord(4096);
+                break;
+            default:
+                throw new \Error('Undefined property: ' . self::class . '::$' . $name);
+        }
+        return $this->{$name};
     }
 
     /**
@@ -226,6 +266,10 @@ final class Native
     public function error(int $status): SlotPartnerException
     {
         $statusName = $this->statusName($status);
+        if ($this->lastError === null) {
+            $this->lastError = $this->ffi->new('sp_error');
+            $this->lastErrorOut = FFI::addr($this->lastError);
+        }
         $e = $this->lastError;
         if ($this->ffi->sp_last_error($this->lastErrorOut) !== Status::OK) {
             return SlotPartnerException::create($statusName, $status, $statusName); // no failure recorded
