@@ -149,4 +149,24 @@ mod tests {
         }
         assert_eq!(Name::of("index"), None);
     }
+
+    /// A text is a name only when it is the name, byte for byte: not another of its length and
+    /// first byte, not a prefix, not the name with more after it.
+    #[test]
+    fn only_the_name_itself_is_the_name() {
+        for &name in Name::ALL {
+            let text = name.as_str();
+            let mut changed = text.as_bytes().to_vec();
+            for at in 1..changed.len() {
+                changed[at] ^= 0x20;
+                assert_eq!(Name::of(std::str::from_utf8(&changed).unwrap()), None, "{text} changed at {at}");
+                changed[at] ^= 0x20;
+            }
+            assert_eq!(Name::of(&format!("{text}{}", "x".repeat(32))), None);
+            assert_eq!(Name::of(&text[..text.len() - 1]), None);
+            assert_eq!(Name::of(&format!("{text} ")), None);
+        }
+        assert_eq!(Name::of(""), None);
+        assert_eq!(Name::of(r"\u0065vent"), None);
+    }
 }
