@@ -405,15 +405,6 @@ class sp_sql_value(Structure):
     _fields_ = [("kind", c_uint32), ("int_value", c_int64), ("bytes", c_void_p), ("len", c_size_t)]
 
 
-class SqlValueIn(Structure):
-    """``sp_sql_value`` as the binding fills it: ``bytes`` as a ``c_char_p``, so that a Python
-    ``bytes`` object is stored in place (its buffer, no copy) and kept alive by the array that
-    holds the struct for as long as that array lives. An array of these is built from one tuple
-    ``(kind, int_value, bytes or None, len)`` per value."""
-
-    _fields_ = [("kind", c_uint32), ("int_value", c_int64), ("bytes", c_char_p), ("len", c_size_t)]
-
-
 def layout(structure: type[Structure], skip: tuple[type, ...] = ()) -> struct.Struct:
     """A ``struct.Struct`` that unpacks the bytes of ``structure`` in one call.
 
@@ -487,6 +478,11 @@ INDEX_RANGE = layout(sp_index_range)
 INDEX_RANGES = layout(sp_index_ranges)
 RECOVERY_FAILURE = layout(sp_recovery_failure)
 RECORD = layout(sp_record)
+#: ``sp_sql_value`` packed (kind, int_value, address of the bytes or 0, len).
+SQL_VALUE = layout(sp_sql_value)
+#: ``sp_exchange`` in one call: event, status, body (pointer, length), headers (pointer, count),
+#: log (pointer, length).
+EXCHANGE = layout(sp_exchange)
 RECORD_HEADER = ctypes.sizeof(sp_record)
 
 
@@ -526,6 +522,10 @@ def read_str_array(ptr: int | None, count: int) -> list[str]:
     return [memory[p : p + n].decode() for p, n in STR.iter_unpack(memory[ptr : ptr + count * STR.size])]
 
 
+#: The size of each thread's scratch for a staged statement's parameters (``OutSlots.sql_values``).
+SCRATCH_BYTES = 4096
+
+
 class OutSlots(threading.local):
     """Per-thread out-parameters, allocated once per thread instead of once per call.
 
@@ -534,8 +534,9 @@ class OutSlots(threading.local):
     ``ClaimView``: ``claim.reply`` gives the bytes); the ``*_address`` attributes are what
     the hot functions take (their out-parameters are declared ``c_void_p``, which costs less
     per call than a checked ``byref``). ``record`` is the buffer ``sp_receiver_handle_record``
-    writes a callback's event into (grown when one does not fit), ``size`` the size it reports.
-    Read a slot right after the call that wrote it.
+    writes a callback's event into (grown when one does not fit), ``size`` the size it reports;
+    ``sql_values()`` lays a staged statement's parameters out in ``scratch``. Read a slot right
+    after the call that wrote it.
     """
 
     def __init__(self) -> None:
@@ -548,6 +549,36 @@ class OutSlots(threading.local):
         self.size = c_size_t()
         self.size_address = ctypes.addressof(self.size)
         self.grow_record(RECORD_HEADER + 4096)
+        self.scratch = (c_uint64 * (SCRATCH_BYTES // 8))()
+        self.scratch_address = ctypes.addressof(self.scratch)
+        self.scratch_bytes = memoryview(self.scratch).cast("B")
+
+    def sql_values(self, values: list[tuple[int, int, bytes | None, int]]) -> tuple[int, Any]:
+        """``values`` (``(kind, int_value, bytes or None, len)`` each) as an ``sp_sql_value``
+        array for ``sp_event_stage``: its address, and the buffer that holds it, to keep alive
+        until the call returns. Each value's bytes are copied after the array (None is a NULL
+        pointer). Laid out in this thread's ``scratch`` (valid until the next ``sql_values`` of
+        this thread), or in a buffer of its own when they do not fit: one ``struct`` call a value
+        instead of a ctypes struct built from a tuple, about four times cheaper."""
+        size = SQL_VALUE.size
+        at = len(values) * size
+        needed = at + sum([value[3] for value in values])  # an int's and a NULL's are 0
+        if needed <= SCRATCH_BYTES:
+            buffer, address, memory = self.scratch, self.scratch_address, self.scratch_bytes
+        else:
+            buffer = (c_uint64 * -(-needed // 8))()
+            address, memory = ctypes.addressof(buffer), memoryview(buffer).cast("B")
+        pack, offset = SQL_VALUE.pack_into, 0
+        for kind, number, data, length in values:
+            if data is None:
+                pack(memory, offset, kind, number, 0, 0)
+            else:
+                end = at + length
+                memory[at:end] = data
+                pack(memory, offset, kind, number, address + at, length)
+                at = end
+            offset += size
+        return address, buffer
 
     def grow_record(self, capacity: int) -> None:
         """Makes ``record`` a buffer of at least ``capacity`` bytes (aligned for ``sp_record``),
@@ -683,7 +714,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_event_abandon": (c_int, [c_void_p]),
     "sp_event_reply_pruned": (c_bool, [c_void_p]),
     # Statements of the partner's own, run by sp_event_finish in the transaction storing the
-    # reply (params: the address of an SqlValueIn array).
+    # reply (params: the address of an sp_sql_value array, OutSlots.sql_values).
     "sp_event_stage": (c_int, [c_void_p, c_char_p, c_size_t, c_void_p, c_size_t]),
     # Delivery journal.
     "sp_journal_config_new": (c_int, [c_char_p, _OUT]),
@@ -751,7 +782,9 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_client_call": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, _OUT]),
     "sp_games_free": (None, [c_void_p]),
     # The endpoint in one call: a whole request in (sp_endpoint_receive), the final response out
-    # (sp_exchange_complete after the partner's logic ran on the exchange's event).
+    # (sp_exchange_complete after the partner's logic ran on the exchange's event). The exchange
+    # travels as its address (c_void_p: the out-parameter is OUT.pointer_address, the exchange is
+    # read with EXCHANGE), cheaper per call than a checked POINTER(sp_exchange).
     "sp_endpoint_new": (c_int, [c_void_p, c_void_p, _OUT]),
     "sp_endpoint_from_settings": (c_int, [c_char_p, c_size_t, _OUT]),
     "sp_endpoint_shared": (c_int, [c_char_p, c_size_t, _OUT]),
@@ -759,10 +792,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_endpoint_free": (None, [c_void_p]),
     "sp_endpoint_receive": (
         c_int,
-        [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t, POINTER(POINTER(sp_exchange))],
+        [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t, c_void_p],
     ),
-    "sp_exchange_complete": (c_int, [POINTER(sp_exchange), c_char_p, c_char_p, c_size_t]),
-    "sp_exchange_free": (None, [POINTER(sp_exchange)]),
+    "sp_exchange_complete": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t]),
+    "sp_exchange_free": (None, [c_void_p]),
     # A CGI program's (sp_endpoint_from_environment reads SLOTPARTNER_*, the CGI calls read the
     # request's variables and standard input): declared for completeness, unused by the package.
     "sp_endpoint_from_environment": (c_int, [_OUT]),

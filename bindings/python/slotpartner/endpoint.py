@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from . import _lib
 from .errors import ConfigurationError, argument_error, last_error
 from .events import DEFAULT_REPLY_SETTINGS, Event, OtherEvent, ReplySettings, detach_exchange_event, read_exchange_event
-from .receiver import _header, _body, list_setting
+from .receiver import _HEADERS, _body, _encoded, _header, list_setting
 
 _LIB = _lib.lib
 _receive = _LIB.sp_endpoint_receive
@@ -33,6 +33,9 @@ _exchange_free = _LIB.sp_exchange_free
 _MEMORY = _lib.MEMORY
 _HEADER = _lib.layout(_lib.sp_header).iter_unpack
 _HEADER_SIZE = ctypes.sizeof(_lib.sp_header)
+_EXCHANGE = _lib.EXCHANGE.unpack
+_EXCHANGE_SIZE = _lib.EXCHANGE.size
+_OUT = _lib.OUT
 
 #: Where each response's log line goes (when it has one): INFO for a 200, WARNING otherwise.
 logger = logging.getLogger("slotpartner")
@@ -261,33 +264,42 @@ class Endpoint(_lib.SharedHandle):
         """
         if body.__class__ is not bytes:
             body = _body(body)
-        out = ctypes.POINTER(_lib.sp_exchange)()
-        status = _receive(
-            self._ptr,
-            _header(method, "method"),
-            _header(token, "X-Service-Token"),
-            _header(remote_addr, "remote_addr"),
-            _header(forwarded_for, "X-Forwarded-For"),
-            body,
-            len(body),
-            ctypes.byref(out),
-        )
+        # The common cases (a str seen before, bytes without NUL) inline, as Receiver.handle
+        # takes them; anything else through _header.
+        if method.__class__ is str:
+            method = _HEADERS.get(method) or _encoded(method, "method")
+        else:
+            method = _header(method, "method")
+        if token.__class__ is str:
+            token = _HEADERS.get(token) or _encoded(token, "X-Service-Token")
+        elif token.__class__ is not bytes or b"\0" in token:
+            token = _header(token, "X-Service-Token")
+        if remote_addr.__class__ is str:
+            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr, "remote_addr")
+        elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
+            remote_addr = _header(remote_addr, "remote_addr")
+        forwarded = _header(forwarded_for, "X-Forwarded-For") if forwarded_for is not None else None
+        out = _OUT
+        status = _receive(self._ptr, method, token, remote_addr, forwarded, body, len(body), out.pointer_address)
         if status:
             raise last_error(status)
+        # The exchange's address, read before the logic runs (which may use this thread's slots).
+        exchange: int = out.pointer.value  # type: ignore[assignment]
         failure = None
         try:
-            exchange = out.contents
-            if exchange.event:
-                failure = self._run(out, exchange.event, logic)
-            response = _read(exchange.response)
+            fields = _EXCHANGE(_MEMORY[exchange : exchange + _EXCHANGE_SIZE])
+            if fields[0]:  # the event: the logic runs, then the response is final
+                failure = self._run(exchange, fields[0], logic)
+                fields = _EXCHANGE(_MEMORY[exchange : exchange + _EXCHANGE_SIZE])
+            response = _read(fields)
         finally:
-            _exchange_free(out)
+            _exchange_free(exchange)
         if response.log:
             level = logging.INFO if response.status == 200 else logging.WARNING
             logger.log(level, "%s", response.log, exc_info=failure)
         return response
 
-    def _run(self, exchange: Any, ptr: int, logic: Logic) -> BaseException | None:
+    def _run(self, exchange: int, ptr: int, logic: Logic) -> BaseException | None:
         """Runs ``logic`` on the exchange's event and completes the exchange; returns the
         logic's exception, if any (its failure, for the log)."""
         event = read_exchange_event(ptr, self._replies)
@@ -315,20 +327,21 @@ class Endpoint(_lib.SharedHandle):
         return failure
 
 
-def _text(view: _lib.sp_str) -> bytes:
-    return _MEMORY[view.ptr : view.ptr + view.len] if view.len else b""
-
-
-def _read(response: _lib.sp_response) -> Response:
-    """Copies an exchange's final response out of library memory."""
+def _read(fields: tuple[int, ...]) -> Response:
+    """Copies an exchange's final response out of library memory; ``fields`` are the
+    ``sp_exchange``'s, unpacked (``_lib.EXCHANGE``)."""
+    _, status, body, body_len, start, count, log, log_len = fields
+    memory = _MEMORY
     headers = []
-    count = response.headers_len
     if count:
-        memory = _MEMORY
-        start = response.headers
         for name, name_len, value, value_len in _HEADER(memory[start : start + count * _HEADER_SIZE]):
             headers.append((memory[name : name + name_len].decode(), memory[value : value + value_len].decode()))
-    return Response(response.status, headers, _text(response.body), _text(response.log).decode("utf-8", "replace"))
+    return Response(
+        status,
+        headers,
+        memory[body : body + body_len] if body_len else b"",
+        memory[log : log + log_len].decode("utf-8", "replace") if log_len else "",
+    )
 
 
 def header_list(values: Iterable[bytes]) -> bytes | None:

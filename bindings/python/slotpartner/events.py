@@ -70,7 +70,6 @@ _event_reply_pruned = _LIB.sp_event_reply_pruned
 _event_finish = _LIB.sp_event_finish
 _event_abandon = _LIB.sp_event_abandon
 _event_stage = _LIB.sp_event_stage
-_SQL_VALUES = _lib.SqlValueIn
 _SQL_INT = _lib.SP_SQL_INT
 _SQL_TEXT = _lib.SP_SQL_TEXT
 _SQL_BLOB = _lib.SP_SQL_BLOB
@@ -465,10 +464,11 @@ class Event:
         count = len(params)
         if count:
             values = [_sql_value(value, at) for at, value in enumerate(params)]
-            # The array holds each bytes object (c_char_p fields keep their references) while the
-            # library copies them.
-            array: Any = _SQL_VALUES * count
-            status = _event_stage(ptr, text, len(text), array(*values), count)
+            # The array (its buffer kept in `held`) and the values' bytes copied into it, while the
+            # library copies them in turn.
+            address, held = _OUT.sql_values(values)
+            status = _event_stage(ptr, text, len(text), address, count)
+            del held
         else:
             status = _event_stage(ptr, text, len(text), None, 0)
         if status:

@@ -31,6 +31,11 @@ def _status_line(status: int) -> str:
         return f"{status} Status {status}"
 
 
+#: The status lines made so far, by status: each made once (HTTPStatus's lookup costs several
+#: times the rest of a request's work here); a status is a 16-bit number, so this stays small.
+_STATUS_LINES: dict[int, str] = {}
+
+
 def _header(environ: dict[str, Any], name: str) -> bytes | None:
     value = environ.get(name)
     return None if value is None else value.encode("latin-1", "replace")
@@ -77,7 +82,11 @@ def application(endpoint: Endpoint, logic: Logic) -> WsgiApplication:
             body,
             logic,
         )
-        start_response(_status_line(response.status), [*response.headers, ("Content-Length", str(len(response.body)))])
+        status = response.status
+        line = _STATUS_LINES.get(status)
+        if line is None:
+            line = _STATUS_LINES[status] = _status_line(status)
+        start_response(line, [*response.headers, ("Content-Length", str(len(response.body)))])
         return [response.body]
 
     return app

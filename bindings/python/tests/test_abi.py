@@ -100,12 +100,13 @@ class AbiTest(unittest.TestCase):
             (_lib.sp_field, _lib.FieldView),
             (_lib.sp_str, _lib.StrView),
             (_lib.sp_claim, _lib.ClaimView),
-            (_lib.sp_sql_value, _lib.SqlValueIn),  # the staged statements' parameters as filled in
         ):
             self.assertEqual(ctypes.sizeof(view), ctypes.sizeof(struct))
             for name, _ in struct._fields_:
                 self.assertEqual(getattr(view, name).offset, getattr(struct, name).offset, f"{struct.__name__}.{name}")
         self.assertEqual(_lib.layout(_lib.sp_game).size, ctypes.sizeof(_lib.sp_game))
+        self.assertEqual(_lib.SQL_VALUE.size, ctypes.sizeof(_lib.sp_sql_value))
+        self.assertEqual(_lib.EXCHANGE.size, ctypes.sizeof(_lib.sp_exchange))
         self.assertEqual(_lib.INDEX_RANGE.size, ctypes.sizeof(_lib.sp_index_range))
         self.assertEqual(_lib.INDEX_RANGES.size, ctypes.sizeof(_lib.sp_index_ranges))
         self.assertEqual(_lib.RECOVERY_FAILURE.size, ctypes.sizeof(_lib.sp_recovery_failure))

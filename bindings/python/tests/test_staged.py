@@ -267,6 +267,8 @@ class StagedStatementsTest(StagedCase):
             bytes(range(256)),
             bytearray(b"\x00bytearray\xff"),
             memoryview(b"--memoryview--")[2:-2],
+            "long " * 2000,  # larger than the binding's scratch for a statement's values
+            bytes(range(256)) * 40,
         ]
         expected = [
             ("null", None),
@@ -281,18 +283,26 @@ class StagedStatementsTest(StagedCase):
             ("blob", bytes(range(256))),
             ("blob", b"\x00bytearray\xff"),
             ("blob", b"memoryview"),
+            ("text", "long " * 2000),
+            ("blob", bytes(range(256)) * 40),
         ]
         event = self.claimed(700_060, 1)
         for n, value in enumerate(values):
             event.stage("INSERT INTO vals (n, v) VALUES (?, ?)", [n, value])
         event.stage("INSERT INTO vals (n, v) VALUES (?1 + 100, ?2)", (1, "numbered placeholders"))
+        # Several values of one statement, each read from its own place.
+        event.stage("INSERT INTO vals (n, v) VALUES (?1, ?2 || ?3 || ?4 || ?5)", (150, "one,", None, "two,", b"three"))
+        event.stage("INSERT INTO vals (n, v) VALUES (?1, ?2 || ?3 || ?4)", (151, "one,", "", "two"))
         event.stage("INSERT INTO vals (n, v) VALUES (200, 'no parameters')")
         event.reply()
         event.finish()
         rows = self.outside("SELECT n, typeof(v), v FROM vals ORDER BY n")
         self.assertEqual([(t, v) for _, t, v in rows[: len(values)]], expected)
-        self.assertEqual([n for n, _, _ in rows], [*range(len(values)), 101, 200])
-        self.assertEqual(rows[len(values):], [(101, "text", "numbered placeholders"), (200, "text", "no parameters")])
+        self.assertEqual([n for n, _, _ in rows], [*range(len(values)), 101, 150, 151, 200])
+        self.assertEqual(
+            rows[len(values) :],
+            [(101, "text", "numbered placeholders"), (150, "null", None), (151, "text", "one,two"), (200, "text", "no parameters")],
+        )
 
     def test_abandon_and_close_drop_the_staged_statements(self) -> None:
         event = self.claimed(700_070, 1)
