@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from . import _lib
 from .errors import ConfigurationError, argument_error, last_error
 from .events import DEFAULT_REPLY_SETTINGS, Event, OtherEvent, ReplySettings, detach_exchange_event, read_exchange_event
-from .receiver import _HEADERS, _body, _encoded, _header, list_setting
+from .receiver import _HEADERS, _body, _encoded, _header, _request_headers, list_setting
 
 _LIB = _lib.lib
 _receive = _LIB.sp_endpoint_receive
@@ -264,21 +264,12 @@ class Endpoint(_lib.SharedHandle):
         """
         if body.__class__ is not bytes:
             body = _body(body)
-        # The common cases (a str seen before, bytes without NUL) inline, as Receiver.handle
-        # takes them; anything else through _header.
+        # A str seen before without a further call, as the headers (_request_headers).
         if method.__class__ is str:
             method = _HEADERS.get(method) or _encoded(method, "method")
         else:
             method = _header(method, "method")
-        if token.__class__ is str:
-            token = _HEADERS.get(token) or _encoded(token, "X-Service-Token")
-        elif token.__class__ is not bytes or b"\0" in token:
-            token = _header(token, "X-Service-Token")
-        if remote_addr.__class__ is str:
-            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr, "remote_addr")
-        elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
-            remote_addr = _header(remote_addr, "remote_addr")
-        forwarded = _header(forwarded_for, "X-Forwarded-For") if forwarded_for is not None else None
+        token, remote_addr, forwarded = _request_headers(token, remote_addr, forwarded_for)
         out = _OUT
         status = _receive(self._ptr, method, token, remote_addr, forwarded, body, len(body), out.pointer_address)
         if status:

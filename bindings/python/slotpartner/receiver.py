@@ -60,6 +60,24 @@ def _encoded(value: str, field: str) -> bytes:
         _HEADERS[value] = data
     return data
 
+
+def _request_headers(
+    token: object, remote_addr: object, forwarded_for: object
+) -> tuple[bytes | None, bytes | None, bytes | None]:
+    """The token, remote address and X-Forwarded-For of a request as C strings (see
+    ``_header``), for ``Receiver.handle``, ``Receiver.authenticate`` and ``Endpoint.handle``:
+    the common cases (a str seen before, bytes without NUL) without a further call."""
+    if token.__class__ is str:
+        token = _HEADERS.get(token) or _encoded(token, "X-Service-Token")  # type: ignore[arg-type]
+    elif token.__class__ is not bytes or b"\0" in token:  # type: ignore[operator]
+        token = _header(token, "X-Service-Token")
+    if remote_addr.__class__ is str:
+        remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr, "remote_addr")  # type: ignore[arg-type]
+    elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:  # type: ignore[operator]
+        remote_addr = _header(remote_addr, "remote_addr")
+    forwarded = _header(forwarded_for, "X-Forwarded-For") if forwarded_for is not None else None
+    return token, remote_addr, forwarded  # type: ignore[return-value]
+
 #: What a list-valued setting's blanks are trimmed of (the same characters in every binding).
 _BLANKS = " \t\r\n\f\v"
 
@@ -308,18 +326,8 @@ class Receiver(_lib.SharedHandle):
         """
         if body.__class__ is not bytes:
             body = _body(body)
-        # The common cases (a str seen before, bytes without NUL) inline, anything else through
-        # _header.
-        if token.__class__ is str:
-            token = _HEADERS.get(token) or _encoded(token, "X-Service-Token")
-        elif token.__class__ is not bytes or b"\0" in token:
-            token = _header(token, "X-Service-Token")
-        if remote_addr.__class__ is str:
-            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr, "remote_addr")
-        elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
-            remote_addr = _header(remote_addr, "remote_addr")
+        token, remote_addr, forwarded = _request_headers(token, remote_addr, forwarded_for)
         out = _OUT
-        forwarded = _header(forwarded_for, "X-Forwarded-For") if forwarded_for is not None else None
         if self._keeps_events:
             status = _handle(self._ptr, token, remote_addr, forwarded, body, len(body), out.pointer_address)
             if status:
@@ -362,15 +370,7 @@ class Receiver(_lib.SharedHandle):
                 token (HTTP 401), source not allowed (403), with the same ``http_status`` and
                 ``response_body``.
         """
-        if token.__class__ is str:
-            token = _HEADERS.get(token) or _encoded(token, "X-Service-Token")
-        elif token.__class__ is not bytes or b"\0" in token:
-            token = _header(token, "X-Service-Token")
-        if remote_addr.__class__ is str:
-            remote_addr = _HEADERS.get(remote_addr) or _encoded(remote_addr, "remote_addr")
-        elif remote_addr.__class__ is not bytes or b"\0" in remote_addr:
-            remote_addr = _header(remote_addr, "remote_addr")
-        forwarded = _header(forwarded_for, "X-Forwarded-For") if forwarded_for is not None else None
+        token, remote_addr, forwarded = _request_headers(token, remote_addr, forwarded_for)
         status = _authenticate(self._ptr, token, remote_addr, forwarded)
         if status:
             raise last_error(status)
