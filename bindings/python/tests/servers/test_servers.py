@@ -227,7 +227,8 @@ class ServerCases:
                                    "--token", TOKEN, "--burst", str(count), "--seed", str(seed), "--lose", "0.2",
                                    "--repeat", "0.1", "--concurrency", "2", "--report-json", str(report), "--quiet",
                                    "mixed"], capture_output=True, text=True, timeout=120)  # fmt: skip
-            self.assertEqual(sent.returncode, 0, sent.stdout + sent.stderr)
+            # The server's own output too, so that a server that stopped answering says why.
+            self.assertEqual(sent.returncode, 0, f"{sent.stdout}{sent.stderr}\nthe server's output:\n{server.log()}")
             facts = json.loads(report.read_text())
             self.assertTrue(facts["lost_indexes"], "the burst lost events")
             env = dict(os.environ, SLOTPARTNER_JOURNAL=journal, SLOTPARTNER_TOKEN=TOKEN,
