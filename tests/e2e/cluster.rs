@@ -73,8 +73,19 @@ pub fn give_to_runner(runner: &[&str], path: &Path) {
         .unwrap_or_else(|e| panic!("chown {} to nobody: {e}", path.display()));
 }
 
+/// A free loopback port, bound then released, that no earlier call of this test process gave:
+/// the kernel may hand a released port out again, and two servers of the process given one port
+/// would answer for each other.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// The newest `/usr/lib/postgresql/*/bin` that has `initdb` and `pg_ctl`.

@@ -125,10 +125,20 @@ def unprivileged_prefix():
     return None
 
 
+_GIVEN_PORTS: set[int] = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port, bound then released, that no earlier call of this process gave: the
+    kernel may hand a released port out again, and two servers given one port answer for each
+    other."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _GIVEN_PORTS:
+            _GIVEN_PORTS.add(port)
+            return port
 
 
 class Cluster:

@@ -253,6 +253,11 @@ waitFor(static function () use ($ports, $nginx, $dir): bool {
     fclose($socket);
     return true;
 }, 20, 'nginx');
+T::test('nginx gave each front and pool a port of its own', function () use ($dir): void {
+    // Two server blocks on one port: nginx only warns, and one answers for the other.
+    $errors = (string) @file_get_contents($dir . '/nginx-errors.log');
+    T::true(!str_contains($errors, 'conflicting server name'), 'no port given twice: ' . $errors);
+});
 
 /** One POST of $body to $port with the token (unless null) and more headers. */
 function post(int $port, string $body, ?string $token = TOKEN, array $headers = []): array

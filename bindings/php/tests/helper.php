@@ -203,13 +203,20 @@ function waitFor(callable $ready, float $seconds, string $what): void
 /** A free loopback port (bound then released: the tests start the server right after). */
 function freePort(): int
 {
-    $server = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
-    if ($server === false) {
-        throw new RuntimeException('cannot bind: ' . $error);
-    }
-    $name = stream_socket_get_name($server, false);
-    fclose($server);
-    return (int) substr((string) $name, strrpos((string) $name, ':') + 1);
+    // Each call a port no earlier call of this process gave: the kernel may hand a released port
+    // out again, and two servers of one test given the same port answer for each other.
+    static $given = [];
+    do {
+        $server = stream_socket_server('tcp://127.0.0.1:0', $errno, $error);
+        if ($server === false) {
+            throw new RuntimeException('cannot bind: ' . $error);
+        }
+        $name = (string) stream_socket_get_name($server, false);
+        fclose($server);
+        $port = (int) substr($name, strrpos($name, ':') + 1);
+    } while (isset($given[$port]));
+    $given[$port] = true;
+    return $port;
 }
 
 /**

@@ -35,12 +35,22 @@ JOURNAL_DOWN = "postgres://sp_owner@127.0.0.1:1/sp_ledger?connect_timeout=1"
 PRODUCTION = "18.203.30.17"
 
 
+_GIVEN_PORTS: set[int] = set()
+
+
 def free_port() -> int:
+    """A free loopback port, bound then released, that no earlier call of this process gave: the
+    kernel may hand a released port out again, and two servers given one port answer for each
+    other."""
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _GIVEN_PORTS:
+            _GIVEN_PORTS.add(port)
+            return port
 
 
 class Server:
