@@ -10,6 +10,7 @@ pub(crate) mod clock;
 pub mod endpoint;
 pub mod error;
 pub mod event;
+mod event_tail;
 pub(crate) mod fork;
 pub mod games;
 pub mod journal;
