@@ -547,7 +547,7 @@ unsafe fn free_event_box(event: *mut sp_event) {
     let raw = event.cast::<EventBox>();
     if !raw.is_null() {
         // SAFETY: the caller's promise: a live box, from `event_tail::allocate` with these sizes.
-        unsafe { event_tail::free(raw, (*raw).tail.sizes()) }
+        unsafe { event_tail::free(raw, (*raw).tail.layout()) }
     }
 }
 

@@ -43,6 +43,8 @@ pub(crate) struct Tail {
     strings: *mut u8,
     room: *mut u8,
     sizes: TailSizes,
+    /// The layout of the whole allocation, to free it with.
+    layout: Layout,
 }
 
 /// Allocates a `T` (left uninitialised: the caller writes it) followed by a tail of `sizes`.
@@ -55,18 +57,18 @@ pub(crate) fn allocate<T>(sizes: TailSizes) -> (*mut T, Tail) {
         handle_alloc_error(layout);
     }
     // SAFETY: the offsets are within the allocation just made, as `layout` placed them.
-    let tail =
-        unsafe { Tail { fields: base.add(fields).cast(), strings: base.add(strings), room: base.add(room), sizes } };
+    let tail = unsafe {
+        Tail { fields: base.add(fields).cast(), strings: base.add(strings), room: base.add(room), sizes, layout }
+    };
     (base.cast(), tail)
 }
 
-/// Drops the `T` at `raw` and frees its allocation.
+/// Drops the `T` at `raw` and frees its allocation, of `layout` (`Tail::layout`).
 ///
 /// # Safety
-/// `raw` came from `allocate::<T>(sizes)`, its `T` is written and live, and neither is used
-/// afterwards.
-pub(crate) unsafe fn free<T>(raw: *mut T, sizes: TailSizes) {
-    let (layout, _) = sizes.layout::<T>();
+/// `raw` came from `allocate::<T>` with the tail whose layout is `layout`, its `T` is written
+/// and live, and neither is used afterwards.
+pub(crate) unsafe fn free<T>(raw: *mut T, layout: Layout) {
     // SAFETY: the caller's promise: a live `T` in an allocation of this layout.
     unsafe {
         ptr::drop_in_place(raw);
@@ -75,9 +77,9 @@ pub(crate) unsafe fn free<T>(raw: *mut T, sizes: TailSizes) {
 }
 
 impl Tail {
-    /// The sizes the tail was made with (to `free` it).
-    pub(crate) fn sizes(&self) -> TailSizes {
-        self.sizes
+    /// The layout of the allocation the tail is part of (to `free` it).
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// Where the extra fields start: NULL when there are none.
@@ -145,7 +147,10 @@ impl StringsWriter {
         // SAFETY: `s.len() + 1` bytes are left in the block, which `s` (borrowed from the body
         // or the parsed event) does not overlap.
         unsafe {
-            ptr::copy_nonoverlapping(s.as_ptr(), start, s.len());
+            if !s.is_empty() {
+                // Most typed slots of an event are empty: no call for them.
+                ptr::copy_nonoverlapping(s.as_ptr(), start, s.len());
+            }
             start.add(s.len()).write(0);
             self.at = start.add(s.len() + 1);
         }
