@@ -7,7 +7,7 @@ use ipnet::IpNet;
 
 use crate::callback::auth;
 use crate::callback::event::{self, Event};
-use crate::callback::json::{self, MAX_DEPTH_CEILING};
+use crate::callback::json::{self, Field, MAX_DEPTH_CEILING};
 use crate::callback::options::ParseOptions;
 use crate::callback::reply::{self, BalanceReply};
 use crate::callback::response::{self, Response};
@@ -242,8 +242,14 @@ impl Receiver {
     /// the journal fail to record a refusal, the refusal is answered all the same: its index then
     /// shows as missing.
     pub fn handle<'a>(&self, request: &Request<'a>) -> Result<Event<'a>> {
+        self.handle_with(request, Vec::new())
+    }
+
+    /// `handle`, with `spare` (an empty vector) to hold the event's extra fields: see
+    /// `event::parse_with`.
+    pub fn handle_with<'a>(&self, request: &Request<'a>, spare: Vec<Field<'a>>) -> Result<Event<'a>> {
         self.authenticate(request)?;
-        self.parse(request.body).inspect_err(|error| self.record_refusal(error))
+        event::parse_with(request.body, &self.config.parse, spare).inspect_err(|error| self.record_refusal(error))
     }
 
     /// The journal deliveries are claimed in, when one is configured.

@@ -20,6 +20,7 @@ pub mod record;
 pub mod recovery;
 pub mod reply;
 mod shared;
+mod spare;
 pub mod staged;
 
 pub mod status;
