@@ -15,13 +15,15 @@ thread_local! {
     static SPARE: Cell<Vec<Field<'static>>> = const { Cell::new(Vec::new()) };
 }
 
-/// The thread's spare vector (empty; without room the first time, or after a body with many
-/// fields), to parse the next body with.
+/// The thread's spare vector (empty; without room the first time, after a body with many
+/// fields, or on a thread whose thread-locals are already torn down: a host may call from a
+/// `pthread_key_create` destructor, which runs after them), to parse the next body with.
 pub(crate) fn take<'a>() -> Vec<Field<'a>> {
-    SPARE.with(Cell::take)
+    SPARE.try_with(Cell::take).unwrap_or_default()
 }
 
-/// Empties `fields` and keeps its room for the thread's next `take`.
+/// Empties `fields` and keeps its room for the thread's next `take` (drops it on a thread that is
+/// exiting).
 pub(crate) fn put_back(mut fields: Vec<Field<'_>>) {
     if fields.capacity() > MAX_KEPT {
         return;
@@ -30,5 +32,6 @@ pub(crate) fn put_back(mut fields: Vec<Field<'_>>) {
     // An empty vector borrows nothing: collected in place (the same allocation) as one that
     // would borrow for ever.
     let empty: Vec<Field<'static>> = fields.into_iter().map(|_| unreachable!("the vector is empty")).collect();
-    SPARE.with(|spare| spare.set(empty));
+    // On a thread whose thread-locals are torn down the closure does not run and drops `empty`.
+    let _ = SPARE.try_with(|spare| spare.set(empty));
 }
