@@ -112,7 +112,14 @@ impl Event<'_> {
 /// event, carries it in `Error::event` so the reply can use the event's wrapper, and carries in
 /// `Error::ids` what the body still let be read of the event's name, index and `transactionId`.
 pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
-    parse_strict(body, options).map_err(|error| {
+    parse_with(body, options, Vec::new())
+}
+
+/// `parse`, with `spare` (an empty vector, its room kept from an earlier event) to hold the
+/// event's extra fields, so that a caller parsing one body after another need not allocate it
+/// each time.
+pub fn parse_with<'a>(body: &'a [u8], options: &ParseOptions, spare: Vec<Field<'a>>) -> Result<Event<'a>> {
+    parse_strict(body, options, spare).map_err(|error| {
         let ids = ids_of_refused(body, options);
         error.with_ids(ids)
     })
@@ -136,9 +143,10 @@ fn ids_of_refused(body: &[u8], options: &ParseOptions) -> Option<EventIds> {
     (ids != EventIds::default()).then_some(ids)
 }
 
-fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
+fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions, spare: Vec<Field<'a>>) -> Result<Event<'a>> {
     let text = json::object_text(body, options.max_body_bytes)?;
-    let mut scanned = scan::Scanned::default();
+    debug_assert!(spare.is_empty(), "a spare fields vector is empty");
+    let mut scanned = scan::Scanned { others: spare, ..scan::Scanned::default() };
     // The quick pass reads the usual body and checks its kept values; anything else, and every
     // refusal, is read by the serde scan, as is every body the quick pass accepts in builds with
     // debug assertions, to hold the two to the same reading.

@@ -37,7 +37,9 @@ fn scan_object<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -
     // Made at the first container met: most bodies have none.
     let mut checker = None;
     // Room for the usual number of fields the spec does not define, so that none is moved.
-    scanned.others.reserve(8);
+    if scanned.others.capacity() == 0 {
+        scanned.others = Vec::with_capacity(8);
+    }
     loop {
         let (key, after_key) = plain_key(text, at)?;
         at = skip_ws(b, expect(b, after_key, b':')?);

@@ -7,7 +7,7 @@ use ipnet::IpNet;
 
 use crate::callback::auth;
 use crate::callback::event::{self, Event};
-use crate::callback::json::{self, MAX_DEPTH_CEILING};
+use crate::callback::json::{self, Field, MAX_DEPTH_CEILING};
 use crate::callback::options::ParseOptions;
 use crate::callback::reply::{self, BalanceReply};
 use crate::callback::response::{self, Response};
@@ -201,12 +201,13 @@ pub struct Receiver {
 }
 
 /// The replies a receiver builds once: a refund's and a payout's success reply, and the start of
-/// a successful balance reply (`reply::balance_prefix`).
+/// a successful balance reply (`reply::balance_prefix`) with the length of the longest one.
 #[derive(Debug, Clone)]
 struct BuiltReplies {
     refund_success: String,
     payout_success: String,
     balance_prefix: String,
+    balance_max_len: usize,
 }
 
 impl Receiver {
@@ -216,10 +217,12 @@ impl Receiver {
             return Err(Error::field(ErrorKind::InvalidArgument, "token", "no partner token is configured"));
         }
         let omit = config.omit_empty_error_message;
+        let balance_prefix = reply::balance_prefix(&config.balance_wrapper);
         let built = BuiltReplies {
             refund_success: reply::result("refund", true, "", omit)?,
             payout_success: reply::result("payout", true, "", omit)?,
-            balance_prefix: reply::balance_prefix(&config.balance_wrapper),
+            balance_max_len: BalanceReply::max_len(&balance_prefix),
+            balance_prefix,
         };
         Ok(Receiver { tokens: auth::Tokens::new(&config.tokens), built, config })
     }
@@ -239,8 +242,14 @@ impl Receiver {
     /// the journal fail to record a refusal, the refusal is answered all the same: its index then
     /// shows as missing.
     pub fn handle<'a>(&self, request: &Request<'a>) -> Result<Event<'a>> {
+        self.handle_with(request, Vec::new())
+    }
+
+    /// `handle`, with `spare` (an empty vector) to hold the event's extra fields: see
+    /// `event::parse_with`.
+    pub fn handle_with<'a>(&self, request: &Request<'a>, spare: Vec<Field<'a>>) -> Result<Event<'a>> {
         self.authenticate(request)?;
-        self.parse(request.body).inspect_err(|error| self.record_refusal(error))
+        event::parse_with(request.body, &self.config.parse, spare).inspect_err(|error| self.record_refusal(error))
     }
 
     /// The journal deliveries are claimed in, when one is configured.
@@ -332,6 +341,16 @@ impl Receiver {
             ));
         }
         reply::balance_failure(wrapper, message).map(Cow::Owned)
+    }
+
+    /// The bytes of the usual reply to `known` and a NUL after it: a refund's or a payout's
+    /// success reply, or the longest successful balance reply. An event keeps room for as much.
+    pub(crate) fn reply_room(&self, known: KnownEvent) -> usize {
+        1 + match known {
+            KnownEvent::BuyRefund => self.built.refund_success.len(),
+            KnownEvent::JackpotPayout => self.built.payout_success.len(),
+            KnownEvent::BalanceQuery => self.built.balance_max_len,
+        }
     }
 
     /// The HTTP status to send a reply with: 200, except for a refused balance query (500 by

@@ -97,6 +97,14 @@ impl<'p> BalanceReply<'p> {
         Ok(BalanceReply { prefix, money, currency, coins })
     }
 
+    /// The length of the longest successful balance reply from `prefix`: both amounts at their
+    /// largest.
+    pub fn max_len(prefix: &str) -> usize {
+        let longest = BalanceReply { prefix, money: MAX_AMOUNT, currency: *b"EUR", coins: MAX_AMOUNT };
+        let (mut money, mut coins) = (itoa::Buffer::new(), itoa::Buffer::new());
+        longest.pieces(&mut money, &mut coins).iter().map(|piece| piece.len()).sum()
+    }
+
     /// The reply's bytes in order, the amounts formatted into `money` and `coins`.
     pub fn pieces<'a>(&'a self, money: &'a mut itoa::Buffer, coins: &'a mut itoa::Buffer) -> [&'a [u8]; 7] {
         [

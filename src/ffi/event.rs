@@ -10,9 +10,9 @@ use crate::callback::spec::KnownEvent;
 use crate::endpoint::{Answer, Endpoint, Handling, Outcome, Settled};
 use crate::error::{Error, ErrorKind};
 use crate::ffi::args;
-use crate::ffi::owned;
+use crate::ffi::event_tail::{self, KeptReply, Tail, TailSizes};
 use crate::ffi::status::sp_status;
-use crate::ffi::str::{Arena, sp_str};
+use crate::ffi::str::sp_str;
 use crate::journal::{Begin, Claim, Delivery, Staged};
 
 /// Which typed struct an `sp_event` carries.
@@ -131,7 +131,8 @@ pub struct sp_event {
     pub strings_len: usize,
 }
 
-/// The allocation behind an `sp_event` pointer: the public struct first, then what it points to.
+/// The allocation behind an `sp_event` pointer: the public struct first, then what it points to,
+/// then (past the box, `event_tail`) the extra fields, the strings and room for the usual reply.
 /// The host may write into `view` (PHP and Python can), so the library never reads it back: it
 /// keeps its own copy of what it needs (`known`, `name`).
 #[repr(C)]
@@ -139,28 +140,20 @@ struct EventBox {
     view: sp_event,
     /// The event's kind, the library's own copy: `view.kind` may hold any integer by now.
     known: Option<KnownEvent>,
-    /// The view of the event's name in `arena`, the library's own copy of `view.name`.
+    /// The view of the event's name in the strings block, the library's own copy of `view.name`.
     name: sp_str,
-    /// The typed struct of the event's kind (the other two stay zeroed, unused). The pointers
-    /// handed out to them, and to `extra_inline`, are taken from the box's own raw pointer,
-    /// never through a reference, so that they stay valid whatever the library later borrows of
-    /// the box itself (the box is one allocation: no typed struct needs one of its own).
-    buy_refund: sp_buy_refund,
-    jackpot_payout: sp_jackpot_payout,
-    balance_query: sp_balance_query,
-    /// The extra fields: the first `extra_len` entries of `extra_inline` when there are at most
-    /// `INLINE_FIELDS` (the usual event: the index and a field or two), else all of
-    /// `extra_spill`.
-    extra_inline: [sp_field; INLINE_FIELDS],
-    extra_spill: Vec<sp_field>,
-    extra_len: usize,
-    arena: Arena,
+    /// The typed struct of the event's kind (none for another event). The pointer handed out to
+    /// it is taken from the box's own raw pointer, never through a reference, so that it stays
+    /// valid whatever the library later borrows of the box itself.
+    typed: Typed,
+    /// The extra fields, the strings block and the room for a reply, past the box.
+    tail: Tail,
     /// The HTTP status to send `reply` with, the library's own copy of `view.reply_http_status`.
     reply_status: u16,
-    /// The last reply built (or answered from the journal), NUL-terminated; empty when none.
-    /// The event's own copy, even of a reply the receiver keeps built: what a host does to the
-    /// bytes it was handed stays with its event.
-    reply: Vec<u8>,
+    /// The last reply built (or answered from the journal); none at first. The event's own copy,
+    /// even of a reply the receiver keeps built: what a host does to the bytes it was handed
+    /// stays with its event.
+    reply: KeptReply,
     receiver: Arc<Receiver>,
     /// The event's dealings with its receiver's journal, when the receiver has one: apart, so
     /// that an event without a journal neither builds, moves nor drops any of it.
@@ -168,6 +161,17 @@ struct EventBox {
     /// Owned by an endpoint's exchange (`into_raw_handling`): `sp_event_free` leaves it alone,
     /// and the exchange frees it (`free_exchange_event`).
     in_exchange: bool,
+}
+
+/// The typed struct of an event: the one of its kind (`sp_event` points to it), nothing for
+/// another event. Only the field of the event's kind is ever written or read.
+#[repr(C)]
+#[derive(Clone, Copy)]
+union Typed {
+    buy_refund: sp_buy_refund,
+    jackpot_payout: sp_jackpot_payout,
+    balance_query: sp_balance_query,
+    none: (),
 }
 
 /// What the journal knows of an event's delivery and where the event stands with it.
@@ -223,31 +227,15 @@ fn differing_view(text: &[u8]) -> sp_str {
     if text.is_empty() { sp_str::from_static(c"") } else { sp_str::of_nul_terminated(text) }
 }
 
-/// Makes `write`'s reply (written into the emptied buffer `kept`, then a NUL) the event's last
-/// reply, with the HTTP status to send it with, and views it. Takes the box's parts, so that
-/// `write` may borrow the box's receiver; `write` cannot fail, so that a reply handed out
-/// before stays valid whenever building the next one is refused.
-fn keep_written(kept: &mut Vec<u8>, view: &mut sp_event, http_status: u16, write: impl FnOnce(&mut Vec<u8>)) -> sp_str {
-    kept.clear();
-    write(kept);
-    kept.push(0);
+/// Makes the concatenation of `pieces` the event's last reply, with the HTTP status to send it
+/// with, and views it. Takes the box's parts, so that the pieces may borrow the box's receiver;
+/// nothing here can fail, so that a reply handed out before stays valid whenever building the
+/// next one is refused.
+fn keep_written(kept: &mut KeptReply, tail: &Tail, view: &mut sp_event, http_status: u16, pieces: &[&[u8]]) -> sp_str {
+    let reply = kept.keep(tail, pieces);
     view.reply_http_status = http_status;
-    sp_str::of_nul_terminated(kept)
+    reply
 }
-
-/// The last reply built for an event (its `reply`), without its NUL; empty when none.
-fn last_reply(kept: &[u8]) -> &[u8] {
-    kept.strip_suffix(&[0]).unwrap_or_default()
-}
-
-/// Copies `reply` into the emptied buffer `kept`, with room for its NUL.
-fn copy_reply(kept: &mut Vec<u8>, reply: &[u8]) {
-    kept.reserve_exact(reply.len() + 1);
-    kept.extend_from_slice(reply);
-}
-
-/// How many extra fields an event keeps inside its box.
-const INLINE_FIELDS: usize = 4;
 
 impl EventBox {
     /// Refuses `verb` (finish, abandon) on an exchange's event: `sp_exchange_complete` settles
@@ -264,11 +252,6 @@ impl EventBox {
     /// Where the event stands with its receiver's journal: not begun when it has none.
     fn journaled(&self) -> &Journaled {
         self.journal.as_ref().map_or(&Journaled::NotBegun, |part| &part.journaled)
-    }
-
-    /// The extra fields, in body order.
-    fn extra_fields(&self) -> &[sp_field] {
-        if self.extra_len <= INLINE_FIELDS { &self.extra_inline[..self.extra_len] } else { &self.extra_spill }
     }
 }
 
@@ -391,7 +374,7 @@ pub(crate) fn into_raw_handling(handling: Box<Handling<'_>>) -> *mut sp_event {
 /// `event` is NULL or came from `into_raw_handling` and is not used afterwards.
 pub(crate) unsafe fn free_exchange_event(event: *mut sp_event) {
     // SAFETY: forwarded caller promise.
-    unsafe { owned::free::<EventBox, _>(event) }
+    unsafe { free_event_box(event) }
 }
 
 /// Completes an endpoint's event (`sp_exchange_complete`): the reply last built for it (or
@@ -408,7 +391,7 @@ pub(crate) unsafe fn complete(
 ) -> crate::Result<Answer> {
     // SAFETY: the caller's promise, passed on.
     let b = unsafe { event_box_mut(event)? };
-    let EventBox { journal: part, reply: kept, receiver, reply_status, .. } = b;
+    let EventBox { journal: part, reply: kept, receiver, reply_status, tail, .. } = b;
     let (claim, delivery, staged) = match part.as_deref() {
         Some(JournalPart { journaled: Journaled::Claimed(claim), delivery, staged, .. }) => {
             (Some(claim), Some(delivery), staged.as_slice())
@@ -420,7 +403,7 @@ pub(crate) unsafe fn complete(
         Some(why) => Outcome::Failed(why),
         None => Outcome::Reply {
             status: if reply.is_some() { 200 } else { *reply_status },
-            body: reply.unwrap_or_else(|| last_reply(kept)),
+            body: reply.unwrap_or_else(|| kept.last(tail)),
             staged,
         },
     };
@@ -492,81 +475,80 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
 /// `into_raw_with` with the journal part made by the caller (`None` for a receiver without a
 /// journal, or an event the journal has nothing more to do with).
 fn into_raw_parted(event: &Event<'_>, receiver: &Arc<Receiver>, journal: Option<Box<JournalPart>>) -> *mut sp_event {
-    let typed = typed_strings(&event.kind);
-    let mut arena = Arena::with_capacity(block_len_of(typed, event));
+    let slots = typed_strings(&event.kind);
+    let known = event.known();
+    let sizes = TailSizes {
+        fields: event.extra.len(),
+        strings: block_len_of(slots, event),
+        room: known.map_or(0, |known| receiver.reply_room(known)),
+    };
+    let (raw, tail) = event_tail::allocate::<EventBox>(sizes);
+    // SAFETY: the tail was just made and is written here once, before the event is handed out.
+    let mut strings = unsafe { tail.strings_writer() };
     // Every slot takes its place in the block, an absent one as an empty string (see `strings`).
-    let strings = typed.map(|s| {
-        let view = arena.push(s.unwrap_or_default());
+    let slots = slots.map(|s| {
+        let view = strings.push(s.unwrap_or_default());
         if s.is_some() { view } else { sp_str::NONE }
     });
-    let mut extra_inline = [sp_field { name: sp_str::NONE, json: sp_str::NONE }; INLINE_FIELDS];
-    let mut extra_spill = Vec::new();
-    let mut view_of =
-        |f: &crate::callback::Field<'_>| sp_field { name: arena.push(&f.name), json: arena.push(f.raw.get()) };
-    if event.extra.len() <= INLINE_FIELDS {
-        extra_inline.iter_mut().zip(&event.extra).for_each(|(slot, f)| *slot = view_of(f));
-    } else {
-        extra_spill = event.extra.iter().map(view_of).collect();
+    for (at, f) in event.extra.iter().enumerate() {
+        let field = sp_field { name: strings.push(&f.name), json: strings.push(f.raw.get()) };
+        // SAFETY: as above; `at` is below `sizes.fields`.
+        unsafe { tail.write_field(at, field) };
     }
-    let name = arena.push(&event.name);
-    let (buy_refund, jackpot_payout, balance_query) = typed_structs(&event.kind, strings);
-    let boxed = Box::new(EventBox {
-        view: sp_event {
-            kind: kind_of(&event.kind),
-            name,
-            has_index: event.index.is_some(),
-            index: event.index.unwrap_or(0),
-            buy_refund: std::ptr::null(),
-            jackpot_payout: std::ptr::null(),
-            balance_query: std::ptr::null(),
-            extra_fields: std::ptr::null(),
-            extra_fields_len: 0,
-            index_unreadable: event.index_unreadable,
-            reply_http_status: 0,
-            strings: std::ptr::null(),
-            strings_len: 0,
-        },
-        known: event.known(),
+    let name = strings.push(&event.name);
+    // The views are taken from the allocation's own pointer, by address alone (nothing is read:
+    // the box is not written yet), so that no later borrow of the box invalidates them.
+    // SAFETY: `raw` points to the allocation just made, large and aligned for an `EventBox`.
+    let typed_view = unsafe { &raw const (*raw).typed };
+    let kind = kind_of(&event.kind);
+    let view = sp_event {
+        kind,
         name,
-        buy_refund,
-        jackpot_payout,
-        balance_query,
-        extra_inline,
-        extra_spill,
-        extra_len: event.extra.len(),
-        arena,
+        has_index: event.index.is_some(),
+        index: event.index.unwrap_or(0),
+        buy_refund: if kind == sp_event_kind::SP_EVENT_KIND_BUY_REFUND { typed_view.cast() } else { std::ptr::null() },
+        jackpot_payout: match kind {
+            sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT => typed_view.cast(),
+            _ => std::ptr::null(),
+        },
+        balance_query: match kind {
+            sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY => typed_view.cast(),
+            _ => std::ptr::null(),
+        },
+        extra_fields: tail.fields_ptr(),
+        extra_fields_len: sizes.fields,
+        index_unreadable: event.index_unreadable,
+        reply_http_status: 0,
+        strings: tail.strings().0,
+        strings_len: sizes.strings,
+    };
+    let boxed = EventBox {
+        view,
+        known,
+        name,
+        typed: typed_struct(&event.kind, slots),
+        tail,
         reply_status: 0,
-        reply: Vec::new(),
+        reply: KeptReply::default(),
         receiver: Arc::clone(receiver),
         journal,
         in_exchange: false,
-    });
-    // The box is handed out first and its views taken from the pointer handed out, by address
-    // alone, so that neither a later move nor a later borrow of the box invalidates them.
-    let raw = Box::into_raw(boxed);
-    // SAFETY: `raw` is the live allocation just made; no reference to it exists. The places
-    // are read and written through `raw` itself.
-    unsafe {
-        let (kind, extra_len) = ((*raw).view.kind, (*raw).extra_len);
-        match kind {
-            sp_event_kind::SP_EVENT_KIND_BUY_REFUND => (*raw).view.buy_refund = &raw const (*raw).buy_refund,
-            sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT => {
-                (*raw).view.jackpot_payout = &raw const (*raw).jackpot_payout
-            }
-            sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY => (*raw).view.balance_query = &raw const (*raw).balance_query,
-            sp_event_kind::SP_EVENT_KIND_OTHER => {}
-        }
-        if extra_len > 0 {
-            (*raw).view.extra_fields = match extra_len <= INLINE_FIELDS {
-                true => (&raw const (*raw).extra_inline).cast::<sp_field>(),
-                false => (*raw).extra_spill.as_ptr(),
-            };
-            (*raw).view.extra_fields_len = extra_len;
-        }
-        let strings = (*raw).arena.as_bytes();
-        ((*raw).view.strings, (*raw).view.strings_len) = (strings.as_ptr(), strings.len());
-    }
+    };
+    // SAFETY: as above; the box is written once, and handed out as its first field.
+    unsafe { raw.write(boxed) };
     raw.cast::<sp_event>()
+}
+
+/// Frees an event's allocation (`sp_event_free`, `free_exchange_event`).
+///
+/// # Safety
+/// `event` is NULL or came from `into_raw_parted` and is not used afterwards.
+unsafe fn free_event_box(event: *mut sp_event) {
+    let raw = event.cast::<EventBox>();
+    if !raw.is_null() {
+        // SAFETY: the caller's promise: a live box, from `event_tail::allocate` with these sizes.
+        unsafe { event_tail::free(raw, (*raw).tail.layout()) }
+    }
 }
 
 /// The strings of a typed event, in the order `fill` reads them.
@@ -604,16 +586,12 @@ pub(crate) fn kind_of(kind: &EventKind<'_>) -> sp_event_kind {
     }
 }
 
-/// The three typed structs of a box: the one of `kind`, with the views of `typed_strings`, and
-/// the other two zeroed (all strings `{NULL, 0}`, all numbers 0, all flags false).
-fn typed_structs(kind: &EventKind<'_>, s: [sp_str; 6]) -> (sp_buy_refund, sp_jackpot_payout, sp_balance_query) {
-    // SAFETY: the three are plain C structs of pointers, integers and booleans, for which all
-    // bits zero is a valid value (NULL, 0, false).
-    let (mut refund, mut payout, mut balance): (sp_buy_refund, sp_jackpot_payout, sp_balance_query) =
-        unsafe { (std::mem::zeroed(), std::mem::zeroed(), std::mem::zeroed()) };
+/// The typed struct of an event of `kind`, with the views of `typed_strings`: none for another
+/// event.
+fn typed_struct(kind: &EventKind<'_>, s: [sp_str; 6]) -> Typed {
     match kind {
-        EventKind::BuyRefund(r) => {
-            refund = sp_buy_refund {
+        EventKind::BuyRefund(r) => Typed {
+            buy_refund: sp_buy_refund {
                 game_session_identifier: s[0],
                 player_identifier: s[1],
                 player_partner_identifier: s[2],
@@ -624,10 +602,10 @@ fn typed_structs(kind: &EventKind<'_>, s: [sp_str; 6]) -> (sp_buy_refund, sp_jac
                 game_id: r.game_id,
                 is_mobile: r.is_mobile,
                 bonus_code: s[4],
-            }
-        }
-        EventKind::JackpotPayout(p) => {
-            payout = sp_jackpot_payout {
+            },
+        },
+        EventKind::JackpotPayout(p) => Typed {
+            jackpot_payout: sp_jackpot_payout {
                 jackpot_identifier: s[0],
                 player_identifier: s[1],
                 player_partner_identifier: s[2],
@@ -645,14 +623,13 @@ fn typed_structs(kind: &EventKind<'_>, s: [sp_str; 6]) -> (sp_buy_refund, sp_jac
                 bonus_code: s[5],
                 has_is_mobile: p.is_mobile.is_some(),
                 is_mobile: p.is_mobile.unwrap_or(false),
-            }
-        }
+            },
+        },
         EventKind::BalanceQuery(_) => {
-            balance = sp_balance_query { player_identifier: s[0], player_partner_identifier: s[1] }
+            Typed { balance_query: sp_balance_query { player_identifier: s[0], player_partner_identifier: s[1] } }
         }
-        EventKind::Other => {}
+        EventKind::Other => Typed { none: () },
     }
-    (refund, payout, balance)
 }
 
 /// Frees an event and everything it points to, including a reply built for it. NULL is allowed
@@ -675,7 +652,7 @@ pub unsafe extern "C" fn sp_event_free(event: *mut sp_event) {
             return;
         }
         // SAFETY: forwarded caller promise.
-        unsafe { owned::free::<EventBox, _>(event) }
+        unsafe { free_event_box(event) }
     })
 }
 
@@ -728,7 +705,7 @@ unsafe fn event_box<'a>(event: *const sp_event) -> crate::Result<&'a EventBox> {
 /// Reads the library's own copies, never what the host can write in `view`.
 fn known(b: &EventBox) -> crate::Result<KnownEvent> {
     b.known.ok_or_else(|| {
-        let name = String::from_utf8_lossy(b.arena.text_of(b.name).unwrap_or_default());
+        let name = String::from_utf8_lossy(b.tail.text_of(b.name).unwrap_or_default());
         let problem = format!("no reply is defined for the unknown event {}", crate::callback::json::quoted(&name));
         Error::field(ErrorKind::UnknownEvent, "event", problem)
     })
@@ -762,10 +739,10 @@ pub unsafe extern "C" fn sp_event_reply(
         let (b, message, out) =
             unsafe { (event_box_mut(event)?, args::opt_text("message", message)?, args::out("out", out)?) };
         let known = known(b)?;
-        let EventBox { receiver, reply: kept, view, reply_status, .. } = b;
+        let EventBox { receiver, reply: kept, view, reply_status, tail, .. } = b;
         let reply = receiver.reply_text(known, success, message.unwrap_or(""))?;
         *reply_status = receiver.reply_http_status(known, success);
-        let view = keep_written(kept, view, *reply_status, |kept| copy_reply(kept, reply.as_bytes()));
+        let view = keep_written(kept, tail, view, *reply_status, &[reply.as_bytes()]);
         out.write(view);
         Ok(())
     })
@@ -797,10 +774,11 @@ pub unsafe extern "C" fn sp_event_reply_balance(
                 Error::field(ErrorKind::InvalidArgument, "event", "is not a balance query (getPlayerBalance)").into()
             );
         }
-        let EventBox { receiver, reply, view, reply_status, .. } = b;
+        let EventBox { receiver, reply, view, reply_status, tail, .. } = b;
         let balance = receiver.checked_balance(money, currency, coins)?;
         *reply_status = 200;
-        out.write(keep_written(reply, view, 200, |out| balance.push_to(out)));
+        let (mut money, mut coins) = (itoa::Buffer::new(), itoa::Buffer::new());
+        out.write(keep_written(reply, tail, view, 200, &balance.pieces(&mut money, &mut coins)));
         Ok(())
     })
 }
@@ -818,7 +796,7 @@ pub unsafe extern "C" fn sp_event_field(event: *const sp_event, name: *const c_c
     status_boundary!({
         // SAFETY: the caller promises NULL or valid pointers as documented; only read here.
         let (b, name, out) = unsafe { (event_box(event)?, args::text("name", name)?, args::out("out", out)?) };
-        let found = b.extra_fields().iter().find(|f| b.arena.text_of(f.name) == Some(name.as_bytes()));
+        let found = b.tail.fields().iter().find(|f| b.tail.text_of(f.name) == Some(name.as_bytes()));
         let field =
             found.ok_or_else(|| Error::field(ErrorKind::MissingField, name, "the event has no such extra field"))?;
         out.write(field.json);
@@ -869,7 +847,7 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
             Begin::Done(stored) => {
                 part.journaled = Journaled::Settled;
                 b.reply_status = 200;
-                let reply = keep_written(&mut b.reply, &mut b.view, 200, |kept| copy_reply(kept, &stored));
+                let reply = keep_written(&mut b.reply, &b.tail, &mut b.view, 200, &[&stored]);
                 sp_claim { outcome: sp_begin::SP_BEGIN_DONE, attempt: 0, reply }
             }
             Begin::NotReplayable => {
@@ -965,10 +943,10 @@ pub unsafe extern "C" fn sp_event_finish(event: *mut sp_event, reply: *const u8,
         if !matches!(b.journaled(), Journaled::Claimed(_)) {
             return b.journaled().refusal("finish").map_or(Ok(()), |error| Err(error.into()));
         }
-        let EventBox { journal: part, reply: kept, receiver, .. } = b;
+        let EventBox { journal: part, reply: kept, receiver, tail, .. } = b;
         let part = part.as_deref_mut().expect("a claimed event has its journal part");
         let Journaled::Claimed(claim) = &part.journaled else { unreachable!("claimed, as checked above") };
-        let reply = if reply.is_null() { last_reply(kept) } else { given };
+        let reply = if reply.is_null() { kept.last(tail) } else { given };
         if reply.is_empty() {
             let problem = "no reply was built for the event (sp_event_reply) and none was given";
             return Err(Error::field(ErrorKind::InvalidArgument, "reply", problem).into());

@@ -10,6 +10,7 @@ pub(crate) mod clock;
 pub mod endpoint;
 pub mod error;
 pub mod event;
+mod event_tail;
 pub(crate) mod fork;
 pub mod games;
 pub mod journal;
@@ -19,6 +20,7 @@ pub mod record;
 pub mod recovery;
 pub mod reply;
 mod shared;
+mod spare;
 pub mod staged;
 
 pub mod status;

@@ -1,7 +1,7 @@
 //! Objects handed to C: boxed on the way out, unboxed by their `_free` function on the way back.
 //!
-//! An object whose public C struct is its first field (`#[repr(C)]`, such as `EventBox` with its
-//! `sp_event`) is handed out as a pointer to that struct; for an opaque type the view is the
+//! An object whose public C struct is its first field (`#[repr(C)]`, such as `GamesBox` with its
+//! `sp_games`) is handed out as a pointer to that struct; for an opaque type the view is the
 //! object itself.
 
 /// Moves `value` to the heap and hands out ownership as a pointer to `View`, which must be `T`

@@ -11,6 +11,7 @@ use crate::ffi::args;
 use crate::ffi::error::Failure;
 use crate::ffi::event::{self, sp_event};
 use crate::ffi::owned;
+use crate::ffi::spare;
 use crate::ffi::status::sp_status;
 
 /// A receiver's settings, filled in by the `sp_receiver_config_set_*` functions. Created by
@@ -344,7 +345,7 @@ pub unsafe extern "C" fn sp_receiver_handle(
             let out = args::out("out", out)?;
             (receiver, out, request(token, remote_addr, forwarded_for, body, len)?)
         };
-        let parsed = receiver.handle(&request);
+        let parsed = receiver.handle_with(&request, spare::take());
         deliver(receiver, parsed, out)
     })
 }
@@ -410,12 +411,13 @@ fn deliver(
 ) -> std::result::Result<(), Failure> {
     match parsed {
         // Read where it lies: moved out of `parsed`, the event was copied first (about 300 bytes).
-        Ok(ref parsed) => {
-            out.write(event::into_raw(parsed, receiver));
-            Ok(())
-        }
-        Err(error) => Err(refused(receiver, error)),
+        Ok(ref parsed) => out.write(event::into_raw(parsed, receiver)),
+        Err(error) => return Err(refused(receiver, error)),
+    };
+    if let Ok(crate::callback::event::Event { extra, .. }) = parsed {
+        spare::put_back(extra);
     }
+    Ok(())
 }
 
 /// A refused callback as a failure carrying the receiver's answer to it (HTTP status and body).

@@ -12,6 +12,7 @@ use crate::error::{Error, ErrorKind};
 use crate::ffi::args;
 use crate::ffi::event::{block_len, for_each_block_string, kind_of, sp_event_kind};
 use crate::ffi::receiver::{refused, request, sp_receiver};
+use crate::ffi::spare;
 use crate::ffi::status::sp_status;
 
 /// The header of a record written by `sp_receiver_handle_record`: every number and flag of the
@@ -161,7 +162,7 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
             let problem = format!("must be aligned to {} bytes (for sp_record)", align_of::<sp_record>());
             return Err(bad_record("record", problem).into());
         }
-        let event = receiver.handle(&request).map_err(|error| refused(receiver, error))?;
+        let event = receiver.handle_with(&request, spare::take()).map_err(|error| refused(receiver, error))?;
         let strings_len = block_len(&event);
         let needed = size_of::<sp_record>() + strings_len;
         // `*size` is written once the body is no longer read: a careless host's `size` may
@@ -199,7 +200,7 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
                 at = at.add(text.len() + 1);
             });
         }
-        drop(event);
+        spare::put_back(event.extra);
         report_size();
         Ok(())
     })
