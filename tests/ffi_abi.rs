@@ -1342,8 +1342,16 @@ mod careless_host {
         assert_eq!(names(kept[2]), ["index=3", "b=true"]);
         assert_eq!(names(kept[3]), ["index=4"]);
         // Freed on another thread than the one that made them.
-        let events: Vec<usize> = kept.iter().map(|&ev| ev as usize).collect();
-        std::thread::spawn(move || events.into_iter().for_each(|ev| free_event(ev as *mut sp_event))).join().unwrap();
+        struct Events(Vec<*mut sp_event>);
+        // SAFETY: the events are handed to the other thread whole; this one no longer uses them.
+        unsafe impl Send for Events {}
+        let events = Events(kept);
+        std::thread::spawn(move || {
+            let events = events;
+            events.0.into_iter().for_each(free_event)
+        })
+        .join()
+        .unwrap();
         // SAFETY: a live receiver, freed once.
         unsafe { sp_receiver_free(r) };
     }
