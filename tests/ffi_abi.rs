@@ -1313,6 +1313,100 @@ mod careless_host {
             sp_journal_free(ptr::null_mut());
         }
     }
+
+    /// The thread's spare fields vector is handed from one body to the next: a body with more
+    /// extra fields than it keeps (its room dropped), one whose keys needed unescaping (owned
+    /// names), each body freed before the next is parsed; no event reads another's fields.
+    #[test]
+    fn extra_fields_of_freed_bodies_never_reach_the_next_event() {
+        let r = receiver(|_| {});
+        let many: String = (0..40).map(|i| format!(r#","f{i}":{i}"#)).collect();
+        let bodies = [
+            format!(r#"{{"event":"gameSessionStart","index":1{many}}}"#),
+            r#"{"event":"gameSessionStart","index":2,"k\u0065y":"v","a":[1]}"#.to_owned(),
+            r#"{"event":"gameSessionStart","index":3,"b":true}"#.to_owned(),
+            r#"{"event":"gameSessionStart","index":4}"#.to_owned(),
+        ];
+        let mut kept = Vec::new();
+        for body in &bodies {
+            // A buffer of the body's own, freed as soon as it is handled.
+            let buffer = body.clone().into_bytes();
+            let ev = handle(r, Some(TOKEN), PRODUCTION, &buffer).unwrap();
+            drop(buffer);
+            kept.push(ev);
+        }
+        let names = |ev| extras(event(ev)).into_iter().map(|(n, j)| format!("{n}={j}")).collect::<Vec<_>>();
+        assert_eq!(names(kept[0]).len(), 41);
+        assert_eq!(names(kept[0])[40], "f39=39");
+        assert_eq!(names(kept[1]), ["index=2", "key=\"v\"", "a=[1]"]);
+        assert_eq!(names(kept[2]), ["index=3", "b=true"]);
+        assert_eq!(names(kept[3]), ["index=4"]);
+        // Freed on another thread than the one that made them.
+        struct Events(Vec<*mut sp_event>);
+        // SAFETY: the events are handed to the other thread whole; this one no longer uses them.
+        unsafe impl Send for Events {}
+        let events = Events(kept);
+        std::thread::spawn(move || {
+            let events = events;
+            events.0.into_iter().for_each(free_event)
+        })
+        .join()
+        .unwrap();
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
+
+    /// The usual reply is written in the event's own room, a longer one apart: each reply reads
+    /// whole whichever way the previous one went.
+    #[test]
+    fn replies_in_and_past_the_room_alternate() {
+        let r = receiver(|_| {});
+        let ev = handle_ok(r, REFUND);
+        let long = std::ffi::CString::new("x".repeat(300)).unwrap();
+        for _ in 0..2 {
+            assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+            let failure = reply(ev, false, Some(&long)).unwrap();
+            assert!(failure.ends_with(&format!(r#""errorMessage":"{}"}}}}"#, "x".repeat(300))), "{failure}");
+        }
+        free_event(ev);
+        let ev = handle_ok(r, BALANCE);
+        for money in [0, (1 << 53) - 1] {
+            let got = reply_balance(ev, money, None, (1 << 53) - 1).unwrap();
+            assert!(got.contains(&format!(r#""money":{money},"#)), "{got}");
+            assert!(reply(ev, false, Some(&long)).unwrap().contains(long.to_str().unwrap()));
+            assert_eq!(event(ev).reply_http_status, 500);
+        }
+        free_event(ev);
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
+
+    /// A host may hand a field of the event itself as an out-parameter (it may write into the
+    /// event): the library's answer lands there.
+    #[test]
+    fn an_out_parameter_inside_the_event_itself() {
+        let r = receiver(|_| {});
+        let ev = handle_ok(r, REFUND);
+        // SAFETY: a live event; the host may write into its fields.
+        unsafe {
+            let name = &raw mut (*ev).name;
+            assert_eq!(sp_event_reply(ev, true, ptr::null(), name), SP_OK);
+            assert_eq!(text(*name), r#"{"refund":{"success":true,"errorMessage":""}}"#);
+            assert_eq!(sp_event_field(ev, c"traceId".as_ptr(), name), SP_OK);
+            assert_eq!(text(*name), r#"{"a": [1, "x"]}"#);
+        }
+        free_event(ev);
+        let ev = handle_ok(r, BALANCE);
+        // SAFETY: as above.
+        unsafe {
+            let name = &raw mut (*ev).name;
+            assert_eq!(sp_event_reply_balance(ev, 1, ptr::null(), 2, name), SP_OK);
+            assert!(text(*name).contains(r#""money":1,"#));
+        }
+        free_event(ev);
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
 }
 
 /// The library writes these structs whole into the caller's memory (`sp_journal_stats`,

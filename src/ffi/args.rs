@@ -85,8 +85,25 @@ pub unsafe fn object_mut<'a, T>(name: &str, ptr: *mut T) -> Result<&'a mut T> {
 /// A required out-parameter, checked before any work so that a NULL one fails early.
 ///
 /// # Safety
-/// `ptr` is NULL or valid for writing a `T`.
-pub unsafe fn out<'a, T>(name: &str, ptr: *mut T) -> Result<&'a mut std::mem::MaybeUninit<T>> {
-    // SAFETY: the caller promises NULL or writable memory for a T.
-    unsafe { ptr.cast::<std::mem::MaybeUninit<T>>().as_mut() }.ok_or_else(|| null(name))
+/// `ptr` is NULL or valid for writing a `T` during `'a`.
+pub unsafe fn out<'a, T>(name: &str, ptr: *mut T) -> Result<Out<'a, T>> {
+    let ptr = std::ptr::NonNull::new(ptr).ok_or_else(|| null(name))?;
+    Ok(Out { ptr, _written: std::marker::PhantomData })
+}
+
+/// A checked out-parameter (`out`): the host's pointer, written once through that pointer alone.
+/// No reference to the memory is made, so it may lie inside an object the library borrows
+/// meanwhile (a host handing `&event->name` as the `out` of a call on that event).
+pub struct Out<'a, T> {
+    ptr: std::ptr::NonNull<T>,
+    _written: std::marker::PhantomData<&'a mut T>,
+}
+
+impl<T> Out<'_, T> {
+    /// Writes `value` (without dropping what was there: the host's memory is not a `T` yet).
+    /// Call it once the objects the call borrows are no longer used.
+    pub fn write(self, value: T) {
+        // SAFETY: `out`'s caller promised memory writable for a `T` during the borrow.
+        unsafe { self.ptr.as_ptr().write(value) }
+    }
 }

@@ -2,7 +2,6 @@
 //! `sp_receiver_handle` per callback.
 
 use std::ffi::c_char;
-use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use crate::callback::receiver::{Receiver, ReceiverConfig, Request};
@@ -407,7 +406,7 @@ pub(crate) unsafe fn request<'a>(
 fn deliver(
     receiver: &Arc<Receiver>,
     parsed: Result<crate::callback::event::Event<'_>>,
-    out: &mut MaybeUninit<*mut sp_event>,
+    out: args::Out<'_, *mut sp_event>,
 ) -> std::result::Result<(), Failure> {
     match parsed {
         // Read where it lies: moved out of `parsed`, the event was copied first (about 300 bytes).

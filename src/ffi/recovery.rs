@@ -2,7 +2,6 @@
 //! no event, each one already claimed (run the handler, `sp_event_reply`, `sp_event_finish`, as
 //! for a callback), then `sp_recovery_report`.
 
-use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind};
@@ -160,7 +159,7 @@ pub unsafe extern "C" fn sp_recovery_report(recovery: *mut sp_recovery, out: *mu
 
 /// `counts`: missing, recovered, handled meanwhile.
 fn write_report(
-    out: &mut MaybeUninit<sp_recovery_summary>,
+    out: args::Out<'_, sp_recovery_summary>,
     [missing, recovered, handled_meanwhile]: [u64; 3],
     failures: &[sp_recovery_failure],
     unrecoverable: usize,
