@@ -118,7 +118,7 @@ pub fn parse<'a>(body: &'a [u8], options: &ParseOptions) -> Result<Event<'a>> {
 /// `parse`, with `spare` (an empty vector, its room kept from an earlier event) to hold the
 /// event's extra fields, so that a caller parsing one body after another need not allocate it
 /// each time.
-pub fn parse_with<'a>(body: &'a [u8], options: &ParseOptions, spare: Vec<Field<'a>>) -> Result<Event<'a>> {
+pub(crate) fn parse_with<'a>(body: &'a [u8], options: &ParseOptions, spare: Vec<Field<'a>>) -> Result<Event<'a>> {
     parse_strict(body, options, spare).map_err(|error| {
         let ids = ids_of_refused(body, options);
         error.with_ids(ids)

@@ -247,7 +247,7 @@ impl Receiver {
 
     /// `handle`, with `spare` (an empty vector) to hold the event's extra fields: see
     /// `event::parse_with`.
-    pub fn handle_with<'a>(&self, request: &Request<'a>, spare: Vec<Field<'a>>) -> Result<Event<'a>> {
+    pub(crate) fn handle_with<'a>(&self, request: &Request<'a>, spare: Vec<Field<'a>>) -> Result<Event<'a>> {
         self.authenticate(request)?;
         event::parse_with(request.body, &self.config.parse, spare).inspect_err(|error| self.record_refusal(error))
     }
