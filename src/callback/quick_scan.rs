@@ -15,6 +15,7 @@
 //! third of that (docs/benchmarks.md). serde_json still decodes every escaped string.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use crate::callback::json::{self, Field, RawJson};
 use crate::callback::scan::{Scalar, Scanned};
@@ -40,11 +41,21 @@ fn scan_object<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -
     if scanned.others.capacity() == 0 {
         scanned.others = Vec::with_capacity(8);
     }
+    let mut order = KeyOrder::load();
+    let mut previous = KeyOrder::START;
     loop {
-        let (key, after_key) = plain_key(text, at)?;
+        let (name, key, after_key) = match order.predicted_at(b, at, previous) {
+            Some(name) => (Some(name), name.as_str(), at + name.as_str().len() + 2),
+            None => {
+                let (key, after_key) = plain_key(text, at)?;
+                (Name::of(key), key, after_key)
+            }
+        };
         at = skip_ws(b, expect(b, after_key, b':')?);
-        match Name::of(key) {
+        match name {
             Some(name) => {
+                order.follows(previous, name);
+                previous = name as usize;
                 let slot = &mut scanned.slots[name as usize];
                 if slot.is_some() {
                     return None;
@@ -71,8 +82,62 @@ fn scan_object<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -
         at = skip_ws(b, at);
         match b.get(at)? {
             b',' => at = skip_ws(b, at + 1),
-            b'}' => return (skip_ws(b, at + 1) == b.len()).then_some(()),
+            b'}' => {
+                order.keep();
+                return (skip_ws(b, at + 1) == b.len()).then_some(());
+            }
             _ => return None,
+        }
+    }
+}
+
+/// The order in which this thread last met the names the spec defines: for each name (and for
+/// the body's start), the name that came next. The next key is first compared with the one
+/// predicted, its spelling between quotes, which, when it matches, is what `plain_key` and
+/// `Name::of` would have found: the service sends its fields in the same order every time, and
+/// a key found so is not looked at twice. Fields the spec does not define are not in the order
+/// (after one, the name before it predicts). A guess only ever saves work: a wrong or missing
+/// one costs one comparison, and the key is then read as always.
+#[derive(Clone, Copy)]
+struct KeyOrder {
+    next: [u8; Name::COUNT + 1],
+    changed: bool,
+}
+
+thread_local! {
+    static KEY_ORDER: Cell<[u8; Name::COUNT + 1]> = const { Cell::new([u8::MAX; Name::COUNT + 1]) };
+}
+
+impl KeyOrder {
+    /// The body's start, before any name.
+    const START: usize = Name::COUNT;
+
+    /// This thread's order (none on a thread whose locals are gone).
+    fn load() -> KeyOrder {
+        KeyOrder { next: KEY_ORDER.try_with(Cell::get).unwrap_or([u8::MAX; Name::COUNT + 1]), changed: false }
+    }
+
+    /// The name that came after `previous` last time, when its quoted spelling stands at `at`.
+    fn predicted_at(&self, b: &[u8], at: usize, previous: usize) -> Option<Name> {
+        let name = *Name::ALL.get(usize::from(self.next[previous]))?;
+        let spelling = name.as_str().as_bytes();
+        let quoted = b.get(at..at + spelling.len() + 2)?;
+        (quoted[0] == b'"' && &quoted[1..=spelling.len()] == spelling && quoted[spelling.len() + 1] == b'"')
+            .then_some(name)
+    }
+
+    /// Notes that `name` came after `previous`.
+    fn follows(&mut self, previous: usize, name: Name) {
+        if self.next[previous] != name as u8 {
+            self.next[previous] = name as u8;
+            self.changed = true;
+        }
+    }
+
+    /// Keeps the order met in this body for the next on this thread.
+    fn keep(self) {
+        if self.changed {
+            let _ = KEY_ORDER.try_with(|order| order.set(self.next));
         }
     }
 }
@@ -428,5 +493,61 @@ mod tests {
         let many = |n: usize| format!("{{{}}}", (0..n).map(|i| format!("\"f{i}\":{i}")).collect::<Vec<_>>().join(","));
         assert!(agrees(&many(MAX_PAIRWISE), 32));
         assert!(!agrees(&many(MAX_PAIRWISE + 1), 32));
+    }
+
+    /// What the quick pass reads of `text` on a thread that has learned no key order.
+    fn read_without_order(text: &str) -> Option<Scanned<'static>> {
+        let text = text.to_owned();
+        std::thread::spawn(move || {
+            let mut scanned = Scanned::default();
+            let text: &'static str = Box::leak(text.into_boxed_str());
+            scan(text, 32, &mut scanned).then_some(scanned)
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[test]
+    fn a_learned_key_order_never_changes_what_is_read() {
+        let fixture = |name: &str| {
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name))
+                .unwrap()
+        };
+        let (refund, payout) = (fixture("refund.json"), fixture("payout.json"));
+        let mut bodies = vec![
+            // The predicted spelling as the start of a longer key, of a key with an escape, of
+            // the end of the body; the predicted key twice; keys in another order.
+            r#"{"event":"gameSessionBuyRefund","gameSessionIdentifierX":"a","gameSessionIdentifier":"b"}"#.to_owned(),
+            r#"{"event":"gameSessionBuyRefund","gameSession\u0049dentifier":"a"}"#.to_owned(),
+            r#"{"event":"gameSessionBuyRefund","gameSession"#.to_owned(),
+            r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier""#.to_owned(),
+            r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"a","gameSessionIdentifier":"b"}"#.to_owned(),
+            r#"{"event":"x","event":"y"}"#.to_owned(),
+            r#"{"gameId":12,"event":"gameSessionBuyRefund","isMobile":true,"index":3}"#.to_owned(),
+            r#"{"event" : "gameSessionBuyRefund" ,"index":1, "gameSessionIdentifier" :"g"}"#.to_owned(),
+            r#"{"event":"gameSessionBuyRefund","gameSessionIdentifier":"a\"","playerIdentifier":"p"}"#.to_owned(),
+            payout.clone(),
+        ];
+        // Each key of the refund left out in turn, and each pair of neighbours swapped.
+        let keys: Vec<&str> = refund.lines().filter(|l| l.trim_start().starts_with('"')).collect();
+        for i in 0..keys.len() {
+            let mut without = keys.clone();
+            without.remove(i);
+            let mut swapped = keys.clone();
+            swapped.swap(i, (i + 1) % keys.len());
+            for lines in [without, swapped] {
+                let fields: Vec<&str> = lines.iter().map(|l| l.trim().trim_end_matches(',')).collect();
+                bodies.push(format!("{{{}}}", fields.join(",")));
+            }
+        }
+        for body in &bodies {
+            // This thread learns the refund's order (and the payout's, and each body's own).
+            for trained_by in [&refund, &payout, &refund] {
+                assert!(scan(trained_by, 32, &mut Scanned::default()));
+                let mut learned = Scanned::default();
+                let read = scan(body, 32, &mut learned).then_some(learned);
+                assert_eq!(read, read_without_order(body), "{body}");
+            }
+        }
     }
 }
