@@ -110,11 +110,15 @@ test-c: examples sanitized sandbox $(SANDIR)/careless_host $(EXDIR)/kill_at_fsyn
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(NO_LEFTOVERS) $(SANDIR)/careless_host
 
 # The careless-host ABI tests under miri (undefined behaviour, aliasing), where a nightly
-# toolchain with miri is present.
+# toolchain with miri is present. Recursive validation: a reference the library makes must point
+# to a valid value all through (a host may have written any integer into an enum field of a
+# struct the library handed out, any byte into a bool), and bytes the library hands the host
+# (a record's padding) must be defined.
+MIRIFLAGS ?= -Zmiri-recursive-validation
 test-miri:
 	@if cargo +nightly miri --version > /dev/null 2>&1; then \
-		$(CARGO) +nightly miri test -p slotpartner --test ffi_abi careless_host && \
-		$(CARGO) +nightly miri test -p slotpartner --test ffi_record careless_host; \
+		MIRIFLAGS="$(MIRIFLAGS)" $(CARGO) +nightly miri test -p slotpartner --test ffi_abi careless_host && \
+		MIRIFLAGS="$(MIRIFLAGS)" $(CARGO) +nightly miri test -p slotpartner --test ffi_record careless_host; \
 	else \
 		echo "test-miri: SKIPPED: no nightly toolchain with miri (rustup component add --toolchain nightly miri rust-src)"; \
 	fi

@@ -1030,6 +1030,10 @@ mod careless_host {
         unsafe {
             (&raw mut (*ev).kind).cast::<i32>().write(99);
             (*ev).name = sp_str::from_static(c"bogus");
+            // 2 is no `bool`: written as a byte, as a host does.
+            (&raw mut (*ev).has_index).cast::<u8>().write(2);
+            (&raw mut (*ev).index_unreadable).cast::<u8>().write(2);
+            (&raw mut (*(*ev).buy_refund.cast_mut()).is_mobile).cast::<u8>().write(2);
         }
         assert_eq!(reply(ev, true, None).unwrap(), r#"{"refund":{"success":true,"errorMessage":""}}"#);
         free_event(ev);

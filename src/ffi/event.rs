@@ -2,6 +2,7 @@
 //! fields are read directly; `sp_event_reply` builds the answer; `sp_event_free` frees it all.
 
 use std::ffi::c_char;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use crate::callback::event::{Event, EventKind};
@@ -134,10 +135,12 @@ pub struct sp_event {
 /// The allocation behind an `sp_event` pointer: the public struct first, then what it points to,
 /// then (past the box, `event_tail`) the extra fields, the strings and room for the usual reply.
 /// The host may write into `view` (PHP and Python can), so the library never reads it back: it
-/// keeps its own copy of what it needs (`known`, `name`).
+/// keeps its own copy of what it needs (`known`, `name`). The view is held as bytes that need not
+/// be a valid `sp_event` (`MaybeUninit`, the same layout): a host may have written any integer
+/// into `kind` or any byte into a `bool`, and a reference to the box must not claim otherwise.
 #[repr(C)]
 struct EventBox {
-    view: sp_event,
+    view: MaybeUninit<sp_event>,
     /// The event's kind, the library's own copy: `view.kind` may hold any integer by now.
     known: Option<KnownEvent>,
     /// The view of the event's name in the strings block, the library's own copy of `view.name`.
@@ -231,9 +234,17 @@ fn differing_view(text: &[u8]) -> sp_str {
 /// with, and views it. Takes the box's parts, so that the pieces may borrow the box's receiver;
 /// nothing here can fail, so that a reply handed out before stays valid whenever building the
 /// next one is refused.
-fn keep_written(kept: &mut KeptReply, tail: &Tail, view: &mut sp_event, http_status: u16, pieces: &[&[u8]]) -> sp_str {
+fn keep_written(
+    kept: &mut KeptReply,
+    tail: &Tail,
+    view: &mut MaybeUninit<sp_event>,
+    http_status: u16,
+    pieces: &[&[u8]],
+) -> sp_str {
     let reply = kept.keep(tail, pieces);
-    view.reply_http_status = http_status;
+    // SAFETY: the view was written whole when the box was made; one field is written through a
+    // raw pointer, nothing of what the host may have written elsewhere in it is read or typed.
+    unsafe { (&raw mut (*view.as_mut_ptr()).reply_http_status).write(http_status) };
     reply
 }
 
@@ -523,7 +534,7 @@ fn into_raw_parted(event: &Event<'_>, receiver: &Arc<Receiver>, journal: Option<
         strings_len: sizes.strings,
     };
     let boxed = EventBox {
-        view,
+        view: MaybeUninit::new(view),
         known,
         name,
         typed: typed_struct(&event.kind, slots),
