@@ -255,7 +255,7 @@ fn print_server(what: &str, server: &Server) {
     }
 }
 
-fn postgres(deliveries: i64) -> Option<(Server, Server, Server)> {
+fn postgres(deliveries: i64) -> Option<(Server, Server, Server, Server)> {
     let cluster = Cluster::start("PostgreSQL half of the page bench")?;
     let mut admin = cluster.client();
     admin.batch_execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'").unwrap();
@@ -278,6 +278,16 @@ fn postgres(deliveries: i64) -> Option<(Server, Server, Server)> {
     reset(&mut stats);
     through_journal_optimistic(&journal, 1021, 1021 + deliveries, false);
     let optimistic = server_counts(&mut stats, "pages_journal", deliveries);
+    // The same with the journal's statements kept prepared (`statement_cache_size`, a direct
+    // connection), in a database of its own.
+    let kept_plain = cluster.create_database("pages_kept");
+    let kept_journal = Journal::open(&format!("{kept_plain}?statement_cache_size=64"), &options()).expect("open");
+    postgres::Client::connect(&kept_plain, postgres::NoTls).unwrap().batch_execute(CREDITS).unwrap();
+    through_journal_optimistic(&kept_journal, 1, 21, false);
+    reset(&mut stats);
+    through_journal_optimistic(&kept_journal, 21, 21 + deliveries, false);
+    let kept = server_counts(&mut stats, "pages_kept", deliveries);
+    drop(kept_journal);
 
     let mut plain = postgres::Client::connect(&plain_url, postgres::NoTls).unwrap();
     plain.batch_execute(&format!("{CREDITS}; {IDEMPOTENCY}")).unwrap();
@@ -298,7 +308,7 @@ fn postgres(deliveries: i64) -> Option<(Server, Server, Server)> {
     by_hand(21, 21 + deliveries);
     let theirs = server_counts(&mut stats, "pages_plain", deliveries);
     drop(journal);
-    Some((ours, optimistic, theirs))
+    Some((ours, optimistic, kept, theirs))
 }
 
 fn main() {
@@ -322,9 +332,10 @@ fn main() {
         "aim: WAL frames at most the hand-written's + 2: {} (+{excess:.2})",
         if excess <= 2.0 { "met" } else { "NOT met" }
     );
-    if let Some((ours, optimistic, theirs)) = postgres(deliveries) {
+    if let Some((ours, optimistic, kept, theirs)) = postgres(deliveries) {
         print_server("postgres journal (claim at finish, staged credit)", &ours);
         print_server("postgres journal optimistic (begin_optimistic, finish_optimistic)", &optimistic);
+        print_server("postgres journal optimistic, statements kept prepared (statement_cache_size=64)", &kept);
         print_server("postgres by hand (idempotency row + credit)", &theirs);
     }
 }

@@ -399,25 +399,41 @@ fn postgres_prepared_conformance() {
 }
 
 /// A connection keeps named statements only when its URL asks (`statement_cache_size`): a staged
-/// statement, run in the journal's own session, counts that session's prepared statements.
+/// statement, run in the journal's own session, counts that session's prepared statements. A
+/// delivery claimed at finish is then stored by the storing statement itself, kept prepared,
+/// instead of by a call of the function `sp_journal_store_unwritten`: a staged statement of the
+/// next delivery sees it among the session's statements (and only then).
 #[test]
 fn postgres_statements_are_kept_prepared_only_when_the_url_asks() {
     let Some(cluster) = Cluster::start("PostgreSQL statements kept prepared") else { return };
     for (schema, suffix, kept) in [("unnamed", "", false), ("named", STATEMENT_CACHE, true)] {
         let url = format!("{}{suffix}", cluster.schema_url(schema));
-        let journal = open(&url);
         let mut client = postgres::Client::connect(&Prepared::plain(&url), postgres::NoTls).unwrap();
-        client.batch_execute("CREATE TABLE prepared_seen (n BIGINT NOT NULL)").unwrap();
+        client.batch_execute("CREATE TABLE prepared_seen (n BIGINT NOT NULL, storing BIGINT NOT NULL)").unwrap();
+        let count = || {
+            let sql = "INSERT INTO prepared_seen SELECT count(*), count(*) FILTER (WHERE statement LIKE '%EXISTS (SELECT 1 FROM numbered) FROM durable%') FROM pg_prepared_statements";
+            Staged::new(sql, Vec::new()).unwrap()
+        };
+        let journal = open(&url);
         for n in 1..=3 {
             let claim = new_claim(&journal, &refund(n, Some(n), 7));
-            let count =
-                Staged::new("INSERT INTO prepared_seen SELECT count(*) FROM pg_prepared_statements", Vec::new());
-            journal.finish_with(&claim, b"ok", &[count.unwrap()]).expect("finish");
+            journal.finish_with(&claim, b"ok", &[count()]).expect("finish");
         }
-        let counts: Vec<i64> =
-            client.query("SELECT n FROM prepared_seen", &[]).unwrap().iter().map(|row| row.get(0)).collect();
-        assert_eq!(counts.len(), 3, "{schema}");
-        assert!(counts.iter().all(|&n| (n > 0) == kept), "{schema}: prepared statements seen {counts:?}");
+        let at_finish = Journal::open(&url, &JournalOptions { claim_at_finish: true, ..Default::default() }).unwrap();
+        for n in 4..=6 {
+            let claim = new_claim(&at_finish, &refund(n, Some(n), 7));
+            at_finish.finish_with(&claim, b"ok", &[count()]).expect("finish");
+        }
+        let counts: Vec<(i64, i64)> = client
+            .query("SELECT n, storing FROM prepared_seen", &[])
+            .unwrap()
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        assert_eq!(counts.len(), 6, "{schema}");
+        assert!(counts.iter().all(|&(n, _)| (n > 0) == kept), "{schema}: prepared statements seen {counts:?}");
+        // The fifth and sixth deliveries' statements ran after a store claimed at finish.
+        assert!(counts[4..].iter().all(|&(_, storing)| (storing > 0) == kept), "{schema}: {counts:?}");
     }
 }
 

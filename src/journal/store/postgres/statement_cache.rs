@@ -27,6 +27,11 @@ impl StatementCache {
         StatementCache { size, kept: HashMap::new() }
     }
 
+    /// Whether this cache keeps statements (a size above 0).
+    pub(super) fn keeps(&self) -> bool {
+        self.size > 0
+    }
+
     /// `sql` as `client` sends it with `params`: by name when this cache keeps statements
     /// (prepared now, in a round trip of its own, the first time, or when kept with other
     /// parameter types), else unnamed. `None` stands for unnamed; `sql` below makes the `Sql`.
