@@ -12,7 +12,8 @@
 //!   transaction explicitly), statements, the server's execution and planning time and the WAL
 //!   bytes written (`pg_stat_statements` with `track_planning`: the journal's statements are
 //!   unnamed, planned at every call) a delivery, each statement listed; also for the logic run
-//!   optimistically (`Journal::begin_optimistic`, `Journal::finish_optimistic`).
+//!   optimistically (`Journal::begin_optimistic`, `Journal::finish_optimistic`), and so again
+//!   with the journal's statements kept prepared (`statement_cache_size=64`).
 //!
 //! Counts, not timings: the same on every machine. `cargo bench --bench journal_pages`;
 //! `SLOTPARTNER_BENCH_DELIVERIES` changes the default of 128, the rows a SQLite journal folds at
