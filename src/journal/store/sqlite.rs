@@ -632,6 +632,11 @@ const FOLD_EVERY: i64 = 128;
 /// the partial index `sp_journal_delivery_index_folded` (see `schema`, version 6).
 const REUSED_BY: &str = "SELECT key FROM sp_journal_delivery WHERE id > ?4 AND first_index = ?1 AND key <> ?2 UNION ALL SELECT key FROM sp_journal_delivery WHERE ?3 AND first_index = ?1 AND folded = 1 AND key <> ?2 LIMIT 1";
 
+/// `folded_id` (see `folded_id`), and whether the run of `sp_journal_runs` at or before the index
+/// `?1` reaches it (`SqliteRuns::at_or_before`): NULL when no run starts at or before it, or
+/// `?1` is NULL.
+const MARK_AND_RUN: &str = "SELECT (SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), (SELECT hi >= ?1 FROM sp_journal_runs WHERE lo <= ?1 ORDER BY lo DESC LIMIT 1)";
+
 /// `folded_id`: the newest row folded (see `schema`, version 5).
 fn folded_id(tx: &Connection) -> rusqlite::Result<i64> {
     Ok(meta(tx, "folded_id")?.unwrap_or(0))
@@ -651,9 +656,13 @@ fn note_row(
     name: &str,
     options: &JournalOptions,
 ) -> TxResult<()> {
-    let mark = folded_id(tx)?;
+    // `folded_id`, and whether the runs hold `index` (the run at or before it reaches it), in
+    // one statement.
+    let (mark, in_runs) = tx
+        .prepare_cached(MARK_AND_RUN)?
+        .query_row([index], |r| Ok((r.get::<_, Option<i64>>(0)?.unwrap_or(0), r.get::<_, Option<bool>>(1)?)))?;
     if let Some(index) = index {
-        let in_runs = SqliteRuns(tx).at_or_before(index)?.is_some_and(|run| run.hi >= index);
+        let in_runs = in_runs.unwrap_or(false);
         let other: Option<String> =
             tx.prepare_cached(REUSED_BY)?.query_row(params![index, key, in_runs, mark], |r| r.get(0)).optional()?;
         if let Some(other) = other {
@@ -727,8 +736,12 @@ fn settle_folded_id(tx: &Connection) -> rusqlite::Result<()> {
 /// A journal another release migrated meanwhile is refused as `holds` refuses it (a claim of
 /// `Journal::begin_optimistic` is handed out without reading the journal at all).
 fn still_numbered(tx: &Connection, label: &str, claim: &Claim, unwritten: &Unwritten, verb: &str) -> TxResult<()> {
-    settled::current_at_claim(label, meta(tx, "schema_version")?)?;
-    if meta(tx, "numbering")?.unwrap_or(1) == unwritten.numbering {
+    // Both in one statement (as `holds` reads them).
+    let sql = "SELECT (SELECT value FROM sp_journal_meta WHERE key = 'schema_version'), (SELECT value FROM sp_journal_meta WHERE key = 'numbering')";
+    let (version, numbering) =
+        tx.prepare_cached(sql)?.query_row([], |r| Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?)))?;
+    settled::current_at_claim(label, version)?;
+    if numbering.unwrap_or(1) == unwritten.numbering {
         return Ok(());
     }
     Err(Fail::Journal(claims::renumbered_error(claim, verb, unwritten.numbering)))
@@ -1349,6 +1362,22 @@ mod tests {
         let tx = Began::begin(&db, false).unwrap();
         assert!(Began::begin(&db, true).is_err());
         tx.commit().unwrap();
+    }
+
+    /// The read of `folded_id` and of the run at or before an index, for every new delivery
+    /// row, finds both by their keys: no table read whole.
+    #[test]
+    fn the_mark_and_run_are_found_by_key() {
+        let mut db = Connection::open_in_memory().unwrap();
+        let tx = db.transaction().unwrap();
+        tx.execute_batch(schema::SQLITE).unwrap();
+        add_later_versions(&tx).unwrap();
+        let mut explain = tx.prepare(&format!("EXPLAIN QUERY PLAN {MARK_AND_RUN}")).unwrap();
+        let plan: Vec<String> = explain.query_map([5], |r| r.get(3)).unwrap().collect::<rusqlite::Result<_>>().unwrap();
+        assert!(!plan.iter().any(|d| d.starts_with("SCAN sp_")), "{plan:?}");
+        for table in ["sp_journal_meta", "sp_journal_runs"] {
+            assert!(plan.iter().any(|d| d.starts_with(&format!("SEARCH {table} "))), "{plan:?}");
+        }
     }
 
     /// Every read of the deliveries at an index (the delivery path's check for a reused index,
