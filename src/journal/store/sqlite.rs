@@ -34,6 +34,12 @@ use super::staged::{self, SqlValue, Staged};
 use super::write_gate::WriteGate;
 use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous, now_ms};
 
+/// The statements a connection keeps prepared (rusqlite's cache, the least recently used
+/// dropped), a partner's staged statements among them: those of `begin` and `finish`, their
+/// transaction's and a fold's together. With rusqlite's default of 16, every fold (each
+/// `FOLD_EVERY` rows) pushed a dozen of `begin`'s and `finish`'s out, prepared again after it.
+const STATEMENT_CACHE: usize = 32;
+
 /// Open files by path as given (`sqlite:PATH`), kept for the life of the process.
 static REGISTRY: Registry<String, Sqlite> = Registry::new();
 
@@ -215,6 +221,7 @@ impl Sqlite {
         }
         let db = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
         db.busy_timeout(options.lock_timeout).map_err(|e| self.error(&e))?;
+        db.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         self.check_identity(&db)?;
         if db.is_readonly(rusqlite::MAIN_DB).map_err(|e| self.error(&e))? {
             return Err(Error::new(
