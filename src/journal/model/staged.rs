@@ -16,6 +16,7 @@
 
 mod allowed;
 mod lexer;
+mod passed;
 
 use crate::error::{Error, ErrorKind, Result};
 

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -33,6 +33,12 @@ use super::sql::{LeaseClock, Sql, SqlRow, Value};
 use super::staged::{self, SqlValue, Staged};
 use super::write_gate::WriteGate;
 use super::{Access, AdminWork, Begin, Found, JournalOptions, Prepare, Record, Step, Synchronous, now_ms};
+
+/// The statements a connection keeps prepared (rusqlite's cache, the least recently used
+/// dropped), a partner's staged statements among them: those of `begin` and `finish`, their
+/// transaction's and a fold's together. With rusqlite's default of 16, every fold (each
+/// `FOLD_EVERY` rows) pushed a dozen of `begin`'s and `finish`'s out, prepared again after it.
+const STATEMENT_CACHE: usize = 32;
 
 /// Open files by path as given (`sqlite:PATH`), kept for the life of the process.
 static REGISTRY: Registry<String, Sqlite> = Registry::new();
@@ -215,6 +221,7 @@ impl Sqlite {
         }
         let db = Connection::open_with_flags(&self.path, flags).map_err(|e| self.error(&e))?;
         db.busy_timeout(options.lock_timeout).map_err(|e| self.error(&e))?;
+        db.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         self.check_identity(&db)?;
         if db.is_readonly(rusqlite::MAIN_DB).map_err(|e| self.error(&e))? {
             return Err(Error::new(
@@ -387,7 +394,7 @@ impl Sqlite {
         options: &JournalOptions,
         write: bool,
         durable: bool,
-        work: impl FnOnce(&Transaction<'_>) -> TxResult<T>,
+        work: impl FnOnce(&Connection) -> TxResult<T>,
     ) -> Result<T> {
         let _pass = if write { self.writers.enter(options.lock_timeout) } else { None };
         let mut conn = self.connection(options, false)?;
@@ -406,9 +413,8 @@ impl Sqlite {
                 conn.db.pragma_update(None, "synchronous", level)?;
                 conn.synchronous = Some(synchronous);
             }
-            let behavior = if write { TransactionBehavior::Immediate } else { TransactionBehavior::Deferred };
-            let tx = conn.db.transaction_with_behavior(behavior)?;
-            let value = work(&tx)?;
+            let tx = Began::begin(&conn.db, write)?;
+            let value = work(tx.db)?;
             tx.commit()?;
             Ok(value)
         })();
@@ -416,9 +422,42 @@ impl Sqlite {
     }
 }
 
+/// A transaction of `Sqlite::transaction`, begun and committed by statements kept in the
+/// connection's statement cache: rusqlite's `Transaction` prepares `BEGIN` and `COMMIT` anew
+/// each time. Borrows the connection for its life; dropped without `commit`, or after a commit
+/// that failed, it rolls back what is still open, as rusqlite's `Transaction` does.
+struct Began<'c> {
+    db: &'c Connection,
+}
+
+impl<'c> Began<'c> {
+    /// `BEGIN IMMEDIATE` when `write` (the write lock taken now, waited for up to the busy
+    /// time-out), else `BEGIN DEFERRED`.
+    fn begin(db: &'c Connection, write: bool) -> rusqlite::Result<Began<'c>> {
+        let sql = if write { "BEGIN IMMEDIATE" } else { "BEGIN DEFERRED" };
+        db.prepare_cached(sql)?.execute([])?;
+        Ok(Began { db })
+    }
+
+    fn commit(self) -> rusqlite::Result<()> {
+        self.db.prepare_cached("COMMIT")?.execute([])?;
+        Ok(())
+    }
+}
+
+impl Drop for Began<'_> {
+    fn drop(&mut self) {
+        // Open still: the work failed, or its commit did (the connection is then dropped from the
+        // pool as well: `done`). A statement of the work that ended the transaction left none.
+        if !self.db.is_autocommit() {
+            let _ = self.db.execute_batch("ROLLBACK");
+        }
+    }
+}
+
 /// Runs the partner's staged statements in order inside `tx` (the transaction of `finish`);
 /// the first failure names its statement, and the caller's rollback undoes them all.
-fn run_staged(tx: &Transaction<'_>, staged: &[Staged]) -> TxResult<()> {
+fn run_staged(tx: &Connection, staged: &[Staged]) -> TxResult<()> {
     use rusqlite::types::Value as Bound;
     for (at, statement) in staged.iter().enumerate() {
         let bound = statement.params().iter().map(|value| match value {
@@ -447,7 +486,7 @@ fn run_staged(tx: &Transaction<'_>, staged: &[Staged]) -> TxResult<()> {
 
 /// Makes the tables of version 3 (`schema::SQLITE`) or any later version this release's, before
 /// the data steps of `admin::migrate`: each step changes nothing made already.
-fn add_later_versions(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+fn add_later_versions(tx: &Connection) -> rusqlite::Result<()> {
     add_v2(tx)?;
     add_v3(tx)?;
     add_v4(tx)?;
@@ -462,14 +501,14 @@ fn add_later_versions(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// Creates what version 2 adds (`schema::SQLITE_V2`, then each of `schema::SQLITE_V2_COLUMNS`
 /// its table lacks), on a new journal and by the migration from version 1; a migration run again
 /// (a version put back to 1 by hand) adds nothing twice.
-fn add_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+fn add_v2(tx: &Connection) -> rusqlite::Result<()> {
     tx.execute_batch(schema::SQLITE_V2)?;
     add_columns(tx, schema::SQLITE_V2_COLUMNS)
 }
 
 /// Creates what version 3 adds (`schema::SQLITE_V3_COLUMNS`, then `schema::SQLITE_V3`), as
 /// `add_v2` does for version 2.
-fn add_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+fn add_v3(tx: &Connection) -> rusqlite::Result<()> {
     add_columns(tx, schema::SQLITE_V3_COLUMNS)?;
     tx.execute_batch(schema::SQLITE_V3)
 }
@@ -477,7 +516,7 @@ fn add_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// Makes the changes of version 4 (`schema::SQLITE_V4_HANDLED`) while the counters still have
 /// version 3's `handled` column: a migration run again (a version put back by hand) changes
 /// nothing twice.
-fn add_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+fn add_v4(tx: &Connection) -> rusqlite::Result<()> {
     if has_column(tx, "sp_journal_counters", "handled")? {
         tx.execute_batch(schema::SQLITE_V4_HANDLED)?;
     }
@@ -487,7 +526,7 @@ fn add_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// Makes the changes of version 5 (`schema::SQLITE_V5_COLUMNS`, `schema::SQLITE_V5`, and
 /// `schema::V5_COUNTERS` while the counters still have version 4's `handled_offset`), as
 /// `add_v4` does for version 4.
-fn add_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+fn add_v5(tx: &Connection) -> rusqlite::Result<()> {
     add_columns(tx, schema::SQLITE_V5_COLUMNS)?;
     tx.execute_batch(schema::SQLITE_V5)?;
     if has_column(tx, "sp_journal_counters", "handled_offset")? {
@@ -497,14 +536,14 @@ fn add_v5(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 }
 
 /// Whether `table` has `column`.
-fn has_column(tx: &Transaction<'_>, table: &str, column: &str) -> rusqlite::Result<bool> {
+fn has_column(tx: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
     let sql = "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2";
     Ok(tx.query_row(sql, [table, column], |r| r.get::<_, i64>(0))? > 0)
 }
 
 /// Adds each column (table, column, type) its table lacks (SQLite has no `ADD COLUMN IF NOT
 /// EXISTS`).
-fn add_columns(tx: &Transaction<'_>, columns: &[(&str, &str, &str)]) -> rusqlite::Result<()> {
+fn add_columns(tx: &Connection, columns: &[(&str, &str, &str)]) -> rusqlite::Result<()> {
     for (table, column, kind) in columns {
         if !has_column(tx, table, column)? {
             tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
@@ -538,7 +577,7 @@ fn meta(db: &Connection, key: &str) -> rusqlite::Result<Option<i64>> {
     db.prepare_cached("SELECT value FROM sp_journal_meta WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()
 }
 
-fn bump(tx: &Transaction<'_>, counter: Counter, by: i64) -> rusqlite::Result<()> {
+fn bump(tx: &Connection, counter: Counter, by: i64) -> rusqlite::Result<()> {
     tx.prepare_cached(counter.sqlite_update())?.execute(params![0, by])?;
     Ok(())
 }
@@ -547,7 +586,7 @@ fn bump(tx: &Transaction<'_>, counter: Counter, by: i64) -> rusqlite::Result<()>
 /// delivery's key and name, after the rows not folded yet (so that the jump is judged against
 /// every index seen before). Returns whether the index is new.
 fn record_index(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     label: &str,
     index: i64,
     key: Option<&str>,
@@ -570,7 +609,7 @@ fn record_index(
 /// is the service answering an index with another's event: the index is not counted seen,
 /// it stays missing, and the anomaly is recorded for the operator (`JumpKind::Moved`).
 fn record_if_own(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     label: &str,
     index: i64,
     key: &str,
@@ -600,8 +639,13 @@ const FOLD_EVERY: i64 = 128;
 /// the partial index `sp_journal_delivery_index_folded` (see `schema`, version 6).
 const REUSED_BY: &str = "SELECT key FROM sp_journal_delivery WHERE id > ?4 AND first_index = ?1 AND key <> ?2 UNION ALL SELECT key FROM sp_journal_delivery WHERE ?3 AND first_index = ?1 AND folded = 1 AND key <> ?2 LIMIT 1";
 
+/// `folded_id` (see `folded_id`), and whether the run of `sp_journal_runs` at or before the index
+/// `?1` reaches it (`SqliteRuns::at_or_before`): NULL when no run starts at or before it, or
+/// `?1` is NULL.
+const MARK_AND_RUN: &str = "SELECT (SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), (SELECT hi >= ?1 FROM sp_journal_runs WHERE lo <= ?1 ORDER BY lo DESC LIMIT 1)";
+
 /// `folded_id`: the newest row folded (see `schema`, version 5).
-fn folded_id(tx: &Transaction<'_>) -> rusqlite::Result<i64> {
+fn folded_id(tx: &Connection) -> rusqlite::Result<i64> {
     Ok(meta(tx, "folded_id")?.unwrap_or(0))
 }
 
@@ -611,7 +655,7 @@ fn folded_id(tx: &Transaction<'_>) -> rusqlite::Result<i64> {
 /// a key other than `key`; folds the rows not folded once they number `FOLD_EVERY`. For every
 /// such row, with an index or without: inside the write transaction that wrote it.
 fn note_row(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     label: &str,
     id: i64,
     index: Option<i64>,
@@ -619,9 +663,13 @@ fn note_row(
     name: &str,
     options: &JournalOptions,
 ) -> TxResult<()> {
-    let mark = folded_id(tx)?;
+    // `folded_id`, and whether the runs hold `index` (the run at or before it reaches it), in
+    // one statement.
+    let (mark, in_runs) = tx
+        .prepare_cached(MARK_AND_RUN)?
+        .query_row([index], |r| Ok((r.get::<_, Option<i64>>(0)?.unwrap_or(0), r.get::<_, Option<bool>>(1)?)))?;
     if let Some(index) = index {
-        let in_runs = SqliteRuns(tx).at_or_before(index)?.is_some_and(|run| run.hi >= index);
+        let in_runs = in_runs.unwrap_or(false);
         let other: Option<String> =
             tx.prepare_cached(REUSED_BY)?.query_row(params![index, key, in_runs, mark], |r| r.get(0)).optional()?;
         if let Some(other) = other {
@@ -645,7 +693,7 @@ fn note_row(
 /// jump (noted with its row's key and name), marks them folded (the done ones enter
 /// `sp_journal_delivery_done_folded`), and moves `folded_id` to the newest row. Inside a write
 /// transaction; reads nothing more when no row is above `folded_id`.
-fn fold(tx: &Transaction<'_>, label: &str, options: &JournalOptions) -> TxResult<()> {
+fn fold(tx: &Connection, label: &str, options: &JournalOptions) -> TxResult<()> {
     let mark = folded_id(tx)?;
     type Row = (i64, Option<i64>, i64, String, String, bool);
     let sql =
@@ -677,14 +725,14 @@ fn fold(tx: &Transaction<'_>, label: &str, options: &JournalOptions) -> TxResult
 }
 
 /// Whether a row above `folded_id` is to be folded.
-fn unfolded(tx: &Transaction<'_>) -> rusqlite::Result<bool> {
+fn unfolded(tx: &Connection) -> rusqlite::Result<bool> {
     let sql = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE id > COALESCE((SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), 0))";
     tx.prepare_cached(sql)?.query_row([], |r| r.get(0))
 }
 
 /// Lowers `folded_id` to the highest row id when a delete left it above (SQLite numbers a new
 /// row from the highest id left: it must not be taken as folded).
-fn settle_folded_id(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+fn settle_folded_id(tx: &Connection) -> rusqlite::Result<()> {
     let sql = "UPDATE sp_journal_meta SET value = (SELECT COALESCE(MAX(id), 0) FROM sp_journal_delivery) WHERE key = 'folded_id' AND value > (SELECT COALESCE(MAX(id), 0) FROM sp_journal_delivery)";
     tx.prepare_cached(sql)?.execute([])?;
     Ok(())
@@ -694,9 +742,13 @@ fn settle_folded_id(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// renumbering has ended since: it would store a delivery of the old numbering into the new.
 /// A journal another release migrated meanwhile is refused as `holds` refuses it (a claim of
 /// `Journal::begin_optimistic` is handed out without reading the journal at all).
-fn still_numbered(tx: &Transaction<'_>, label: &str, claim: &Claim, unwritten: &Unwritten, verb: &str) -> TxResult<()> {
-    settled::current_at_claim(label, meta(tx, "schema_version")?)?;
-    if meta(tx, "numbering")?.unwrap_or(1) == unwritten.numbering {
+fn still_numbered(tx: &Connection, label: &str, claim: &Claim, unwritten: &Unwritten, verb: &str) -> TxResult<()> {
+    // Both in one statement (as `holds` reads them).
+    let sql = "SELECT (SELECT value FROM sp_journal_meta WHERE key = 'schema_version'), (SELECT value FROM sp_journal_meta WHERE key = 'numbering')";
+    let (version, numbering) =
+        tx.prepare_cached(sql)?.query_row([], |r| Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?)))?;
+    settled::current_at_claim(label, version)?;
+    if numbering.unwrap_or(1) == unwritten.numbering {
         return Ok(());
     }
     Err(Fail::Journal(claims::renumbered_error(claim, verb, unwritten.numbering)))
@@ -706,7 +758,7 @@ fn still_numbered(tx: &Transaction<'_>, label: &str, claim: &Claim, unwritten: &
 /// `abandoned` when `reply` is `None`, recording its index, unless the key has a row by now:
 /// whether it was written. Inside a write transaction.
 fn write_unwritten(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     label: &str,
     claim: &Claim,
     unwritten: &Unwritten,
@@ -738,12 +790,12 @@ fn write_unwritten(
 }
 
 /// The journal's statements over a SQLite transaction.
-struct SqliteSql<'a, 'c> {
-    tx: &'a Transaction<'c>,
+struct SqliteSql<'a> {
+    tx: &'a Connection,
     label: &'a str,
 }
 
-impl SqliteSql<'_, '_> {
+impl SqliteSql<'_> {
     fn fail(&self, e: &rusqlite::Error) -> Error {
         Error::new(ErrorKind::Journal, format!("{}: {e}", self.label))
     }
@@ -761,7 +813,7 @@ fn sqlite_params(params: &[Value]) -> Vec<rusqlite::types::Value> {
         .collect()
 }
 
-impl Sql for SqliteSql<'_, '_> {
+impl Sql for SqliteSql<'_> {
     fn exec(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
         let params = sqlite_params(params);
         let changed = self
@@ -832,13 +884,13 @@ fn state(text: String) -> TxResult<RecordState> {
 }
 
 /// The runs table inside a transaction.
-struct SqliteRuns<'a, 'c>(&'a Transaction<'c>);
+struct SqliteRuns<'a>(&'a Connection);
 
 fn run(row: &rusqlite::Row<'_>) -> rusqlite::Result<Run> {
     Ok(Run { lo: row.get(0)?, hi: row.get(1)? })
 }
 
-impl Runs for SqliteRuns<'_, '_> {
+impl Runs for SqliteRuns<'_> {
     type Error = rusqlite::Error;
 
     fn at_or_before(&mut self, at: i64) -> rusqlite::Result<Option<Run>> {
@@ -1028,8 +1080,7 @@ impl super::Store for Sqlite {
         // The staged statements first, the reply after them: a statement that ended the
         // transaction (which the check at staging could not see) leaves the reply unstored. A
         // claim found not held rolls back whatever ran.
-        let lost =
-            |tx: &Transaction<'_>| Err(Fail::Journal(claims::lost_error(claim, "finish", lost_state(tx, claim)?)));
+        let lost = |tx: &Connection| Err(Fail::Journal(claims::lost_error(claim, "finish", lost_state(tx, claim)?)));
         if let Some(unwritten) = &claim.unwritten {
             // Written nothing by `begin`: stored by another delivery meanwhile? (The write lock,
             // taken, keeps the key as it is to the commit.) Else the staged statements, then the
@@ -1265,7 +1316,7 @@ impl super::Store for Sqlite {
 }
 
 /// The state and attempt count of a claim's key, read after the claim was found not held.
-fn lost_state(tx: &Transaction<'_>, claim: &Claim) -> TxResult<Option<(RecordState, i64)>> {
+fn lost_state(tx: &Connection, claim: &Claim) -> TxResult<Option<(RecordState, i64)>> {
     let row: Option<(String, i64)> =
         tx.prepare_cached(STATE_SELECT)?.query_row([&claim.key], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
     match row {
@@ -1277,6 +1328,64 @@ fn lost_state(tx: &Transaction<'_>, claim: &Claim) -> TxResult<Option<(RecordSta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A transaction committed keeps its writes; one dropped without a commit, or whose commit
+    /// failed, is rolled back and leaves the connection outside any transaction; one its work
+    /// ended (a staged statement's `COMMIT`) is left as the work left it.
+    #[test]
+    fn began_commits_or_rolls_back_as_rusqlite_did() {
+        let db = Connection::open_in_memory().unwrap();
+        db.execute_batch("CREATE TABLE t (n INTEGER PRIMARY KEY); CREATE TABLE c (n INTEGER REFERENCES t DEFERRABLE INITIALLY DEFERRED); PRAGMA foreign_keys = ON").unwrap();
+        let count =
+            |table: &str| db.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get::<_, i64>(0)).unwrap();
+        for write in [true, false] {
+            let tx = Began::begin(&db, write).unwrap();
+            assert!(!db.is_autocommit());
+            tx.db.execute("INSERT INTO t VALUES (NULL)", []).unwrap();
+            tx.commit().unwrap();
+            assert!(db.is_autocommit());
+        }
+        assert_eq!(count("t"), 2);
+        {
+            let tx = Began::begin(&db, true).unwrap();
+            tx.db.execute("INSERT INTO t VALUES (NULL)", []).unwrap();
+        }
+        assert!(db.is_autocommit());
+        assert_eq!(count("t"), 2);
+        // A commit refused (a deferred foreign key broken): rolled back when dropped.
+        let tx = Began::begin(&db, true).unwrap();
+        tx.db.execute("INSERT INTO t VALUES (NULL)", []).unwrap();
+        tx.db.execute("INSERT INTO c VALUES (99)", []).unwrap();
+        assert!(tx.commit().is_err());
+        assert!(db.is_autocommit());
+        assert_eq!((count("t"), count("c")), (2, 0));
+        // Ended by its work: nothing more to undo, and the next one begins.
+        let tx = Began::begin(&db, true).unwrap();
+        tx.db.execute_batch("INSERT INTO t VALUES (NULL); COMMIT").unwrap();
+        drop(tx);
+        assert_eq!(count("t"), 3);
+        Began::begin(&db, true).unwrap().commit().unwrap();
+        // Begun twice on one connection: refused, the first left as it was.
+        let tx = Began::begin(&db, false).unwrap();
+        assert!(Began::begin(&db, true).is_err());
+        tx.commit().unwrap();
+    }
+
+    /// The read of `folded_id` and of the run at or before an index, for every new delivery
+    /// row, finds both by their keys: no table read whole.
+    #[test]
+    fn the_mark_and_run_are_found_by_key() {
+        let mut db = Connection::open_in_memory().unwrap();
+        let tx = db.transaction().unwrap();
+        tx.execute_batch(schema::SQLITE).unwrap();
+        add_later_versions(&tx).unwrap();
+        let mut explain = tx.prepare(&format!("EXPLAIN QUERY PLAN {MARK_AND_RUN}")).unwrap();
+        let plan: Vec<String> = explain.query_map([5], |r| r.get(3)).unwrap().collect::<rusqlite::Result<_>>().unwrap();
+        assert!(!plan.iter().any(|d| d.starts_with("SCAN sp_")), "{plan:?}");
+        for table in ["sp_journal_meta", "sp_journal_runs"] {
+            assert!(plan.iter().any(|d| d.starts_with(&format!("SEARCH {table} "))), "{plan:?}");
+        }
+    }
 
     /// Every read of the deliveries at an index (the delivery path's check for a reused index,
     /// the operator's reads) finds its rows through an index of the table, never by reading it

@@ -31,6 +31,7 @@
 //! (`pg_advisory_xact_lock`).
 
 use super::lexer::{self, Dialect, Kind, Token, Unterminated};
+use super::passed;
 
 /// The statement kinds a credit needs, by first word (`SET` only as `SET LOCAL`).
 const ALLOWED: [&str; 7] = ["INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE", "SELECT", "WITH"];
@@ -57,8 +58,14 @@ enum Problem {
     Unterminated(Unterminated),
 }
 
-/// Why `sql` may not be staged, if it may not: a sentence after the field's name.
+/// Why `sql` may not be staged, if it may not: a sentence after the field's name. A text this
+/// thread passed lately passes without being read again (`passed`).
 pub(super) fn refusal(sql: &str) -> Option<String> {
+    passed::judged(sql, read_refusal)
+}
+
+/// `refusal`, the text read by both lexers.
+fn read_refusal(sql: &str) -> Option<String> {
     let [postgres, sqlite] = Dialect::ALL.map(|dialect| judge(sql, dialect).err());
     match (postgres, sqlite) {
         (None, None) => None,
@@ -262,5 +269,95 @@ mod tests {
             let message = refused(sql);
             assert!(message.contains(found), "{sql:?}: {message}");
         }
+    }
+
+    /// Texts from pieces a hostile or careless host might put together: statements allowed and
+    /// not, after blanks and comments the two lexers read differently, before a second statement
+    /// or an unterminated token. Seeded, so a failure repeats.
+    fn generated(count: usize) -> Vec<String> {
+        const BEFORE: [&str; 10] =
+            ["", " ", ";", "-- note\r", "-- note\n", "/* a /* b */ */ ", "/* x */", "\u{feff}", "\u{b}", "/* open "];
+        const STATEMENT: [&str; 12] = [
+            "INSERT INTO t VALUES (1)",
+            "insert into credits (transaction_id, amount) values (?1, ?2)",
+            "COMMIT",
+            "SET LOCAL role clerk",
+            "SET role clerk",
+            "SELECT 1 INTO t",
+            "SELECT credit($1, $2)",
+            "DELETE FROM t WHERE a = 'x;COMMIT'",
+            "SELECT $$;COMMIT;$$",
+            "SELECT [a;COMMIT]",
+            "SELECT E'\\';COMMIT;--'",
+            "WITH c AS (DELETE FROM t RETURNING *) SELECT * INTO x FROM c",
+        ];
+        const AFTER: [&str; 8] = ["", ";", "; COMMIT", ";;", " -- end", " /* open", " 'a", "\n;\n"];
+        let mut state = 0x5eed_u64;
+        let mut next = |n: usize| {
+            // splitmix64
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) % n as u64) as usize
+        };
+        (0..count)
+            .map(|_| {
+                let (before, statement, after) = (next(BEFORE.len()), next(STATEMENT.len()), next(AFTER.len()));
+                format!("{}{}{}", BEFORE[before], STATEMENT[statement], AFTER[after])
+            })
+            .collect()
+    }
+
+    /// The memo of passed texts answers as the lexers do, for a text met the first time and
+    /// again, whatever was judged before it on the thread.
+    #[test]
+    fn a_text_judged_again_gets_the_lexers_answer() {
+        let texts = generated(3000);
+        let passing = texts.iter().filter(|t| read_refusal(t).is_none()).count();
+        assert!(passing > 100 && passing < texts.len() - 100, "{passing} of {} pass", texts.len());
+        for (at, sql) in texts.iter().enumerate() {
+            let expected = read_refusal(sql);
+            assert_eq!(refusal(sql), expected, "{sql:?}");
+            assert_eq!(refusal(sql), expected, "{sql:?} again");
+            // One met a while ago, kept or pushed out since.
+            let earlier = &texts[at / 2];
+            assert_eq!(refusal(earlier), read_refusal(earlier), "{earlier:?}");
+        }
+        for kept in passed::kept() {
+            assert_eq!(read_refusal(&kept), None, "{kept:?} kept");
+        }
+    }
+
+    /// However many distinct texts pass, a thread keeps at most `ENTRIES`, none longer than
+    /// `LONGEST`, and never one refused.
+    #[test]
+    fn the_memo_is_bounded_and_keeps_only_passed_texts() {
+        let (entries, longest) = passed::BOUNDS;
+        std::thread::spawn(move || {
+            for n in 0..10 * entries {
+                let sql = format!("INSERT INTO t VALUES ({n})");
+                assert_eq!(refusal(&sql), None);
+                assert!(passed::kept().len() <= entries);
+            }
+            let kept = passed::kept();
+            assert_eq!(kept.len(), entries);
+            // The latest, in the slots filled in turn.
+            for n in 9 * entries..10 * entries {
+                assert!(kept.contains(&format!("INSERT INTO t VALUES ({n})")), "{n}: {kept:?}");
+            }
+            let long = format!("INSERT INTO t VALUES ('{}')", "x".repeat(longest));
+            assert_eq!(refusal(&long), None);
+            let refused = "INSERT INTO t VALUES (1); COMMIT";
+            assert!(refusal(refused).is_some());
+            assert!(refusal(refused).is_some());
+            assert!(!passed::kept().iter().any(|t| *t == long || t == refused), "{:?}", passed::kept());
+            assert_eq!(passed::kept().len(), entries);
+            // One byte more than a kept text is judged on its own.
+            assert!(refusal("INSERT INTO t VALUES (0);").is_none());
+            assert!(refusal(&format!("{};COMMIT", kept[0])).is_some());
+        })
+        .join()
+        .unwrap();
     }
 }
