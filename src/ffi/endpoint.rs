@@ -90,6 +90,9 @@ struct Answered {
     body: Vec<u8>,
     log: Vec<u8>,
     retry_after: Vec<u8>,
+    allow_post: bool,
+    /// The views of `sent_headers` handed out: the host may write into them, so the library
+    /// never reads them back.
     headers: Vec<sp_header>,
 }
 
@@ -105,26 +108,28 @@ impl Answered {
             body: nul_terminated(answer.body),
             log: nul_terminated(log.replace('\0', " ").into_bytes()),
             retry_after: nul_terminated(answer.retry_after.map(|s| s.to_string()).unwrap_or_default().into_bytes()),
-            headers: Vec::with_capacity(2),
+            allow_post: answer.allow_post,
+            headers: Vec::new(),
         };
-        let header =
-            |name: &'static std::ffi::CStr, value: sp_str| sp_header { name: sp_str::from_static(name), value };
-        if answer.retry_after.is_some() {
-            answered.headers.push(header(c"Retry-After", sp_str::of_nul_terminated(&answered.retry_after)));
-        }
-        if answer.allow_post {
-            answered.headers.push(header(c"Allow", sp_str::from_static(c"POST")));
-        }
-        answered.headers.push(header(c"Content-Type", sp_str::from_static(content_type())));
+        answered.headers = answered
+            .sent_headers()
+            .map(|(name, value)| sp_header {
+                name: sp_str::of_nul_terminated(name),
+                value: sp_str::of_nul_terminated(value),
+            })
+            .collect();
         answered
     }
 
-    /// The bytes one of this answer's header views shows: a static name or value, or one of
-    /// its own buffers (`retry_after`), valid as long as the answer.
-    fn bytes_of(&self, view: sp_str) -> &[u8] {
-        // SAFETY: every view in `headers` points at a static string or at this answer's own
-        // buffer, which lives and stays unchanged as long as `self` is borrowed.
-        unsafe { std::slice::from_raw_parts(view.ptr.cast::<u8>(), view.len) }
+    /// The headers to send, each name and value with its NUL: `Retry-After` when the answer
+    /// says when to come back, `Allow` on a 405, and last `Content-Type`. Made from the answer's
+    /// own bytes (static, or its `retry_after`), never from the views handed out.
+    fn sent_headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        // `retry_after` is its NUL alone when the answer has none.
+        let retry_after = (self.retry_after.len() > 1).then_some((&b"Retry-After\0"[..], &self.retry_after[..]));
+        let allow = self.allow_post.then_some((&b"Allow\0"[..], &b"POST\0"[..]));
+        let content_type = (&b"Content-Type\0"[..], content_type().to_bytes_with_nul());
+        retry_after.into_iter().chain(allow).chain([content_type])
     }
 
     fn view(&self) -> sp_response {
@@ -411,7 +416,7 @@ pub unsafe extern "C" fn sp_exchange_write_cgi(exchange: *const sp_exchange, fd:
             return Err(Error::field(ErrorKind::InvalidArgument, "exchange", problem).into());
         };
         let headers: Vec<(&[u8], &[u8])> =
-            answered.headers.iter().map(|h| (answered.bytes_of(h.name), answered.bytes_of(h.value))).collect();
+            answered.sent_headers().map(|(name, value)| (without_nul(name), without_nul(value))).collect();
         let reason = crate::endpoint::reason_phrase(answered.status).to_str().unwrap_or("Unknown");
         if fd < 0 {
             return Err(Error::field(ErrorKind::InvalidArgument, "fd", format!("{fd} is not a file descriptor")).into());
@@ -425,6 +430,11 @@ pub unsafe extern "C" fn sp_exchange_write_cgi(exchange: *const sp_exchange, fd:
         })?;
         Ok(())
     })
+}
+
+/// `text` without the NUL it ends with.
+fn without_nul(text: &[u8]) -> &[u8] {
+    &text[..text.len() - 1]
 }
 
 /// The response of an exchange that waits for `sp_exchange_complete`.
