@@ -492,6 +492,33 @@ fn a_careless_host_cannot_change_the_headers_written_for_cgi() {
     }
 }
 
+/// A host may copy the exchange as bytes (Python's `bytes(struct)`, PHP's `FFI::string`): every
+/// byte of it, padding included, is defined, before and after `sp_exchange_complete` (under
+/// miri, undefined bytes read here are undefined behaviour).
+#[test]
+fn the_bytes_of_an_exchange_handed_out_are_all_defined() {
+    let endpoint = endpoint(None, |_| {});
+    let bytes_of = |exchange: *const sp_exchange| {
+        // SAFETY: a live exchange, readable as bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(exchange.cast::<u8>(), size_of::<sp_exchange>()) };
+        // Every byte read as a number, as the host's copy would be.
+        bytes.iter().map(|&b| u64::from(b)).sum::<u64>()
+    };
+    let answered = answered_again(endpoint);
+    assert!(bytes_of(answered) > 0);
+    let exchange = receive(endpoint, &fixture("refund.json"));
+    assert!(bytes_of(exchange) > 0);
+    accept(exchange);
+    // SAFETY: live exchanges, completed once, freed once.
+    unsafe {
+        assert_eq!(sp_exchange_complete(exchange, ptr::null(), ptr::null(), 0), SP_OK);
+        assert!(bytes_of(exchange) > 0);
+        sp_exchange_free(exchange);
+        sp_exchange_free(answered);
+        sp_endpoint_free(endpoint);
+    }
+}
+
 #[test]
 fn without_a_journal_every_valid_event_runs_the_logic_and_a_refused_balance_is_500() {
     let endpoint = endpoint(None, |_| {});
