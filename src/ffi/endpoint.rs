@@ -7,6 +7,7 @@
 //! logic runs in the host's own language, between the two calls, with the event it was given.
 
 use std::ffi::c_char;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use crate::callback::receiver::Request;
@@ -70,10 +71,14 @@ pub struct sp_exchange {
     pub response: sp_response,
 }
 
-/// The allocation behind an `sp_exchange` pointer: the public struct first.
+// `sp_exchange` has no padding of its own (see `write_view`).
+const _: () = assert!(size_of::<sp_exchange>() == size_of::<*mut sp_event>() + size_of::<sp_response>());
+
+/// The allocation behind an `sp_exchange` pointer: the public struct first, held as bytes
+/// (`MaybeUninit`, the same layout) that `write_view` writes in place, its padding as zeros.
 #[repr(C)]
 struct ExchangeBox {
-    view: sp_exchange,
+    view: MaybeUninit<sp_exchange>,
     /// The event handed to the logic, owned here (freed, and its claim released if still held,
     /// with the exchange); NULL when the request was answered at once.
     event: *mut sp_event,
@@ -344,13 +349,14 @@ pub unsafe extern "C" fn sp_endpoint_receive(
             let out = args::out("out", out)?;
             (endpoint, method, out, request(token, remote_addr, forwarded_for, body, len)?)
         };
-        out.write(owned::into_raw(exchange_of(endpoint, endpoint.receive(method, &request))));
+        out.write(exchange_of(endpoint, endpoint.receive(method, &request)));
         Ok(())
     })
 }
 
-/// The exchange of what `Endpoint::receive` found (the event copied out of the request).
-fn exchange_of(endpoint: &Arc<Endpoint>, received: Received<'_>) -> ExchangeBox {
+/// The exchange of what `Endpoint::receive` found (the event copied out of the request), handed
+/// out as `owned::into_raw` does.
+fn exchange_of(endpoint: &Arc<Endpoint>, received: Received<'_>) -> *mut sp_exchange {
     let (event, answered, early_log) = match received {
         Received::Answer(answer) => (std::ptr::null_mut(), Some(Answered::of(answer, "")), String::new()),
         Received::Handle(mut handling) => {
@@ -359,7 +365,29 @@ fn exchange_of(endpoint: &Arc<Endpoint>, received: Received<'_>) -> ExchangeBox 
         }
     };
     let response = answered.as_ref().map_or(EMPTY_RESPONSE, Answered::view);
-    ExchangeBox { view: sp_exchange { event, response }, event, endpoint: Arc::clone(endpoint), early_log, answered }
+    let exchange =
+        ExchangeBox { view: MaybeUninit::uninit(), event, endpoint: Arc::clone(endpoint), early_log, answered };
+    let raw = owned::into_raw::<ExchangeBox, ExchangeBox>(exchange);
+    // SAFETY: the box just made, not handed out yet: the view is written where it stays (a
+    // move would leave its padding undefined again).
+    write_view(unsafe { &mut (*raw).view }, Some(event), response);
+    raw.cast()
+}
+
+/// Writes an exchange's public struct (`event` NULL for one answered at once), or only its
+/// `response` when `event` is `None` (`sp_exchange_complete`: what the host may have written
+/// into `event` stays), its padding as zeros (`zero_padded!`).
+fn write_view(view: &mut MaybeUninit<sp_exchange>, event: Option<*mut sp_event>, response: sp_response) {
+    let at = view.as_mut_ptr();
+    // SAFETY: `at` is the whole of `view`, writable and aligned; only raw pointers into it are
+    // written, nothing the host may have written there is read. `sp_exchange` has no padding of
+    // its own (a pointer, then a struct of pointer alignment), only its response has.
+    unsafe {
+        if let Some(event) = event {
+            (&raw mut (*at).event).write(event);
+        }
+        zero_padded!(&raw mut (*at).response, response, sp_response { status, body, headers, headers_len, log });
+    }
 }
 
 /// `sp_endpoint_receive` for a CGI program (RFC 3875): the request is read from the environment
@@ -393,7 +421,7 @@ pub unsafe extern "C" fn sp_endpoint_receive_cgi(
                 exchange_of(endpoint, endpoint.receive(&cgi.method, &request))
             }
         };
-        out.write(owned::into_raw(exchange));
+        out.write(exchange);
         Ok(())
     })
 }
@@ -490,7 +518,7 @@ pub unsafe extern "C" fn sp_exchange_complete(
         // SAFETY: `b.event` is the live event this exchange made with `into_raw_handling` and owns.
         let answer = unsafe { event::complete(b.event, &b.endpoint, failure.as_deref(), reply.as_deref())? };
         let answered = Answered::of(answer, &b.early_log);
-        b.view.response = answered.view();
+        write_view(&mut b.view, None, answered.view());
         b.answered = Some(answered);
         Ok(())
     })

@@ -483,19 +483,6 @@ fn into_raw_with(event: &Event<'_>, receiver: &Arc<Receiver>, journaled: Journal
     into_raw_parted(event, receiver, receiver.journal().map(|_| Box::new(JournalPart::new(event, journaled))))
 }
 
-/// Writes `value`, a `$ty`, at `at` field by field over zeroed bytes, so that its padding is
-/// zeros where a typed write leaves it undefined. Every field is named (the destructuring
-/// fails to compile when one is left out). To be used in `unsafe`: `at` is valid for writes of
-/// a `$ty` and aligned.
-macro_rules! zero_padded {
-    ($at:expr, $value:expr, $ty:ident { $($field:ident),+ $(,)? }) => {{
-        let at: *mut $ty = $at;
-        let $ty { $($field),+ } = $value;
-        at.cast::<u8>().write_bytes(0, size_of::<$ty>());
-        $((&raw mut (*at).$field).write($field);)+
-    }};
-}
-
 /// `into_raw_with` with the journal part made by the caller (`None` for a receiver without a
 /// journal, or an event the journal has nothing more to do with).
 fn into_raw_parted(event: &Event<'_>, receiver: &Arc<Receiver>, journal: Option<Box<JournalPart>>) -> *mut sp_event {
