@@ -1079,6 +1079,31 @@ mod careless_host {
         unsafe { sp_receiver_free(r) };
     }
 
+    /// The games of `sp_client_get_games`, which a host may copy as bytes too (the Python binding
+    /// unpacks the array in one call): every byte of every `sp_game`, padding included, is
+    /// defined.
+    #[test]
+    fn the_bytes_of_games_handed_out_are_all_defined() {
+        use slotpartner::client::Game;
+        use slotpartner::ffi::games::{sp_game, sp_games_free};
+        let one = Game {
+            game_id: 7,
+            name: "Seven".into(),
+            supports_tournament: true,
+            categories: Some(vec!["\"slots\"".into()]),
+            extra: vec![("volatility".into(), "3".into())],
+            ..Game::default()
+        };
+        let games = slotpartner::ffi::games::into_raw(&[one, Game::default()]);
+        // SAFETY: live games: `len` entries at `games`, readable as bytes; freed once.
+        unsafe {
+            let bytes = std::slice::from_raw_parts((*games).games.cast::<u8>(), (*games).len * size_of::<sp_game>());
+            // Every byte read as a number, as the host's copy would be.
+            assert!(bytes.iter().map(|&b| u64::from(b)).sum::<u64>() > 0);
+            sp_games_free(games);
+        }
+    }
+
     /// The typed struct and the extra fields live inside the event's own allocation: pointers the
     /// host took before a reply (the library then changes the event) still read, and the host may
     /// write into the typed struct without the library reading it back.
