@@ -113,12 +113,13 @@ test-c: examples sanitized sandbox $(SANDIR)/careless_host $(EXDIR)/kill_at_fsyn
 # toolchain with miri is present. Recursive validation: a reference the library makes must point
 # to a valid value all through (a host may have written any integer into an enum field of a
 # struct the library handed out, any byte into a bool), and bytes the library hands the host
-# (a record's padding) must be defined.
+# (the padding of a record, an event, an exchange) must be defined.
 MIRIFLAGS ?= -Zmiri-recursive-validation
 test-miri:
 	@if cargo +nightly miri --version > /dev/null 2>&1; then \
 		MIRIFLAGS="$(MIRIFLAGS)" $(CARGO) +nightly miri test -p slotpartner --test ffi_abi careless_host && \
-		MIRIFLAGS="$(MIRIFLAGS)" $(CARGO) +nightly miri test -p slotpartner --test ffi_record careless_host; \
+		MIRIFLAGS="$(MIRIFLAGS)" $(CARGO) +nightly miri test -p slotpartner --test ffi_record careless_host && \
+		MIRIFLAGS="$(MIRIFLAGS)" $(CARGO) +nightly miri test -p slotpartner --test endpoint -- the_bytes_of_an_exchange a_careless_host_cannot_change_the_headers; \
 	else \
 		echo "test-miri: SKIPPED: no nightly toolchain with miri (rustup component add --toolchain nightly miri rust-src)"; \
 	fi

@@ -455,6 +455,71 @@ fn a_careless_host_cannot_change_a_response_or_crash_the_exchange() {
     }
 }
 
+/// The response's headers are an array the host may write into (Python's ctypes knows no
+/// `const`): the CGI response is written from the exchange's own copies, never from views the
+/// host may have replaced (which could point anywhere).
+#[test]
+fn a_careless_host_cannot_change_the_headers_written_for_cgi() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let endpoint = endpoint(None, |_| {});
+    let exchange = answered_again(endpoint);
+    let written = |exchange: *const sp_exchange| {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        // SAFETY: a live exchange and an open descriptor.
+        assert_eq!(unsafe { sp_exchange_write_cgi(exchange, writer.as_raw_fd()) }, SP_OK);
+        drop(writer);
+        let mut text = String::new();
+        reader.read_to_string(&mut text).unwrap();
+        text
+    };
+    let before = written(exchange);
+    assert!(before.contains("\r\nAllow: POST\r\n"), "{before}");
+    // SAFETY: a live exchange; the host writes into every header the array holds.
+    unsafe {
+        let response = (*exchange).response;
+        for i in 0..response.headers_len {
+            let header = response.headers.cast_mut().add(i);
+            (*header).name = sp_str::from_static(c"X-Scribbled");
+            (*header).value = sp_str::from_static(c"by the host");
+        }
+    }
+    assert_eq!(written(exchange), before);
+    // SAFETY: live, freed once.
+    unsafe {
+        sp_exchange_free(exchange);
+        sp_endpoint_free(endpoint);
+    }
+}
+
+/// A host may copy the exchange as bytes (Python's `bytes(struct)`, PHP's `FFI::string`): every
+/// byte of it, padding included, is defined, before and after `sp_exchange_complete` (under
+/// miri, undefined bytes read here are undefined behaviour).
+#[test]
+fn the_bytes_of_an_exchange_handed_out_are_all_defined() {
+    let endpoint = endpoint(None, |_| {});
+    let bytes_of = |exchange: *const sp_exchange| {
+        // SAFETY: a live exchange, readable as bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(exchange.cast::<u8>(), size_of::<sp_exchange>()) };
+        // Every byte read as a number, as the host's copy would be.
+        bytes.iter().map(|&b| u64::from(b)).sum::<u64>()
+    };
+    let answered = answered_again(endpoint);
+    assert!(bytes_of(answered) > 0);
+    // Included, not read: the test runs under miri's isolation too (`make test-miri`).
+    let exchange = receive(endpoint, include_bytes!("fixtures/refund.json"));
+    assert!(bytes_of(exchange) > 0);
+    accept(exchange);
+    // SAFETY: live exchanges, completed once, freed once.
+    unsafe {
+        assert_eq!(sp_exchange_complete(exchange, ptr::null(), ptr::null(), 0), SP_OK);
+        assert!(bytes_of(exchange) > 0);
+        sp_exchange_free(exchange);
+        sp_exchange_free(answered);
+        sp_endpoint_free(endpoint);
+    }
+}
+
 #[test]
 fn without_a_journal_every_valid_event_runs_the_logic_and_a_refused_balance_is_500() {
     let endpoint = endpoint(None, |_| {});

@@ -9,7 +9,8 @@ use slotpartner::ffi::error::{
     sp_error, sp_last_error, sp_last_error_field, sp_last_error_message, sp_last_error_response,
 };
 use slotpartner::ffi::event::{
-    sp_event, sp_event_field, sp_event_free, sp_event_kind, sp_event_reply, sp_event_reply_balance,
+    sp_balance_query, sp_buy_refund, sp_event, sp_event_field, sp_event_free, sp_event_kind, sp_event_reply,
+    sp_event_reply_balance, sp_jackpot_payout,
 };
 use slotpartner::ffi::receiver::*;
 use slotpartner::ffi::reply::{sp_buffer, sp_buffer_free, sp_reply_balance_new, sp_reply_result_new};
@@ -1045,6 +1046,62 @@ mod careless_host {
         free_event(ev);
         // SAFETY: a live receiver, freed once.
         unsafe { sp_receiver_free(r) };
+    }
+
+    /// A host may copy a struct the library handed out as bytes (Python's `bytes(struct)`, PHP's
+    /// `FFI::string`): every byte of the event's view and of its typed struct, padding included,
+    /// is defined (under miri, undefined bytes read here are undefined behaviour).
+    #[test]
+    fn the_bytes_of_an_event_handed_out_are_all_defined() {
+        let r = receiver(|_| {});
+        let payout = serde_json::to_string(&payout()).unwrap();
+        for body in [REFUND, payout.as_str(), BALANCE, OTHER] {
+            let ev = handle_ok(r, body);
+            // SAFETY: a live event: its view and the typed struct it points to are readable.
+            let bytes = unsafe {
+                let e = &*ev;
+                let mut bytes = std::slice::from_raw_parts(ev.cast::<u8>(), size_of::<sp_event>()).to_vec();
+                let typed = [
+                    (e.buy_refund.cast::<u8>(), size_of::<sp_buy_refund>()),
+                    (e.jackpot_payout.cast::<u8>(), size_of::<sp_jackpot_payout>()),
+                    (e.balance_query.cast::<u8>(), size_of::<sp_balance_query>()),
+                ];
+                for (at, len) in typed.into_iter().filter(|(at, _)| !at.is_null()) {
+                    bytes.extend_from_slice(std::slice::from_raw_parts(at, len));
+                }
+                bytes
+            };
+            // Every byte read as a number, as the host's copy would be.
+            assert!(bytes.iter().map(|&b| u64::from(b)).sum::<u64>() > 0, "{body}");
+            free_event(ev);
+        }
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
+
+    /// The games of `sp_client_get_games`, which a host may copy as bytes too (the Python binding
+    /// unpacks the array in one call): every byte of every `sp_game`, padding included, is
+    /// defined.
+    #[test]
+    fn the_bytes_of_games_handed_out_are_all_defined() {
+        use slotpartner::client::Game;
+        use slotpartner::ffi::games::{sp_game, sp_games_free};
+        let one = Game {
+            game_id: 7,
+            name: "Seven".into(),
+            supports_tournament: true,
+            categories: Some(vec!["\"slots\"".into()]),
+            extra: vec![("volatility".into(), "3".into())],
+            ..Game::default()
+        };
+        let games = slotpartner::ffi::games::into_raw(&[one, Game::default()]);
+        // SAFETY: live games: `len` entries at `games`, readable as bytes; freed once.
+        unsafe {
+            let bytes = std::slice::from_raw_parts((*games).games.cast::<u8>(), (*games).len * size_of::<sp_game>());
+            // Every byte read as a number, as the host's copy would be.
+            assert!(bytes.iter().map(|&b| u64::from(b)).sum::<u64>() > 0);
+            sp_games_free(games);
+        }
     }
 
     /// The typed struct and the extra fields live inside the event's own allocation: pointers the

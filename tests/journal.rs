@@ -2712,11 +2712,24 @@ fn a_claim_at_finish_across_a_renumbering_is_not_answered_by_the_new_numbering(b
 /// finish succeeds (the event was stored once), and nothing runs twice.
 #[test]
 fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised() {
+    lost_commit_across_a_renumbering("", "lost_commit_renumber");
+}
+
+/// The same with the journal's statements kept prepared, the at-finish store sent as the storing
+/// statement itself (`statement_cache_size`), by caches of one and two statements, which are
+/// emptied whenever full.
+#[test]
+fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised_with_statements_kept() {
+    lost_commit_across_a_renumbering("&statement_cache_size=1", "lost_commit_renumber_kept1");
+    lost_commit_across_a_renumbering("&statement_cache_size=2", "lost_commit_renumber_kept2");
+}
+
+fn lost_commit_across_a_renumbering(cache: &str, schema: &str) {
     let Some(cluster) = Cluster::start("PostgreSQL lost commit across a renumbering") else { return };
-    let schema = "lost_commit_renumber";
     let direct = cluster.schema_url(schema);
     let cutter = Cutter::start(cluster.port());
-    let through = format!("postgres://postgres@127.0.0.1:{}/postgres?options=-csearch_path%3D{schema}", cutter.port);
+    let through =
+        format!("postgres://postgres@127.0.0.1:{}/postgres?options=-csearch_path%3D{schema}{cache}", cutter.port);
     let pg = Postgres { cluster };
     let journal = open_with(&through, at_finish());
     let operator = open_with(&direct, JournalOptions::default());

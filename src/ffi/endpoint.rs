@@ -7,6 +7,7 @@
 //! logic runs in the host's own language, between the two calls, with the event it was given.
 
 use std::ffi::c_char;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use crate::callback::receiver::Request;
@@ -70,10 +71,14 @@ pub struct sp_exchange {
     pub response: sp_response,
 }
 
-/// The allocation behind an `sp_exchange` pointer: the public struct first.
+// `sp_exchange` has no padding of its own (see `write_view`).
+const _: () = assert!(size_of::<sp_exchange>() == size_of::<*mut sp_event>() + size_of::<sp_response>());
+
+/// The allocation behind an `sp_exchange` pointer: the public struct first, held as bytes
+/// (`MaybeUninit`, the same layout) that `write_view` writes in place, its padding as zeros.
 #[repr(C)]
 struct ExchangeBox {
-    view: sp_exchange,
+    view: MaybeUninit<sp_exchange>,
     /// The event handed to the logic, owned here (freed, and its claim released if still held,
     /// with the exchange); NULL when the request was answered at once.
     event: *mut sp_event,
@@ -90,6 +95,9 @@ struct Answered {
     body: Vec<u8>,
     log: Vec<u8>,
     retry_after: Vec<u8>,
+    allow_post: bool,
+    /// The views of `sent_headers` handed out: the host may write into them, so the library
+    /// never reads them back.
     headers: Vec<sp_header>,
 }
 
@@ -105,26 +113,28 @@ impl Answered {
             body: nul_terminated(answer.body),
             log: nul_terminated(log.replace('\0', " ").into_bytes()),
             retry_after: nul_terminated(answer.retry_after.map(|s| s.to_string()).unwrap_or_default().into_bytes()),
-            headers: Vec::with_capacity(2),
+            allow_post: answer.allow_post,
+            headers: Vec::new(),
         };
-        let header =
-            |name: &'static std::ffi::CStr, value: sp_str| sp_header { name: sp_str::from_static(name), value };
-        if answer.retry_after.is_some() {
-            answered.headers.push(header(c"Retry-After", sp_str::of_nul_terminated(&answered.retry_after)));
-        }
-        if answer.allow_post {
-            answered.headers.push(header(c"Allow", sp_str::from_static(c"POST")));
-        }
-        answered.headers.push(header(c"Content-Type", sp_str::from_static(content_type())));
+        answered.headers = answered
+            .sent_headers()
+            .map(|(name, value)| sp_header {
+                name: sp_str::of_nul_terminated(name),
+                value: sp_str::of_nul_terminated(value),
+            })
+            .collect();
         answered
     }
 
-    /// The bytes one of this answer's header views shows: a static name or value, or one of
-    /// its own buffers (`retry_after`), valid as long as the answer.
-    fn bytes_of(&self, view: sp_str) -> &[u8] {
-        // SAFETY: every view in `headers` points at a static string or at this answer's own
-        // buffer, which lives and stays unchanged as long as `self` is borrowed.
-        unsafe { std::slice::from_raw_parts(view.ptr.cast::<u8>(), view.len) }
+    /// The headers to send, each name and value with its NUL: `Retry-After` when the answer
+    /// says when to come back, `Allow` on a 405, and last `Content-Type`. Made from the answer's
+    /// own bytes (static, or its `retry_after`), never from the views handed out.
+    fn sent_headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        // `retry_after` is its NUL alone when the answer has none.
+        let retry_after = (self.retry_after.len() > 1).then_some((&b"Retry-After\0"[..], &self.retry_after[..]));
+        let allow = self.allow_post.then_some((&b"Allow\0"[..], &b"POST\0"[..]));
+        let content_type = (&b"Content-Type\0"[..], content_type().to_bytes_with_nul());
+        retry_after.into_iter().chain(allow).chain([content_type])
     }
 
     fn view(&self) -> sp_response {
@@ -339,13 +349,14 @@ pub unsafe extern "C" fn sp_endpoint_receive(
             let out = args::out("out", out)?;
             (endpoint, method, out, request(token, remote_addr, forwarded_for, body, len)?)
         };
-        out.write(owned::into_raw(exchange_of(endpoint, endpoint.receive(method, &request))));
+        out.write(exchange_of(endpoint, endpoint.receive(method, &request)));
         Ok(())
     })
 }
 
-/// The exchange of what `Endpoint::receive` found (the event copied out of the request).
-fn exchange_of(endpoint: &Arc<Endpoint>, received: Received<'_>) -> ExchangeBox {
+/// The exchange of what `Endpoint::receive` found (the event copied out of the request), handed
+/// out as `owned::into_raw` does.
+fn exchange_of(endpoint: &Arc<Endpoint>, received: Received<'_>) -> *mut sp_exchange {
     let (event, answered, early_log) = match received {
         Received::Answer(answer) => (std::ptr::null_mut(), Some(Answered::of(answer, "")), String::new()),
         Received::Handle(mut handling) => {
@@ -354,7 +365,29 @@ fn exchange_of(endpoint: &Arc<Endpoint>, received: Received<'_>) -> ExchangeBox 
         }
     };
     let response = answered.as_ref().map_or(EMPTY_RESPONSE, Answered::view);
-    ExchangeBox { view: sp_exchange { event, response }, event, endpoint: Arc::clone(endpoint), early_log, answered }
+    let exchange =
+        ExchangeBox { view: MaybeUninit::uninit(), event, endpoint: Arc::clone(endpoint), early_log, answered };
+    let raw = owned::into_raw::<ExchangeBox, ExchangeBox>(exchange);
+    // SAFETY: the box just made, not handed out yet: the view is written where it stays (a
+    // move would leave its padding undefined again).
+    write_view(unsafe { &mut (*raw).view }, Some(event), response);
+    raw.cast()
+}
+
+/// Writes an exchange's public struct (`event` NULL for one answered at once), or only its
+/// `response` when `event` is `None` (`sp_exchange_complete`: what the host may have written
+/// into `event` stays), its padding as zeros (`zero_padded!`).
+fn write_view(view: &mut MaybeUninit<sp_exchange>, event: Option<*mut sp_event>, response: sp_response) {
+    let at = view.as_mut_ptr();
+    // SAFETY: `at` is the whole of `view`, writable and aligned; only raw pointers into it are
+    // written, nothing the host may have written there is read. `sp_exchange` has no padding of
+    // its own (a pointer, then a struct of pointer alignment), only its response has.
+    unsafe {
+        if let Some(event) = event {
+            (&raw mut (*at).event).write(event);
+        }
+        zero_padded!(&raw mut (*at).response, response, sp_response { status, body, headers, headers_len, log });
+    }
 }
 
 /// `sp_endpoint_receive` for a CGI program (RFC 3875): the request is read from the environment
@@ -388,7 +421,7 @@ pub unsafe extern "C" fn sp_endpoint_receive_cgi(
                 exchange_of(endpoint, endpoint.receive(&cgi.method, &request))
             }
         };
-        out.write(owned::into_raw(exchange));
+        out.write(exchange);
         Ok(())
     })
 }
@@ -411,7 +444,7 @@ pub unsafe extern "C" fn sp_exchange_write_cgi(exchange: *const sp_exchange, fd:
             return Err(Error::field(ErrorKind::InvalidArgument, "exchange", problem).into());
         };
         let headers: Vec<(&[u8], &[u8])> =
-            answered.headers.iter().map(|h| (answered.bytes_of(h.name), answered.bytes_of(h.value))).collect();
+            answered.sent_headers().map(|(name, value)| (without_nul(name), without_nul(value))).collect();
         let reason = crate::endpoint::reason_phrase(answered.status).to_str().unwrap_or("Unknown");
         if fd < 0 {
             return Err(Error::field(ErrorKind::InvalidArgument, "fd", format!("{fd} is not a file descriptor")).into());
@@ -425,6 +458,11 @@ pub unsafe extern "C" fn sp_exchange_write_cgi(exchange: *const sp_exchange, fd:
         })?;
         Ok(())
     })
+}
+
+/// `text` without the NUL it ends with.
+fn without_nul(text: &[u8]) -> &[u8] {
+    &text[..text.len() - 1]
 }
 
 /// The response of an exchange that waits for `sp_exchange_complete`.
@@ -480,7 +518,7 @@ pub unsafe extern "C" fn sp_exchange_complete(
         // SAFETY: `b.event` is the live event this exchange made with `into_raw_handling` and owns.
         let answer = unsafe { event::complete(b.event, &b.endpoint, failure.as_deref(), reply.as_deref())? };
         let answered = Answered::of(answer, &b.early_log);
-        b.view.response = answered.view();
+        write_view(&mut b.view, None, answered.view());
         b.answered = Some(answered);
         Ok(())
     })

@@ -533,11 +533,12 @@ fn into_raw_parted(event: &Event<'_>, receiver: &Arc<Receiver>, journal: Option<
         strings: tail.strings().0,
         strings_len: sizes.strings,
     };
+    let typed = typed_struct(&event.kind, slots);
     let boxed = EventBox {
-        view: MaybeUninit::new(view),
+        view: MaybeUninit::uninit(),
         known,
         name,
-        typed: typed_struct(&event.kind, slots),
+        typed,
         tail,
         reply_status: 0,
         reply: KeptReply::default(),
@@ -545,8 +546,80 @@ fn into_raw_parted(event: &Event<'_>, receiver: &Arc<Receiver>, journal: Option<
         journal,
         in_exchange: false,
     };
-    // SAFETY: as above; the box is written once, and handed out as its first field.
-    unsafe { raw.write(boxed) };
+    // SAFETY: as above; the box is written once, and handed out as its first field. The view
+    // and the typed struct of the event's kind are then written field by field over zeros (a
+    // typed write leaves their padding undefined, and a host may copy them as bytes); the
+    // typed struct read is the variant `typed_struct` made for this kind.
+    unsafe {
+        raw.write(boxed);
+        zero_padded!(
+            (&raw mut (*raw).view).cast::<sp_event>(),
+            view,
+            sp_event {
+                kind,
+                name,
+                has_index,
+                index,
+                buy_refund,
+                jackpot_payout,
+                balance_query,
+                extra_fields,
+                extra_fields_len,
+                index_unreadable,
+                reply_http_status,
+                strings,
+                strings_len,
+            }
+        );
+        let at = &raw mut (*raw).typed;
+        match kind {
+            sp_event_kind::SP_EVENT_KIND_BUY_REFUND => zero_padded!(
+                at.cast::<sp_buy_refund>(),
+                typed.buy_refund,
+                sp_buy_refund {
+                    game_session_identifier,
+                    player_identifier,
+                    player_partner_identifier,
+                    transaction_id,
+                    buy_transaction_id,
+                    game_session_id,
+                    partner_game_request_identifier,
+                    game_id,
+                    is_mobile,
+                    bonus_code,
+                }
+            ),
+            sp_event_kind::SP_EVENT_KIND_JACKPOT_PAYOUT => zero_padded!(
+                at.cast::<sp_jackpot_payout>(),
+                typed.jackpot_payout,
+                sp_jackpot_payout {
+                    jackpot_identifier,
+                    player_identifier,
+                    player_partner_identifier,
+                    currency_iso4217,
+                    money_won,
+                    coins_won,
+                    is_money,
+                    epoch_released_millis,
+                    is_primary,
+                    transaction_id,
+                    buy_transaction_id,
+                    partner_game_request_identifier,
+                    game_session_id,
+                    game_id,
+                    bonus_code,
+                    has_is_mobile,
+                    is_mobile,
+                }
+            ),
+            sp_event_kind::SP_EVENT_KIND_BALANCE_QUERY => zero_padded!(
+                at.cast::<sp_balance_query>(),
+                typed.balance_query,
+                sp_balance_query { player_identifier, player_partner_identifier }
+            ),
+            sp_event_kind::SP_EVENT_KIND_OTHER => {}
+        }
+    }
     raw.cast::<sp_event>()
 }
 

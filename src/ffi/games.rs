@@ -110,9 +110,48 @@ pub fn into_raw(games: &[Game]) -> *mut sp_games {
         })
         .collect();
     // `lists` and `fields` are complete: pointers into them stay valid from here on.
-    let game_views: Vec<sp_game> = games.iter().zip(&parts).map(|(g, p)| view(g, p, &lists, &fields)).collect();
+    let mut game_views: Vec<sp_game> = games.iter().zip(&parts).map(|(g, p)| view(g, p, &lists, &fields)).collect();
+    zero_padding(&mut game_views);
     let view = sp_games { games: first(&game_views), len: game_views.len() };
     owned::into_raw(GamesBox { view, games: game_views, lists, fields, arena })
+}
+
+/// Writes each game again in place, field by field over zeros (`zero_padded!`): their padding,
+/// undefined after a typed write, is copied as bytes by a host. The buffer never moves after
+/// this (moving the vector does not move it), so the zeros stay.
+fn zero_padding(games: &mut [sp_game]) {
+    for game in games.iter_mut() {
+        let value = *game;
+        let at: *mut sp_game = game;
+        // SAFETY: `at` is one element of the slice, writable and aligned; only raw pointers
+        // into it are written.
+        unsafe {
+            zero_padded!(
+                at,
+                value,
+                sp_game {
+                    game_id,
+                    name,
+                    rules,
+                    rules_len,
+                    game_type,
+                    min_players,
+                    max_players,
+                    supports_tournament,
+                    has_categories,
+                    categories,
+                    categories_len,
+                    image_square,
+                    image_background,
+                    image_logo,
+                    description_short,
+                    description_long,
+                    extra_fields,
+                    extra_fields_len,
+                }
+            )
+        };
+    }
 }
 
 /// A pointer to the first element, NULL for none.

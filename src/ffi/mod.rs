@@ -4,6 +4,8 @@
 
 #[macro_use]
 mod panic;
+#[macro_use]
+mod zero_padded;
 pub mod args;
 pub mod client;
 pub(crate) mod clock;
