@@ -1158,13 +1158,14 @@ mod careless_host {
         assert!(!found.is_null(), "found by the copy of the key");
 
         // The out-parameter in the key's own buffer: the key is read before it is written.
-        let mut buffer = [0usize; 4];
+        let mut buffer = [ptr::null_mut::<sp_endpoint>(); 4];
         let bytes = std::mem::size_of_val(&buffer);
-        // SAFETY: `buffer` is `bytes` writable bytes; the first holds the key's first bytes.
-        unsafe { ptr::copy_nonoverlapping(copy.as_ptr(), buffer.as_mut_ptr().cast::<u8>(), bytes.min(copy.len())) };
         let aliased = buffer.as_mut_ptr();
-        assert_eq!(keyed(aliased.cast(), bytes, s, settings.len(), aliased.cast()), SP_OK);
-        let written = buffer[0] as *mut sp_endpoint;
+        // SAFETY: `buffer` is `bytes` writable bytes; they get the key's first bytes.
+        unsafe { ptr::copy_nonoverlapping(copy.as_ptr(), aliased.cast::<u8>(), bytes.min(copy.len())) };
+        assert_eq!(keyed(aliased.cast(), bytes, s, settings.len(), aliased), SP_OK);
+        // SAFETY: the library wrote a pointer into the buffer's first element.
+        let written = unsafe { aliased.read() };
         assert!(!written.is_null());
         for endpoint in [out, found, written] {
             // SAFETY: each handle is freed once.
