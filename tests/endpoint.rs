@@ -581,6 +581,64 @@ fn an_endpoint_from_settings_and_the_shared_one_serve_alike_and_a_typo_is_refuse
 }
 
 #[test]
+fn a_keyed_endpoint_is_found_by_its_key_alone_and_a_key_names_one_settings_text() {
+    let token = TOKEN.to_str().unwrap();
+    let limited = format!(r#"{{"token":"{token}","sources":"127.0.0.1","max_body_bytes":64,"retry_after":11}}"#);
+    let open = format!(r#"{{"token":"{token}","sources":"127.0.0.1","retry_after":11}}"#);
+    let (key, other_key) = (b"tests/endpoint.rs limited\0", b"tests/endpoint.rs open\0");
+    let keyed = |key: &[u8], settings: Option<&str>| {
+        let mut out = ptr::NonNull::<sp_endpoint>::dangling().as_ptr();
+        let (settings, len) = settings.map_or((ptr::null(), 0), |s| (s.as_ptr(), s.len()));
+        // SAFETY: valid pointers and lengths.
+        let got = unsafe { sp_endpoint_shared_keyed(key.as_ptr().cast(), key.len(), settings.cast(), len, &mut out) };
+        (got, out)
+    };
+    let (got, none) = keyed(key, None);
+    assert_eq!((got, none), (SP_OK, ptr::null_mut()), "a key not kept finds nothing, written NULL");
+    let (got, made) = keyed(key, Some(&limited));
+    assert_eq!(got, SP_OK);
+    let (got, found) = keyed(key, None);
+    assert_eq!(got, SP_OK);
+    assert!(!found.is_null() && found != made, "a handle of its own");
+    // The same settings by another way, and by the key and the settings again: one endpoint,
+    // whose every handle serves as it does.
+    let (mut shared, again) = (ptr::null_mut(), keyed(key, Some(&limited)));
+    // SAFETY: valid pointers.
+    assert_eq!(unsafe { sp_endpoint_shared(limited.as_ptr().cast(), limited.len(), &mut shared) }, SP_OK);
+    assert_eq!(again.0, SP_OK);
+    for endpoint in [made, found, shared, again.1] {
+        assert_eq!(serve(endpoint, &fixture("refund.json"), accept).status, 413, "the settings' body limit");
+        // SAFETY: a shared endpoint: its Retry-After is its settings'.
+        assert_eq!(unsafe { sp_endpoint_set_retry_after(endpoint, 9) }, SP_ERR_INVALID_ARGUMENT);
+    }
+    // The key names those settings for ever: other settings under it are refused, naming it.
+    let (got, refused) = keyed(key, Some(&open));
+    assert_eq!(got, SP_ERR_INVALID_ARGUMENT);
+    assert_eq!(refused, ptr::NonNull::dangling().as_ptr(), "out is written only on success");
+    assert_eq!(text(slotpartner::ffi::error::sp_last_error_field()), "key");
+    // Another key, other settings: another endpoint, found by its key.
+    let (got, opened) = keyed(other_key, Some(&open));
+    assert_eq!(got, SP_OK);
+    let (_, found_open) = keyed(other_key, None);
+    let down = serve(found_open, &fixture("refund.json"), |_| Some(CString::new("ledger down").unwrap()));
+    assert_eq!((down.status, down.header("Retry-After")), (503, Some("11")), "{down:?}");
+    assert_eq!(serve(found_open, &fixture("refund.json"), accept).status, 200);
+    // Settings refused are kept under no key.
+    let typo = format!(r#"{{"tokn":"{token}"}}"#);
+    let (got, _) = keyed(b"tests/endpoint.rs typo", Some(&typo));
+    assert_eq!(got, SP_ERR_INVALID_ARGUMENT);
+    assert_eq!(keyed(b"tests/endpoint.rs typo", None), (SP_OK, ptr::null_mut()));
+    for endpoint in [made, found, shared, again.1, opened, found_open] {
+        // SAFETY: each handle is freed once.
+        unsafe { sp_endpoint_free(endpoint) };
+    }
+    let (got, after) = keyed(key, None);
+    assert!(got == SP_OK && !after.is_null(), "the endpoint outlives its handles: still found");
+    // SAFETY: freed once.
+    unsafe { sp_endpoint_free(after) };
+}
+
+#[test]
 fn a_setting_of_the_wrong_type_or_out_of_range_is_refused_naming_its_key() {
     let token = TOKEN.to_str().unwrap();
     for (key, value) in

@@ -1183,6 +1183,58 @@ mod careless_host {
     }
 
     #[test]
+    fn a_shared_endpoints_key_and_settings_are_checked_and_copied() {
+        use slotpartner::ffi::endpoint::{sp_endpoint, sp_endpoint_free, sp_endpoint_shared_keyed};
+        let settings = format!(r#"{{"token":"{}"}}"#, TOKEN.to_str().unwrap());
+        let key = "ffi_abi careless host".as_bytes();
+        let keyed = |key: *const u8, key_len: usize, settings: *const u8, len: usize, out: *mut *mut sp_endpoint| {
+            // SAFETY: the lengths are lies only where the library must refuse them unread.
+            unsafe { sp_endpoint_shared_keyed(key.cast(), key_len, settings.cast(), len, out) }
+        };
+        let (mut out, s) = (ptr::null_mut(), settings.as_ptr());
+        assert_failed(keyed(ptr::null(), 0, ptr::null(), 0, &mut out), SP_ERR_INVALID_ARGUMENT, "key");
+        assert_failed(keyed(ptr::null(), 0, s, settings.len(), &mut out), SP_ERR_INVALID_ARGUMENT, "key");
+        assert_failed(keyed(key.as_ptr(), key.len(), ptr::null(), 0, ptr::null_mut()), SP_ERR_INVALID_ARGUMENT, "out");
+        // NULL settings with a length are refused, not taken for a lookup.
+        assert_failed(keyed(key.as_ptr(), key.len(), ptr::null(), 5, &mut out), SP_ERR_INVALID_ARGUMENT, "settings");
+        for len in [usize::MAX, isize::MAX as usize + 1] {
+            assert_failed(keyed(key.as_ptr(), len, ptr::null(), 0, &mut out), SP_ERR_INVALID_ARGUMENT, "key");
+            assert_failed(keyed(key.as_ptr(), key.len(), s, len, &mut out), SP_ERR_INVALID_ARGUMENT, "settings");
+        }
+        assert!(out.is_null(), "written on a refusal");
+        let mut found = ptr::NonNull::<sp_endpoint>::dangling().as_ptr();
+        assert_eq!(keyed(key.as_ptr(), key.len(), ptr::null(), 0, &mut found), SP_OK);
+        assert!(found.is_null(), "the refusals kept nothing under the key");
+
+        // The library's own text handed back as the key and as the settings (not JSON: refused).
+        let message = sp_last_error_message();
+        let (m, n) = (message.ptr.cast::<u8>(), message.len);
+        assert_failed(keyed(m, n, m, n, &mut out), SP_ERR_INVALID_ARGUMENT, "settings");
+        // As the key with good settings: kept under a copy, since the success clears the message.
+        let message = sp_last_error_message();
+        let copy = text(message).as_bytes().to_vec();
+        assert_eq!(keyed(message.ptr.cast(), message.len, s, settings.len(), &mut out), SP_OK, "{}", last_message());
+        assert_eq!(last_message(), "");
+        assert_eq!(keyed(copy.as_ptr(), copy.len(), ptr::null(), 0, &mut found), SP_OK);
+        assert!(!found.is_null(), "found by the copy of the key");
+
+        // The out-parameter in the key's own buffer: the key is read before it is written.
+        let mut buffer = [ptr::null_mut::<sp_endpoint>(); 4];
+        let bytes = std::mem::size_of_val(&buffer);
+        let aliased = buffer.as_mut_ptr();
+        // SAFETY: `buffer` is `bytes` writable bytes; they get the key's first bytes.
+        unsafe { ptr::copy_nonoverlapping(copy.as_ptr(), aliased.cast::<u8>(), bytes.min(copy.len())) };
+        assert_eq!(keyed(aliased.cast(), bytes, s, settings.len(), aliased), SP_OK);
+        // SAFETY: the library wrote a pointer into the buffer's first element.
+        let written = unsafe { aliased.read() };
+        assert!(!written.is_null());
+        for endpoint in [out, found, written] {
+            // SAFETY: each handle is freed once.
+            unsafe { sp_endpoint_free(endpoint) };
+        }
+    }
+
+    #[test]
     fn lengths_no_buffer_can_have_are_refused_before_reading() {
         let r = receiver(|_| {});
         let mut out = ptr::null_mut();

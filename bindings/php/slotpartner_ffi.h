@@ -399,6 +399,12 @@ enum sp_status sp_endpoint_from_environment(struct sp_endpoint **out);
 
 enum sp_status sp_endpoint_shared(const char *settings, size_t len, struct sp_endpoint **out);
 
+enum sp_status sp_endpoint_shared_keyed(const char *key,
+                                        size_t key_len,
+                                        const char *settings,
+                                        size_t len,
+                                        struct sp_endpoint **out);
+
 enum sp_status sp_endpoint_set_retry_after(struct sp_endpoint *endpoint, uint32_t seconds);
 
 void sp_endpoint_free(struct sp_endpoint *endpoint);

@@ -272,6 +272,55 @@ pub unsafe extern "C" fn sp_endpoint_shared(
     })
 }
 
+/// `sp_endpoint_shared` found by a key of the caller's choosing (`key`/`key_len`, any bytes),
+/// for a host that can tell cheaply whether its settings are the same as last time but not
+/// what they are (PHP reading a variable per setting from the environment: the key is their
+/// raw texts, the settings their values once read, checked and written as JSON). A key must
+/// name one settings text for ever within the process: make it of everything the settings are
+/// made from, and begin it with what names the way they are made from it.
+///
+/// With `settings` NULL (and `len` 0), only finds: `*out` gets a handle of the endpoint kept
+/// under `key`, or NULL when none is (`SP_OK` either way). With `settings`, as
+/// `sp_endpoint_shared`, and the endpoint is kept under `key` too (the first 16 keys of the
+/// process; an endpoint not kept keeps no key), so that later calls find it by the key alone.
+/// A key that names an endpoint kept with other settings is refused (`SP_ERR_INVALID_ARGUMENT`,
+/// field `key`). Each handle is the caller's, freed with `sp_endpoint_free`; the key and the
+/// settings are copied. `*out` is written only on success.
+///
+/// # Safety
+/// `key` is NULL or `key_len` readable bytes; `settings` is NULL or `len` readable bytes; `out`
+/// is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sp_endpoint_shared_keyed(
+    key: *const c_char,
+    key_len: usize,
+    settings: *const c_char,
+    len: usize,
+    out: *mut *mut sp_endpoint,
+) -> sp_status {
+    status_boundary!({
+        // SAFETY: the caller promises NULL or valid pointers as documented.
+        let (key, settings, out) = unsafe {
+            if key.is_null() {
+                return Err(args::null("key").into());
+            }
+            let key = args::bytes("key", key.cast(), key_len)?;
+            let settings = if settings.is_null() && len == 0 {
+                None
+            } else {
+                Some(args::bytes("settings", settings.cast(), len)?)
+            };
+            (key, settings, args::out("out", out)?)
+        };
+        let endpoint = match settings {
+            None => shared::find(key),
+            Some(settings) => Some(shared::endpoint_keyed(key, settings)?),
+        };
+        out.write(endpoint.map_or(std::ptr::null_mut(), |inner| owned::into_raw(sp_endpoint { inner })));
+        Ok(())
+    })
+}
+
 /// Sets the `Retry-After` of every 503 the endpoint answers, in seconds (1 to 3600; default 5).
 /// Set it before the first request: it fails with `SP_ERR_INVALID_ARGUMENT` (field `endpoint`)
 /// while an exchange of the endpoint is alive, and (field `retry_after`) out of range.

@@ -20,9 +20,11 @@ use FFI\CData;
  * the same endpoint in the same process, its journal open. Under PHP-FPM, whose variables die
  * with each request, a new Endpoint at the top of every request is one FFI call, not a receiver
  * and a journal rebuilt (the worker process keeps them); the handle is freed (one more call)
- * when this object is destroyed. A request costs sp_endpoint_shared, sp_endpoint_receive,
- * sp_exchange_free and sp_endpoint_free; a new event two more (its reply, sp_exchange_complete)
- * and one a staged statement.
+ * when this object is destroyed. fromEnvironment() finds it by a key of the variables' raw
+ * texts and the settings given (sp_endpoint_shared_keyed), before it reads any of them as a
+ * setting: a worker reads and checks them at its first request only. A request costs
+ * sp_endpoint_shared (or _keyed), sp_endpoint_receive, sp_exchange_free and sp_endpoint_free;
+ * a new event two more (its reply, sp_exchange_complete) and one a staged statement.
  *
  * The logic (handle(), serve(), the adapters) gets the typed event (BuyRefund, JackpotPayout,
  * BalanceQuery, OtherEvent), claimed already when the endpoint has a journal, and returns the
@@ -85,6 +87,45 @@ final class Endpoint
         'optimistic' => 'Switch',
     ];
 
+    /** Each setting's variable, by the setting's key: ENVIRONMENT's, in its order (a test compares the two). */
+    private const VARIABLES = [
+        'token' => 'SLOTPARTNER_TOKEN',
+        'sources' => 'SLOTPARTNER_SOURCES',
+        'trusted_proxies' => 'SLOTPARTNER_TRUSTED_PROXIES',
+        'max_body_bytes' => 'SLOTPARTNER_MAX_BODY_BYTES',
+        'max_depth' => 'SLOTPARTNER_MAX_DEPTH',
+        'max_identifier_bytes' => 'SLOTPARTNER_MAX_IDENTIFIER_BYTES',
+        'index_field' => 'SLOTPARTNER_INDEX_FIELD',
+        'strict_index' => 'SLOTPARTNER_STRICT_INDEX',
+        'reject_unknown_events' => 'SLOTPARTNER_REJECT_UNKNOWN_EVENTS',
+        'balance_wrapper' => 'SLOTPARTNER_BALANCE_WRAPPER',
+        'balance_currency' => 'SLOTPARTNER_BALANCE_CURRENCY',
+        'balance_failure_http_status' => 'SLOTPARTNER_BALANCE_FAILURE_HTTP_STATUS',
+        'omit_empty_error_message' => 'SLOTPARTNER_OMIT_EMPTY_ERROR_MESSAGE',
+        'journal' => 'SLOTPARTNER_JOURNAL',
+        'lease_ms' => 'SLOTPARTNER_LEASE_MS',
+        'busy_wait_ms' => 'SLOTPARTNER_BUSY_WAIT_MS',
+        'durable' => 'SLOTPARTNER_DURABLE',
+        'claim_at_finish' => 'SLOTPARTNER_CLAIM_AT_FINISH',
+        'first_index' => 'SLOTPARTNER_FIRST_INDEX',
+        'max_reply_bytes' => 'SLOTPARTNER_MAX_REPLY_BYTES',
+        'lock_timeout_ms' => 'SLOTPARTNER_LOCK_TIMEOUT_MS',
+        'command_timeout_ms' => 'SLOTPARTNER_COMMAND_TIMEOUT_MS',
+        'max_index_jump' => 'SLOTPARTNER_MAX_INDEX_JUMP',
+        'not_found_limit' => 'SLOTPARTNER_NOT_FOUND_LIMIT',
+        'retention_ms' => 'SLOTPARTNER_RETENTION_MS',
+        'retry_after' => 'SLOTPARTNER_RETRY_AFTER',
+        'optimistic' => 'SLOTPARTNER_OPTIMISTIC',
+    ];
+
+    /**
+     * What begins the key fromEnvironment() finds its endpoint by (sp_endpoint_shared_keyed): the
+     * key is the raw texts its settings are made of, and this names how they are made of them.
+     * Change the number whenever settingsFromEnvironment() reads a text otherwise: a worker that
+     * loads the new code keeps the library, and its keys, of the old.
+     */
+    private const KEY_PREFIX = 'SlotPartner\\Endpoint::fromEnvironment 1';
+
     /** The spellings of a switch (lower case) and what they mean, as the library reads them. */
     private const SWITCHES = ['1' => true, 'true' => true, 'yes' => true, 'on' => true, '0' => false, 'false' => false, 'no' => false, 'off' => false];
 
@@ -93,6 +134,9 @@ final class Endpoint
 
     /** The hint added to the log line of a refused token when no token was given at all. */
     private const TOKEN_HINT = ' (is SLOTPARTNER_TOKEN set?)';
+
+    /** Added to the log line of a refused token (see the constructor). */
+    private readonly string $hint;
 
     /** The owned `sp_endpoint *` handle; null when the settings were refused. */
     private ?CData $handle = null;
@@ -121,11 +165,23 @@ final class Endpoint
      *     (fromEnvironment()'s of a variable it cannot read): every request is answered with it,
      *     the library not called
      */
-    public function __construct(array $settings, private readonly string $hint = '', ?ConfigurationException $refused = null)
+    public function __construct(array $settings, string $hint = '', ?ConfigurationException $refused = null)
     {
-        foreach ($settings as $key => $value) {
+        $this->open($settings, $hint, $refused, null);
+    }
+
+    /**
+     * The constructor's work; with $key, the endpoint is found with sp_endpoint_shared_keyed
+     * and kept under $key too (see fromEnvironment()).
+     *
+     * @param array<string, mixed> $settings
+     */
+    private function open(array $settings, string $hint, ?ConfigurationException $refused, ?string $key): void
+    {
+        $this->hint = $hint;
+        foreach ($settings as $name => $value) {
             if ($value === null) {
-                unset($settings[$key]);
+                unset($settings[$name]);
             }
         }
         $limit = $settings['max_body_bytes'] ?? null;
@@ -152,7 +208,12 @@ final class Endpoint
             return;
         }
         $out = $native->out('sp_endpoint');
-        $status = $native->ffi->sp_endpoint_shared($json === '[]' ? '{}' : $json, $json === '[]' ? 2 : \strlen($json), $out);
+        if ($json === '[]') {
+            $json = '{}';
+        }
+        $status = $key === null
+            ? $native->ffi->sp_endpoint_shared($json, \strlen($json), $out)
+            : $native->ffi->sp_endpoint_shared_keyed($key, \strlen($key), $json, \strlen($json), $out);
         if ($status !== Status::OK) {
             $error = $native->error($status);
             // Only an argument's refusal (a ConfigurationException) is reported for settings.
@@ -178,12 +239,93 @@ final class Endpoint
      */
     public static function fromEnvironment(array $settings = []): self
     {
-        try {
-            $settings = self::settingsFromEnvironment($settings);
-        } catch (ConfigurationException $e) {
-            return new self([], '', $e);
+        // The worker's endpoint found by the variables' raw texts, before any of them is read
+        // as a setting: under PHP-FPM every request but a worker's first finds it so.
+        $key = self::environmentKey($settings);
+        $self = (new \ReflectionClass(self::class))->newInstanceWithoutConstructor();
+        if ($key !== null && $self->found($key, $settings)) {
+            return $self;
         }
-        return new self($settings, isset($settings['token']) ? '' : self::TOKEN_HINT);
+        try {
+            $read = self::settingsFromEnvironment($settings);
+        } catch (ConfigurationException $e) {
+            $self->open([], '', $e, null);
+            return $self;
+        }
+        $self->open($read, isset($read['token']) ? '' : self::TOKEN_HINT, null, $key);
+        return $self;
+    }
+
+    /**
+     * The key fromEnvironment() keeps its endpoint under: KEY_PREFIX, $settings as JSON, and the
+     * raw text of every variable of VARIABLES (unset as empty), each after a NUL. The settings
+     * are made of nothing else, so one key always names the same settings. Null (the endpoint
+     * found by its settings alone) when $settings holds a value whose JSON may change from one
+     * call to the next (an object), or has no JSON, or a text holds a NUL (the key would be
+     * ambiguous).
+     *
+     * @param array<string, mixed> $settings
+     */
+    private static function environmentKey(array $settings): ?string
+    {
+        foreach ($settings as $value) {
+            if (\is_array($value)) {
+                foreach ($value as $item) {
+                    if ($item !== null && !\is_scalar($item)) {
+                        return null;
+                    }
+                }
+            } elseif ($value !== null && !\is_scalar($value)) {
+                return null;
+            }
+        }
+        $json = \json_encode($settings, \JSON_UNESCAPED_SLASHES | \JSON_UNESCAPED_UNICODE);
+        if ($json === false) {
+            return null;
+        }
+        $key = self::KEY_PREFIX . "\0" . $json;
+        foreach (self::VARIABLES as $name) {
+            $key .= "\0" . \getenv($name);
+        }
+        return \substr_count($key, "\0") === \count(self::VARIABLES) + 1 ? $key : null;
+    }
+
+    /**
+     * Makes this object the handle of the endpoint kept under $key (sp_endpoint_shared_keyed
+     * without settings), when there is one; false otherwise (this object untouched).
+     *
+     * @param array<string, mixed> $settings fromEnvironment()'s, which the key holds
+     */
+    private function found(string $key, array $settings): bool
+    {
+        try {
+            $native = Native::get();
+        } catch (ConfigurationException) {
+            return false;   // the settings' way says why
+        }
+        $out = $native->out('sp_endpoint');
+        if ($native->ffi->sp_endpoint_shared_keyed($key, \strlen($key), null, 0, $out) !== Status::OK) {
+            return false;
+        }
+        $handle = $out[0];
+        if ($handle === null) {
+            return false;
+        }
+        // The body limit as the settings' way reads it: the key's settings were read without a
+        // refusal when the endpoint was kept under it, and read the same now.
+        try {
+            $limit = \array_key_exists('max_body_bytes', $settings) ? $settings['max_body_bytes']
+                : self::variable('max_body_bytes', self::ENVIRONMENT['max_body_bytes']);
+        } catch (ConfigurationException) {
+            $native->ffi->sp_endpoint_free($handle);
+            return false;
+        }
+        $this->hint = '';
+        $this->maxBodyBytes = \is_int($limit) && $limit > 0 ? $limit : self::DEFAULT_MAX_BODY_BYTES;
+        $this->native = $native;
+        $this->exchangeOut = $native->out('sp_exchange');
+        $this->handle = $handle;
+        return true;
     }
 
     /**
@@ -208,25 +350,39 @@ final class Endpoint
             if (\array_key_exists($key, $settings)) {
                 continue;
             }
-            $name = 'SLOTPARTNER_' . \strtoupper($key);
-            $text = \getenv($name);
-            if (!\is_string($text) || $text === '') {
-                continue;
+            $value = self::variable($key, $kind);
+            if ($value !== null) {
+                $settings[$key] = $value;
             }
-            $text = self::trimmed($text) ?? throw Native::argumentRefused($name, 'is not UTF-8');
-            if ($text === '') {
-                continue;
-            }
-            $settings[$key] = match ($kind) {
-                'Tokens' => \array_map(static fn (string $token): string => (string) self::trimmed($token), \explode(',', $text)),
-                'Switch' => self::SWITCHES[\strtolower($text)]
-                    ?? throw Native::argumentRefused($name, 'expected 1 or 0 (true or false), got ' . self::quoted($text)),
-                'Number' => self::integer($text)
-                    ?? throw Native::argumentRefused($name, 'expected an integer, got ' . self::quoted($text)),
-                default => $text,
-            };
         }
         return $settings;
+    }
+
+    /**
+     * The setting $key of kind $kind read from its variable (see settingsFromEnvironment()); null
+     * when the variable is unset, empty or blank.
+     *
+     * @throws ConfigurationException naming the variable whose text cannot be read
+     */
+    private static function variable(string $key, string $kind): mixed
+    {
+        $name = self::VARIABLES[$key];
+        $text = \getenv($name);
+        if (!\is_string($text) || $text === '') {
+            return null;
+        }
+        $text = self::trimmed($text) ?? throw Native::argumentRefused($name, 'is not UTF-8');
+        if ($text === '') {
+            return null;
+        }
+        return match ($kind) {
+            'Tokens' => \array_map(static fn (string $token): string => (string) self::trimmed($token), \explode(',', $text)),
+            'Switch' => self::SWITCHES[\strtolower($text)]
+                ?? throw Native::argumentRefused($name, 'expected 1 or 0 (true or false), got ' . self::quoted($text)),
+            'Number' => self::integer($text)
+                ?? throw Native::argumentRefused($name, 'expected an integer, got ' . self::quoted($text)),
+            default => $text,
+        };
     }
 
     /**

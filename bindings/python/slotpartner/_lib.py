@@ -788,6 +788,9 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "sp_endpoint_new": (c_int, [c_void_p, c_void_p, _OUT]),
     "sp_endpoint_from_settings": (c_int, [c_char_p, c_size_t, _OUT]),
     "sp_endpoint_shared": (c_int, [c_char_p, c_size_t, _OUT]),
+    # PHP's, whose every request finds its endpoint again by the raw texts of the variables; a
+    # Python process makes its endpoint once: declared for completeness, unused by the package.
+    "sp_endpoint_shared_keyed": (c_int, [c_char_p, c_size_t, c_char_p, c_size_t, _OUT]),
     "sp_endpoint_set_retry_after": (c_int, [c_void_p, c_uint32]),
     "sp_endpoint_free": (None, [c_void_p]),
     "sp_endpoint_receive": (
