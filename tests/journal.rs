@@ -402,16 +402,25 @@ fn postgres_prepared_conformance() {
 /// statement, run in the journal's own session, counts that session's prepared statements. A
 /// delivery claimed at finish is then stored by the storing statement itself, kept prepared,
 /// instead of by a call of the function `sp_journal_store_unwritten`: a staged statement of the
-/// next delivery sees it among the session's statements (and only then).
+/// next delivery sees it among the session's statements (and only then). A cache smaller than a
+/// delivery's statements keeps the first it met and sends the rest unnamed: the same statements,
+/// by the same names, at every delivery (none prepared again), and the function stores.
 #[test]
 fn postgres_statements_are_kept_prepared_only_when_the_url_asks() {
     let Some(cluster) = Cluster::start("PostgreSQL statements kept prepared") else { return };
-    for (schema, suffix, kept) in [("unnamed", "", false), ("named", STATEMENT_CACHE, true)] {
-        let url = format!("{}{suffix}", cluster.schema_url(schema));
-        let mut client = postgres::Client::connect(&Prepared::plain(&url), postgres::NoTls).unwrap();
-        client.batch_execute("CREATE TABLE prepared_seen (n BIGINT NOT NULL, storing BIGINT NOT NULL)").unwrap();
+    let cases =
+        [("unnamed", "", Some(0)), ("named", STATEMENT_CACHE, None), ("small", "&statement_cache_size=2", Some(2))];
+    for (schema, suffix, exactly) in cases {
+        let plain = cluster.schema_url(schema);
+        let mut client = postgres::Client::connect(&plain, postgres::NoTls).unwrap();
+        let url = format!("{plain}{suffix}");
+        client
+            .batch_execute(
+                "CREATE TABLE prepared_seen (at BIGSERIAL, n BIGINT NOT NULL, storing BIGINT NOT NULL, names TEXT)",
+            )
+            .unwrap();
         let count = || {
-            let sql = "INSERT INTO prepared_seen SELECT count(*), count(*) FILTER (WHERE statement LIKE '%EXISTS (SELECT 1 FROM numbered) FROM durable%') FROM pg_prepared_statements";
+            let sql = "INSERT INTO prepared_seen (n, storing, names) SELECT count(*), count(*) FILTER (WHERE statement LIKE '%EXISTS (SELECT 1 FROM numbered) FROM durable%'), string_agg(name, ' ' ORDER BY name) FROM pg_prepared_statements";
             Staged::new(sql, Vec::new()).unwrap()
         };
         let journal = open(&url);
@@ -424,16 +433,25 @@ fn postgres_statements_are_kept_prepared_only_when_the_url_asks() {
             let claim = new_claim(&at_finish, &refund(n, Some(n), 7));
             at_finish.finish_with(&claim, b"ok", &[count()]).expect("finish");
         }
-        let counts: Vec<(i64, i64)> = client
-            .query("SELECT n, storing FROM prepared_seen", &[])
+        let seen: Vec<(i64, i64, Option<String>)> = client
+            .query("SELECT n, storing, names FROM prepared_seen ORDER BY at", &[])
             .unwrap()
             .iter()
-            .map(|row| (row.get(0), row.get(1)))
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
             .collect();
-        assert_eq!(counts.len(), 6, "{schema}");
-        assert!(counts.iter().all(|&(n, _)| (n > 0) == kept), "{schema}: prepared statements seen {counts:?}");
+        assert_eq!(seen.len(), 6, "{schema}");
+        match exactly {
+            Some(n) => assert!(seen.iter().all(|s| s.0 == n), "{schema}: prepared statements seen {seen:?}"),
+            None => assert!(seen.iter().all(|s| s.0 > 0), "{schema}: prepared statements seen {seen:?}"),
+        }
         // The fifth and sixth deliveries' statements ran after a store claimed at finish.
-        assert!(counts[4..].iter().all(|&(_, storing)| (storing > 0) == kept), "{schema}: {counts:?}");
+        let stored_kept = exactly.is_none();
+        assert!(seen[4..].iter().all(|s| (s.1 > 0) == stored_kept), "{schema}: {seen:?}");
+        if exactly == Some(2) {
+            // Each journal's one connection: the same names at every delivery.
+            assert!(seen[..3].iter().all(|s| s.2 == seen[0].2), "{schema}: {seen:?}");
+            assert!(seen[3..].iter().all(|s| s.2 == seen[3].2), "{schema}: {seen:?}");
+        }
     }
 }
 
@@ -2716,12 +2734,12 @@ fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised() {
 }
 
 /// The same with the journal's statements kept prepared, the at-finish store sent as the storing
-/// statement itself (`statement_cache_size`), by caches of one and two statements, which are
-/// emptied whenever full.
+/// statement itself (`statement_cache_size`, room for all of them), and by a cache of one
+/// statement (full before the store: the function stores, the rest sent unnamed).
 #[test]
 fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised_with_statements_kept() {
+    lost_commit_across_a_renumbering(STATEMENT_CACHE, "lost_commit_renumber_kept");
     lost_commit_across_a_renumbering("&statement_cache_size=1", "lost_commit_renumber_kept1");
-    lost_commit_across_a_renumbering("&statement_cache_size=2", "lost_commit_renumber_kept2");
 }
 
 fn lost_commit_across_a_renumbering(cache: &str, schema: &str) {

@@ -728,7 +728,8 @@ impl Postgres {
                 &unwritten.numbering,
                 &schema::VERSION,
             ];
-            let store = if tx.statements.keeps() { FINISH_UNWRITTEN_KEPT } else { FINISH_UNWRITTEN };
+            let store =
+                if tx.statements.keeps(FINISH_UNWRITTEN_KEPT) { FINISH_UNWRITTEN_KEPT } else { FINISH_UNWRITTEN };
             let row = self.staged_then_store(tx, staged, store, params)?;
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
             if guard.as_deref() != Some("on") {
@@ -1238,8 +1239,8 @@ macro_rules! store_unwritten {
 }
 
 /// `FINISH_UNWRITTEN`'s statement itself, sent instead of the call where the connection keeps
-/// the journal's statements prepared (`statement_cache_size`, never behind a pooler in
-/// transaction mode): planned once a connection either way, and the function's own frame, about
+/// the journal's statements prepared and has room for this one (`statement_cache_size`, never
+/// behind a pooler in transaction mode): planned once a connection either way, and the function's own frame, about
 /// 30 µs of the server's time a delivery, is spared (docs/experiments-2026-12.md, 21:15 UTC).
 /// The same parameters, answer and checks: the same literal.
 const FINISH_UNWRITTEN_KEPT: &str = store_unwritten!();

@@ -1,6 +1,8 @@
 //! The journal's own statements kept prepared on a connection, by name, when the URL asks for it:
-//! `statement_cache_size=N` (asyncpg's setting of that name), at most N a connection, all dropped
-//! when one more comes. 0, the default, keeps none: every statement is sent unnamed (see
+//! `statement_cache_size=N` (asyncpg's setting of that name), the first N a connection sends; a
+//! statement met past them is sent unnamed, as though no cache were asked for, and none is ever
+//! dropped for another (a cache smaller than a delivery's statements would otherwise prepare each
+//! of them again, a round trip more, at every delivery). 0, the default, keeps none: every statement is sent unnamed (see
 //! `client`), which a pooler in transaction mode carries, since a named statement outlives its
 //! transaction on the server connection that the pooler then hands to other clients. On a direct
 //! connection a kept statement is parsed and planned once a connection instead of every time it
@@ -27,13 +29,13 @@ impl StatementCache {
         StatementCache { size, kept: HashMap::new() }
     }
 
-    /// Whether this cache keeps statements (a size above 0).
-    pub(super) fn keeps(&self) -> bool {
-        self.size > 0
+    /// Whether `sql` is sent by name: kept already, or room left to keep it.
+    pub(super) fn keeps(&self, sql: &str) -> bool {
+        self.kept.contains_key(sql) || self.kept.len() < self.size
     }
 
-    /// `sql` as `client` sends it with `params`: by name when this cache keeps statements
-    /// (prepared now, in a round trip of its own, the first time, or when kept with other
+    /// `sql` as `client` sends it with `params`: by name when this cache keeps it (`keeps`;
+    /// prepared now, in a round trip of its own, the first time, or when kept with other
     /// parameter types), else unnamed. `None` stands for unnamed; `sql` below makes the `Sql`.
     pub(super) fn prepared(
         &mut self,
@@ -41,7 +43,7 @@ impl StatementCache {
         sql: &str,
         params: &Typed<'_>,
     ) -> std::result::Result<Option<Statement>, Error> {
-        if self.size == 0 {
+        if !self.keeps(sql) {
             return Ok(None);
         }
         let types: Vec<Type> = params.iter().map(|(_, ty)| ty.clone()).collect();
@@ -49,9 +51,6 @@ impl StatementCache {
             return Ok(Some(statement.clone()));
         }
         let statement = client.prepare(sql, &types)?;
-        if self.kept.len() >= self.size {
-            self.kept.clear();
-        }
         self.kept.insert(sql.to_owned(), statement.clone());
         Ok(Some(statement))
     }
