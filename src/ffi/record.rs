@@ -56,13 +56,6 @@ pub struct sp_record {
     pub is_primary: bool,
 }
 
-/// Where `sp_record`'s last field ends: past it, to the struct's size, is padding only.
-const RECORD_FIELDS_END: usize = std::mem::offset_of!(sp_record, is_primary) + size_of::<bool>();
-
-// Every field is placed right after the one before it (no padding between fields), so the
-// padding past the last field is all `sp_record` has: 3 × usize, the kind, 4 + 2 bools, 8 × i64.
-const _: () = assert!(RECORD_FIELDS_END == 3 * size_of::<usize>() + size_of::<sp_event_kind>() + 6 + 8 * 8);
-
 /// The header of `event`'s record of `size` bytes, `strings_len` of them strings.
 fn header(event: &Event<'_>, size: usize, strings_len: usize) -> sp_record {
     let mut record = sp_record {
@@ -196,11 +189,31 @@ pub unsafe extern "C" fn sp_receiver_handle_record(
         // SAFETY: `record` is aligned, non-NULL and (the caller promises) `capacity >= needed`
         // writable bytes nothing else uses; it overlaps none of the inputs `event` borrows.
         unsafe {
-            record.cast::<sp_record>().write(header(&event, needed, strings_len));
-            // The struct's padding (after its last field) is written too, as zeros: a typed
-            // write leaves it undefined, which would hand the host whatever bytes were there.
-            let padding = record.cast::<u8>().add(RECORD_FIELDS_END);
-            padding.write_bytes(0, size_of::<sp_record>() - RECORD_FIELDS_END);
+            // Its padding as zeros (a typed write would leave whatever bytes were there).
+            zero_padded!(
+                record.cast::<sp_record>(),
+                header(&event, needed, strings_len),
+                sp_record {
+                    size,
+                    strings_len,
+                    extra_fields_len,
+                    kind,
+                    has_index,
+                    index_unreadable,
+                    has_is_mobile,
+                    is_mobile,
+                    index,
+                    transaction_id,
+                    buy_transaction_id,
+                    game_session_id,
+                    game_id,
+                    money_won,
+                    coins_won,
+                    epoch_released_millis,
+                    is_money,
+                    is_primary,
+                }
+            );
             let mut at = record.cast::<u8>().add(size_of::<sp_record>());
             for_each_block_string(&event, |text| {
                 if !text.is_empty() {
