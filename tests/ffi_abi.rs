@@ -1104,6 +1104,24 @@ mod careless_host {
         }
     }
 
+    /// The whole last error written into memory the host never initialised, then copied as
+    /// bytes: every byte is defined, its padding included (under miri, reading an undefined byte
+    /// as a number is undefined behaviour).
+    #[test]
+    fn the_bytes_of_the_last_error_written_out_are_all_defined() {
+        let r = receiver(|_| {});
+        assert!(handle(r, Some(TOKEN), PRODUCTION, &bad_payout()).is_err());
+        let mut out = std::mem::MaybeUninit::<sp_error>::uninit();
+        // SAFETY: a writable out-parameter; its bytes are read once the call wrote it.
+        let bytes = unsafe {
+            assert_eq!(sp_last_error(out.as_mut_ptr()), SP_OK);
+            std::slice::from_raw_parts(out.as_ptr().cast::<u8>(), size_of::<sp_error>()).to_vec()
+        };
+        assert!(bytes.iter().map(|&b| u64::from(b)).sum::<u64>() > 0);
+        // SAFETY: a live receiver, freed once.
+        unsafe { sp_receiver_free(r) };
+    }
+
     /// The typed struct and the extra fields live inside the event's own allocation: pointers the
     /// host took before a reply (the library then changes the event) still read, and the host may
     /// write into the typed struct without the library reading it back.

@@ -1766,3 +1766,145 @@ fn staging_refuses_careless_arguments() {
     free(ev);
     free_journal(r, journal);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Out-parameters written whole into the host's memory.
+
+/// `size_of` of the field `field` picks out of a `T`.
+fn field_size<T, F>(_field: fn(&T) -> &F) -> usize {
+    size_of::<F>()
+}
+
+/// The byte offsets of `$ty` that none of the listed fields (all of them) covers: its padding.
+macro_rules! padding {
+    ($ty:ident { $($field:ident),+ $(,)? }) => {{
+        // Every field named, or this fails to compile.
+        let _every_field = |s: $ty| { let $ty { $($field: _),+ } = s; };
+        let mut covered = vec![false; size_of::<$ty>()];
+        $(
+            let at = std::mem::offset_of!($ty, $field);
+            covered[at..at + field_size(|s: &$ty| &s.$field)].fill(true);
+        )+
+        covered.iter().enumerate().filter(|(_, c)| !**c).map(|(at, _)| at).collect::<Vec<usize>>()
+    }};
+}
+
+/// `write` called on memory of a `T` the host filled with 0xAA (it need not be zeroed); its
+/// bytes after a successful call.
+fn written_over_a_pattern<T>(write: impl FnOnce(*mut T) -> sp_status) -> Vec<u8> {
+    let mut out = MaybeUninit::<T>::uninit();
+    // SAFETY: the memory is the size of a `T`, written whole before it is read as bytes.
+    unsafe {
+        out.as_mut_ptr().cast::<u8>().write_bytes(0xAA, size_of::<T>());
+        assert_eq!(write(out.as_mut_ptr()), SP_OK, "{}", std::any::type_name::<T>());
+        std::slice::from_raw_parts(out.as_ptr().cast::<u8>(), size_of::<T>()).to_vec()
+    }
+}
+
+/// A host copying a struct the library wrote into its memory as bytes (Python's
+/// `bytes(struct)`, PHP's `FFI::string`) finds zeros in its padding, never what was there before
+/// (the host's pattern here) or the library's stack.
+#[test]
+fn structs_written_into_the_hosts_memory_have_zeros_for_padding() {
+    let dir = TempDir::new("padding");
+    let journal = open_journal(&dir.url(), 0).unwrap();
+    let r = receiver(journal);
+    deliver(r, &refund(963_001, 1, 12));
+    let ev = handle(r, &refund(963_002, 2, 12)).unwrap();
+    let cases: Vec<(&str, Vec<usize>, Vec<u8>)> = vec![
+        (
+            "sp_claim",
+            padding!(sp_claim { outcome, attempt, reply }),
+            // SAFETY: a live event, not begun yet.
+            written_over_a_pattern(|out| unsafe { sp_event_begin(ev, out) }),
+        ),
+        (
+            "sp_journal_stats",
+            padding!(sp_journal_stats {
+                handled,
+                replayed,
+                conflicts,
+                refused,
+                in_progress,
+                missing,
+                has_first_index,
+                first_index,
+                has_highest_index,
+                highest_index,
+                has_watermark,
+                watermark,
+                unfinished,
+                open_conflicts,
+                index_jumps,
+                resolved,
+                unrecoverable,
+                numbering,
+            }),
+            // SAFETY: a live journal.
+            written_over_a_pattern(|out| unsafe { sp_journal_status(journal, out) }),
+        ),
+        (
+            "sp_journal_vital_signs",
+            padding!(sp_journal_vital_signs {
+                pruned,
+                forgotten,
+                has_size_bytes,
+                size_bytes,
+                has_oldest_record_ms,
+                oldest_record_ms,
+                has_last_delivery_ms,
+                last_delivery_ms,
+                has_oldest_gap_ms,
+                oldest_gap_ms,
+            }),
+            // SAFETY: a live journal.
+            written_over_a_pattern(|out| unsafe { sp_journal_vitals(journal, out) }),
+        ),
+        (
+            "sp_prune_report",
+            padding!(sp_prune_report {
+                compacted,
+                forgotten,
+                refused_removed,
+                conflicts_removed,
+                batches,
+                longest_batch_us,
+                bytes_returned,
+                complete,
+                export_running,
+            }),
+            // SAFETY: a live journal and options.
+            written_over_a_pattern(|out| unsafe { sp_journal_prune(journal, &prune_options(DAY_MS), out) }),
+        ),
+        (
+            "sp_error",
+            padding!(sp_error {
+                status,
+                message,
+                field,
+                http_status,
+                response_body,
+                event_name,
+                has_index,
+                index,
+                has_transaction_id,
+                transaction_id,
+            }),
+            {
+                // A refused body: the error carries the event's name, index and transaction.
+                let body = refund(963_003, 3, 12).replace("\"gameId\":12", "\"gameId\":\"twelve\"");
+                assert_ne!(body, refund(963_003, 3, 12));
+                assert!(handle(r, &body).is_err());
+                // SAFETY: a writable out-parameter.
+                written_over_a_pattern(|out| unsafe { sp_last_error(out) })
+            },
+        ),
+    ];
+    for (name, padding, bytes) in cases {
+        assert!(!padding.is_empty(), "{name} has padding on this target");
+        let at: Vec<(usize, u8)> = padding.iter().map(|&at| (at, bytes[at])).filter(|&(_, b)| b != 0).collect();
+        assert!(at.is_empty(), "{name}: padding bytes not zero (offset, byte): {at:?}");
+    }
+    free(ev);
+    free_journal(r, journal);
+}

@@ -106,4 +106,15 @@ impl<T> Out<'_, T> {
         // SAFETY: `out`'s caller promised memory writable for a `T` during the borrow.
         unsafe { self.ptr.as_ptr().write(value) }
     }
+
+    /// Writes `value` as `write` does, its padding as zeros (a typed write leaves the padding
+    /// undefined, and a host may copy the struct as bytes).
+    pub fn write_zero_padded(self, value: T)
+    where
+        T: super::zero_padded::ZeroPadded,
+    {
+        // SAFETY: `out`'s caller promised memory writable for a `T` during the borrow; `NonNull`
+        // from the host's pointer, aligned as the host's `T` is.
+        unsafe { value.write_zero_padded(self.ptr.as_ptr()) }
+    }
 }

@@ -71,6 +71,19 @@ pub struct sp_error {
     pub transaction_id: i64,
 }
 
+impl_zero_padded!(sp_error {
+    status,
+    message,
+    field,
+    http_status,
+    response_body,
+    event_name,
+    has_index,
+    index,
+    has_transaction_id,
+    transaction_id
+});
+
 thread_local! {
     static LAST_ERROR: RefCell<Option<LastError>> = const { RefCell::new(None) };
 }
@@ -229,7 +242,7 @@ pub unsafe extern "C" fn sp_last_error(out: *mut sp_error) -> sp_status {
         });
         match whole.ok().flatten() {
             Some(error) => {
-                out.write(error);
+                out.write_zero_padded(error);
                 sp_status::SP_OK
             }
             None => sp_status::SP_ERR_INVALID_ARGUMENT,

@@ -367,6 +367,8 @@ pub struct sp_claim {
     pub reply: sp_str,
 }
 
+impl_zero_padded!(sp_claim { outcome, attempt, reply });
+
 /// `into_raw` for an event an endpoint hands to the partner's logic (`Endpoint::receive`): it
 /// holds the handling's claim, or is settled already (not journaled, or no claim to take).
 pub(crate) fn into_raw_handling(handling: Box<Handling<'_>>) -> *mut sp_event {
@@ -944,7 +946,7 @@ pub unsafe extern "C" fn sp_event_begin(event: *mut sp_event, out: *mut sp_claim
             }
             Begin::Conflict(error) => return Err(error.into()),
         };
-        out.write(claim);
+        out.write_zero_padded(claim);
         Ok(())
     })
 }

@@ -86,6 +86,27 @@ pub struct sp_journal_stats {
     pub numbering: i64,
 }
 
+impl_zero_padded!(sp_journal_stats {
+    handled,
+    replayed,
+    conflicts,
+    refused,
+    in_progress,
+    missing,
+    has_first_index,
+    first_index,
+    has_highest_index,
+    highest_index,
+    has_watermark,
+    watermark,
+    unfinished,
+    open_conflicts,
+    index_jumps,
+    resolved,
+    unrecoverable,
+    numbering
+});
+
 /// A journal's vital signs, from `sp_journal_vitals`: what retention did, how big the journal
 /// is, and how long ago it last heard from the service. Plain values, owned by the caller. Times
 /// are milliseconds since the Unix epoch on the journal's clock (on PostgreSQL, the server's);
@@ -121,6 +142,19 @@ pub struct sp_journal_vital_signs {
     pub has_oldest_gap_ms: bool,
     pub oldest_gap_ms: i64,
 }
+
+impl_zero_padded!(sp_journal_vital_signs {
+    pruned,
+    forgotten,
+    has_size_bytes,
+    size_bytes,
+    has_oldest_record_ms,
+    oldest_record_ms,
+    has_last_delivery_ms,
+    last_delivery_ms,
+    has_oldest_gap_ms,
+    oldest_gap_ms
+});
 
 /// An inclusive range of missing indexes: `first` to `last`.
 #[repr(C)]
@@ -466,7 +500,7 @@ pub unsafe extern "C" fn sp_journal_status(journal: *const sp_journal, out: *mut
         // SAFETY: the caller promises NULL or live / writable pointers.
         let (journal, out) = unsafe { (args::object("journal", journal)?, args::out("out", out)?) };
         let s = journal.inner.status()?;
-        out.write(sp_journal_stats {
+        out.write_zero_padded(sp_journal_stats {
             handled: s.handled,
             replayed: s.replayed,
             conflicts: s.conflicts,
@@ -581,7 +615,7 @@ pub unsafe extern "C" fn sp_journal_vitals(journal: *const sp_journal, out: *mut
         // SAFETY: the caller promises NULL or live / writable pointers.
         let (journal, out) = unsafe { (args::object("journal", journal)?, args::out("out", out)?) };
         let s = journal.inner.status()?;
-        out.write(sp_journal_vital_signs {
+        out.write_zero_padded(sp_journal_vital_signs {
             pruned: s.pruned,
             forgotten: s.forgotten,
             has_size_bytes: s.size_bytes.is_some(),
@@ -653,6 +687,18 @@ pub struct sp_prune_report {
     /// once the export is done.
     pub export_running: bool,
 }
+
+impl_zero_padded!(sp_prune_report {
+    compacted,
+    forgotten,
+    refused_removed,
+    conflicts_removed,
+    batches,
+    longest_batch_us,
+    bytes_returned,
+    complete,
+    export_running
+});
 
 /// Fills `*out` with the library's default options for a prune of what is older than
 /// `older_than_ms`: compact records kept, batches of 200 rows 10 ms apart, no time limit. Checks
@@ -736,7 +782,7 @@ pub unsafe extern "C" fn sp_journal_prune(
             ..defaults
         };
         let r = journal.inner.prune(&options)?;
-        out.write(sp_prune_report {
+        out.write_zero_padded(sp_prune_report {
             compacted: r.compacted,
             forgotten: r.forgotten,
             refused_removed: r.refused_removed,

@@ -15,3 +15,25 @@ macro_rules! zero_padded {
         $((&raw mut (*at).$field).write($field);)+
     }};
 }
+
+/// A struct with padding that the library writes into the host's memory through an
+/// out-parameter (`args::Out::write_zero_padded`): written field by field over zeros.
+pub trait ZeroPadded: Sized {
+    /// Writes `self` at `at`, its padding as zeros.
+    ///
+    /// # Safety
+    /// `at` is aligned and valid for writes of a `Self`.
+    unsafe fn write_zero_padded(self, at: *mut Self);
+}
+
+/// Implements `ZeroPadded` for `$ty`, naming each of its fields (as `zero_padded!`).
+macro_rules! impl_zero_padded {
+    ($ty:ident { $($field:ident),+ $(,)? }) => {
+        impl $crate::ffi::zero_padded::ZeroPadded for $ty {
+            unsafe fn write_zero_padded(self, at: *mut Self) {
+                // SAFETY: the caller promises `at` aligned and writable for a `$ty`.
+                unsafe { zero_padded!(at, self, $ty { $($field),+ }) }
+            }
+        }
+    };
+}
