@@ -366,10 +366,11 @@ fn round_trips_of_a_delivery(b: &Postgres) {
             journal.finish_with(&claim, &reply(n), &[credit(b, n, 10), credit(b, n + 100, 10)]).expect("finish");
             counted.push((begun - before, turns.count() - begun));
         }
-        // A finish may also merge the seen indexes (one in 256 of a process's): at most one of
-        // six does.
+        // A call that counts an index seen may also merge the seen indexes (one in 256 of a
+        // process's, the first one when the process id is a multiple of 256): a finish, or with
+        // the claim written by `begin`, a begin. At most one of six does.
         assert!(
-            counted.iter().all(|&(begin, finish)| begin == expected.0 && finish >= expected.1),
+            counted.iter().all(|&(begin, finish)| begin >= expected.0 && finish >= expected.1),
             "{name}: {counted:?}"
         );
         assert!(counted.iter().filter(|&&c| c == expected).count() >= 5, "{name} (begin, finish): {counted:?}");
