@@ -30,7 +30,10 @@ workers: the WAL frames written (pwrite64) and the syncs a delivery.
 Environment: E2E_EVENTS (new events a round, 3000), E2E_REPEAT (share repeated, 0.02),
 E2E_ROUNDS (3), E2E_CONCURRENCY (1,4,16), E2E_STACKS (php,python), E2E_BACKENDS
 (sqlite,postgres), E2E_WARMUP (events before the first round, 300), E2E_KEEP=1 keeps the work
-folder, E2E_STEPS=1 also prints a PHP-FPM worker's CPU a request by step of the script
+folder, E2E_STATEMENT_CACHE (the library's statement_cache_size on PostgreSQL, 64: the bench's
+connections are direct, and docs/deployment.md has a direct connection keep the journal's
+statements prepared; 0 sends them unnamed, as behind a pooler in transaction mode),
+E2E_STEPS=1 also prints a PHP-FPM worker's CPU a request by step of the script
 (benches/e2e/steps.php: a getrusage() a step and one appended line a request, so the measured
 rounds then run a little slower than without). Missing packages (nginx, PHP-FPM with SQLite and
 PostgreSQL PDO, gunicorn, psycopg) are installed with apt-get as root, saying so; elsewhere the
@@ -85,6 +88,7 @@ STEPS = os.environ.get("E2E_STEPS") == "1"
 CONCURRENCY = [int(c) for c in env_list("E2E_CONCURRENCY", "1,4,16")]
 STACKS = env_list("E2E_STACKS", "php,python")
 BACKENDS = env_list("E2E_BACKENDS", "sqlite,postgres")
+STATEMENT_CACHE = env_int("E2E_STATEMENT_CACHE", 64)
 
 
 def say(line: str = "") -> None:
@@ -432,7 +436,7 @@ def php_setup(work: pathlib.Path, servers: Servers, pg_port: int | None) -> list
                     Target("php", "handwritten", "sqlite", base + "/sqlite/handwritten", f"sqlite:{hand_file}", None)]
     if pg_port is not None:
         dsn = lambda db: f"pgsql:host=127.0.0.1;port={pg_port};dbname={db}"
-        journal = f"postgres://{PG_USER}@127.0.0.1:{pg_port}/php_library?sslmode=disable"
+        journal = f"postgres://{PG_USER}@127.0.0.1:{pg_port}/php_library?sslmode=disable&statement_cache_size={STATEMENT_CACHE}"
         as_user(["php", str(HERE / "db.php"), "library", journal, dsn("php_library"), PG_USER], "php db.php library (postgres)")
         as_user(["php", str(HERE / "db.php"), "handwritten", dsn("php_handwritten"), PG_USER], "php db.php handwritten (postgres)")
         params["/postgres/library"] = {"SCRIPT_FILENAME": str(HERE / "library.php"), "SLOTPARTNER_JOURNAL": journal}
@@ -513,7 +517,7 @@ def python_setup(work: pathlib.Path, servers: Servers, pg_port: int | None) -> l
     if pg_port is not None:
         dsn = lambda db: f"pgsql:host=127.0.0.1;port={pg_port};dbname={db}"
         conninfo = lambda db: f"host=127.0.0.1 port={pg_port} dbname={db} user={PG_USER} sslmode=disable"
-        journal = f"postgres://{PG_USER}@127.0.0.1:{pg_port}/py_library?sslmode=disable"
+        journal = f"postgres://{PG_USER}@127.0.0.1:{pg_port}/py_library?sslmode=disable&statement_cache_size={STATEMENT_CACHE}"
         as_user(["php", str(HERE / "db.php"), "library", journal, dsn("py_library"), PG_USER], "db.php library (postgres)")
         as_user(["php", str(HERE / "db.php"), "handwritten", dsn("py_handwritten"), PG_USER], "db.php handwritten (postgres)")
         backends.append(("postgres", {"SLOTPARTNER_JOURNAL": journal},
