@@ -110,6 +110,34 @@ fn postgres_the_reported_problems() {
     a_hidden_commit_never_credits_twice(&b, "-- note\rCOMMIT");
     a_hidden_commit_never_credits_twice(&b, "\u{feff}COMMIT");
     a_failure_tells_what_stays_of_the_claim(&b);
+    a_setting_that_changes_the_parsing_is_refused(&b);
+}
+
+/// Reported by a review: `SET LOCAL standard_conforming_strings = off` passed the check, and
+/// after it PostgreSQL reads `SELECT 'x\'' INTO sneaky --'` (two strings to the check, a
+/// plain `SELECT`) as `SELECT ... INTO`, creating a table. Shown on the server, in a
+/// transaction rolled back; the setting is now refused, however it is named.
+fn a_setting_that_changes_the_parsing_is_refused(b: &Postgres) {
+    let fooled = r"SELECT 'x\'' INTO sneaky --'";
+    assert!(Staged::new(fooled, vec![]).is_ok(), "the check reads {fooled} as a plain SELECT");
+    let mut client = postgres::Client::connect(&b.0.schema_url("parsing_setting"), postgres::NoTls).unwrap();
+    let mut tx = client.transaction().unwrap();
+    tx.batch_execute("SET LOCAL standard_conforming_strings = off").unwrap();
+    tx.execute(fooled, &[]).unwrap();
+    let created: i64 = tx.query_one("SELECT count(*) FROM pg_class WHERE relname = 'sneaky'", &[]).unwrap().get(0);
+    assert_eq!(created, 1, "the server read {fooled} as SELECT ... INTO");
+    tx.rollback().unwrap();
+    for setting in [
+        "SET LOCAL standard_conforming_strings = off",
+        "SET LOCAL \"standard_conforming_strings\" TO off",
+        "SELECT set_config('standard_conforming_strings', 'off', true)",
+        "SET LOCAL client_encoding = 'SJIS'",
+        "SET LOCAL backslash_quote = on",
+    ] {
+        let error = Staged::new(setting, vec![]).expect_err(setting);
+        assert_eq!(error.field, "sql", "{setting}: {error}");
+        assert!(error.message.contains("names the setting"), "{setting}: {error}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

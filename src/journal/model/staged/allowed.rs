@@ -20,6 +20,14 @@
 //! server cannot read to its end (an unterminated string, quoted identifier or, on PostgreSQL,
 //! comment).
 //!
+//! Refused too: a text naming a setting that changes how PostgreSQL reads the text of the
+//! statements after it in the transaction (`standard_conforming_strings`, `backslash_quote`,
+//! `client_encoding`), as a word or inside a quoted token, whatever the statement
+//! (`SET LOCAL standard_conforming_strings = off`, `SELECT set_config('client_encoding', ...)`):
+//! after it, the server would read a staged text otherwise than both lexers do (`'x\''` one
+//! string to the one, a string and more to the other), and a `SELECT ... INTO` could pass as a
+//! plain `SELECT`.
+//!
 //! What no lexer can see: a function called by an allowed statement that changes the session,
 //! `SELECT set_config('lock_timeout', '0', false)` or `pg_advisory_lock(...)`, directly or inside
 //! the ledger's own function. The journal does not trust the pooled connection for what it
@@ -36,6 +44,10 @@ use super::passed;
 /// The statement kinds a credit needs, by first word (`SET` only as `SET LOCAL`).
 const ALLOWED: [&str; 7] = ["INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE", "SELECT", "WITH"];
 
+/// Settings that change how PostgreSQL reads a statement's text (PostgreSQL's "Lexical
+/// Structure": string escapes and the bytes of the client's encoding), lower-case.
+const READING_SETTINGS: [&str; 3] = ["standard_conforming_strings", "backslash_quote", "client_encoding"];
+
 /// How `ALLOWED` reads in messages.
 const ALLOWED_TEXT: &str = "INSERT, UPDATE, DELETE, MERGE (PostgreSQL), REPLACE (SQLite), SELECT, WITH or SET LOCAL";
 
@@ -50,6 +62,8 @@ enum Problem {
     SetWithoutLocal,
     /// `SELECT ... INTO`.
     SelectInto,
+    /// A token naming one of `READING_SETTINGS` (the setting).
+    ReadingSetting(&'static str),
     /// A token (as written) after the `;` at byte `at`.
     Second {
         at: usize,
@@ -98,6 +112,7 @@ fn what(problem: &Problem) -> String {
         Problem::Start(found) => format!("starts with {found}"),
         Problem::SetWithoutLocal => "starts with SET without LOCAL".to_owned(),
         Problem::SelectInto => "is SELECT ... INTO".to_owned(),
+        Problem::ReadingSetting(setting) => format!("names the setting {setting}"),
         Problem::Second { at, found } => format!("holds a second statement: {found} after the ';' at byte {at}"),
         Problem::Unterminated(u) => format!("has an unterminated {} from byte {}", u.what, u.start),
     }
@@ -114,6 +129,9 @@ fn why(problem: &Problem) -> String {
             "it creates a table, and a temporary one outlives the transaction on the journal's pooled connection (create the table beforehand, then INSERT INTO ... SELECT)".to_owned()
         }
         Problem::Second { .. } => "stage each statement on its own".to_owned(),
+        Problem::ReadingSetting(_) => {
+            "it changes the way the database parses the statements after it, and the journal checks staged statements as parsed by default".to_owned()
+        }
         Problem::Unterminated(_) => "the database refuses text that ends inside a token".to_owned(),
     }
 }
@@ -132,6 +150,11 @@ fn judge(sql: &str, dialect: Dialect) -> Result<(), Problem> {
             Some(token) => break token,
         }
     };
+    let names_a_reading_setting = |token: &Token| {
+        let text =
+            matches!(token.kind, Kind::Word | Kind::Quoted).then(|| sql[token.start..token.end].to_ascii_lowercase());
+        text.and_then(|text| READING_SETTINGS.into_iter().find(|setting| text.contains(setting)))
+    };
     if is(&first, "SET") {
         if !next()?.is_some_and(|token| is(&token, "LOCAL")) {
             return Err(Problem::SetWithoutLocal);
@@ -145,6 +168,9 @@ fn judge(sql: &str, dialect: Dialect) -> Result<(), Problem> {
     let mut depth = 0_i64;
     let mut end = None;
     while let Some(token) = next()? {
+        if let Some(setting) = names_a_reading_setting(&token) {
+            return Err(Problem::ReadingSetting(setting));
+        }
         match (token.kind, end) {
             (Kind::Semicolon, _) => end = end.or(Some(token.start)),
             (_, Some(at)) => return Err(Problem::Second { at, found: as_written(sql, &token) }),
@@ -240,6 +266,17 @@ mod tests {
             ("INSERT INTO t VALUES ('a)", "has an unterminated string from byte 22"),
             ("", "holds no statement"),
             (" -- only a note", "holds no statement"),
+            // After it, PostgreSQL would read `SELECT 'x\'' INTO t --'` as SELECT ... INTO.
+            (
+                "SET LOCAL standard_conforming_strings = off",
+                "names the setting standard_conforming_strings; it changes the way",
+            ),
+            ("set local Standard_Conforming_Strings to off", "names the setting standard_conforming_strings"),
+            ("SET LOCAL \"standard_conforming_strings\" = off", "names the setting standard_conforming_strings"),
+            ("SET LOCAL backslash_quote = on", "names the setting backslash_quote"),
+            ("SET LOCAL client_encoding = 'SJIS'", "names the setting client_encoding"),
+            ("SELECT set_config('standard_conforming_strings', 'off', true)", "names the setting standard"),
+            ("SELECT set_config('Client_Encoding', 'SJIS', true)", "names the setting client_encoding"),
         ] {
             let message = refused(sql);
             assert!(message.contains(found), "{sql:?}: {message}");
