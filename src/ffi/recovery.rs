@@ -74,6 +74,10 @@ pub struct sp_recovery_summary {
     pub unrecoverable: usize,
 }
 
+// Padded where a 32-bit target aligns `u64` to 8 (ARM: 4 bytes after `unrecoverable`), none on
+// 64-bit ones: written over zeros wherever it is.
+impl_zero_padded!(sp_recovery_summary { missing, recovered, handled_meanwhile, failures, failures_len, unrecoverable });
+
 /// Starts a recovery of the events missing from `receiver`'s journal (at most `limit` indexes,
 /// at most 1,000,000), fetched through `client` (`sp_client_config_set_fetch_*` say how). Fails
 /// with `SP_ERR_INVALID_ARGUMENT` when the receiver has no journal, `SP_ERR_JOURNAL` when the
@@ -164,7 +168,7 @@ fn write_report(
     failures: &[sp_recovery_failure],
     unrecoverable: usize,
 ) {
-    out.write(sp_recovery_summary {
+    out.write_zero_padded(sp_recovery_summary {
         missing,
         recovered,
         handled_meanwhile,
