@@ -198,8 +198,12 @@ impl Endpoint {
                 let journal = Arc::new(Journal::open(url, options)?);
                 let mut config = self.config.clone();
                 config.set_journal(journal);
+                let receiver = Arc::new(Receiver::new(config)?);
+                // Inside the journal's fork guard: a fork never happens while a thread is in the
+                // `OnceLock`'s set, which a child would inherit running and wait on for ever.
+                let _inside = crate::journal::fork_guard::enter()?;
                 // Two threads opening at once: one receiver is kept, the other dropped.
-                let _ = opened.set(Arc::new(Receiver::new(config)?));
+                let _ = opened.set(receiver);
                 Ok(opened.get())
             }
         }
