@@ -540,7 +540,8 @@ fn into_raw_parted(event: &Event<'_>, receiver: &Arc<Receiver>, journal: Option<
         view: MaybeUninit::uninit(),
         known,
         name,
-        typed,
+        // Written below, over zeros.
+        typed: Typed { none: () },
         tail,
         reply_status: 0,
         reply: KeptReply::default(),
