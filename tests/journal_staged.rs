@@ -20,7 +20,7 @@ use cluster::{Cluster, TempDir};
 
 #[path = "e2e/backends.rs"]
 mod backends;
-use backends::{Backend, Postgres, Sqlite, run_suite};
+use backends::{Backend, KEPT_STATEMENTS, Postgres, PostgresKept, Sqlite, run_suite};
 
 #[path = "e2e/refunds.rs"]
 mod refunds;
@@ -67,6 +67,10 @@ const SUITE: &[(&str, Behaviour)] = &[
         "an_optimistic_repeat_of_a_pruned_delivery_never_runs_blind",
         an_optimistic_repeat_of_a_pruned_delivery_never_runs_blind,
     ),
+    (
+        "a_statement_unsetting_the_guard_stores_nothing_at_finish",
+        a_statement_unsetting_the_guard_stores_nothing_at_finish,
+    ),
 ];
 
 #[test]
@@ -82,10 +86,15 @@ fn postgres_staged() {
     a_connection_lost_among_the_statements_runs_them_again_once(&backend);
     a_session_changed_by_a_statement_is_not_kept(&backend);
     a_table_changed_under_a_kept_connection_fails_no_later_finish(&backend);
-    round_trips_of_a_delivery(&backend);
-    round_trips_of_an_optimistic_delivery(&backend);
+    round_trips_of_a_delivery(&backend, "");
+    round_trips_of_an_optimistic_delivery(&backend, "");
     a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(&backend);
     a_refused_statement_keeps_the_ones_after_it_from_running(&backend);
+    // The same with the journal's statements kept prepared: a claim at finish's storing
+    // statement then fails where it stores nothing, and its COMMIT goes with it.
+    round_trips_of_a_delivery(&backend, KEPT_STATEMENTS);
+    round_trips_of_an_optimistic_delivery(&backend, KEPT_STATEMENTS);
+    run_suite(SUITE, "postgres-kept", &PostgresKept(backend.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,7 +181,7 @@ fn a_claim_lost_to_another_delivery_runs_nothing(b: &dyn Backend) {
 fn every_kind_of_value_reaches_its_column(b: &dyn Backend) {
     let url = b.url("kinds");
     let journal = Journal::open(&url, &JournalOptions::default()).unwrap();
-    let postgres = b.name() == "postgres";
+    let postgres = b.name().starts_with("postgres");
     // On PostgreSQL, text reaches numeric, uuid and timestamptz columns, and an integer a
     // smaller integer column: the server reads each in text format as its column's type.
     let table = if postgres {
@@ -343,23 +352,50 @@ fn at_finish_a_failing_statement_among_several_stores_nothing(b: &dyn Backend) {
     assert_eq!(state_of(&journal, 1), RecordState::Done);
 }
 
+/// A staged statement that unsets the transaction's guard (as one ending the transaction would
+/// leave it unset, which the check at staging lets through as a function call): the finish of a
+/// claim at finish fails, saying a statement ended the transaction, and nothing of the
+/// transaction stays (the credit staged before it rolled back, no delivery stored); the next
+/// delivery stores it all. SQLite has no such guard: there the statement is a plain read.
+fn a_statement_unsetting_the_guard_stores_nothing_at_finish(b: &dyn Backend) {
+    if b.name() == "sqlite" {
+        return;
+    }
+    let url = b.url("guard_unset");
+    let journal = journal_with_ledger(b, &url, &at_finish());
+    let unset = Staged::new("SELECT set_config('slotpartner.guard', 'off', true)", vec![]).unwrap();
+    let claim = new_claim(&journal, &plain_refund(1));
+    let error = journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500), unset]).unwrap_err();
+    assert_eq!((error.kind, error.field.as_str()), (ErrorKind::Journal, "statements"), "{error}");
+    assert!(error.message.contains("a staged statement ended the journal's transaction"), "{error}");
+    assert_eq!(credits(b, &url), 0, "the credit staged before it rolled back");
+    assert!(journal.lookup(1).expect("lookup").is_empty(), "no delivery stored");
+    let claim = new_claim(&journal, &plain_refund(1));
+    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500)]).expect("finish");
+    assert_eq!((credits(b, &url), state_of(&journal, 1)), (1, RecordState::Done));
+}
+
 /// Through a proxy that counts the client's turns to speak (a round trip each), from a new
 /// connection's first delivery (nothing is prepared): with a claim written at finish, `begin` is one round
 /// trip (is the key held?) and `finish` with two statements is two (`BEGIN`, the statements and
-/// the storing statement sent together; then `COMMIT`); with the claim written by `begin`, one
-/// (the claim) and three (`BEGIN` with the statement confirming the claim; the statements and
-/// the storing one; `COMMIT`).
-fn round_trips_of_a_delivery(b: &Postgres) {
+/// the storing statement sent together; then `COMMIT`), one with the journal's statements kept
+/// prepared (`kept`: the `COMMIT` written behind the storing statement); with the claim written
+/// by `begin`, one (the claim) and three (`BEGIN` with the statement confirming the claim; the
+/// statements and the storing one; `COMMIT`). With statements kept, the first delivery prepares
+/// them too.
+fn round_trips_of_a_delivery(b: &Postgres, kept: &str) {
+    let at_finish_rounds = if kept.is_empty() { (1, 2) } else { (1, 1) };
     for (name, options, expected) in
-        [("round_trips_at_finish", at_finish(), (1, 2)), ("round_trips", JournalOptions::default(), (1, 3))]
+        [("round_trips_at_finish", at_finish(), at_finish_rounds), ("round_trips", JournalOptions::default(), (1, 3))]
     {
-        let url = b.url(name);
+        let name = format!("{name}{}", if kept.is_empty() { "" } else { "_kept" });
+        let url = b.url(&name);
         journal_with_ledger(b, &url, &options);
         let turns = Turns::start(b.0.port());
-        let proxied = url.replacen(&format!(":{}/", b.0.port()), &format!(":{}/", turns.port), 1);
+        let proxied = url.replacen(&format!(":{}/", b.0.port()), &format!(":{}/", turns.port), 1) + kept;
         let journal = Journal::open(&proxied, &options).expect("open through the proxy");
         let mut counted = Vec::new();
-        for n in 1..=6 {
+        for n in 1..=7 {
             let before = turns.count();
             let claim = new_claim(&journal, &plain_refund(n));
             let begun = turns.count();
@@ -368,13 +404,14 @@ fn round_trips_of_a_delivery(b: &Postgres) {
         }
         // A call that counts an index seen may also merge the seen indexes (one in 256 of a
         // process's, the first one when the process id is a multiple of 256): a finish, or with
-        // the claim written by `begin`, a begin. At most one of six does.
+        // the claim written by `begin`, a begin. At most one of seven does, and the first
+        // delivery may prepare statements.
         assert!(
             counted.iter().all(|&(begin, finish)| begin >= expected.0 && finish >= expected.1),
             "{name}: {counted:?}"
         );
         assert!(counted.iter().filter(|&&c| c == expected).count() >= 5, "{name} (begin, finish): {counted:?}");
-        assert_eq!(credits(b, &url), 12);
+        assert_eq!(credits(b, &url), 14);
         println!("postgres {name}: ok ((begin, finish) round trips: {counted:?})");
     }
 }
@@ -632,12 +669,14 @@ fn an_optimistic_repeat_of_a_pruned_delivery_never_runs_blind(b: &dyn Backend) {
 
 /// Through the counting proxy: once the process knows the numbering, an optimistic delivery is
 /// no round trip at `begin` and two at `finish` (`BEGIN` with the statements and the storing
-/// one; `COMMIT`), and one transaction.
-fn round_trips_of_an_optimistic_delivery(b: &Postgres) {
-    let url = b.url("round_trips_optimistic");
+/// one; `COMMIT`), and one transaction; with the journal's statements kept prepared (`kept`),
+/// one at `finish` (`COMMIT` written behind the storing statement) once they are prepared.
+fn round_trips_of_an_optimistic_delivery(b: &Postgres, kept: &str) {
+    let finish_rounds = if kept.is_empty() { 2 } else { 1 };
+    let url = b.url(if kept.is_empty() { "round_trips_optimistic" } else { "round_trips_optimistic_kept" });
     journal_with_ledger(b, &url, &at_finish());
     let turns = Turns::start(b.0.port());
-    let proxied = url.replacen(&format!(":{}/", b.0.port()), &format!(":{}/", turns.port), 1);
+    let proxied = url.replacen(&format!(":{}/", b.0.port()), &format!(":{}/", turns.port), 1) + kept;
     let journal = Journal::open(&proxied, &at_finish()).expect("open through the proxy");
     let mut counted = Vec::new();
     for n in 1..=6 {
@@ -648,8 +687,9 @@ fn round_trips_of_an_optimistic_delivery(b: &Postgres) {
         assert!(matches!(finished.expect("finish"), Finished::Stored));
         counted.push((begun - before, turns.count() - begun));
     }
-    assert!(counted[1..].iter().all(|&(begin, finish)| begin == 0 && finish >= 2), "{counted:?}");
-    assert!(counted[1..].iter().filter(|&&c| c == (0, 2)).count() >= 4, "(begin, finish): {counted:?}");
+    assert!(counted[1..].iter().all(|&(begin, finish)| begin == 0 && finish >= finish_rounds), "{counted:?}");
+    let expected = (0, finish_rounds);
+    assert!(counted[1..].iter().filter(|&&c| c == expected).count() >= 4, "(begin, finish): {counted:?}");
     assert_eq!(credits(b, &url), 6);
     println!("postgres round_trips_of_an_optimistic_delivery: ok ((begin, finish) round trips: {counted:?})");
 }

@@ -76,6 +76,34 @@ impl Backend for Postgres {
     }
 }
 
+/// What `PostgresKept` adds to a journal's URL: its statements kept prepared by name, room for
+/// all of them.
+pub const KEPT_STATEMENTS: &str = "&statement_cache_size=64";
+
+/// As `Postgres`, with the journal's statements kept prepared on each connection
+/// (`KEPT_STATEMENTS` in its URL, for a direct connection); what a behaviour runs itself goes
+/// without it.
+pub struct PostgresKept(pub Cluster);
+
+impl Backend for PostgresKept {
+    fn name(&self) -> &'static str {
+        "postgres-kept"
+    }
+    /// A schema of its own (`kept_<behaviour>`), beside `Postgres`'s on the same cluster.
+    fn url(&self, behaviour: &str) -> String {
+        format!("{}{KEPT_STATEMENTS}", self.0.schema_url(&format!("kept_{behaviour}")))
+    }
+    fn exec(&self, url: &str, sql: &str) {
+        Postgres::connect(&url.replacen(KEPT_STATEMENTS, "", 1)).batch_execute(sql).unwrap();
+    }
+    fn count(&self, url: &str, sql: &str) -> i64 {
+        Postgres::connect(&url.replacen(KEPT_STATEMENTS, "", 1)).query_one(sql, &[]).unwrap().get(0)
+    }
+    fn param(&self, n: usize) -> String {
+        format!("${n}")
+    }
+}
+
 /// A suite: each behaviour by name, run on a backend `B`.
 pub type Suite<'a, B> = [(&'a str, fn(&B))];
 

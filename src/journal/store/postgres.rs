@@ -21,7 +21,9 @@
 //! (`Mode::Single`) is written whole, `BEGIN`, the statement and `COMMIT`
 //! (`Client::close_with`): one round trip. The finish of a claim at finish writes the partner's
 //! staged statements and the storing statement together (`Client::pipeline`): its transaction
-//! is two round trips, that and `COMMIT`, however many statements it holds. Indexes are
+//! is two round trips, that and `COMMIT`, however many statements it holds; one where the
+//! connection keeps the journal's statements prepared, its `COMMIT` written behind the storing
+//! statement, which then fails where it stores nothing (`FINISH_UNWRITTEN_KEPT`). Indexes are
 //! appended to `sp_journal_seen` and
 //! merged into the runs in batches (every few hundred deliveries of a process, and before
 //! `status` and `missing` answer), so that concurrent deliveries never queue on the runs.
@@ -564,6 +566,8 @@ impl Postgres {
             // with its COMMIT) or at COMMIT. A failure inside BEGIN ... COMMIT committed nothing.
             let (result, at_commit) = match (result, mode) {
                 (result, Mode::Single) => (end_single(&mut conn, result), true),
+                // The work's last request carried the `COMMIT` (`Postgres::finish_unwritten`).
+                (result, _) if conn.client.take_closed() => (result, true),
                 (Ok(value), _) => (conn.client.batch_execute("COMMIT").map(|()| value).map_err(Fail::Db), true),
                 (Err(fail), _) => {
                     if conn.client.batch_execute("ROLLBACK").is_err() {
@@ -728,9 +732,26 @@ impl Postgres {
                 &unwritten.numbering,
                 &schema::VERSION,
             ];
-            let store =
-                if tx.statements.keeps(FINISH_UNWRITTEN_KEPT) { FINISH_UNWRITTEN_KEPT } else { FINISH_UNWRITTEN };
-            let row = self.staged_then_store(tx, staged, store, params)?;
+            let kept = tx.statements.keeps(FINISH_UNWRITTEN_KEPT);
+            let row = if kept {
+                // It fails where it stores nothing (see `FINISH_UNWRITTEN_KEPT`): the `COMMIT`
+                // goes with it.
+                tx.client.close_with("COMMIT");
+                match self.staged_then_store(tx, staged, FINISH_UNWRITTEN_KEPT, params) {
+                    Err(Fail::Db(e)) => match not_stored(&e) {
+                        Some("guard") => return Err(Fail::Journal(super::staged::escaped())),
+                        Some("numbering") => {
+                            renumbered = true;
+                            return Err(Fail::Journal(claims::renumbered_error(claim, "finish", unwritten.numbering)));
+                        }
+                        Some(_) => return Err(Fail::Journal(claims::lost_error(claim, "finish", None))),
+                        None => return Err(Fail::Db(e)),
+                    },
+                    other => other?,
+                }
+            } else {
+                self.staged_then_store(tx, staged, FINISH_UNWRITTEN, params)?
+            };
             let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
             if guard.as_deref() != Some("on") {
                 return Err(Fail::Journal(super::staged::escaped()));
@@ -1215,9 +1236,10 @@ fn store_function_exists(tx: &mut Tx<'_>) -> TxResult<bool> {
     Ok(tx.query_one(concat!("SELECT ", store_function_exists!()), &[])?.try_get(0)?)
 }
 
-/// The storing statement `FINISH_UNWRITTEN` runs (see there), as one literal: the body of the
-/// function `STORE_UNWRITTEN_FUNCTION` makes, and `FINISH_UNWRITTEN_KEPT`.
-macro_rules! store_unwritten {
+/// The storing statement's common table expressions: the commit made durable (`$8`), the
+/// numbering (`$9`) and schema version (`$10`) checked, the delivery inserted done (while the
+/// guard is set), its index recorded.
+macro_rules! store_unwritten_ctes {
     () => {
         concat!(
             "WITH durable AS (SELECT set_config('synchronous_commit', $8::text, true)), ",
@@ -1229,8 +1251,17 @@ macro_rules! store_unwritten {
             ", 0, ",
             now_ms!(),
             ", $7 FROM numbered WHERE current_setting('slotpartner.guard', true) = 'on' ON CONFLICT (key) DO NOTHING RETURNING 1), ",
-            seen_when!("finished"),
-            " ",
+            seen_when!("finished")
+        )
+    };
+}
+
+/// The storing statement's answer (its columns, from `durable`): whether the delivery was
+/// stored (0 or 1), the guard, the key of another delivery at its index, whether the numbering
+/// and version were the expected ones.
+macro_rules! store_unwritten_answer {
+    () => {
+        concat!(
             "SELECT (SELECT count(*) FROM finished), current_setting('slotpartner.guard', true), ",
             "(SELECT key FROM sp_journal_delivery WHERE $4::bigint IS NOT NULL AND first_index = $4::bigint AND key <> $1 AND EXISTS (SELECT 1 FROM finished) LIMIT 1), ",
             "EXISTS (SELECT 1 FROM numbered) FROM durable"
@@ -1238,12 +1269,49 @@ macro_rules! store_unwritten {
     };
 }
 
+/// The storing statement `FINISH_UNWRITTEN` runs (see there), as one literal: the body of the
+/// function `STORE_UNWRITTEN_FUNCTION` makes.
+macro_rules! store_unwritten {
+    () => {
+        concat!(store_unwritten_ctes!(), " ", store_unwritten_answer!())
+    };
+}
+
+/// What the storing statement a connection keeps prepared (`FINISH_UNWRITTEN_KEPT`) fails with
+/// when it stores nothing, followed by the reason (`guard`, `numbering`, `key`): a text a cast to
+/// `integer` refuses (SQLSTATE 22P02), quoted in the server's message whatever its language.
+macro_rules! not_stored {
+    () => {
+        "slotpartner: not stored: "
+    };
+}
+
 /// `FINISH_UNWRITTEN`'s statement itself, sent instead of the call where the connection keeps
 /// the journal's statements prepared and has room for this one (`statement_cache_size`, never
-/// behind a pooler in transaction mode): planned once a connection either way, and the function's own frame, about
-/// 30 µs of the server's time a delivery, is spared (docs/experiments-2026-12.md, 21:15 UTC).
-/// The same parameters, answer and checks: the same literal.
-const FINISH_UNWRITTEN_KEPT: &str = store_unwritten!();
+/// behind a pooler in transaction mode): planned once a connection either way, and the
+/// function's own frame, about 30 µs of the server's time a delivery, is spared
+/// (docs/experiments-2026-12.md, 21:15 UTC). The same parameters and answer (a fifth column, 0),
+/// with one difference: where it stores nothing it fails (`not_stored!` and the reason), so
+/// that the server rolls the transaction back itself and its `COMMIT` can be written right
+/// behind it, in the same round trip (`Postgres::finish_unwritten`). Only this statement, whose
+/// text this release sends, is followed by `COMMIT`: the function, created by whichever release
+/// migrated the journal, answers a delivery it did not store without failing.
+const FINISH_UNWRITTEN_KEPT: &str = concat!(
+    store_unwritten_ctes!(),
+    ", answer (stored, guard, reused, numbered) AS (",
+    store_unwritten_answer!(),
+    ") SELECT stored, guard, reused, numbered, CASE WHEN stored = 1 THEN 0 ELSE CAST('",
+    not_stored!(),
+    "' || CASE WHEN guard IS DISTINCT FROM 'on' THEN 'guard' WHEN NOT numbered THEN 'numbering' ELSE 'key' END AS integer) END FROM answer"
+);
+
+/// The reason `FINISH_UNWRITTEN_KEPT` stored nothing (`guard`, `numbering`, `key`), when `e` is
+/// its failure saying so (SQLSTATE 22P02, the text `not_stored!` quoted in the message).
+fn not_stored(e: &tokio_postgres::Error) -> Option<&str> {
+    let db = e.as_db_error().filter(|db| *db.code() == SqlState::INVALID_TEXT_REPRESENTATION)?;
+    let (_, reason) = db.message().split_once(concat!("\"", not_stored!()))?;
+    ["guard", "numbering", "key"].into_iter().find(|r| reason.strip_prefix(r) == Some("\""))
+}
 
 /// Creates (or replaces, by a migration run again) the function `FINISH_UNWRITTEN` calls: the
 /// storing statement, run by `RETURN QUERY`. Version 4's, on PostgreSQL.

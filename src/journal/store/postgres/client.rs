@@ -95,6 +95,8 @@ pub(super) struct Client {
     deferred: Option<String>,
     /// Sent after the next request (`close_with`).
     closing: Option<&'static str>,
+    /// Whether a batch of `close_with` was written since the last `defer` (see `closed`).
+    closing_written: bool,
     /// How long a round trip may wait for its answers.
     command_timeout: Duration,
     /// Whether a round trip went past `command_timeout` (the connection is closed since).
@@ -132,6 +134,7 @@ impl Client {
             messages: Box::new(move |cx| connection.poll_message(cx)),
             inner,
             deferred: None,
+            closing_written: false,
             closing: None,
             command_timeout: deadlines.command,
             timed_out: false,
@@ -163,7 +166,17 @@ impl Client {
             self.batch_execute(&earlier)?;
         }
         self.deferred = Some(batch);
+        self.closing_written = false;
         Ok(())
+    }
+
+    /// Whether the batch of `close_with` (a `COMMIT`) was written since the transaction's
+    /// `defer`, after a request: then the transaction is over on the server (committed when
+    /// every request before it succeeded, else rolled back), or its end unknown (the connection
+    /// lost meanwhile). A closing batch kept and not written is dropped.
+    pub(super) fn take_closed(&mut self) -> bool {
+        self.closing = None;
+        std::mem::take(&mut self.closing_written)
     }
 
     /// Keeps `batch` (as for `defer`) to be written with the next request, after it: a
@@ -282,7 +295,7 @@ impl Client {
         closes: bool,
         make: impl FnOnce(&'a tokio_postgres::Client) -> Vec<Request<'a, T>>,
     ) -> Result<Vec<T>, PipelineError> {
-        let Client { runtime, messages, inner, deferred, closing, command_timeout, timed_out } = self;
+        let Client { runtime, messages, inner, deferred, closing, closing_written, command_timeout, timed_out } = self;
         let inner: &'a tokio_postgres::Client = inner;
         let batch = deferred.take().map(|batch| batch_request(inner, batch));
         let before = usize::from(batch.is_some());
@@ -292,8 +305,13 @@ impl Client {
         requests.extend(closed.map(|batch| batch_request(inner, batch)));
         let answers = match in_order(runtime, messages, *command_timeout, requests) {
             Ok(answers) => answers,
-            Err(Waited::Failed(e)) => return Err(PipelineError::Before(e)),
+            Err(Waited::Failed(e)) => {
+                // The connection failed: the closing batch may have been written.
+                *closing_written |= closed.is_some();
+                return Err(PipelineError::Before(e));
+            }
             Err(Waited::TimedOut) => {
+                *closing_written |= closed.is_some();
                 // The connection goes (its socket closed), with whatever it had written and
                 // not had answered; the requests fail as on any closed connection.
                 *timed_out = true;
@@ -303,8 +321,12 @@ impl Client {
                 return Err(PipelineError::Before(closed.expect_err("a request on a dropped connection fails")));
             }
         };
-        if closed.is_some() && answers.last().is_some_and(Option::is_none) {
-            *closing = closed;
+        if closed.is_some() {
+            if answers.last().is_some_and(Option::is_none) {
+                *closing = closed;
+            } else {
+                *closing_written = true;
+            }
         }
         let mut answered = Vec::with_capacity(answers.len());
         for (at, answer) in answers.into_iter().enumerate() {
