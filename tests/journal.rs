@@ -2734,9 +2734,8 @@ fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised() {
 }
 
 /// The same with the journal's statements kept prepared, the at-finish store sent as the storing
-/// statement itself with the `COMMIT` right behind it, in one round trip with the staged
-/// statements (`statement_cache_size`, room for all of them), and by a cache of one statement
-/// (full before the store: the function stores, the rest sent unnamed, `COMMIT` on its own).
+/// statement itself (`statement_cache_size`, room for all of them), and by a cache of one
+/// statement (full before the store: the function stores, the rest sent unnamed).
 #[test]
 fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised_with_statements_kept() {
     lost_commit_across_a_renumbering(STATEMENT_CACHE, "lost_commit_renumber_kept");
@@ -2744,7 +2743,6 @@ fn postgres_a_lost_commit_answer_across_a_renumbering_is_recognised_with_stateme
 }
 
 fn lost_commit_across_a_renumbering(cache: &str, schema: &str) {
-    let commit_with_the_store = cache == STATEMENT_CACHE;
     let Some(cluster) = Cluster::start("PostgreSQL lost commit across a renumbering") else { return };
     let direct = cluster.schema_url(schema);
     let cutter = Cutter::start(cluster.port());
@@ -2758,16 +2756,12 @@ fn lost_commit_across_a_renumbering(cache: &str, schema: &str) {
     let claim = new_claim(&journal, &indexed(2));
     let mut staged = credit(&pg, 2, 100);
     staged.push(Staged::new("SELECT pg_sleep(0.5)", Vec::new()).unwrap());
-    if commit_with_the_store {
-        // Written with the statements, before the sleep: the next `COMMIT` written is theirs.
-        cutter.arm(COMMIT_QUERY);
-    }
+    // The `COMMIT` is written with the statements and the storing one, before the sleep: the
+    // next one written is theirs.
+    cutter.arm(COMMIT_QUERY);
     let result = thread::scope(|s| {
         let finishing = s.spawn(|| journal.finish_with(&claim, b"two", &staged));
         thread::sleep(Duration::from_millis(150)); // inside its sleep, holding the numbering's lock
-        if !commit_with_the_store {
-            cutter.arm_commit();
-        }
         operator.renumber(1, "the service restarted its numbering").unwrap();
         finishing.join().unwrap()
     });

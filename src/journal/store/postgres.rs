@@ -21,9 +21,9 @@
 //! (`Mode::Single`) is written whole, `BEGIN`, the statement and `COMMIT`
 //! (`Client::close_with`): one round trip. The finish of a claim at finish writes the partner's
 //! staged statements and the storing statement together (`Client::pipeline`): its transaction
-//! is two round trips, that and `COMMIT`, however many statements it holds; one where the
-//! connection keeps the journal's statements prepared, its `COMMIT` written behind the storing
-//! statement, which then fails where it stores nothing (`FINISH_UNWRITTEN_KEPT`). Indexes are
+//! is one round trip, however many statements it holds: its `COMMIT` is written behind the
+//! storing statement, which fails where it stores nothing (`FINISH_UNWRITTEN`), so that the
+//! server rolls the transaction back itself. Indexes are
 //! appended to `sp_journal_seen` and
 //! merged into the runs in batches (every few hundred deliveries of a process, and before
 //! `status` and `missing` answer), so that concurrent deliveries never queue on the runs.
@@ -732,38 +732,24 @@ impl Postgres {
                 &unwritten.numbering,
                 &schema::VERSION,
             ];
-            let kept = tx.statements.keeps(FINISH_UNWRITTEN_KEPT);
-            let row = if kept {
-                // It fails where it stores nothing (see `FINISH_UNWRITTEN_KEPT`): the `COMMIT`
-                // goes with it.
-                tx.client.close_with("COMMIT");
-                match self.staged_then_store(tx, staged, FINISH_UNWRITTEN_KEPT, params) {
-                    Err(Fail::Db(e)) => match not_stored(&e) {
-                        Some("guard") => return Err(Fail::Journal(super::staged::escaped())),
-                        Some("numbering") => {
-                            renumbered = true;
-                            return Err(Fail::Journal(claims::renumbered_error(claim, "finish", unwritten.numbering)));
-                        }
-                        Some(_) => return Err(Fail::Journal(claims::lost_error(claim, "finish", None))),
-                        None => return Err(Fail::Db(e)),
-                    },
-                    other => other?,
-                }
-            } else {
-                self.staged_then_store(tx, staged, FINISH_UNWRITTEN, params)?
+            let store =
+                if tx.statements.keeps(FINISH_UNWRITTEN_KEPT) { FINISH_UNWRITTEN_KEPT } else { FINISH_UNWRITTEN };
+            // Either fails where it stores nothing (`not_stored!`): the `COMMIT` goes with it,
+            // and a success is a delivery stored.
+            tx.client.close_with("COMMIT");
+            let row = match self.staged_then_store(tx, staged, store, params) {
+                Err(Fail::Db(e)) => match not_stored(&e) {
+                    Some("guard") => return Err(Fail::Journal(super::staged::escaped())),
+                    Some("numbering") => {
+                        renumbered = true;
+                        return Err(Fail::Journal(claims::renumbered_error(claim, "finish", unwritten.numbering)));
+                    }
+                    // Rolled back; what is stored instead is read below (`STORED_ALIKE`).
+                    Some(_) => return Err(Fail::Journal(claims::lost_error(claim, "finish", None))),
+                    None => return Err(Fail::Db(e)),
+                },
+                other => other?,
             };
-            let (count, guard): (i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
-            if guard.as_deref() != Some("on") {
-                return Err(Fail::Journal(super::staged::escaped()));
-            }
-            if !row.try_get::<_, bool>(3)? {
-                renumbered = true;
-                return Err(Fail::Journal(claims::renumbered_error(claim, "finish", unwritten.numbering)));
-            }
-            if count != 1 {
-                // Rolled back; what is stored instead is read below (`STORED_ALIKE`).
-                return Err(Fail::Journal(claims::lost_error(claim, "finish", None)));
-            }
             Ok(row.try_get::<_, Option<String>>(2)?)
         });
         let reused = match stored {
@@ -1210,6 +1196,29 @@ const FINISH_GUARDED: &str = finish_sql!(
 );
 /// Whether the journal holds a row for the key `$1`, its numbering and its schema version.
 const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), (SELECT value FROM sp_journal_meta WHERE key = 'schema_version')";
+/// What the storing statements (`FINISH_UNWRITTEN`, `FINISH_UNWRITTEN_KEPT`) fail with when
+/// they store nothing, followed by the reason (`guard`, `numbering`, `key`): a text a cast to
+/// `integer` refuses (SQLSTATE 22P02), quoted in the server's message whatever its language.
+macro_rules! not_stored {
+    () => {
+        "slotpartner: not stored: "
+    };
+}
+
+/// The column that makes a storing statement fail where it stored nothing, from the columns
+/// `stored`, `guard` and `numbered` of its answer (see `store_unwritten_answer!`): 0, or the
+/// cast of `not_stored!` and the reason, which the server refuses. The reason is not a
+/// constant, so the cast is made only when the row is read, never when the statement is planned.
+macro_rules! not_stored_unless {
+    () => {
+        concat!(
+            "CASE WHEN stored = 1 THEN 0 ELSE CAST('",
+            not_stored!(),
+            "' || CASE WHEN guard IS DISTINCT FROM 'on' THEN 'guard' WHEN NOT numbered THEN 'numbering' ELSE 'key' END AS integer) END"
+        )
+    };
+}
+
 /// Stores a delivery claimed at finish (`Claim::unwritten`), done, with its reply (`$1` key, `$2`
 /// name, `$3` transactionId, `$4` index, `$5` content, `$6` token, `$7` reply), unless the key
 /// has a row by now; records its index (handled: counted by its done row, see
@@ -1229,7 +1238,15 @@ const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key 
 /// planned at every delivery (127 µs of planning against 57 µs of running it, see
 /// docs/experiments-2026-12.md); the call itself is planned in a few µs. Its parameters are the
 /// statement's, in order; `$1`... in the body are the function's.
-const FINISH_UNWRITTEN: &str = "SELECT * FROM sp_journal_store_unwritten($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+///
+/// The call is wrapped so that it fails where the function stored nothing, as
+/// `FINISH_UNWRITTEN_KEPT` does (`not_stored_unless!`): the function, created by whichever release
+/// migrated the journal, answers without failing.
+const FINISH_UNWRITTEN: &str = concat!(
+    "SELECT stored, guard, reused, numbered, ",
+    not_stored_unless!(),
+    " FROM sp_journal_store_unwritten($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS answer (stored, guard, reused, numbered)"
+);
 
 /// `store_function_exists!` read in `tx`.
 fn store_function_exists(tx: &mut Tx<'_>) -> TxResult<bool> {
@@ -1277,35 +1294,24 @@ macro_rules! store_unwritten {
     };
 }
 
-/// What the storing statement a connection keeps prepared (`FINISH_UNWRITTEN_KEPT`) fails with
-/// when it stores nothing, followed by the reason (`guard`, `numbering`, `key`): a text a cast to
-/// `integer` refuses (SQLSTATE 22P02), quoted in the server's message whatever its language.
-macro_rules! not_stored {
-    () => {
-        "slotpartner: not stored: "
-    };
-}
-
 /// `FINISH_UNWRITTEN`'s statement itself, sent instead of the call where the connection keeps
 /// the journal's statements prepared and has room for this one (`statement_cache_size`, never
 /// behind a pooler in transaction mode): planned once a connection either way, and the
 /// function's own frame, about 30 µs of the server's time a delivery, is spared
-/// (docs/experiments-2026-12.md, 21:15 UTC). The same parameters and answer (a fifth column, 0),
-/// with one difference: where it stores nothing it fails (`not_stored!` and the reason), so
-/// that the server rolls the transaction back itself and its `COMMIT` can be written right
-/// behind it, in the same round trip (`Postgres::finish_unwritten`). Only this statement, whose
-/// text this release sends, is followed by `COMMIT`: the function, created by whichever release
-/// migrated the journal, answers a delivery it did not store without failing.
+/// (docs/experiments-2026-12.md, 21:15 UTC). The same parameters and answer, a fifth column
+/// (`not_stored_unless!`) making it fail where it stores nothing, so that the server rolls the
+/// transaction back itself and its `COMMIT` can be written right behind it, in the same round
+/// trip (`Postgres::finish_unwritten`).
 const FINISH_UNWRITTEN_KEPT: &str = concat!(
     store_unwritten_ctes!(),
     ", answer (stored, guard, reused, numbered) AS (",
     store_unwritten_answer!(),
-    ") SELECT stored, guard, reused, numbered, CASE WHEN stored = 1 THEN 0 ELSE CAST('",
-    not_stored!(),
-    "' || CASE WHEN guard IS DISTINCT FROM 'on' THEN 'guard' WHEN NOT numbered THEN 'numbering' ELSE 'key' END AS integer) END FROM answer"
+    ") SELECT stored, guard, reused, numbered, ",
+    not_stored_unless!(),
+    " FROM answer"
 );
 
-/// The reason `FINISH_UNWRITTEN_KEPT` stored nothing (`guard`, `numbering`, `key`), when `e` is
+/// The reason a storing statement stored nothing (`guard`, `numbering`, `key`), when `e` is
 /// its failure saying so (SQLSTATE 22P02, the text `not_stored!` quoted in the message).
 fn not_stored(e: &tokio_postgres::Error) -> Option<&str> {
     let db = e.as_db_error().filter(|db| *db.code() == SqlState::INVALID_TEXT_REPRESENTATION)?;
