@@ -402,7 +402,9 @@ fn postgres_prepared_conformance() {
 /// statement, run in the journal's own session, counts that session's prepared statements. A
 /// delivery claimed at finish is then stored by the storing statement itself, kept prepared,
 /// instead of by a call of the function `sp_journal_store_unwritten`: a staged statement of the
-/// next delivery sees it among the session's statements (and only then). A cache smaller than a
+/// next delivery sees it among the session's statements (and only then), as it sees the
+/// statement taking the numbering's lock and setting the guard, prepared by name
+/// (`sp_journal_guard`, `PREPARE`) at the first claim at finish. A cache smaller than a
 /// delivery's statements keeps the first it met and sends the rest unnamed: the same statements,
 /// by the same names, at every delivery (none prepared again), and the function stores.
 #[test]
@@ -416,11 +418,11 @@ fn postgres_statements_are_kept_prepared_only_when_the_url_asks() {
         let url = format!("{plain}{suffix}");
         client
             .batch_execute(
-                "CREATE TABLE prepared_seen (at BIGSERIAL, n BIGINT NOT NULL, storing BIGINT NOT NULL, names TEXT)",
+                "CREATE TABLE prepared_seen (at BIGSERIAL, n BIGINT NOT NULL, storing BIGINT NOT NULL, guard BIGINT NOT NULL, names TEXT)",
             )
             .unwrap();
         let count = || {
-            let sql = "INSERT INTO prepared_seen (n, storing, names) SELECT count(*), count(*) FILTER (WHERE statement LIKE '%EXISTS (SELECT 1 FROM numbered) FROM durable%'), string_agg(name, ' ' ORDER BY name) FROM pg_prepared_statements";
+            let sql = "INSERT INTO prepared_seen (n, storing, guard, names) SELECT count(*) FILTER (WHERE NOT from_sql), count(*) FILTER (WHERE statement LIKE '%EXISTS (SELECT 1 FROM numbered) FROM durable%'), count(*) FILTER (WHERE name = 'sp_journal_guard'), string_agg(name, ' ' ORDER BY name) FILTER (WHERE NOT from_sql) FROM pg_prepared_statements";
             Staged::new(sql, Vec::new()).unwrap()
         };
         let journal = open(&url);
@@ -433,11 +435,11 @@ fn postgres_statements_are_kept_prepared_only_when_the_url_asks() {
             let claim = new_claim(&at_finish, &refund(n, Some(n), 7));
             at_finish.finish_with(&claim, b"ok", &[count()]).expect("finish");
         }
-        let seen: Vec<(i64, i64, Option<String>)> = client
-            .query("SELECT n, storing, names FROM prepared_seen ORDER BY at", &[])
+        let seen: Vec<(i64, i64, Option<String>, i64)> = client
+            .query("SELECT n, storing, names, guard FROM prepared_seen ORDER BY at", &[])
             .unwrap()
             .iter()
-            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .map(|row| (row.get(0), row.get(1), row.get(2), row.get(3)))
             .collect();
         assert_eq!(seen.len(), 6, "{schema}");
         match exactly {
@@ -447,6 +449,9 @@ fn postgres_statements_are_kept_prepared_only_when_the_url_asks() {
         // The fifth and sixth deliveries' statements ran after a store claimed at finish.
         let stored_kept = exactly.is_none();
         assert!(seen[4..].iter().all(|s| (s.1 > 0) == stored_kept), "{schema}: {seen:?}");
+        // The guard's statement, prepared at the first claim at finish where statements are kept.
+        assert!(seen[..3].iter().all(|s| s.3 == 0), "{schema}: {seen:?}");
+        assert!(seen[3..].iter().all(|s| (s.3 == 1) == (exactly != Some(0))), "{schema}: {seen:?}");
         if exactly == Some(2) {
             // Each journal's one connection: the same names at every delivery.
             assert!(seen[..3].iter().all(|s| s.2 == seen[0].2), "{schema}: {seen:?}");

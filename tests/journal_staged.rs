@@ -94,6 +94,7 @@ fn postgres_staged() {
     // by the storing statement itself, not a call of the function.
     round_trips_of_a_delivery(&backend, KEPT_STATEMENTS);
     round_trips_of_an_optimistic_delivery(&backend, KEPT_STATEMENTS);
+    the_guard_statement_dropped_by_a_partners_function_is_prepared_again(&backend);
     run_suite(SUITE, "postgres-kept", &PostgresKept(backend.0));
 }
 
@@ -350,6 +351,33 @@ fn at_finish_a_failing_statement_among_several_stores_nothing(b: &dyn Backend) {
     journal.finish_with(&claim, &reply(1), &[credit(b, 1, 500), credit(b, 2, 500)]).expect("finish");
     assert_eq!(credits(b, &url), 2);
     assert_eq!(state_of(&journal, 1), RecordState::Done);
+}
+
+/// A direct connection keeping statements prepared has the claim at finish's guard statement
+/// prepared by name (`sp_journal_guard`): a partner's function that drops the session's prepared
+/// statements (`DEALLOCATE ALL` in PL/pgSQL, which the check at staging cannot see) in a
+/// delivery stored by the unnamed function (a cache of one statement, taken) costs the next
+/// delivery a fresh connection, never a failure: every delivery is stored, each credited once.
+fn the_guard_statement_dropped_by_a_partners_function_is_prepared_again(b: &Postgres) {
+    let url = b.url("guard_deallocated");
+    journal_with_ledger(b, &url, &at_finish());
+    let journal = Journal::open(&format!("{url}&statement_cache_size=1"), &at_finish()).unwrap();
+    b.exec(
+        &url,
+        "CREATE FUNCTION drop_prepared() RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'DEALLOCATE ALL'; END $$",
+    );
+    let dropping = || Staged::new("SELECT drop_prepared()", vec![]).unwrap();
+    for n in 1..=6 {
+        let claim = new_claim(&journal, &plain_refund(n));
+        let mut staged = vec![credit(b, n, 10)];
+        if n % 2 == 1 {
+            staged.push(dropping());
+        }
+        journal.finish_with(&claim, &reply(n), &staged).unwrap_or_else(|e| panic!("delivery {n}: {e}"));
+    }
+    assert_eq!(credits(b, &url), 6);
+    assert_eq!(b.count(&url, "SELECT count(*) FROM sp_journal_delivery WHERE state = 'done'"), 6);
+    println!("postgres the_guard_statement_dropped_by_a_partners_function_is_prepared_again: ok");
 }
 
 /// A staged statement that unsets the transaction's guard (as one ending the transaction would

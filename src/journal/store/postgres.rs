@@ -166,6 +166,9 @@ struct PgConn {
     statements: StatementCache,
     /// `Postgres::generation` when it was opened.
     generation: u64,
+    /// Whether `PREPARE_GUARD` ran on it: only where the URL keeps statements prepared (a
+    /// direct connection), at its first claim at finish.
+    guard_prepared: bool,
 }
 
 enum Fail {
@@ -448,7 +451,12 @@ impl Postgres {
                 error
             }
         })?;
-        Ok(PgConn { client, statements: StatementCache::new(self.statement_cache_size), generation })
+        Ok(PgConn {
+            client,
+            statements: StatementCache::new(self.statement_cache_size),
+            generation,
+            guard_prepared: false,
+        })
     }
 
     /// A connection for one transaction: a kept one, unless it is closed or was opened before a
@@ -678,7 +686,13 @@ impl Postgres {
         mode: Mode,
     ) -> std::result::Result<(), tokio_postgres::Error> {
         conn.client.set_command_timeout(self.deadlines(options).command);
-        conn.client.defer(begin_batch(mode, options))?;
+        if mode == Mode::AtFinish && self.statement_cache_size > 0 && !conn.guard_prepared {
+            // A round trip of its own, once a connection, outside any transaction.
+            conn.client.batch_execute(PREPARE_GUARD)?;
+            conn.guard_prepared = true;
+        }
+        let batch = begin_batch(mode, options, conn.guard_prepared);
+        conn.client.defer(batch)?;
         if mode == Mode::Single {
             conn.client.close_with("COMMIT");
         }
@@ -884,23 +898,37 @@ fn seconds(duration: Duration) -> String {
 /// the batch is sent whole at every transaction (nothing prepared may be left on a connection a
 /// pooler shares) and a `SELECT` of the settings was planned every time (15-20 µs; see
 /// docs/experiments-2026-12.md, 2026-12-02 10:55 UTC).
-fn begin_batch(mode: Mode, options: &JournalOptions) -> String {
+///
+/// `guard_prepared`: the connection has the claim at finish's statement prepared by
+/// `PREPARE_GUARD` (it keeps the journal's statements prepared: a direct connection), and the
+/// batch runs it by `EXECUTE`, planned once a connection instead of at every claim at finish
+/// (9 µs of the server's time; a statement prepared in the protocol's way instead would be a
+/// message more to answer, which costs more: docs/experiments-2026-12.md, 2026-12-03).
+fn begin_batch(mode: Mode, options: &JournalOptions, guard_prepared: bool) -> String {
     let lock_ms = options.lock_timeout.as_millis().max(1);
     let settings = format!(
         "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {lock_ms}; SET LOCAL synchronous_commit = off"
     );
-    if mode == Mode::AtFinish {
-        return format!(
-            concat!(
-                "{}; SELECT pg_advisory_xact_lock_shared(",
-                numbering_lock!(),
-                "), set_config('slotpartner.guard', 'on', true)"
-            ),
-            settings
-        );
+    match mode {
+        Mode::AtFinish if guard_prepared => format!("{settings}; EXECUTE sp_journal_guard"),
+        Mode::AtFinish => format!("{settings}; SELECT {}", at_finish_guard!()),
+        _ => settings,
     }
-    settings
 }
+
+/// What a claim at finish's transaction does after its settings (see `begin_batch`): the
+/// numbering's lock taken shared, the transaction's guard set.
+macro_rules! at_finish_guard {
+    () => {
+        concat!("pg_advisory_xact_lock_shared(", numbering_lock!(), "), set_config('slotpartner.guard', 'on', true)")
+    };
+}
+use at_finish_guard;
+
+/// Prepares `at_finish_guard!` on a connection as `sp_journal_guard` (a name of the journal's,
+/// as its tables' are), for `begin_batch`. A session that lost it (`DEALLOCATE`) fails its next
+/// claim at finish with SQLSTATE 26000, and the connection is replaced (`poisoned`).
+const PREPARE_GUARD: &str = concat!("PREPARE sp_journal_guard AS SELECT ", at_finish_guard!());
 
 /// Ends a `Mode::Single` transaction whose `COMMIT` did not go with its statement (the statement
 /// failed before it was written, or none was sent): committed when `result` is a success, else
