@@ -1198,7 +1198,8 @@ const FINISH_GUARDED: &str = finish_sql!(
 const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), (SELECT value FROM sp_journal_meta WHERE key = 'schema_version')";
 /// What the storing statements (`FINISH_UNWRITTEN`, `FINISH_UNWRITTEN_KEPT`) fail with when
 /// they store nothing, followed by the reason (`guard`, `numbering`, `key`): a text a cast to
-/// `integer` refuses (SQLSTATE 22P02), quoted in the server's message whatever its language.
+/// `integer` refuses (SQLSTATE 22P02), quoted whole in the server's message whatever its
+/// language, between that language's quotation marks (`"..."`, `»...«`, `« ... »`).
 macro_rules! not_stored {
     () => {
         "slotpartner: not stored: "
@@ -1312,11 +1313,14 @@ const FINISH_UNWRITTEN_KEPT: &str = concat!(
 );
 
 /// The reason a storing statement stored nothing (`guard`, `numbering`, `key`), when `e` is
-/// its failure saying so (SQLSTATE 22P02, the text `not_stored!` quoted in the message).
-fn not_stored(e: &tokio_postgres::Error) -> Option<&str> {
+/// its failure saying so (SQLSTATE 22P02, the text `not_stored!` and the reason in the message,
+/// the reason ended by the closing quotation mark of whichever language the server speaks:
+/// `lc_messages` translates the message and its marks, never the text quoted).
+fn not_stored(e: &tokio_postgres::Error) -> Option<&'static str> {
     let db = e.as_db_error().filter(|db| *db.code() == SqlState::INVALID_TEXT_REPRESENTATION)?;
-    let (_, reason) = db.message().split_once(concat!("\"", not_stored!()))?;
-    ["guard", "numbering", "key"].into_iter().find(|r| reason.strip_prefix(r) == Some("\""))
+    let (_, quoted) = db.message().split_once(not_stored!())?;
+    let reason = quoted.split(|c: char| !c.is_ascii_alphabetic()).next()?;
+    ["guard", "numbering", "key"].into_iter().find(|r| *r == reason)
 }
 
 /// Creates (or replaces, by a migration run again) the function `FINISH_UNWRITTEN` calls: the
