@@ -2076,7 +2076,8 @@ fn the_whole_index_range_resolved(b: &dyn Backend) {
 /// server connection dies under a client's transaction.
 struct Cutter {
     port: u16,
-    armed: Arc<std::sync::Mutex<Option<Marker>>>,
+    /// What the next cuts wait for, in order: each met only after the one before it.
+    armed: Arc<std::sync::Mutex<std::collections::VecDeque<Marker>>>,
     cuts: Arc<std::sync::atomic::AtomicUsize>,
 }
 
@@ -2134,11 +2135,16 @@ impl Cutter {
                 thread::spawn(move || {
                     let mut buffer = vec![0; 1 << 16];
                     while let Ok(n @ 1..) = from.read(&mut buffer) {
-                        let mut marker = armed.lock().unwrap();
-                        if let Some(found) = marker.take_if(|marker| marker.found_in(&buffer[..n])) {
+                        let mut markers = armed.lock().unwrap();
+                        if let Some(found) = markers
+                            .front()
+                            .is_some_and(|marker| marker.found_in(&buffer[..n]))
+                            .then(|| markers.pop_front())
+                            .flatten()
+                        {
                             marked.store(if found.fatal { 2 } else { 1 }, Ordering::SeqCst);
                         }
-                        drop(marker);
+                        drop(markers);
                         if to.write_all(&buffer[..n]).is_err() {
                             break;
                         }
@@ -2179,24 +2185,31 @@ impl Cutter {
 
     /// Cuts the connection that next sends `marker`, once the server answered it.
     fn arm(&self, marker: &[u8]) {
-        *self.armed.lock().unwrap() = Some(Marker { bytes: marker.to_vec(), alone: false, fatal: false });
+        *self.armed.lock().unwrap() = [Marker { bytes: marker.to_vec(), alone: false, fatal: false }].into();
+    }
+
+    /// As `arm`, once the markers armed before are met: a cut after them (the same call run
+    /// again on a fresh connection, say). A connection cut before the server ended its
+    /// transaction hears nothing more: its request waits out its `command_timeout`.
+    fn arm_after(&self, marker: &[u8]) {
+        self.armed.lock().unwrap().push_back(Marker { bytes: marker.to_vec(), alone: false, fatal: false });
     }
 
     /// As `arm`, the client told a pooler's FATAL error (`pooler_fatal`) before the cut.
     fn arm_fatal(&self, marker: &[u8]) {
-        *self.armed.lock().unwrap() = Some(Marker { bytes: marker.to_vec(), alone: false, fatal: true });
+        *self.armed.lock().unwrap() = [Marker { bytes: marker.to_vec(), alone: false, fatal: true }].into();
     }
 
     /// Cuts the connection that next sends `COMMIT` on its own (the end of a transaction of
     /// several statements: one of a single statement sends its `COMMIT` with it), once the
     /// server answered it.
     fn arm_commit(&self) {
-        *self.armed.lock().unwrap() = Some(Marker { bytes: COMMIT_QUERY.to_vec(), alone: true, fatal: false });
+        *self.armed.lock().unwrap() = [Marker { bytes: COMMIT_QUERY.to_vec(), alone: true, fatal: false }].into();
     }
 
     /// As `arm_commit`, the client told a pooler's FATAL error (`pooler_fatal`) before the cut.
     fn arm_commit_fatal(&self) {
-        *self.armed.lock().unwrap() = Some(Marker { bytes: COMMIT_QUERY.to_vec(), alone: true, fatal: true });
+        *self.armed.lock().unwrap() = [Marker { bytes: COMMIT_QUERY.to_vec(), alone: true, fatal: true }].into();
     }
 
     fn cuts(&self) -> usize {
@@ -2777,6 +2790,37 @@ fn lost_commit_across_a_renumbering(cache: &str, schema: &str) {
     assert_eq!(rows, vec![("n1/event#2#bonusGranted".to_owned(), Some(b"two".to_vec()))]);
     assert_eq!(pg.ledger(&direct), vec![(2, 100)]);
     result.expect("stored by the first run, before the renumbering renamed it");
+}
+
+/// PostgreSQL, claim at finish: the answer to the finish's round trip (the statements, the
+/// storing one and `COMMIT`) is lost once the server committed it, and the run on a fresh
+/// connection gets no answer within `command_timeout` to its first statement (looking for the
+/// first run's row). The finish fails; its message must say that the change may or may not have
+/// been made (the first run's commit was never confirmed: here it was made, the delivery and its
+/// credit stored), never that nothing was committed.
+#[test]
+fn postgres_a_rerun_failing_after_a_lost_commit_answer_leaves_the_outcome_unknown() {
+    let Some(cluster) = Cluster::start("PostgreSQL rerun after a lost commit answer") else { return };
+    let direct = cluster.schema_url("rerun_unknown");
+    let cutter = Cutter::start(cluster.port());
+    let through = format!(
+        "postgres://postgres@127.0.0.1:{}/postgres?options=-csearch_path%3Drerun_unknown&command_timeout=1",
+        cutter.port
+    );
+    postgres_create_ledger(&direct);
+    let pg = Postgres { cluster };
+    let journal = open_with(&through, at_finish());
+    let claim = new_claim(&journal, &refund(1, Some(1), 7));
+    cutter.arm(COMMIT_QUERY);
+    // The rerun's look for its first run's row by the token (`STORED_BY_TOKEN`).
+    cutter.arm_after(b"key IN ($1, $3) AND token = $2");
+    let error = journal.finish_with(&claim, b"credited", &credit(&pg, 1, 100)).unwrap_err();
+    assert_eq!(cutter.cuts(), 1);
+    assert_eq!(postgres_ledger(&direct), vec![(1, 100)], "the first run committed");
+    assert_eq!(error.kind, ErrorKind::Journal, "{error}");
+    assert!(error.message.contains("may or may not have been made"), "{error}");
+    assert!(!error.message.contains("nothing of the transaction was committed"), "{error}");
+    assert_eq!(journal.lookup(1).unwrap()[0].reply.as_deref(), Some(&b"credited"[..]));
 }
 
 // ---------------------------------------------------------------------------------------------

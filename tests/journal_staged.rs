@@ -71,6 +71,10 @@ const SUITE: &[(&str, Behaviour)] = &[
         "a_statement_unsetting_the_guard_stores_nothing_at_finish",
         a_statement_unsetting_the_guard_stores_nothing_at_finish,
     ),
+    (
+        "optimistic_repeats_and_renumberings_found_by_the_storing_statement",
+        optimistic_repeats_and_renumberings_found_by_the_storing_statement,
+    ),
 ];
 
 #[test]
@@ -96,6 +100,46 @@ fn postgres_staged() {
     round_trips_of_an_optimistic_delivery(&backend, KEPT_STATEMENTS);
     the_guard_statement_dropped_by_a_partners_function_is_prepared_again(&backend);
     run_suite(SUITE, "postgres-kept", &PostgresKept(backend.0));
+}
+
+/// What a claim at finish answers where it stores nothing: the statement unsetting the guard,
+/// a repeat found at finish (answered alike, or with the stored reply), a renumbering.
+const NOT_STORED: &[(&str, Behaviour)] = &[
+    (
+        "a_statement_unsetting_the_guard_stores_nothing_at_finish",
+        a_statement_unsetting_the_guard_stores_nothing_at_finish,
+    ),
+    (
+        "optimistic_deliveries_store_once_and_repeats_get_the_stored_reply",
+        optimistic_deliveries_store_once_and_repeats_get_the_stored_reply,
+    ),
+    (
+        "optimistic_conflicts_takeovers_and_renumberings_answer_as_begin",
+        optimistic_conflicts_takeovers_and_renumberings_answer_as_begin,
+    ),
+    (
+        "optimistic_repeats_and_renumberings_found_by_the_storing_statement",
+        optimistic_repeats_and_renumberings_found_by_the_storing_statement,
+    ),
+];
+
+/// A server whose messages are translated (set up in a French locale: `lc_messages`) quotes the
+/// storing statement's deliberate failure in its own language's marks,
+/// `« slotpartner: not stored: key »`: a claim at finish that stores nothing still answers as in
+/// English (a repeat its stored reply, a renumbering `ClaimLost`, the guard unset its own error),
+/// unnamed and kept prepared, instead of the server's words as a failure of the journal (503 for
+/// every repeat of a stored delivery, and after a renumbering for every optimistic delivery of
+/// the process, whose numbering is read again only on `ClaimLost`).
+#[test]
+fn postgres_staged_on_a_server_speaking_another_language() {
+    let Some(cluster) = Cluster::start_speaking("PostgreSQL speaking French", "fr") else { return };
+    if !cluster.speaks() {
+        println!("SKIP a server speaking French: its messages come in English (no translations, or lc_messages C)");
+        return;
+    }
+    let backend = Postgres(cluster);
+    run_suite(NOT_STORED, "postgres-fr", &backend);
+    run_suite(NOT_STORED, "postgres-kept-fr", &PostgresKept(backend.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -648,6 +692,44 @@ fn optimistic_conflicts_takeovers_and_renumberings_answer_as_begin(b: &dyn Backe
         Finished::Stored
     ));
     assert_eq!(credits(b, &url), 3);
+}
+
+/// Optimistic deliveries whose statements a repeat does not collide with (a ledger without a
+/// unique key, made exactly once by the journal alone): the storing statement finds the repeat
+/// (its key stored), which gets the stored reply and pays nothing; a claim handed out before a
+/// renumbering stores nothing (`ClaimLost`), and the process's next deliveries, which read the
+/// numbering again, are stored.
+fn optimistic_repeats_and_renumberings_found_by_the_storing_statement(b: &dyn Backend) {
+    let url = b.url("optimistic_found_at_finish");
+    let journal = Journal::open(&url, &at_finish()).expect("open");
+    b.exec(&url, "CREATE TABLE payments (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)");
+    let pay = |n: i64| {
+        let sql = format!("INSERT INTO payments (transaction_id, amount) VALUES ({}, {})", b.param(1), b.param(2));
+        Staged::new(sql, vec![SqlValue::Int(n), SqlValue::Int(5)]).unwrap()
+    };
+    let paid = |n: i64| b.count(&url, &format!("SELECT count(*) FROM payments WHERE transaction_id = {n}"));
+    let claim = optimistic_claim(&journal, &plain_refund(1));
+    let stored = journal.finish_optimistic(&claim, &plain_refund(1), &reply(1), &[pay(1)]).expect("first");
+    assert!(matches!(stored, Finished::Stored), "{stored:?}");
+    for _ in 0..2 {
+        let claim = optimistic_claim(&journal, &plain_refund(1));
+        match journal.finish_optimistic(&claim, &plain_refund(1), &reply(99), &[pay(1)]).expect("a repeat") {
+            Finished::Answered(Begin::Done(stored)) => assert_eq!(stored, reply(1)),
+            other => panic!("expected the stored reply, got {other:?}"),
+        }
+    }
+    assert_eq!(paid(1), 1, "a repeat paid");
+    let claim = optimistic_claim(&journal, &plain_refund(2));
+    journal.renumber(1, "the service restarted its indexes").expect("renumber");
+    let error = journal.finish_optimistic(&claim, &plain_refund(2), &reply(2), &[pay(2)]).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::ClaimLost, "{error}");
+    assert_eq!(paid(2), 0);
+    for n in [2, 3] {
+        let claim = optimistic_claim(&journal, &plain_refund(n));
+        let stored = journal.finish_optimistic(&claim, &plain_refund(n), &reply(n), &[pay(n)]);
+        assert!(matches!(stored, Ok(Finished::Stored)), "delivery {n} after the renumbering: {stored:?}");
+        assert_eq!(paid(n), 1);
+    }
 }
 
 /// A repeat of a delivery whose reply was pruned, run optimistically: the journal holds its key,

@@ -110,12 +110,35 @@ pub struct Cluster {
     runner: Vec<&'static str>,
     dir: TempDir,
     port: u16,
+    /// The language the server's messages are translated to (gettext's `LANGUAGE`), when asked
+    /// (`start_speaking`).
+    language: Option<&'static str>,
 }
 
 impl Cluster {
     /// Starts a cluster, or prints a SKIP line (naming `what` is skipped and why) and returns
     /// `None` when PostgreSQL is not installed or cannot be run unprivileged.
     pub fn start(what: &str) -> Option<Cluster> {
+        Cluster::start_in(what, None)
+    }
+
+    /// As `start`, the server's messages translated to `language` (`de`, `fr`: gettext's
+    /// `LANGUAGE` in the server's environment), as a server set up in that language's locale
+    /// (`lc_messages`) sends them. The translation needs the server's `lc_messages` not to be `C`
+    /// (`initdb` takes it from the environment's locale) and PostgreSQL's translations installed:
+    /// `speaks` tells whether it took.
+    pub fn start_speaking(what: &str, language: &'static str) -> Option<Cluster> {
+        Cluster::start_in(what, Some(language))
+    }
+
+    /// Whether the server's error messages come translated (see `start_speaking`): a cast it
+    /// refuses is not answered in English.
+    pub fn speaks(&self) -> bool {
+        let refused = self.client().batch_execute("SELECT CAST('x' AS integer)").expect_err("not an integer");
+        refused.as_db_error().is_some_and(|db| !db.message().starts_with("invalid input syntax"))
+    }
+
+    fn start_in(what: &str, language: Option<&'static str>) -> Option<Cluster> {
         let Some(bin) = postgres_bin() else {
             println!("SKIP {what}: no initdb and pg_ctl under /usr/lib/postgresql/*/bin (Debian package `postgresql`)");
             return None;
@@ -126,7 +149,7 @@ impl Cluster {
         };
         let dir = TempDir::new("slotpartner-pg");
         give_to_runner(&runner, &dir.0);
-        let cluster = Cluster { bin, runner, dir, port: free_port() };
+        let cluster = Cluster { bin, runner, dir, port: free_port(), language };
         let data = cluster.dir.0.join("data");
         cluster
             .run("initdb", &["-D", data.to_str().unwrap(), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"]);
@@ -153,6 +176,9 @@ impl Cluster {
             None => Command::new(tool),
         };
         command.current_dir(&self.dir.0).stdin(Stdio::null());
+        if let Some(language) = self.language {
+            command.env("LANGUAGE", language);
+        }
         command
     }
 

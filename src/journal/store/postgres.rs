@@ -67,6 +67,14 @@ use client::{Client, ConnectError, Deadlines, PipelineError, Typed};
 use param::{Param, Params, typed};
 use statement_cache::StatementCache;
 
+/// What an error says where a commit was sent and never confirmed (`OUTCOME_UNKNOWN`).
+macro_rules! outcome_unknown {
+    () => {
+        "the change may or may not have been made"
+    };
+}
+const OUTCOME_UNKNOWN: &str = outcome_unknown!();
+
 /// Journals by URL, kept for the life of the process.
 static REGISTRY: Registry<String, Postgres> = Registry::new();
 
@@ -486,7 +494,7 @@ impl Postgres {
     /// outcome is unknown.
     fn timed_out(&self, client: &Client, at_commit: bool) -> Error {
         let outcome = if at_commit {
-            "the commit was sent and not confirmed: the change may or may not have been made"
+            concat!("the commit was sent and not confirmed: ", outcome_unknown!())
         } else {
             "nothing of the transaction was committed"
         };
@@ -542,21 +550,48 @@ impl Postgres {
     }
 
     /// `transaction`, telling also whether the work was run again after its connection died
-    /// with its outcome unknown: then its first run may have changed what the second finds.
+    /// with its outcome unknown: then its first run may have changed what the second finds, and
+    /// a failure of the second says that the change may or may not have been made (whatever
+    /// the second got to, the first run's commit was never confirmed).
     fn transaction_retried<T>(
         &self,
         options: &JournalOptions,
         mode: Mode,
-        mut work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
+        work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
     ) -> Result<(T, bool)> {
-        let (mut tries, mut reconnected, mut unknown) = (0, false, false);
+        let mut unknown = false;
+        match self.transaction_runs(options, mode, work, &mut unknown) {
+            Ok(value) => Ok((value, unknown)),
+            Err(mut error) if unknown && error.kind == ErrorKind::Journal => {
+                if !error.message.contains(OUTCOME_UNKNOWN) {
+                    error.message.push_str(
+                        "; an earlier run's commit was sent and its connection lost before the server confirmed it: ",
+                    );
+                    error.message.push_str(OUTCOME_UNKNOWN);
+                }
+                Err(error)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The runs of `transaction_retried`; `unknown` set when one ended with its outcome unknown
+    /// and the work ran again.
+    fn transaction_runs<T>(
+        &self,
+        options: &JournalOptions,
+        mode: Mode,
+        mut work: impl FnMut(&mut Tx<'_>) -> TxResult<T>,
+        unknown: &mut bool,
+    ) -> Result<T> {
+        let (mut tries, mut reconnected) = (0, false);
         loop {
             tries += 1;
             let mut conn = self.connection(options)?;
             if let Err(e) = self.begin(&mut conn, options, mode) {
                 conn.mark_broken();
                 if conn.client.timed_out() {
-                    return Err(self.timed_out(&conn.client, false));
+                    return Err(self.timed_out(&conn.client, *unknown));
                 }
                 if connection_lost(&e) && !reconnected {
                     // Nothing of the work was sent: run it on a fresh connection.
@@ -588,10 +623,10 @@ impl Postgres {
                 // Past its deadline: the connection is closed, the work is not run again (the
                 // server may still be stalled), and the caller answers as for a lost commit.
                 conn.mark_broken();
-                return Err(self.timed_out(&conn.client, at_commit));
+                return Err(self.timed_out(&conn.client, at_commit || *unknown));
             }
             match result {
-                Ok(value) => return Ok((value, unknown)),
+                Ok(value) => return Ok(value),
                 Err(Fail::Journal(e)) => return Err(e),
                 Err(Fail::Db(e)) => {
                     if conn.client.is_closed() {
@@ -602,14 +637,15 @@ impl Postgres {
                         let repeatable = !(at_commit && mode == Mode::Once);
                         if !reconnected && repeatable {
                             reconnected = true;
-                            unknown |= at_commit;
+                            *unknown |= at_commit;
                             continue;
                         }
                         let mut error = self.error(&e);
                         if at_commit {
-                            error.message.push_str(
-                                "; the connection was lost before the server confirmed the commit: the change may or may not have been made",
-                            );
+                            error
+                                .message
+                                .push_str("; the connection was lost before the server confirmed the commit: ");
+                            error.message.push_str(OUTCOME_UNKNOWN);
                         }
                         return Err(error);
                     }
@@ -1226,7 +1262,8 @@ const FINISH_GUARDED: &str = finish_sql!(
 const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM sp_journal_delivery WHERE key = $1), (SELECT value FROM sp_journal_meta WHERE key = 'numbering'), (SELECT value FROM sp_journal_meta WHERE key = 'schema_version')";
 /// What the storing statements (`FINISH_UNWRITTEN`, `FINISH_UNWRITTEN_KEPT`) fail with when
 /// they store nothing, followed by the reason (`guard`, `numbering`, `key`): a text a cast to
-/// `integer` refuses (SQLSTATE 22P02), quoted in the server's message whatever its language.
+/// `integer` refuses (SQLSTATE 22P02), quoted whole in the server's message whatever its
+/// language, between that language's quotation marks (`"..."`, `»...«`, `« ... »`).
 macro_rules! not_stored {
     () => {
         "slotpartner: not stored: "
@@ -1340,11 +1377,14 @@ const FINISH_UNWRITTEN_KEPT: &str = concat!(
 );
 
 /// The reason a storing statement stored nothing (`guard`, `numbering`, `key`), when `e` is
-/// its failure saying so (SQLSTATE 22P02, the text `not_stored!` quoted in the message).
-fn not_stored(e: &tokio_postgres::Error) -> Option<&str> {
+/// its failure saying so (SQLSTATE 22P02, the text `not_stored!` and the reason in the message,
+/// the reason ended by the closing quotation mark of whichever language the server speaks:
+/// `lc_messages` translates the message and its marks, never the text quoted).
+fn not_stored(e: &tokio_postgres::Error) -> Option<&'static str> {
     let db = e.as_db_error().filter(|db| *db.code() == SqlState::INVALID_TEXT_REPRESENTATION)?;
-    let (_, reason) = db.message().split_once(concat!("\"", not_stored!()))?;
-    ["guard", "numbering", "key"].into_iter().find(|r| reason.strip_prefix(r) == Some("\""))
+    let (_, quoted) = db.message().split_once(not_stored!())?;
+    let reason = quoted.split(|c: char| !c.is_ascii_alphabetic()).next()?;
+    ["guard", "numbering", "key"].into_iter().find(|r| *r == reason)
 }
 
 /// Creates (or replaces, by a migration run again) the function `FINISH_UNWRITTEN` calls: the
