@@ -198,7 +198,7 @@ struct Prepared {
 }
 
 /// What `Prepared` adds to a URL.
-const STATEMENT_CACHE: &str = "&statement_cache_size=64";
+const STATEMENT_CACHE: &str = backends::KEPT_STATEMENTS;
 
 impl Prepared {
     /// `url` without `STATEMENT_CACHE`, for a client other than the journal's.

@@ -39,6 +39,15 @@ fn credit(b: &dyn Backend, n: i64, amount: i64) -> Staged {
     Staged::new(sql, vec![SqlValue::Int(n), SqlValue::Int(amount)]).unwrap()
 }
 
+/// A ledger without a unique key: only the journal makes a payment exactly once.
+const PAYMENTS: &str = "CREATE TABLE payments (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)";
+
+/// The payment of refund `n` into `PAYMENTS`.
+fn payment(b: &dyn Backend, n: i64) -> Staged {
+    let sql = format!("INSERT INTO payments (transaction_id, amount) VALUES ({}, {})", b.param(1), b.param(2));
+    Staged::new(sql, vec![SqlValue::Int(n), SqlValue::Int(5)]).unwrap()
+}
+
 fn credits(b: &dyn Backend, url: &str) -> i64 {
     b.count(url, "SELECT count(*) FROM credits")
 }
@@ -702,11 +711,8 @@ fn optimistic_conflicts_takeovers_and_renumberings_answer_as_begin(b: &dyn Backe
 fn optimistic_repeats_and_renumberings_found_by_the_storing_statement(b: &dyn Backend) {
     let url = b.url("optimistic_found_at_finish");
     let journal = Journal::open(&url, &at_finish()).expect("open");
-    b.exec(&url, "CREATE TABLE payments (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)");
-    let pay = |n: i64| {
-        let sql = format!("INSERT INTO payments (transaction_id, amount) VALUES ({}, {})", b.param(1), b.param(2));
-        Staged::new(sql, vec![SqlValue::Int(n), SqlValue::Int(5)]).unwrap()
-    };
+    b.exec(&url, PAYMENTS);
+    let pay = |n: i64| payment(b, n);
     let paid = |n: i64| b.count(&url, &format!("SELECT count(*) FROM payments WHERE transaction_id = {n}"));
     let claim = optimistic_claim(&journal, &plain_refund(1));
     let stored = journal.finish_optimistic(&claim, &plain_refund(1), &reply(1), &[pay(1)]).expect("first");
@@ -739,11 +745,8 @@ fn optimistic_repeats_and_renumberings_found_by_the_storing_statement(b: &dyn Ba
 fn an_optimistic_repeat_of_a_pruned_delivery_never_runs_blind(b: &dyn Backend) {
     let url = b.url("optimistic_pruned");
     let journal = Journal::open(&url, &at_finish()).expect("open");
-    b.exec(&url, "CREATE TABLE payments (transaction_id BIGINT NOT NULL, amount BIGINT NOT NULL)");
-    let pay = |n: i64| {
-        let sql = format!("INSERT INTO payments (transaction_id, amount) VALUES ({}, {})", b.param(1), b.param(2));
-        Staged::new(sql, vec![SqlValue::Int(n), SqlValue::Int(5)]).unwrap()
-    };
+    b.exec(&url, PAYMENTS);
+    let pay = |n: i64| payment(b, n);
     let claim = optimistic_claim(&journal, &plain_refund(1));
     assert!(matches!(
         journal.finish_optimistic(&claim, &plain_refund(1), &reply(1), &[pay(1)]).unwrap(),

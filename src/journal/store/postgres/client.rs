@@ -95,7 +95,7 @@ pub(super) struct Client {
     deferred: Option<String>,
     /// Sent after the next request (`close_with`).
     closing: Option<&'static str>,
-    /// Whether a batch of `close_with` was written since the last `defer` (see `closed`).
+    /// Whether a batch of `close_with` was written since the last `defer` (see `take_closed`).
     closing_written: bool,
     /// How long a round trip may wait for its answers.
     command_timeout: Duration,
