@@ -97,8 +97,9 @@ fn postgres_staged() {
     let backend = Postgres(cluster);
     run_suite(SUITE, "postgres", &backend);
     a_connection_lost_among_the_statements_runs_them_again_once(&backend);
-    a_session_changed_by_a_statement_is_not_kept(&backend);
-    a_table_changed_under_a_kept_connection_fails_no_later_finish(&backend);
+    a_session_changed_by_a_statement_is_not_kept(&backend, "");
+    a_table_changed_under_a_kept_connection_fails_no_later_finish(&backend, "");
+    staged_statements_are_kept_prepared_where_the_journals_are(&backend, "");
     round_trips_of_a_delivery(&backend, "");
     round_trips_of_an_optimistic_delivery(&backend, "");
     a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(&backend);
@@ -106,6 +107,9 @@ fn postgres_staged() {
     // The same with the journal's statements kept prepared: a claim at finish is then stored
     // by the storing statement itself, not a call of the function.
     round_trips_of_a_delivery(&backend, KEPT_STATEMENTS);
+    staged_statements_are_kept_prepared_where_the_journals_are(&backend, KEPT_STATEMENTS);
+    a_session_changed_by_a_statement_is_not_kept(&backend, KEPT_STATEMENTS);
+    a_table_changed_under_a_kept_connection_fails_no_later_finish(&backend, KEPT_STATEMENTS);
     round_trips_of_an_optimistic_delivery(&backend, KEPT_STATEMENTS);
     the_guard_statement_dropped_by_a_partners_function_is_prepared_again(&backend);
     run_suite(SUITE, "postgres-kept", &PostgresKept(backend.0));
@@ -335,10 +339,11 @@ fn rows_a_statement_returns_are_dropped(b: &dyn Backend) {
 /// false)` of the search path): the journal's own statements after it find no table, so that
 /// finish fails storing nothing, and the connection is dropped, not kept for the next delivery:
 /// every later delivery is handled.
-fn a_session_changed_by_a_statement_is_not_kept(b: &Postgres) {
-    let url = b.url("session_changed");
-    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
-    b.exec(&url, "CREATE SCHEMA elsewhere");
+fn a_session_changed_by_a_statement_is_not_kept(b: &Postgres, kept: &str) {
+    let url = b.url(&format!("session_changed{}", suffix(kept)));
+    journal_with_ledger(b, &url, &JournalOptions::default());
+    let journal = Journal::open(&format!("{url}{kept}"), &JournalOptions::default()).expect("open");
+    b.exec(&url, "CREATE SCHEMA IF NOT EXISTS elsewhere");
     let claim = new_claim(&journal, &plain_refund(1));
     let away = Staged::new("SELECT set_config('search_path', 'elsewhere', false)", vec![]).unwrap();
     let error = journal.finish_with(&claim, &reply(1), &[credit(b, 1, 10), away]).unwrap_err();
@@ -350,15 +355,17 @@ fn a_session_changed_by_a_statement_is_not_kept(b: &Postgres) {
         journal.finish_with(&claim, &reply(n), &[credit(b, n, 10)]).unwrap_or_else(|e| panic!("delivery {n}: {e}"));
     }
     assert_eq!(credits(b, &url), 6);
-    println!("postgres a_session_changed_by_a_statement_is_not_kept: ok");
+    println!("postgres a_session_changed_by_a_statement_is_not_kept{}: ok", suffix(kept));
 }
 
 /// A table changed under a statement run before on a kept connection (`RETURNING *` after a
-/// column was added, which a statement kept prepared would fail with "cached plan must not
-/// change result type"): no later finish fails.
-fn a_table_changed_under_a_kept_connection_fails_no_later_finish(b: &Postgres) {
-    let url = b.url("plan_changed");
-    let journal = journal_with_ledger(b, &url, &JournalOptions::default());
+/// column was added, which a statement kept prepared fails with "cached plan must not change
+/// result type"): no later finish fails, the staged statements kept prepared too (`kept`: the
+/// delivery runs again on a fresh connection, where it is prepared again).
+fn a_table_changed_under_a_kept_connection_fails_no_later_finish(b: &Postgres, kept: &str) {
+    let url = b.url(&format!("plan_changed{}", suffix(kept)));
+    journal_with_ledger(b, &url, &JournalOptions::default());
+    let journal = Journal::open(&format!("{url}{kept}"), &JournalOptions::default()).expect("open");
     let returning = |n: i64| {
         Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
             .unwrap()
@@ -371,7 +378,36 @@ fn a_table_changed_under_a_kept_connection_fails_no_later_finish(b: &Postgres) {
         journal.finish_with(&claim, &reply(n), &[returning(n)]).unwrap_or_else(|e| panic!("delivery {n}: {e}"));
     }
     assert_eq!(credits(b, &url), 4);
-    println!("postgres a_table_changed_under_a_kept_connection_fails_no_later_finish: ok");
+    println!("postgres a_table_changed_under_a_kept_connection_fails_no_later_finish{}: ok", suffix(kept));
+}
+
+/// A behaviour's name's suffix for a URL keeping statements prepared (`kept`).
+fn suffix(kept: &str) -> &'static str {
+    if kept.is_empty() { "" } else { "_kept" }
+}
+
+/// Where the journal's statements are kept prepared (`kept`), the partner's staged ones are
+/// too, prepared in the protocol's way (not by `PREPARE`) once a connection: a statement staged
+/// after the credit finds the credit's among the session's prepared statements at every
+/// delivery. Sent unnamed, they never are.
+fn staged_statements_are_kept_prepared_where_the_journals_are(b: &Postgres, kept: &str) {
+    let url = b.url(&format!("staged_prepared{}", suffix(kept)));
+    journal_with_ledger(b, &url, &JournalOptions::default());
+    b.exec(&url, "CREATE TABLE observed (n BIGINT NOT NULL, prepared BIGINT NOT NULL)");
+    let journal = Journal::open(&format!("{url}{kept}"), &JournalOptions::default()).expect("open");
+    let credit_sql = credit(b, 0, 0).sql().to_owned();
+    let observe = |n: i64| {
+        let sql = "INSERT INTO observed SELECT $1, count(*) FROM pg_prepared_statements WHERE NOT from_sql AND statement = $2";
+        Staged::new(sql, vec![SqlValue::Int(n), SqlValue::Text(credit_sql.clone())]).unwrap()
+    };
+    for n in 1..=3 {
+        let claim = new_claim(&journal, &plain_refund(n));
+        journal.finish_with(&claim, &reply(n), &[credit(b, n, 10), observe(n)]).expect("finish");
+    }
+    assert_eq!(credits(b, &url), 3);
+    let prepared = b.count(&url, "SELECT count(*) FROM observed WHERE prepared = 1");
+    assert_eq!(prepared, if kept.is_empty() { 0 } else { 3 }, "deliveries that found the credit prepared");
+    println!("postgres staged_statements_are_kept_prepared_where_the_journals_are{}: ok", suffix(kept));
 }
 
 fn at_finish() -> JournalOptions {

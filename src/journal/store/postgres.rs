@@ -704,7 +704,8 @@ impl Postgres {
     fn staged_then_store(&self, tx: &mut Tx<'_>, staged: &[Staged], sql: &str, params: Params<'_>) -> TxResult<Row> {
         let params = typed(params);
         let named = tx.prepared(sql, &params)?;
-        let rows = staged::run_then(tx.client, staged, (statement_cache::sql(sql, named.as_ref()), &params))?;
+        let rows =
+            staged::run_then(tx.client, tx.statements, staged, (statement_cache::sql(sql, named.as_ref()), &params))?;
         <[Row; 1]>::try_from(rows).map(|[row]| row).map_err(|rows| {
             Fail::Journal(Error::new(
                 ErrorKind::Journal,

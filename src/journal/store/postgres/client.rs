@@ -243,6 +243,21 @@ impl Client {
         Ok(answers.pop().unwrap_or_else(|| unreachable!("a prepared statement answers `Some`")))
     }
 
+    /// Each of `statements` (text, parameter types) prepared under a name of this connection's,
+    /// all in one round trip, with the deferred batch but never the closing one; a failure says
+    /// where (`PipelineError::At`, the position in `statements`), and the ones after it are not
+    /// prepared.
+    pub(super) fn prepare_all(&mut self, statements: &[(&str, &[Type])]) -> Result<Vec<Statement>, PipelineError> {
+        self.round_trip(false, |inner| {
+            statements
+                .iter()
+                .map(|&(sql, types)| -> Request<'_, Statement> {
+                    Box::pin(async move { inner.prepare_typed(sql, types).await.map(Some) })
+                })
+                .collect()
+        })
+    }
+
     /// `send` of the one tokio-postgres call `call` makes, its failure whichever it was.
     fn one<'a, T, F>(&'a mut self, call: impl FnOnce(&'a tokio_postgres::Client) -> F) -> Result<T, Error>
     where
@@ -270,12 +285,12 @@ impl Client {
     /// first failure was (a statement's position counts `queried` last).
     pub(super) fn pipeline(
         &mut self,
-        executed: &[(&str, &Typed<'_>)],
+        executed: &[(Sql<'_>, &Typed<'_>)],
         queried: (Sql<'_>, &Typed<'_>),
     ) -> Result<Vec<Row>, PipelineError> {
         let mut answers = self.round_trip(true, |inner| {
             let executed = executed.iter().map(|&(sql, params)| -> Request<'_, Vec<Row>> {
-                Box::pin(async move { inner.execute_typed(sql, params).await.map(|_| None) })
+                Box::pin(async move { execute(inner, sql, params).await.map(|_| None) })
             });
             let (sql, params) = queried;
             executed

@@ -7,26 +7,70 @@
 //! transaction on the server connection that the pooler then hands to other clients. On a direct
 //! connection a kept statement is parsed and planned once a connection instead of every time it
 //! runs: several times less of the server's time for the journal's statements (README,
-//! "Behind a connection pooler"). The partner's staged statements are always sent unnamed.
+//! "Behind a connection pooler"). The partner's staged statements are kept the same way, up to N
+//! of them besides (`StatementCache::staged`): their planning is spared too, and a partner
+//! sending a new text with every delivery fills only their own room, never the journal's.
 
 use std::collections::HashMap;
 
 use tokio_postgres::types::Type;
 use tokio_postgres::{Error, Statement};
 
-use super::client::{Client, Sql, Typed};
+use super::client::{Client, PipelineError, Sql, Typed};
 
 /// The statements one connection keeps prepared, by their text. Owned by the connection; its
 /// statements are closed on the server when dropped.
 pub(super) struct StatementCache {
     size: usize,
     kept: HashMap<String, Statement>,
+    /// The partner's staged statements kept, by their text: the types their parameters were
+    /// declared as when prepared (mostly left to the server, see `staged`), and the statement.
+    staged: HashMap<String, (Vec<Type>, Statement)>,
 }
 
 impl StatementCache {
-    /// A cache of at most `size` statements (0: none is kept).
+    /// A cache of at most `size` of the journal's statements and `size` staged ones (0: none is
+    /// kept).
     pub(super) fn new(size: usize) -> StatementCache {
-        StatementCache { size, kept: HashMap::new() }
+        StatementCache { size, kept: HashMap::new(), staged: HashMap::new() }
+    }
+
+    /// The partner's staged `statements` (text, declared parameter types) as they are sent: each
+    /// by name when kept with the same declared types, or when there is room to keep it (the
+    /// new ones prepared now, together, in one round trip, with the deferred batch), else
+    /// unnamed (`None`). A failure names the position in `statements` of the one that failed
+    /// to prepare (`PipelineError::At`; a text the server refuses fails here, as it would
+    /// unnamed), or the deferred batch's (`Before`).
+    pub(super) fn staged(
+        &mut self,
+        client: &mut Client,
+        statements: &[(&str, &[Type])],
+    ) -> std::result::Result<Vec<Option<Statement>>, PipelineError> {
+        let kept = |cache: &Self, sql: &str, types: &[Type]| {
+            cache
+                .staged
+                .get(sql)
+                .filter(|(declared, _)| declared.as_slice() == types)
+                .map(|(_, statement)| statement.clone())
+        };
+        let mut new: Vec<(usize, &str, &[Type])> = Vec::new();
+        for (at, &(sql, types)) in statements.iter().enumerate() {
+            let room = self.staged.len() + new.len() < self.size;
+            if room && !self.staged.contains_key(sql) && !new.iter().any(|&(_, queued, _)| queued == sql) {
+                new.push((at, sql, types));
+            }
+        }
+        if !new.is_empty() {
+            let texts: Vec<(&str, &[Type])> = new.iter().map(|&(_, sql, types)| (sql, types)).collect();
+            let prepared = client.prepare_all(&texts).map_err(|e| match e {
+                PipelineError::At(at, e) => PipelineError::At(new[at].0, e),
+                other => other,
+            })?;
+            for ((_, sql, types), statement) in new.into_iter().zip(prepared) {
+                self.staged.insert(sql.to_owned(), (types.to_vec(), statement));
+            }
+        }
+        Ok(statements.iter().map(|&(sql, types)| kept(self, sql, types)).collect())
     }
 
     /// Whether `sql` is sent by name: kept already, or room left to keep it.
