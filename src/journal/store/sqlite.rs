@@ -14,6 +14,7 @@
 //! beyond its lease. The times kept for people (`created_ms`, `updated_ms`, `finished_ms`, ...)
 //! stay wall-clock times.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -634,15 +635,10 @@ fn record_if_own(
 /// whatever the batch); a smaller batch keeps what a read must fold first small.
 const FOLD_EVERY: i64 = 128;
 
-/// Another key than `?2` delivered at the index `?1`: on a row not folded yet (above `folded_id`,
-/// `?4`), or, when `?3` (the index is in the runs), on any row; the folded ones read through
-/// the partial index `sp_journal_delivery_index_folded` (see `schema`, version 6).
-const REUSED_BY: &str = "SELECT key FROM sp_journal_delivery WHERE id > ?4 AND first_index = ?1 AND key <> ?2 UNION ALL SELECT key FROM sp_journal_delivery WHERE ?3 AND first_index = ?1 AND folded = 1 AND key <> ?2 LIMIT 1";
-
-/// `folded_id` (see `folded_id`), and whether the run of `sp_journal_runs` at or before the index
-/// `?1` reaches it (`SqliteRuns::at_or_before`): NULL when no run starts at or before it, or
-/// `?1` is NULL.
-const MARK_AND_RUN: &str = "SELECT (SELECT value FROM sp_journal_meta WHERE key = 'folded_id'), (SELECT hi >= ?1 FROM sp_journal_runs WHERE lo <= ?1 ORDER BY lo DESC LIMIT 1)";
+/// Another key than `?2` delivered at the index `?1`, among the folded rows, read through the
+/// partial index `sp_journal_delivery_index_folded` (see `schema`, version 6).
+const REUSED_BY: &str =
+    "SELECT key FROM sp_journal_delivery WHERE first_index = ?1 AND folded = 1 AND key <> ?2 LIMIT 1";
 
 /// `folded_id`: the newest row folded (see `schema`, version 5).
 fn folded_id(tx: &Connection) -> rusqlite::Result<i64> {
@@ -650,33 +646,11 @@ fn folded_id(tx: &Connection) -> rusqlite::Result<i64> {
 }
 
 /// After the row `id` of a new delivery is written with `folded = 0` (its index, when it
-/// carries one, merged into the runs when the row is folded): records an index jump of kind
-/// `Reused` when the index was seen before, in the runs or on another row not folded yet, with
-/// a key other than `key`; folds the rows not folded once they number `FOLD_EVERY`. For every
-/// such row, with an index or without: inside the write transaction that wrote it.
-fn note_row(
-    tx: &Connection,
-    label: &str,
-    id: i64,
-    index: Option<i64>,
-    key: &str,
-    name: &str,
-    options: &JournalOptions,
-) -> TxResult<()> {
-    // `folded_id`, and whether the runs hold `index` (the run at or before it reaches it), in
-    // one statement.
-    let (mark, in_runs) = tx
-        .prepare_cached(MARK_AND_RUN)?
-        .query_row([index], |r| Ok((r.get::<_, Option<i64>>(0)?.unwrap_or(0), r.get::<_, Option<bool>>(1)?)))?;
-    if let Some(index) = index {
-        let in_runs = in_runs.unwrap_or(false);
-        let other: Option<String> =
-            tx.prepare_cached(REUSED_BY)?.query_row(params![index, key, in_runs, mark], |r| r.get(0)).optional()?;
-        if let Some(other) = other {
-            let sql = &mut SqliteSql { tx, label };
-            admin::record_jump(sql, JumpKind::Reused, index, None, Some(key), Some(name), Some(&other))?;
-        }
-    }
+/// carries one, merged into the runs when the row is folded, and judged a reused index then):
+/// folds the rows not folded once they number `FOLD_EVERY`. For every such row, with an index
+/// or without: inside the write transaction that wrote it.
+fn note_row(tx: &Connection, label: &str, id: i64, options: &JournalOptions) -> TxResult<()> {
+    let mark = folded_id(tx)?;
     if id <= mark {
         // Rows at the top were deleted (SQLite numbers the new row from the highest left): the
         // rows below this one are folded, none above it is left.
@@ -688,6 +662,37 @@ fn note_row(
     Ok(())
 }
 
+/// Records an index jump of kind `Reused` for each of `rows` (above `folded_id`, in the order
+/// they were written) whose index came before with another key: on a row of `rows` written
+/// before it, or, when the runs hold the index, on a folded row. Judged before `rows`' indexes
+/// enter the runs, so exactly as each delivery would have judged its own when written: nothing
+/// but a fold changes the runs (any other path folds first).
+fn note_reused(tx: &Connection, label: &str, rows: &[FoldedRow]) -> TxResult<()> {
+    let highest = SqliteRuns(tx).highest()?.map(|run| run.hi);
+    let mut first_at: HashMap<i64, &str> = HashMap::new();
+    for (_, index, _, key, name, _) in rows {
+        let Some(index) = *index else { continue };
+        let earlier = *first_at.entry(index).or_insert(key.as_str());
+        let other: Option<String> = if earlier != key.as_str() {
+            Some(earlier.to_owned())
+        } else if highest.is_some_and(|hi| index <= hi)
+            && SqliteRuns(tx).at_or_before(index)?.is_some_and(|run| run.hi >= index)
+        {
+            tx.prepare_cached(REUSED_BY)?.query_row(params![index, key], |r| r.get(0)).optional()?
+        } else {
+            None
+        };
+        if let Some(other) = other {
+            let sql = &mut SqliteSql { tx, label };
+            admin::record_jump(sql, JumpKind::Reused, index, None, Some(key), Some(name), Some(&other))?;
+        }
+    }
+    Ok(())
+}
+
+/// A row `fold` reads: id, index, `created_ms`, key, name, and whether it is not folded.
+type FoldedRow = (i64, Option<i64>, i64, String, String, bool);
+
 /// Folds the rows above `folded_id`: merges the indexes of those not folded into the runs in
 /// the order the rows were written, each dated by its row's `created_ms` and judged for an index
 /// jump (noted with its row's key and name), marks them folded (the done ones enter
@@ -695,16 +700,16 @@ fn note_row(
 /// transaction; reads nothing more when no row is above `folded_id`.
 fn fold(tx: &Connection, label: &str, options: &JournalOptions) -> TxResult<()> {
     let mark = folded_id(tx)?;
-    type Row = (i64, Option<i64>, i64, String, String, bool);
     let sql =
         "SELECT id, first_index, created_ms, key, name, folded = 0 FROM sp_journal_delivery WHERE id > ?1 ORDER BY id";
     let rows = tx
         .prepare_cached(sql)?
         .query_map([mark], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
-        .collect::<rusqlite::Result<Vec<Row>>>()?;
+        .collect::<rusqlite::Result<Vec<FoldedRow>>>()?;
     let Some(newest) = rows.last().map(|row| row.0) else {
         return Ok(());
     };
+    note_reused(tx, label, &rows)?;
     // In the order the rows were written, as each delivery recorded its index until version 4
     // (so that a jump is judged against the indexes seen before it, whenever the fold runs).
     let arrived: Vec<(i64, i64, (&str, &str))> = rows
@@ -785,7 +790,7 @@ fn write_unwritten(
     if written == 0 {
         return Ok(false);
     }
-    note_row(tx, label, tx.last_insert_rowid(), claim.index, &claim.key, &unwritten.name, options)?;
+    note_row(tx, label, tx.last_insert_rowid(), options)?;
     Ok(true)
 }
 
@@ -983,7 +988,7 @@ impl super::Store for Sqlite {
             ])?;
             if inserted == 1 {
                 bump(tx, Counter::InProgress, 1)?;
-                note_row(tx, &self.label, tx.last_insert_rowid(), index, key, delivery.name(), options)?;
+                note_row(tx, &self.label, tx.last_insert_rowid(), options)?;
                 return Ok(Step::Answer(Begin::New(claim(1, Vec::new(), false))));
             }
             type Found = (String, String, i64, i64, Option<Vec<u8>>, Option<String>, Option<i64>, bool);
@@ -1371,23 +1376,7 @@ mod tests {
         tx.commit().unwrap();
     }
 
-    /// The read of `folded_id` and of the run at or before an index, for every new delivery
-    /// row, finds both by their keys: no table read whole.
-    #[test]
-    fn the_mark_and_run_are_found_by_key() {
-        let mut db = Connection::open_in_memory().unwrap();
-        let tx = db.transaction().unwrap();
-        tx.execute_batch(schema::SQLITE).unwrap();
-        add_later_versions(&tx).unwrap();
-        let mut explain = tx.prepare(&format!("EXPLAIN QUERY PLAN {MARK_AND_RUN}")).unwrap();
-        let plan: Vec<String> = explain.query_map([5], |r| r.get(3)).unwrap().collect::<rusqlite::Result<_>>().unwrap();
-        assert!(!plan.iter().any(|d| d.starts_with("SCAN sp_")), "{plan:?}");
-        for table in ["sp_journal_meta", "sp_journal_runs"] {
-            assert!(plan.iter().any(|d| d.starts_with(&format!("SEARCH {table} "))), "{plan:?}");
-        }
-    }
-
-    /// Every read of the deliveries at an index (the delivery path's check for a reused index,
+    /// Every read of the deliveries at an index (the fold's check for a reused index,
     /// the operator's reads) finds its rows through an index of the table, never by reading it
     /// whole: the index of `first_index` holds folded rows only (version 6), so that a read
     /// without `folded = 1` would.
