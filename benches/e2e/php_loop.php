@@ -23,7 +23,8 @@ declare(strict_types=1);
  * benches/e2e/db.php makes it) in a new folder under /tmp, removed at the end; a PostgreSQL URL
  * must name a database whose journal and `credits` table exist already. The library is the
  * checkout's target/release/libslotpartner.so (or SLOTPARTNER_LIB). Prints the answers' status
- * counts to stderr; exits non-zero when one is not 200.
+ * counts and the CPU time of a measured request (getrusage, the library's included: noisy on a
+ * shared machine) to stderr; exits non-zero when an answer is not 200.
  *
  * A request's instructions: run it twice with two values of MEASURED (the same WARMUP, and
  * `--bodies=N` with the larger, so that both runs write the same bodies) under
@@ -149,12 +150,19 @@ $request = static function (string $body) use ($credit, $reset, $resetLibrary, &
 foreach ($warmBodies as $body) {
     $request($body);
 }
+$cpu = static function (): int {
+    $usage = getrusage();
+    return ($usage['ru_utime.tv_sec'] + $usage['ru_stime.tv_sec']) * 1000000 + $usage['ru_utime.tv_usec'] + $usage['ru_stime.tv_usec'];
+};
+$start = $cpu();
 foreach ($measuredBodies as $body) {
     $request($body);
 }
+$spent = $cpu() - $start;
 
 ksort($statuses);
 fwrite(STDERR, 'statuses: ' . json_encode($statuses) . ' (' . ($warmup + $measured) . ' requests; the library by ' . Library::source() . ")\n");
+fwrite(STDERR, sprintf("cpu: %.1f µs a measured request (user and system, getrusage; the library's included)\n", $measured > 0 ? $spent / $measured : 0));
 if ($folder !== null) {
     foreach (glob($folder . '/*') ?: [] as $file) {
         unlink($file);
