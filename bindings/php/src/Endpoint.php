@@ -283,10 +283,38 @@ final class Endpoint
         if ($json === false) {
             return null;
         }
-        $key = self::KEY_PREFIX . "\0" . $json;
-        foreach (self::VARIABLES as $name) {
-            $key .= "\0" . \getenv($name);
-        }
+        // Every variable of VARIABLES, in its order, written out: one string built at once,
+        // without a loop that grows it 27 times (about 3,000 instructions a request). A
+        // variable left out here would leave the key naming more than one settings text:
+        // tests/environment_key_test.php changes each of VARIABLES in turn.
+        $key = self::KEY_PREFIX . "\0" . $json
+            . "\0" . \getenv('SLOTPARTNER_TOKEN')
+            . "\0" . \getenv('SLOTPARTNER_SOURCES')
+            . "\0" . \getenv('SLOTPARTNER_TRUSTED_PROXIES')
+            . "\0" . \getenv('SLOTPARTNER_MAX_BODY_BYTES')
+            . "\0" . \getenv('SLOTPARTNER_MAX_DEPTH')
+            . "\0" . \getenv('SLOTPARTNER_MAX_IDENTIFIER_BYTES')
+            . "\0" . \getenv('SLOTPARTNER_INDEX_FIELD')
+            . "\0" . \getenv('SLOTPARTNER_STRICT_INDEX')
+            . "\0" . \getenv('SLOTPARTNER_REJECT_UNKNOWN_EVENTS')
+            . "\0" . \getenv('SLOTPARTNER_BALANCE_WRAPPER')
+            . "\0" . \getenv('SLOTPARTNER_BALANCE_CURRENCY')
+            . "\0" . \getenv('SLOTPARTNER_BALANCE_FAILURE_HTTP_STATUS')
+            . "\0" . \getenv('SLOTPARTNER_OMIT_EMPTY_ERROR_MESSAGE')
+            . "\0" . \getenv('SLOTPARTNER_JOURNAL')
+            . "\0" . \getenv('SLOTPARTNER_LEASE_MS')
+            . "\0" . \getenv('SLOTPARTNER_BUSY_WAIT_MS')
+            . "\0" . \getenv('SLOTPARTNER_DURABLE')
+            . "\0" . \getenv('SLOTPARTNER_CLAIM_AT_FINISH')
+            . "\0" . \getenv('SLOTPARTNER_FIRST_INDEX')
+            . "\0" . \getenv('SLOTPARTNER_MAX_REPLY_BYTES')
+            . "\0" . \getenv('SLOTPARTNER_LOCK_TIMEOUT_MS')
+            . "\0" . \getenv('SLOTPARTNER_COMMAND_TIMEOUT_MS')
+            . "\0" . \getenv('SLOTPARTNER_MAX_INDEX_JUMP')
+            . "\0" . \getenv('SLOTPARTNER_NOT_FOUND_LIMIT')
+            . "\0" . \getenv('SLOTPARTNER_RETENTION_MS')
+            . "\0" . \getenv('SLOTPARTNER_RETRY_AFTER')
+            . "\0" . \getenv('SLOTPARTNER_OPTIMISTIC');
         return \substr_count($key, "\0") === \count(self::VARIABLES) + 1 ? $key : null;
     }
 

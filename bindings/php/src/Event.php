@@ -348,8 +348,9 @@ abstract class Event
      * timestamptz, uuid...). Both are copied, so they may change after the call. The statement
      * runs for its effect: its rows, if any, are not read, so the reply cannot depend on them
      * (logic that must read first keeps its own transaction and the ledger's unique key). Up to
-     * 1,000 statements an event. One FFI call; up to 64 parameters with up to 16 KiB of text
-     * allocate no FFI memory.
+     * 1,000 statements an event. One FFI call; a statement holding no more parameters and text
+     * than an earlier one of the process (up to 64 parameters, 16 KiB of text) allocates no FFI
+     * memory.
      *
      * finish() runs them all or none: when one fails it throws JournalException with field
      * `statements[N]` (N from 0, in the order staged), the message naming the statement and the

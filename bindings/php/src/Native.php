@@ -24,11 +24,15 @@ final class Native
     public const SQL_INT = 1;
     public const SQL_TEXT = 2;
 
-    /** Parameters of a staged statement that the kept `sp_sql_value` array holds (see stage()). */
+    /** Parameters of a staged statement that the kept `sp_sql_value` array holds at most (see stage()). */
     private const SQL_VALUES_KEPT = 64;
 
-    /** Bytes of text parameters that the kept text buffer holds (see stage()). */
+    /** Bytes of text parameters that the kept text buffer holds at most (see stage()). */
     private const SQL_TEXT_KEPT = 16384;
+
+    /** The kept arrays' first lengths (see stage()): most statements need no more. */
+    private const SQL_VALUES_FIRST_KEPT = 8;
+    private const SQL_TEXT_FIRST_KEPT = 256;
 
     private static ?self $instance = null;
 
@@ -82,11 +86,23 @@ final class Native
     /** `size_t[1]`: the record size sp_receiver_handle_record reports (decays to `size_t *`). */
     public readonly CData $recordSize;
 
-    /** `sp_sql_value[SQL_VALUES_KEPT]`, made at the first staged statement (see stage()). */
+    /**
+     * `sp_sql_value[$sqlValuesKept]`, made at the first staged statement with parameters and
+     * made larger (up to SQL_VALUES_KEPT) when one needs more (see stage()).
+     */
     private ?CData $sqlValues = null;
 
-    /** `char[SQL_TEXT_KEPT]`, made at the first staged statement (see stage()). */
+    /** The length of $sqlValues. */
+    private int $sqlValuesKept = 0;
+
+    /**
+     * `char[$sqlTextKept]`, made at the first staged statement with text and made larger (up to
+     * SQL_TEXT_KEPT) when one needs more (see stage()).
+     */
     private ?CData $sqlText = null;
+
+    /** The length of $sqlText. */
+    private int $sqlTextKept = 0;
 
     /** `sp_error`: the last failure written by sp_last_error, made at the first failure. */
     private ?CData $lastError = null;
@@ -187,9 +203,11 @@ final class Native
      * SQL_INT, a string as SQL_TEXT with its bytes copied into memory of this object (PHP FFI
      * refuses to point a struct's `char *` at a PHP string, whose buffer may be a temporary's).
      * The library copies everything during the call, so the same array and text buffer serve
-     * every statement: no FFI allocation for up to SQL_VALUES_KEPT parameters holding up to
-     * SQL_TEXT_KEPT bytes of text; a larger statement gets arrays of its own size, freed when
-     * this returns.
+     * every statement: they are made at the first statement as small as it allows (8 values,
+     * 256 bytes of text, FFI zeroes what it makes: a 16 KiB buffer made at every PHP-FPM
+     * request cost it about 17,000 instructions) and made larger when a statement needs more,
+     * up to SQL_VALUES_KEPT parameters and SQL_TEXT_KEPT bytes of text; a larger statement
+     * gets arrays of its own size, freed when this returns.
      *
      * @param list<mixed> $params
      *
@@ -202,13 +220,23 @@ final class Native
         if ($count === 0) {
             return $this->ffi->sp_event_stage($event, $sql, \strlen($sql), null, 0);
         }
-        $values = $count <= self::SQL_VALUES_KEPT
-            ? $this->sqlValues ??= $this->ffi->new('sp_sql_value[' . self::SQL_VALUES_KEPT . ']')
-            : $this->ffi->new('sp_sql_value[' . $count . ']');
-        $text = $this->sqlText ??= $this->ffi->new('char[' . self::SQL_TEXT_KEPT . ']');
-        $used = self::fillSqlValues($values, $params, $text, self::SQL_TEXT_KEPT);
-        if ($used > self::SQL_TEXT_KEPT) {
-            $text = $this->ffi->new('char[' . $used . ']');   // lives until this returns
+        if ($count <= $this->sqlValuesKept) {
+            $values = $this->sqlValues;
+        } elseif ($count <= self::SQL_VALUES_KEPT) {
+            $this->sqlValuesKept = \min(self::SQL_VALUES_KEPT, \max($count, self::SQL_VALUES_FIRST_KEPT, 2 * $this->sqlValuesKept));
+            $values = $this->sqlValues = $this->ffi->new('sp_sql_value[' . $this->sqlValuesKept . ']');
+        } else {
+            $values = $this->ffi->new('sp_sql_value[' . $count . ']');   // lives until this returns
+        }
+        $text = $this->sqlText ??= $this->ffi->new('char[' . ($this->sqlTextKept = self::SQL_TEXT_FIRST_KEPT) . ']');
+        $used = self::fillSqlValues($values, $params, $text, $this->sqlTextKept);
+        if ($used > $this->sqlTextKept) {
+            if ($used <= self::SQL_TEXT_KEPT) {
+                $this->sqlTextKept = \min(self::SQL_TEXT_KEPT, \max($used, 2 * $this->sqlTextKept));
+                $text = $this->sqlText = $this->ffi->new('char[' . $this->sqlTextKept . ']');
+            } else {
+                $text = $this->ffi->new('char[' . $used . ']');   // lives until this returns
+            }
             self::fillSqlValues($values, $params, $text, $used);
         }
         return $this->ffi->sp_event_stage($event, $sql, \strlen($sql), $values, $count);

@@ -120,6 +120,29 @@ T::test('the key holds every variable: its names are ENVIRONMENT\'s', function (
     T::eq(array_keys(Endpoint::ENVIRONMENT), array_keys(CHANGED), 'this test changes every variable');
 });
 
+T::test('the key is the prefix, the settings\' JSON and every variable of VARIABLES in its order, each after a NUL', function (): void {
+    $variables = (new ReflectionClassConstant(Endpoint::class, 'VARIABLES'))->getValue();
+    $prefix = (new ReflectionClassConstant(Endpoint::class, 'KEY_PREFIX'))->getValue();
+    $keyOf = new ReflectionMethod(Endpoint::class, 'environmentKey');
+    $settings = ['reject_unknown_events' => true];
+    try {
+        foreach (array_values($variables) as $n => $name) {
+            putenv($name . '=text ' . $n);   // a text of its own for each
+        }
+        $expected = $prefix . "\0" . json_encode($settings);
+        foreach ($variables as $name) {
+            $expected .= "\0" . getenv($name);
+        }
+        T::eq($expected, $keyOf->invoke(null, $settings), 'every variable set');
+        putenv($variables['journal']);
+        T::eq(str_replace("\0text 13\0", "\0\0", $expected), $keyOf->invoke(null, $settings), 'one unset: empty');
+    } finally {
+        foreach ($variables as $name) {
+            putenv($name);
+        }
+    }
+});
+
 T::test('the same texts find the endpoint by the key alone; it serves as the one made from them', function () use ($recording): void {
     $limited = BASE + ['SLOTPARTNER_MAX_BODY_BYTES' => ' 64 '];
     [$first, $calls, $keyed] = fromEnvironment($recording, $limited);

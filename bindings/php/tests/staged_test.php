@@ -274,11 +274,13 @@ T::test('many parameters and long texts, from temporaries: every byte arrives (n
     $db = new Db('CREATE TABLE v (stmt INTEGER, n INTEGER, x)');
     $event = $db->claimed(payoutBody(910011, 1));
     $expected = [];
-    // Rows of two parameters each. 1: 16 values (the kept array); 2: 600 values, more than the
-    // kept array holds; 3: 3 texts of 10,000 bytes, more than the kept text buffer; 4: 64 values
-    // (the kept array and text buffer again); 5: ints and nulls in the slots earlier statements
-    // filled with texts.
-    $sizes = [1 => [8, 5], 2 => [300, 20], 3 => [3, 10000], 4 => [32, 7]];
+    // Rows of two parameters each. 1: 8 values (the kept array's first length); 2: 16 values and
+    // 3: 4 texts of 300 bytes (the kept array and text buffer made larger); 4: 600 values, more
+    // than the kept array holds; 5: 3 texts of 10,000 bytes, more than the kept text buffer
+    // holds; 6: 64 values (the kept array and text buffer again); 7: 10 texts of 1,000 bytes
+    // (the kept text buffer made larger again); 8: ints and nulls in the slots earlier
+    // statements filled with texts.
+    $sizes = [1 => [4, 5], 2 => [8, 5], 3 => [4, 300], 4 => [300, 20], 5 => [3, 10000], 6 => [32, 7], 7 => [10, 1000]];
     foreach ($sizes as $stmt => [$count, $length]) {
         $placeholders = implode(', ', array_fill(0, $count, '(' . $stmt . ', ?, ?)'));
         $params = [];
@@ -297,9 +299,9 @@ T::test('many parameters and long texts, from temporaries: every byte arrives (n
         }
         unset($garbage);
     }
-    $event->stage('INSERT INTO v (stmt, n, x) VALUES (5, ?, ?), (5, ?, ?)', [0, PHP_INT_MIN, 1, null]);
-    $expected[] = [5, 0, PHP_INT_MIN];
-    $expected[] = [5, 1, null];
+    $event->stage('INSERT INTO v (stmt, n, x) VALUES (8, ?, ?), (8, ?, ?)', [0, PHP_INT_MIN, 1, null]);
+    $expected[] = [8, 0, PHP_INT_MIN];
+    $expected[] = [8, 1, null];
     $event->reply(true);
     $event->finish();
     $rows = $db->rows('SELECT stmt, n, x FROM v ORDER BY stmt, n');
