@@ -184,7 +184,7 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions, spare: Vec<Field<'a>
         return Err(Error::field(ErrorKind::UnknownEvent, name_field.as_str(), problem));
     }
     let spec_mask = known.map_or(0, KnownEvent::spec_mask) | name_field.bit();
-    let (extra, kept_by_scan) = extra_fields(text, slots, others, spec_mask)?;
+    let (extra, kept_by_scan) = extra_fields(text, scanned.present, others, spec_mask)?;
     // The values the quick pass kept are checked already (in debug builds: check_value agrees).
     let checked = |field: &Field<'_>| json::check_value(field.raw, event_label, &field.name, options.max_depth);
     if !(quick && kept_by_scan) {
@@ -229,16 +229,16 @@ fn full_scan<'a>(text: &'a str, max_depth: usize, scanned: &mut scan::Scanned<'a
 }
 
 /// The fields outside the event's spec, in body order, and whether they are `others`, the
-/// fields the scan kept raw; when a field the scan decoded into a slot is outside the spec (a
-/// field of another event), all of them come from a second split of the body, a rare path.
+/// fields the scan kept raw; when a field the scan decoded into a slot (one of `present`) is
+/// outside the spec (a field of another event), all of them come from a second split of the
+/// body, a rare path.
 fn extra_fields<'a>(
     text: &'a str,
-    slots: &Slots<'a>,
+    present: u32,
     others: Vec<Field<'a>>,
     spec_mask: u32,
 ) -> Result<(Vec<Field<'a>>, bool)> {
-    let foreign_slot = slots.iter().enumerate().any(|(slot, v)| v.is_some() && spec_mask & 1 << slot == 0);
-    if !foreign_slot {
+    if present & !spec_mask == 0 {
         return Ok((others, true));
     }
     let fields = json::split_object(text)?;
