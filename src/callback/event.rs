@@ -251,9 +251,12 @@ fn index_value(field: &Field<'_>, reader: &FieldReader<'_, '_>, options: &ParseO
     // The usual index, a plain run of at most 18 digits (below 10^18, within i64), is read
     // here; anything else (a sign, a fraction, more digits, another type) by the JSON reader.
     let raw = field.raw.get();
-    if (1..=18).contains(&raw.len()) && raw.bytes().all(|b| b.is_ascii_digit()) && (raw == "0" || !raw.starts_with('0'))
-    {
-        return Ok(raw.parse().ok());
+    if (1..=18).contains(&raw.len()) && (raw == "0" || !raw.starts_with('0')) {
+        // Read as it is checked: one pass, where a check and then `str::parse` took two.
+        let plain = raw.bytes().try_fold(0i64, |n, b| b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0')));
+        if let Some(index) = plain {
+            return Ok(Some(index));
+        }
     }
     let value = match scan::scalar_of(field.raw, options.max_depth) {
         Ok(scan::Scalar::Null) => return Ok(None),
