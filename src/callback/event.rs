@@ -203,15 +203,7 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions, spare: Vec<Field<'a>
         },
         None => (None, false),
     };
-    Ok(Event {
-        name: name.clone(),
-        is_action: name_field == Name::Action,
-        kind: typed,
-        index,
-        index_unreadable,
-        index_field,
-        extra,
-    })
+    Ok(Event { name, is_action: name_field == Name::Action, kind: typed, index, index_unreadable, index_field, extra })
 }
 
 /// The serde scan of a body the quick pass declined (`scanned` is refilled from scratch): the
