@@ -184,7 +184,7 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions, spare: Vec<Field<'a>
         return Err(Error::field(ErrorKind::UnknownEvent, name_field.as_str(), problem));
     }
     let spec_mask = known.map_or(0, KnownEvent::spec_mask) | name_field.bit();
-    let (extra, kept_by_scan) = extra_fields(text, slots, others, spec_mask)?;
+    let (extra, kept_by_scan) = extra_fields(text, scanned.present, others, spec_mask)?;
     // The values the quick pass kept are checked already (in debug builds: check_value agrees).
     let checked = |field: &Field<'_>| json::check_value(field.raw, event_label, &field.name, options.max_depth);
     if !(quick && kept_by_scan) {
@@ -203,15 +203,7 @@ fn parse_strict<'a>(body: &'a [u8], options: &ParseOptions, spare: Vec<Field<'a>
         },
         None => (None, false),
     };
-    Ok(Event {
-        name: name.clone(),
-        is_action: name_field == Name::Action,
-        kind: typed,
-        index,
-        index_unreadable,
-        index_field,
-        extra,
-    })
+    Ok(Event { name, is_action: name_field == Name::Action, kind: typed, index, index_unreadable, index_field, extra })
 }
 
 /// The serde scan of a body the quick pass declined (`scanned` is refilled from scratch): the
@@ -229,16 +221,16 @@ fn full_scan<'a>(text: &'a str, max_depth: usize, scanned: &mut scan::Scanned<'a
 }
 
 /// The fields outside the event's spec, in body order, and whether they are `others`, the
-/// fields the scan kept raw; when a field the scan decoded into a slot is outside the spec (a
-/// field of another event), all of them come from a second split of the body, a rare path.
+/// fields the scan kept raw; when a field the scan decoded into a slot (one of `present`) is
+/// outside the spec (a field of another event), all of them come from a second split of the
+/// body, a rare path.
 fn extra_fields<'a>(
     text: &'a str,
-    slots: &Slots<'a>,
+    present: u32,
     others: Vec<Field<'a>>,
     spec_mask: u32,
 ) -> Result<(Vec<Field<'a>>, bool)> {
-    let foreign_slot = slots.iter().enumerate().any(|(slot, v)| v.is_some() && spec_mask & 1 << slot == 0);
-    if !foreign_slot {
+    if present & !spec_mask == 0 {
         return Ok((others, true));
     }
     let fields = json::split_object(text)?;
@@ -251,9 +243,12 @@ fn index_value(field: &Field<'_>, reader: &FieldReader<'_, '_>, options: &ParseO
     // The usual index, a plain run of at most 18 digits (below 10^18, within i64), is read
     // here; anything else (a sign, a fraction, more digits, another type) by the JSON reader.
     let raw = field.raw.get();
-    if (1..=18).contains(&raw.len()) && raw.bytes().all(|b| b.is_ascii_digit()) && (raw == "0" || !raw.starts_with('0'))
-    {
-        return Ok(raw.parse().ok());
+    if (1..=18).contains(&raw.len()) && (raw == "0" || !raw.starts_with('0')) {
+        // Read as it is checked: one pass, where a check and then `str::parse` took two.
+        let plain = raw.bytes().try_fold(0i64, |n, b| b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0')));
+        if let Some(index) = plain {
+            return Ok(Some(index));
+        }
     }
     let value = match scan::scalar_of(field.raw, options.max_depth) {
         Ok(scan::Scalar::Null) => return Ok(None),

@@ -167,6 +167,8 @@ impl<'a> FieldReader<'_, 'a> {
 
     fn string(&self, name: Name, value: &Scalar<'a>) -> Result<Cow<'a, str>> {
         match value {
+            // A borrowed string (the usual) without the call of a clone.
+            Scalar::Str(Cow::Borrowed(s)) => Ok(Cow::Borrowed(s)),
             Scalar::Str(s) => Ok(s.clone()),
             other => Err(self.error(ErrorKind::WrongType, name.as_str(), format!("expected a string, got {other}"))),
         }

@@ -62,6 +62,7 @@ fn scan_object<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) -
                 }
                 let (value, end) = slot_value(text, at)?;
                 *slot = Some(value);
+                scanned.present |= name.bit();
                 at = end;
             }
             None => {

@@ -52,6 +52,8 @@ pub type Slots<'a> = [Option<Scalar<'a>>; Name::COUNT];
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scanned<'a> {
     pub slots: Slots<'a>,
+    /// The names whose slots are filled, as `Name::bit`s.
+    pub present: u32,
     /// Fields `Name` does not name, in body order, values as raw JSON.
     pub others: Vec<Field<'a>>,
 }
@@ -114,6 +116,7 @@ pub fn rescan<'a>(text: &'a str, max_depth: usize, scanned: &mut Scanned<'a>) ->
             }
         };
         scanned.slots[name as usize] = Some(value);
+        scanned.present |= name.bit();
     }
     Ok(refused)
 }
@@ -157,17 +160,19 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
         let scanned = self.scanned;
         while let Some(name) = map.next_key_seed(KeySeed)? {
             match Name::of(&name) {
-                Some(slot) => {
-                    let slot = slot as usize;
+                Some(name) => {
+                    let slot = name as usize;
                     let value_failure = Cell::new(None);
                     let seed = ScalarSeed { strict: StrictValue::new(2, self.max_depth, &value_failure) };
                     let value = map.next_value_seed(seed).inspect_err(|_| self.failure.set(Some(None)))?;
                     if scanned.slots[slot].is_some() {
-                        let error = Error::field(ErrorKind::DuplicateKey, name, "the key appears more than once");
+                        let error =
+                            Error::field(ErrorKind::DuplicateKey, name.as_str(), "the key appears more than once");
                         self.failure.set(Some(Some(error)));
                         return Err(de::Error::custom("duplicate key"));
                     }
                     scanned.slots[slot] = Some(value);
+                    scanned.present |= name.bit();
                 }
                 None => {
                     if let Some(error) = json::key_error(&name) {

@@ -233,7 +233,8 @@ fn differing_view(text: &[u8]) -> sp_str {
 /// Makes the concatenation of `pieces` the event's last reply, with the HTTP status to send it
 /// with, and views it. Takes the box's parts, so that the pieces may borrow the box's receiver;
 /// nothing here can fail, so that a reply handed out before stays valid whenever building the
-/// next one is refused.
+/// next one is refused. Inlined, as `KeptReply::keep` is.
+#[inline(always)]
 fn keep_written(
     kept: &mut KeptReply,
     tail: &Tail,

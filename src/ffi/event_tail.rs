@@ -171,7 +171,9 @@ pub(crate) struct KeptReply {
 
 impl KeptReply {
     /// Makes the concatenation of `pieces` (which must not overlap the room: they are read
-    /// while it is written) the last reply, and views it.
+    /// while it is written) the last reply, and views it. Inlined, so that the copies of pieces
+    /// of a known length (a balance reply's constant parts) become moves, not calls.
+    #[inline(always)]
     pub(crate) fn keep(&mut self, tail: &Tail, pieces: &[&[u8]]) -> sp_str {
         let len = pieces.iter().map(|piece| piece.len()).sum::<usize>();
         if len < tail.sizes.room {
