@@ -704,8 +704,19 @@ impl Postgres {
     fn staged_then_store(&self, tx: &mut Tx<'_>, staged: &[Staged], sql: &str, params: Params<'_>) -> TxResult<Row> {
         let params = typed(params);
         let named = tx.prepared(sql, &params)?;
-        let rows =
-            staged::run_then(tx.client, tx.statements, staged, (statement_cache::sql(sql, named.as_ref()), &params))?;
+        self.staged_then(tx, staged, statement_cache::sql(sql, named.as_ref()), &params)
+    }
+
+    /// `staged_then_store` of the storing statement as it is sent (`store`), with its typed
+    /// parameters.
+    fn staged_then(
+        &self,
+        tx: &mut Tx<'_>,
+        staged: &[Staged],
+        store: client::Sql<'_>,
+        params: &Typed<'_>,
+    ) -> TxResult<Row> {
+        let rows = staged::run_then(tx.client, tx.statements, staged, (store, params))?;
         <[Row; 1]>::try_from(rows).map(|[row]| row).map_err(|rows| {
             Fail::Journal(Error::new(
                 ErrorKind::Journal,
@@ -783,12 +794,15 @@ impl Postgres {
                 &unwritten.numbering,
                 &schema::VERSION,
             ];
-            let store =
-                if tx.statements.keeps(FINISH_UNWRITTEN_KEPT) { FINISH_UNWRITTEN_KEPT } else { FINISH_UNWRITTEN };
+            // The statement itself where the connection keeps it (by its name), else the call of
+            // the function (unnamed).
+            let params = typed(params);
+            let kept = tx.prepared(FINISH_UNWRITTEN_KEPT, &params)?;
+            let store = statement_cache::sql(FINISH_UNWRITTEN, kept.as_ref());
             // Either fails where it stores nothing (`not_stored!`): the `COMMIT` goes with it,
             // and a success is a delivery stored.
             tx.client.close_with("COMMIT");
-            let row = match self.staged_then_store(tx, staged, store, params) {
+            let row = match self.staged_then(tx, staged, store, &params) {
                 Err(Fail::Db(e)) => match not_stored(&e) {
                     Some("guard") => return Err(Fail::Journal(super::staged::escaped())),
                     Some("numbering") => {

@@ -46,54 +46,66 @@ impl StatementCache {
         client: &mut Client,
         statements: &[(&str, &[Type])],
     ) -> std::result::Result<Vec<Option<Statement>>, PipelineError> {
-        let kept = |cache: &Self, sql: &str, types: &[Type]| {
-            cache
-                .staged
-                .get(sql)
-                .filter(|(declared, _)| declared.as_slice() == types)
-                .map(|(_, statement)| statement.clone())
-        };
+        // One lookup a statement where all are kept already (every delivery but a connection's
+        // first): the texts are hashed once.
+        let mut named: Vec<Option<Statement>> = Vec::with_capacity(statements.len());
         let mut new: Vec<(usize, &str, &[Type])> = Vec::new();
         for (at, &(sql, types)) in statements.iter().enumerate() {
-            let room = self.staged.len() + new.len() < self.size;
-            if room && !self.staged.contains_key(sql) && !new.iter().any(|&(_, queued, _)| queued == sql) {
-                new.push((at, sql, types));
+            match self.staged.get(sql) {
+                Some((declared, statement)) => {
+                    named.push((declared.as_slice() == types).then(|| statement.clone()));
+                }
+                None => {
+                    named.push(None);
+                    let room = self.staged.len() + new.len() < self.size;
+                    if room && !new.iter().any(|&(_, queued, _)| queued == sql) {
+                        new.push((at, sql, types));
+                    }
+                }
             }
         }
-        if !new.is_empty() {
-            let texts: Vec<(&str, &[Type])> = new.iter().map(|&(_, sql, types)| (sql, types)).collect();
-            let prepared = client.prepare_all(&texts).map_err(|e| match e {
-                PipelineError::At(at, e) => PipelineError::At(new[at].0, e),
-                other => other,
-            })?;
-            for ((_, sql, types), statement) in new.into_iter().zip(prepared) {
-                self.staged.insert(sql.to_owned(), (types.to_vec(), statement));
+        if new.is_empty() {
+            return Ok(named);
+        }
+        let texts: Vec<(&str, &[Type])> = new.iter().map(|&(_, sql, types)| (sql, types)).collect();
+        let prepared = client.prepare_all(&texts).map_err(|e| match e {
+            PipelineError::At(at, e) => PipelineError::At(new[at].0, e),
+            other => other,
+        })?;
+        for ((_, sql, types), statement) in new.into_iter().zip(prepared) {
+            self.staged.insert(sql.to_owned(), (types.to_vec(), statement));
+        }
+        // The statements met again in this delivery, or twice, are found now.
+        for (&(sql, types), named) in statements.iter().zip(&mut named) {
+            if named.is_none() {
+                *named = self
+                    .staged
+                    .get(sql)
+                    .filter(|(declared, _)| declared.as_slice() == types)
+                    .map(|(_, statement)| statement.clone());
             }
         }
-        Ok(statements.iter().map(|&(sql, types)| kept(self, sql, types)).collect())
+        Ok(named)
     }
 
-    /// Whether `sql` is sent by name: kept already, or room left to keep it.
-    pub(super) fn keeps(&self, sql: &str) -> bool {
-        self.kept.contains_key(sql) || self.kept.len() < self.size
-    }
-
-    /// `sql` as `client` sends it with `params`: by name when this cache keeps it (`keeps`;
-    /// prepared now, in a round trip of its own, the first time, or when kept with other
-    /// parameter types), else unnamed. `None` stands for unnamed; `sql` below makes the `Sql`.
+    /// `sql` as `client` sends it with `params`: by name when this cache keeps it (kept already,
+    /// found by one lookup; or prepared now, in a round trip of its own, while there is room, or
+    /// again when kept with other parameter types), else unnamed. `None` stands for unnamed;
+    /// `sql` below makes the `Sql`.
     pub(super) fn prepared(
         &mut self,
         client: &mut Client,
         sql: &str,
         params: &Typed<'_>,
     ) -> std::result::Result<Option<Statement>, Error> {
-        if !self.keeps(sql) {
-            return Ok(None);
+        let same_types = |statement: &Statement| statement.params().iter().eq(params.iter().map(|(_, ty)| ty));
+        match self.kept.get(sql) {
+            Some(statement) if same_types(statement) => return Ok(Some(statement.clone())),
+            Some(_) => {}
+            None if self.kept.len() >= self.size => return Ok(None),
+            None => {}
         }
         let types: Vec<Type> = params.iter().map(|(_, ty)| ty.clone()).collect();
-        if let Some(statement) = self.kept.get(sql).filter(|statement| statement.params() == types.as_slice()) {
-            return Ok(Some(statement.clone()));
-        }
         let statement = client.prepare(sql, &types)?;
         self.kept.insert(sql.to_owned(), statement.clone());
         Ok(Some(statement))
