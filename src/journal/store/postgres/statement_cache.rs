@@ -73,6 +73,12 @@ impl StatementCache {
         Ok(statements.iter().map(|&(sql, types)| kept(self, sql, types)).collect())
     }
 
+    /// Whether the staged statement `sql` is kept with its parameters declared `types`: prepared
+    /// by an earlier call of `staged`, so that it may have gone stale since.
+    pub(super) fn keeps_staged(&self, sql: &str, types: &[Type]) -> bool {
+        self.staged.get(sql).is_some_and(|(declared, _)| declared.as_slice() == types)
+    }
+
     /// Whether `sql` is sent by name: kept already, or room left to keep it.
     pub(super) fn keeps(&self, sql: &str) -> bool {
         self.kept.contains_key(sql) || self.kept.len() < self.size
