@@ -168,7 +168,33 @@ fn postgres_staged_statements_kept_prepared() {
         a_statements_own_feature_not_supported_is_named(&backend, &options, name);
         null_and_bytes_in_turn_reach_their_column(&backend, &options, name);
         a_statement_refused_at_prepare_is_named_and_the_claim_held(&backend, &options, name);
+        a_stale_statement_then_a_lost_connection_credits_once(&backend, &options, name);
     }
+}
+
+/// A delivery meeting a statement kept stale on a pooled connection, then, on the fresh one, its
+/// connection killed among the statements: run again once more, the credit made once.
+fn a_stale_statement_then_a_lost_connection_credits_once(b: &Postgres, options: &JournalOptions, name: &str) {
+    let url = b.url(&format!("stale_then_lost_{name}"));
+    journal_with_ledger(b, &url, options);
+    b.exec(&url, "CREATE SEQUENCE runs");
+    let journal = Journal::open(&format!("{url}{KEPT_STATEMENTS}"), options).expect("open");
+    let returning = |n: i64| {
+        Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
+            .unwrap()
+    };
+    let claim = new_claim(&journal, &plain_refund(1));
+    journal.finish_with(&claim, &reply(1), &[returning(1)]).expect("first");
+    b.exec(&url, "ALTER TABLE credits ADD COLUMN extra TEXT");
+    let kill_once =
+        Staged::new("SELECT CASE WHEN nextval('runs') = 1 THEN pg_terminate_backend(pg_backend_pid()) END", vec![])
+            .unwrap();
+    let claim = new_claim(&journal, &plain_refund(2));
+    journal.finish_with(&claim, &reply(2), &[returning(2), kill_once]).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(b.count(&url, "SELECT last_value FROM runs"), 2, "{name}: the statements after the stale one ran twice");
+    assert_eq!(credits(b, &url), 2, "{name}");
+    assert_eq!(state_of(&journal, 2), RecordState::Done, "{name}");
+    println!("postgres a_stale_statement_then_a_lost_connection_credits_once {name}: ok");
 }
 
 /// A table changed (a column added) under a `RETURNING *` statement kept prepared on every one
