@@ -215,3 +215,33 @@ fn jump_whenever_read(mut journal_at: impl FnMut(&str) -> (String, Box<dyn std::
     assert_eq!(seen[0].3, seen[1].3, "{seen:?}");
     assert_eq!(seen[0].3, vec![(1020, Some(10))], "{seen:?}");
 }
+
+/// A reused index is noted once, when its delivery came: `prune` compacting the rows of an
+/// index reused before (decided by the operator) writes their compact records above
+/// `folded_id`, already folded; the fold after it judges nothing of them again, so that no
+/// reused index is noted anew (none open, the decided one's count unchanged).
+#[test]
+fn a_compaction_notes_no_reused_index_again() {
+    let dir = TempDir::new("slotpartner-fold-compacted-reuse");
+    let (journal, _) = open(&dir);
+    for n in 1..=6 {
+        handle(&journal, &plain_refund(n), &reply(n));
+    }
+    handle(&journal, &refund(1005, 5, "req-1005"), &reply(1005));
+    let jumps = journal.index_jumps(false, 10).unwrap();
+    assert_eq!(jumps.len(), 1, "{jumps:?}");
+    journal.accept_jump(jumps[0].id, "the service resent index 5 with another event").unwrap();
+    assert!(journal.index_jumps(false, 10).unwrap().is_empty());
+    let db = raw(&dir);
+    let shift = "UPDATE sp_journal_delivery SET created_ms = created_ms - ?1, updated_ms = updated_ms - ?1, finished_ms = finished_ms - ?1 WHERE transaction_id <> 6";
+    db.execute(shift, [30 * refunds::DAY_MS]).unwrap();
+    let report = journal.prune(&PruneOptions::older_than(days(7))).unwrap();
+    assert_eq!(report.compacted, 6, "{report:?}");
+    // The next delivery, and the read after it, fold the compact records with it.
+    handle(&journal, &plain_refund(7), &reply(7));
+    let open = journal.index_jumps(false, 10).unwrap();
+    assert!(open.is_empty(), "a reuse noted again by the compaction: {open:?}");
+    let all = journal.index_jumps(true, 10).unwrap();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].count, 1, "{all:?}");
+}

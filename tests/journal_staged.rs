@@ -102,7 +102,8 @@ fn postgres_staged() {
     staged_statements_are_kept_prepared_where_the_journals_are(&backend, "");
     round_trips_of_a_delivery(&backend, "");
     round_trips_of_an_optimistic_delivery(&backend, "");
-    a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(&backend);
+    a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(&backend, "");
+    a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(&backend, KEPT_STATEMENTS);
     a_refused_statement_keeps_the_ones_after_it_from_running(&backend);
     // The same with the journal's statements kept prepared: a claim at finish is then stored
     // by the storing statement itself, not a call of the function.
@@ -153,6 +154,157 @@ fn postgres_staged_on_a_server_speaking_another_language() {
     let backend = Postgres(cluster);
     run_suite(NOT_STORED, "postgres-fr", &backend);
     run_suite(NOT_STORED, "postgres-kept-fr", &PostgresKept(backend.0));
+}
+
+/// The partner's staged statements kept prepared (`KEPT_STATEMENTS`), where a connection's
+/// kept statement meets what a fresh one would not: each behaviour with its claim at `begin`
+/// and at finish.
+#[test]
+fn postgres_staged_statements_kept_prepared() {
+    let Some(cluster) = Cluster::start("PostgreSQL staged statements kept prepared") else { return };
+    let backend = Postgres(cluster);
+    for (options, name) in [(JournalOptions::default(), "begin"), (at_finish(), "at_finish")] {
+        a_table_changed_under_every_kept_connection_fails_no_later_finish(&backend, &options, name);
+        a_statements_own_feature_not_supported_is_named(&backend, &options, name);
+        null_and_bytes_in_turn_reach_their_column(&backend, &options, name);
+        a_statement_refused_at_prepare_is_named_and_the_claim_held(&backend, &options, name);
+        a_stale_statement_then_a_lost_connection_credits_once(&backend, &options, name);
+    }
+}
+
+/// A delivery meeting a statement kept stale on a pooled connection, then, on the fresh one, its
+/// connection killed among the statements: run again once more, the credit made once.
+fn a_stale_statement_then_a_lost_connection_credits_once(b: &Postgres, options: &JournalOptions, name: &str) {
+    let url = b.url(&format!("stale_then_lost_{name}"));
+    journal_with_ledger(b, &url, options);
+    b.exec(&url, "CREATE SEQUENCE runs");
+    let journal = Journal::open(&format!("{url}{KEPT_STATEMENTS}"), options).expect("open");
+    let returning = |n: i64| {
+        Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
+            .unwrap()
+    };
+    let claim = new_claim(&journal, &plain_refund(1));
+    journal.finish_with(&claim, &reply(1), &[returning(1)]).expect("first");
+    b.exec(&url, "ALTER TABLE credits ADD COLUMN extra TEXT");
+    let kill_once =
+        Staged::new("SELECT CASE WHEN nextval('runs') = 1 THEN pg_terminate_backend(pg_backend_pid()) END", vec![])
+            .unwrap();
+    let claim = new_claim(&journal, &plain_refund(2));
+    journal.finish_with(&claim, &reply(2), &[returning(2), kill_once]).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(b.count(&url, "SELECT last_value FROM runs"), 2, "{name}: the statements after the stale one ran twice");
+    assert_eq!(credits(b, &url), 2, "{name}");
+    assert_eq!(state_of(&journal, 2), RecordState::Done, "{name}");
+    println!("postgres a_stale_statement_then_a_lost_connection_credits_once {name}: ok");
+}
+
+/// A table changed (a column added) under a `RETURNING *` statement kept prepared on every one
+/// of the pool's connections ("cached plan must not change result type" on each): the next
+/// deliveries are stored, however many of the kept connections are stale.
+fn a_table_changed_under_every_kept_connection_fails_no_later_finish(
+    b: &Postgres,
+    options: &JournalOptions,
+    name: &str,
+) {
+    let url = b.url(&format!("every_kept_stale_{name}"));
+    journal_with_ledger(b, &url, options);
+    let journal = Journal::open(&format!("{url}{KEPT_STATEMENTS}"), options).expect("open");
+    let returning = |n: i64| {
+        Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
+            .unwrap()
+    };
+    // Six deliveries at once, each holding its connection a while: six connections kept, each
+    // with the statement prepared.
+    let slow = || Staged::new("SELECT pg_sleep(0.3)", vec![]).unwrap();
+    std::thread::scope(|scope| {
+        for n in 1..=6 {
+            let journal = &journal;
+            scope.spawn(move || {
+                let claim = new_claim(journal, &plain_refund(n));
+                journal.finish_with(&claim, &reply(n), &[returning(n), slow()]).expect("first deliveries");
+            });
+        }
+    });
+    b.exec(&url, "ALTER TABLE credits ADD COLUMN extra TEXT");
+    for n in 7..=12 {
+        let claim = new_claim(&journal, &plain_refund(n));
+        journal.finish_with(&claim, &reply(n), &[returning(n)]).unwrap_or_else(|e| panic!("{name}: delivery {n}: {e}"));
+    }
+    assert_eq!(credits(b, &url), 12);
+    println!("postgres a_table_changed_under_every_kept_connection_fails_no_later_finish {name}: ok");
+}
+
+/// A staged statement failing with SQLSTATE 0A000 of its own (a trigger refusing the row as
+/// "not supported"), sent by name: told as that statement's failure, as when sent unnamed (not
+/// as a failure of the database after the work ran on fresh connections), the claim still held.
+fn a_statements_own_feature_not_supported_is_named(b: &Postgres, options: &JournalOptions, name: &str) {
+    let url = b.url(&format!("own_0a000_{name}"));
+    journal_with_ledger(b, &url, options);
+    b.exec(
+        &url,
+        "CREATE FUNCTION refuse_big() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.amount > 1000 THEN RAISE EXCEPTION 'amounts over 1000 are not supported' USING ERRCODE = 'feature_not_supported'; END IF; RETURN NEW; END $$",
+    );
+    b.exec(&url, "CREATE TRIGGER refuse_big BEFORE INSERT ON credits FOR EACH ROW EXECUTE FUNCTION refuse_big()");
+    for kept in ["", KEPT_STATEMENTS] {
+        b.exec(&url, "DELETE FROM credits");
+        let journal = Journal::open(&format!("{url}{kept}"), options).expect("open");
+        let first = 100 * i64::from(kept.is_empty());
+        // The credit's text kept by a delivery before.
+        let claim = new_claim(&journal, &plain_refund(first + 1));
+        journal.finish_with(&claim, &reply(first + 1), &[credit(b, first + 1, 10)]).expect("a small credit");
+        let claim = new_claim(&journal, &plain_refund(first + 2));
+        let error = journal.finish_with(&claim, &reply(first + 2), &[credit(b, first + 2, 5000)]).unwrap_err();
+        assert_eq!((error.kind, error.field.as_str()), (ErrorKind::Journal, "statements[0]"), "{name} {kept}: {error}");
+        assert!(error.message.contains("not supported"), "{name} {kept}: {error}");
+        journal.finish_with(&claim, &reply(first + 2), &[credit(b, first + 2, 50)]).expect("finished again");
+        assert_eq!(credits(b, &url), 2);
+    }
+    println!("postgres a_statements_own_feature_not_supported_is_named {name}: ok");
+}
+
+/// One text whose parameter is NULL in one delivery and bytes in the next (declared `bytea`),
+/// in turn: each reaches the `bytea` column as it was, the text kept with the types it was
+/// first prepared with and sent unnamed with the others.
+fn null_and_bytes_in_turn_reach_their_column(b: &Postgres, options: &JournalOptions, name: &str) {
+    let url = b.url(&format!("null_bytes_{name}"));
+    journal_with_ledger(b, &url, options);
+    b.exec(&url, "CREATE TABLE blobs (n BIGINT PRIMARY KEY, b BYTEA)");
+    let journal = Journal::open(&format!("{url}{KEPT_STATEMENTS}"), options).expect("open");
+    let insert = |n: i64, value: SqlValue| {
+        Staged::new("INSERT INTO blobs (n, b) VALUES ($1, $2)", vec![SqlValue::Int(n), value]).unwrap()
+    };
+    let value = |n: i64| if n % 2 == 1 { SqlValue::Null } else { SqlValue::Blob(vec![0, 1, 2, 0xff, n as u8]) };
+    for n in 1..=6 {
+        let claim = new_claim(&journal, &plain_refund(n));
+        journal.finish_with(&claim, &reply(n), &[insert(n, value(n))]).unwrap_or_else(|e| panic!("{name} {n}: {e}"));
+    }
+    assert_eq!(b.count(&url, "SELECT count(*) FROM blobs WHERE n % 2 = 1 AND b IS NULL"), 3);
+    assert_eq!(b.count(&url, "SELECT count(*) FROM blobs WHERE n % 2 = 0 AND b = '\\x000102ff'::bytea || set_byte('\\x00'::bytea, 0, n::int)"), 3);
+    println!("postgres null_and_bytes_in_turn_reach_their_column {name}: ok");
+}
+
+/// A staged statement the server refuses when it is prepared (its table missing), after one
+/// kept before and before one new: named, nothing stored, the claim held; the same delivery
+/// with good statements then stores, on the same journal.
+fn a_statement_refused_at_prepare_is_named_and_the_claim_held(b: &Postgres, options: &JournalOptions, name: &str) {
+    let url = b.url(&format!("refused_at_prepare_{name}"));
+    journal_with_ledger(b, &url, options);
+    let journal = Journal::open(&format!("{url}{KEPT_STATEMENTS}"), options).expect("open");
+    let claim = new_claim(&journal, &plain_refund(1));
+    journal.finish_with(&claim, &reply(1), &[credit(b, 1, 10)]).expect("first");
+    let missing = Staged::new("INSERT INTO no_such_table (x) VALUES ($1)", vec![SqlValue::Int(1)]).unwrap();
+    let note =
+        Staged::new("UPDATE credits SET note = $1 WHERE transaction_id = 1", vec![SqlValue::Text("x".into())]).unwrap();
+    let claim = new_claim(&journal, &plain_refund(2));
+    let error = journal
+        .finish_with(&claim, &reply(2), &[credit(b, 2, 10), note.clone(), missing, credit(b, 3, 1)])
+        .unwrap_err();
+    assert_eq!((error.kind, error.field.as_str()), (ErrorKind::Journal, "statements[2]"), "{name}: {error}");
+    assert!(error.message.contains("no_such_table"), "{name}: {error}");
+    assert_eq!(credits(b, &url), 1);
+    journal.finish_with(&claim, &reply(2), &[credit(b, 2, 10), note]).expect("finished again");
+    assert_eq!(credits(b, &url), 2);
+    assert_eq!(b.count(&url, "SELECT count(*) FROM credits WHERE note = 'x'"), 1);
+    println!("postgres a_statement_refused_at_prepare_is_named_and_the_claim_held {name}: ok");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -591,11 +743,13 @@ impl Turns {
 /// (the transaction's `BEGIN`, which takes the lock shared, written with the staged statements):
 /// the lock wait's failure is the journal's (transient: deliver again), not the partner's
 /// statement's, and nothing is stored.
-fn a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(b: &Postgres) {
+fn a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(b: &Postgres, kept: &str) {
     const NUMBERING_LOCK: i64 = 8318265534402355826; // `spjnumbr`, the journal's
-    let url = b.url("lock_wait_blame");
+    let url = b.url(&format!("lock_wait_blame{}", suffix(kept)));
     let options = JournalOptions { lock_timeout: Duration::from_secs(1), ..at_finish() };
-    let journal = journal_with_ledger(b, &url, &options);
+    journal_with_ledger(b, &url, &options);
+    // Where statements are kept, the new text is prepared in the round trip the lock waits in.
+    let journal = Journal::open(&format!("{url}{kept}"), &options).expect("open");
     // A delivery finished before the lock is taken.
     let claim = new_claim(&journal, &plain_refund(1));
     journal.finish_with(&claim, &reply(1), &[credit(b, 1, 10)]).expect("first finish");
@@ -624,7 +778,7 @@ fn a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement(b: &Postgres) {
     assert!(!error.message.contains("staged statement"), "{error}");
     assert_eq!(credits(b, &url), 1);
     assert!(journal.lookup(2).expect("lookup").is_empty());
-    println!("postgres a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement: ok");
+    println!("postgres a_lock_wait_of_the_begin_is_not_blamed_on_a_staged_statement{}: ok", suffix(kept));
 }
 
 /// A statement whose parameter the server refuses (bytes for a bigint column), between two others:

@@ -310,6 +310,52 @@ T::test('many parameters and long texts, from temporaries: every byte arrives (n
     T::eq([], $wrong, 'every value exact (wrong rows listed)');
 });
 
+T::test('the kept buffers grown from their first lengths at their boundaries: every byte arrives', function (): void {
+    // The kept array and text buffer as a new process has them (none made yet), then statements
+    // at each boundary: 8 and 9 values, 256 and 257 bytes of text, 16,384 and 16,385.
+    $native = Native::get();
+    foreach (['sqlValues' => null, 'sqlValuesKept' => 0, 'sqlText' => null, 'sqlTextKept' => 0] as $name => $value) {
+        (new ReflectionProperty(Native::class, $name))->setValue($native, $value);
+    }
+    $db = new Db('CREATE TABLE v (stmt INTEGER, n INTEGER, x)');
+    $event = $db->claimed(payoutBody(910013, 1));
+    $expected = [];
+    // [values (pairs of n and x), bytes of text in all]: texts split as evenly as they go.
+    $shapes = [1 => [8, 256], 2 => [8, 257], 3 => [9, 257], 4 => [2, 16384], 5 => [2, 16385], 6 => [64, 16384], 7 => [64, 16385], 8 => [9, 256]];
+    foreach ($shapes as $stmt => [$values, $bytes]) {
+        $rows = intdiv($values, 2);
+        $params = [];
+        $left = $bytes;
+        for ($i = 0; $i < $rows; $i++) {
+            $length = $i === $rows - 1 ? $left : intdiv($bytes, $rows);
+            $left -= $length;
+            $text = substr(str_repeat(sprintf('%d.%d.%s;', $stmt, $i, bin2hex(random_bytes(2))), intdiv($length, 6) + 2), 0, $length);
+            $params[] = $i;
+            $params[] = $text;
+            $expected[] = [$stmt, $i, $text];
+        }
+        $placeholders = implode(', ', array_fill(0, $rows, '(' . $stmt . ', ?, ?)'));
+        if ($values % 2 === 1) {
+            $placeholders .= ', (' . $stmt . ', ?, NULL)';
+            $params[] = $rows;
+            $expected[] = [$stmt, $rows, null];
+        }
+        $event->stage('INSERT INTO v (stmt, n, x) VALUES ' . $placeholders, $params);
+        unset($params);
+        $garbage = [];
+        for ($i = 0; $i < 100; $i++) {
+            $garbage[] = str_repeat(chr(97 + $i % 26), 300);   // reuses freed memory
+        }
+        unset($garbage);
+    }
+    $event->reply(true);
+    $event->finish();
+    $rows = $db->rows('SELECT stmt, n, x FROM v ORDER BY stmt, n');
+    T::eq(count($expected), count($rows), 'every row');
+    $wrong = array_keys(array_filter(array_map(static fn (array $e, ?array $r): bool => $e !== $r, $expected, $rows)));
+    T::eq([], $wrong, 'every value exact (wrong rows listed)');
+});
+
 T::test('abandon(), free() and a dropped event drop the staged statements unrun', function (): void {
     $db = new Db(CREDITS);
     $body = payoutBody(910012, 1);

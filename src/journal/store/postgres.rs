@@ -656,6 +656,12 @@ impl Postgres {
                         // fresh connection for this work, run again, and for every later call.
                         conn.mark_broken();
                     }
+                    if code == Some(&SqlState::FEATURE_NOT_SUPPORTED) {
+                        // A plan gone stale with its table ("cached plan must not change result
+                        // type") is stale on every connection that kept it: the ones opened
+                        // before go too, so that the run again meets none of them.
+                        self.generation.fetch_max(conn.generation + 1, Ordering::AcqRel);
+                    }
                     let transient = code == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
                         || code == Some(&SqlState::T_R_DEADLOCK_DETECTED)
                         || poisoned(&e);

@@ -662,17 +662,22 @@ fn note_row(tx: &Connection, label: &str, id: i64, options: &JournalOptions) -> 
     Ok(())
 }
 
-/// Records an index jump of kind `Reused` for each of `rows` (above `folded_id`, in the order
-/// they were written) whose index came before with another key: on a row of `rows` written
+/// Records an index jump of kind `Reused` for each of `rows` not folded yet (above `folded_id`,
+/// in the order they were written) whose index came before with another key: on a row of `rows` written
 /// before it, or, when the runs hold the index, on a folded row. Judged before `rows`' indexes
 /// enter the runs, so exactly as each delivery would have judged its own when written: nothing
 /// but a fold changes the runs (any other path folds first).
 fn note_reused(tx: &Connection, label: &str, rows: &[FoldedRow]) -> TxResult<()> {
     let highest = SqliteRuns(tx).highest()?.map(|run| run.hi);
     let mut first_at: HashMap<i64, &str> = HashMap::new();
-    for (_, index, _, key, name, _) in rows {
+    for (_, index, _, key, name, unfolded) in rows {
         let Some(index) = *index else { continue };
         let earlier = *first_at.entry(index).or_insert(key.as_str());
+        if !unfolded {
+            // Folded already (a compact record `prune` wrote, or another release's row): judged
+            // when its delivery came; an earlier row for the ones after it.
+            continue;
+        }
         let other: Option<String> = if earlier != key.as_str() {
             Some(earlier.to_owned())
         } else if highest.is_some_and(|hi| index <= hi)

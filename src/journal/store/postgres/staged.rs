@@ -86,6 +86,8 @@ pub(super) fn run_then(
     let types: Vec<Vec<Type>> = params.iter().map(|params| params.iter().map(|(_, ty)| ty.clone()).collect()).collect();
     let declared: Vec<(&str, &[Type])> =
         staged.iter().zip(&types).map(|(statement, types)| (statement.sql(), types.as_slice())).collect();
+    // Each as sent, and whether kept from before this transaction: only those may have gone
+    // stale (one prepared now holds its tables' locks until the transaction ends).
     let named = match statements.staged(client, &declared) {
         Ok(named) => named,
         Err(PipelineError::At(at, e)) => return Err(failure(at, &staged[at], false, e)),
@@ -95,24 +97,26 @@ pub(super) fn run_then(
         .iter()
         .zip(&params)
         .zip(&named)
-        .map(|((statement, params), named)| {
+        .map(|((statement, params), (named, _))| {
             (super::statement_cache::sql(statement.sql(), named.as_ref()), params.as_slice())
         })
         .collect();
     match client.pipeline(&executed, last) {
         Ok(rows) => Ok(rows),
-        Err(PipelineError::At(at, e)) if at < staged.len() => Err(failure(at, &staged[at], named[at].is_some(), e)),
+        Err(PipelineError::At(at, e)) if at < staged.len() => Err(failure(at, &staged[at], named[at].1, e)),
         Err(PipelineError::At(_, e) | PipelineError::Before(e) | PipelineError::After(e)) => Err(Fail::Db(e)),
     }
 }
 
-/// The failure of the staged statement at `at` (from 0), sent by name when `kept`.
+/// The failure of the staged statement at `at` (from 0), sent by name as `kept` by a transaction
+/// before this one.
 ///
-/// A kept statement failing as a stale one does (its plan's result type changed with its table,
+/// Such a statement failing as a stale one does (its plan's result type changed with its table,
 /// `0A000`; its name dropped by a `DEALLOCATE`, `26000`) is the connection's failure, not the
 /// statement's: left to the caller, which runs the work again on a fresh connection (`poisoned`),
 /// where it is prepared again. Were it the statement's own (`0A000` is also "not supported"),
-/// the same failure comes again there, and the last one is answered.
+/// the same failure comes again there from the statement prepared in that transaction, which
+/// names it.
 fn failure(at: usize, statement: &Staged, kept: bool, e: tokio_postgres::Error) -> Fail {
     let code = e.code();
     if connection_lost(&e)

@@ -38,25 +38,27 @@ impl StatementCache {
     /// The partner's staged `statements` (text, declared parameter types) as they are sent: each
     /// by name when kept with the same declared types, or when there is room to keep it (the
     /// new ones prepared now, together, in one round trip, with the deferred batch), else
-    /// unnamed (`None`). A failure names the position in `statements` of the one that failed
+    /// unnamed (`None`); with each, whether it was kept by an earlier call (so that it may have
+    /// gone stale since). A failure names the position in `statements` of the one that failed
     /// to prepare (`PipelineError::At`; a text the server refuses fails here, as it would
     /// unnamed), or the deferred batch's (`Before`).
     pub(super) fn staged(
         &mut self,
         client: &mut Client,
         statements: &[(&str, &[Type])],
-    ) -> std::result::Result<Vec<Option<Statement>>, PipelineError> {
+    ) -> std::result::Result<Vec<(Option<Statement>, bool)>, PipelineError> {
         // One lookup a statement where all are kept already (every delivery but a connection's
         // first): the texts are hashed once.
-        let mut named: Vec<Option<Statement>> = Vec::with_capacity(statements.len());
+        let mut named: Vec<(Option<Statement>, bool)> = Vec::with_capacity(statements.len());
         let mut new: Vec<(usize, &str, &[Type])> = Vec::new();
         for (at, &(sql, types)) in statements.iter().enumerate() {
             match self.staged.get(sql) {
                 Some((declared, statement)) => {
-                    named.push((declared.as_slice() == types).then(|| statement.clone()));
+                    let kept = declared.as_slice() == types;
+                    named.push((kept.then(|| statement.clone()), kept));
                 }
                 None => {
-                    named.push(None);
+                    named.push((None, false));
                     let room = self.staged.len() + new.len() < self.size;
                     if room && !new.iter().any(|&(_, queued, _)| queued == sql) {
                         new.push((at, sql, types));
@@ -76,7 +78,7 @@ impl StatementCache {
             self.staged.insert(sql.to_owned(), (types.to_vec(), statement));
         }
         // The statements met again in this delivery, or twice, are found now.
-        for (&(sql, types), named) in statements.iter().zip(&mut named) {
+        for (&(sql, types), (named, _)) in statements.iter().zip(&mut named) {
             if named.is_none() {
                 *named = self
                     .staged
