@@ -63,7 +63,12 @@
 //!   or a monitor's read, `Store::admin`; before an index is recorded by any other path): its
 //!   index is merged into the runs then (judged for an index jump in the order the rows were
 //!   written, as if recorded at once: `gaps::add_arrived`; noted with its key), instead of a runs
-//!   row written a delivery. Meta `folded_id` is the newest row folded: every row above it has
+//!   row written a delivery. Since a later release of the same schema, the check for a reused
+//!   index is made then too (`sqlite::note_reused`), not at every new row: the record of a
+//!   reused index carries the fold's time, at most `FOLD_EVERY` rows late; a row deleted by
+//!   hand before its fold is never judged; and while a process of the release before still
+//!   writes to the journal (a rolling upgrade), a reuse it noted at its row is noted again by
+//!   the fold, its record's count one higher. Meta `folded_id` is the newest row folded: every row above it has
 //!   0 (the rows a delivery writes, numbered up from the highest id), every row at or below it
 //!   1 (lowered when a delete leaves it above the highest id, which SQLite would number again);
 //! - the partial index of finished deliveries, which `prune` and the oldest record read, holds
