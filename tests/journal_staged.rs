@@ -179,10 +179,6 @@ fn a_stale_statement_then_a_lost_connection_credits_once(b: &Postgres, options: 
     journal_with_ledger(b, &url, options);
     b.exec(&url, "CREATE SEQUENCE runs");
     let journal = Journal::open(&format!("{url}{KEPT_STATEMENTS}"), options).expect("open");
-    let returning = |n: i64| {
-        Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
-            .unwrap()
-    };
     let claim = new_claim(&journal, &plain_refund(1));
     journal.finish_with(&claim, &reply(1), &[returning(1)]).expect("first");
     b.exec(&url, "ALTER TABLE credits ADD COLUMN extra TEXT");
@@ -208,10 +204,6 @@ fn a_table_changed_under_every_kept_connection_fails_no_later_finish(
     let url = b.url(&format!("every_kept_stale_{name}"));
     journal_with_ledger(b, &url, options);
     let journal = Journal::open(&format!("{url}{KEPT_STATEMENTS}"), options).expect("open");
-    let returning = |n: i64| {
-        Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
-            .unwrap()
-    };
     // Six deliveries at once, each holding its connection a while: six connections kept, each
     // with the statement prepared.
     let slow = || Staged::new("SELECT pg_sleep(0.3)", vec![]).unwrap();
@@ -518,10 +510,6 @@ fn a_table_changed_under_a_kept_connection_fails_no_later_finish(b: &Postgres, k
     let url = b.url(&format!("plan_changed{}", suffix(kept)));
     journal_with_ledger(b, &url, &JournalOptions::default());
     let journal = Journal::open(&format!("{url}{kept}"), &JournalOptions::default()).expect("open");
-    let returning = |n: i64| {
-        Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
-            .unwrap()
-    };
     let claim = new_claim(&journal, &plain_refund(1));
     journal.finish_with(&claim, &reply(1), &[returning(1)]).expect("first");
     b.exec(&url, "ALTER TABLE credits ADD COLUMN extra TEXT");
@@ -531,6 +519,14 @@ fn a_table_changed_under_a_kept_connection_fails_no_later_finish(b: &Postgres, k
     }
     assert_eq!(credits(b, &url), 4);
     println!("postgres a_table_changed_under_a_kept_connection_fails_no_later_finish{}: ok", suffix(kept));
+}
+
+/// Refund `n`'s credit of 5, answering its row (`RETURNING *`): a statement whose result type
+/// changes with its table, which a statement kept prepared then fails ("cached plan must not
+/// change result type").
+fn returning(n: i64) -> Staged {
+    Staged::new("INSERT INTO credits (transaction_id, amount) VALUES ($1, 5) RETURNING *", vec![SqlValue::Int(n)])
+        .unwrap()
 }
 
 /// A behaviour's name's suffix for a URL keeping statements prepared (`kept`).

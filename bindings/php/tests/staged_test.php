@@ -302,12 +302,7 @@ T::test('many parameters and long texts, from temporaries: every byte arrives (n
     $event->stage('INSERT INTO v (stmt, n, x) VALUES (8, ?, ?), (8, ?, ?)', [0, PHP_INT_MIN, 1, null]);
     $expected[] = [8, 0, PHP_INT_MIN];
     $expected[] = [8, 1, null];
-    $event->reply(true);
-    $event->finish();
-    $rows = $db->rows('SELECT stmt, n, x FROM v ORDER BY stmt, n');
-    T::eq(count($expected), count($rows), 'every row');
-    $wrong = array_keys(array_filter(array_map(static fn (array $e, ?array $r): bool => $e !== $r, $expected, $rows)));
-    T::eq([], $wrong, 'every value exact (wrong rows listed)');
+    finishAndCompare($event, $db, $expected);
 });
 
 T::test('the kept buffers grown from their first lengths at their boundaries: every byte arrives', function (): void {
@@ -348,12 +343,7 @@ T::test('the kept buffers grown from their first lengths at their boundaries: ev
         }
         unset($garbage);
     }
-    $event->reply(true);
-    $event->finish();
-    $rows = $db->rows('SELECT stmt, n, x FROM v ORDER BY stmt, n');
-    T::eq(count($expected), count($rows), 'every row');
-    $wrong = array_keys(array_filter(array_map(static fn (array $e, ?array $r): bool => $e !== $r, $expected, $rows)));
-    T::eq([], $wrong, 'every value exact (wrong rows listed)');
+    finishAndCompare($event, $db, $expected);
 });
 
 T::test('abandon(), free() and a dropped event drop the staged statements unrun', function (): void {
@@ -468,6 +458,22 @@ T::test('staging does not grow PHP\'s heap', function (): void {
 
 /** @var array{0: int, 1: string}|null what the snippet answered */
 $snippetAnswer = null;
+
+/**
+ * Replies, finishes (the staged statements run) and checks that table `v` holds exactly the
+ * rows `$expected` ([stmt, n, x], in order of stmt and n).
+ *
+ * @param list<array{int, int, mixed}> $expected
+ */
+function finishAndCompare(Event $event, Db $db, array $expected): void
+{
+    $event->reply(true);
+    $event->finish();
+    $rows = $db->rows('SELECT stmt, n, x FROM v ORDER BY stmt, n');
+    T::eq(count($expected), count($rows), 'every row');
+    $wrong = array_keys(array_filter(array_map(static fn (array $e, ?array $r): bool => $e !== $r, $expected, $rows)));
+    T::eq([], $wrong, 'every value exact (wrong rows listed)');
+}
 
 function respond(int $status, string $json): void
 {

@@ -235,12 +235,8 @@ impl Client {
     /// trip, with the deferred batch but never the closing one (the statement it closes is yet
     /// to come).
     pub(super) fn prepare(&mut self, sql: &str, types: &[Type]) -> Result<Statement, Error> {
-        let mut answers = self
-            .round_trip(false, |inner| {
-                vec![Box::pin(async move { inner.prepare_typed(sql, types).await.map(Some) }) as Request<'_, _>]
-            })
-            .map_err(PipelineError::into_error)?;
-        Ok(answers.pop().unwrap_or_else(|| unreachable!("a prepared statement answers `Some`")))
+        let mut prepared = self.prepare_all(&[(sql, types)]).map_err(PipelineError::into_error)?;
+        Ok(prepared.pop().unwrap_or_else(|| unreachable!("a prepared statement answers `Some`")))
     }
 
     /// Each of `statements` (text, parameter types) prepared under a name of this connection's,
