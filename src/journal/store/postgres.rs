@@ -780,13 +780,14 @@ impl Postgres {
     ) -> Result<()> {
         let mut runs = 0;
         let mut renumbered = false;
-        let renamed = format!("{}{}", admin::numbering_prefix(unwritten.numbering), claim.key);
         let stored = self.transaction(options, Mode::AtFinish, |tx| {
             runs += 1;
-            if runs > 1
-                && tx.query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..], &renamed])?.try_get::<_, bool>(0)?
-            {
-                return Ok(None); // stored by the first run, whose answer was lost with its connection
+            if runs > 1 {
+                // The key a renumbering since gave it, made only for a run again.
+                let renamed = format!("{}{}", admin::numbering_prefix(unwritten.numbering), claim.key);
+                if tx.query_one(STORED_BY_TOKEN, &[&claim.key, &&claim.token[..], &renamed])?.try_get::<_, bool>(0)? {
+                    return Ok(None); // stored by the first run, whose answer was lost with its connection
+                }
             }
             let params: Params<'_> = &[
                 &claim.key,

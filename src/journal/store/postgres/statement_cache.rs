@@ -11,28 +11,33 @@
 //! of them besides (`StatementCache::staged`): their planning is spared too, and a partner
 //! sending a new text with every delivery fills only their own room, never the journal's.
 
-use std::collections::HashMap;
-
 use tokio_postgres::types::Type;
 use tokio_postgres::{Error, Statement};
 
 use super::client::{Client, PipelineError, Sql, Typed};
 
+/// A map by statement text, hashed with foldhash: a delivery looks up the 1.5 KB storing
+/// statement (`FINISH_UNWRITTEN_KEPT`) and each staged one, where the standard library's SipHash
+/// cost about 4,500 instructions a delivery (docs/experiments-2026-12.md, 2026-12-03 13:30
+/// UTC). The texts are the journal's own and the partner's staged statements, not a stranger's
+/// input: SipHash's resistance to chosen collisions buys nothing here.
+type ByText<V> = foldhash::HashMap<String, V>;
+
 /// The statements one connection keeps prepared, by their text. Owned by the connection; its
 /// statements are closed on the server when dropped.
 pub(super) struct StatementCache {
     size: usize,
-    kept: HashMap<String, Statement>,
+    kept: ByText<Statement>,
     /// The partner's staged statements kept, by their text: the types their parameters were
     /// declared as when prepared (mostly left to the server, see `staged`), and the statement.
-    staged: HashMap<String, (Vec<Type>, Statement)>,
+    staged: ByText<(Vec<Type>, Statement)>,
 }
 
 impl StatementCache {
     /// A cache of at most `size` of the journal's statements and `size` staged ones (0: none is
     /// kept).
     pub(super) fn new(size: usize) -> StatementCache {
-        StatementCache { size, kept: HashMap::new(), staged: HashMap::new() }
+        StatementCache { size, kept: ByText::default(), staged: ByText::default() }
     }
 
     /// The partner's staged `statements` (text, declared parameter types) as they are sent: each
