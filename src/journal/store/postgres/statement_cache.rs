@@ -18,8 +18,8 @@ use super::client::{Client, PipelineError, Sql, Typed};
 
 /// A map by statement text, hashed with foldhash: a delivery looks up the 1.5 KB storing
 /// statement (`FINISH_UNWRITTEN_KEPT`) and each staged one, where the standard library's SipHash
-/// cost about 4,500 instructions a delivery (docs/experiments-2026-12.md, 2026-12-03 13:30
-/// UTC). The texts are the journal's own and the partner's staged statements, not a stranger's
+/// cost about 4,300 instructions a delivery and foldhash 740 (docs/experiments-2026-12.md,
+/// 2026-12-03 12:14-12:55 UTC). The texts are the journal's own and the partner's staged statements, not a stranger's
 /// input: SipHash's resistance to chosen collisions buys nothing here.
 type ByText<V> = foldhash::HashMap<String, V>;
 
