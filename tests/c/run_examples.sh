@@ -38,6 +38,10 @@ check() { # NAME ACTUAL_FILE: compare with the expected file
 }
 
 fail() { failed=$((failed + 1)); echo "FAIL $1 ($dir): $2"; }
+wait_for() { # FILE: wait up to 20 s for FILE to hold something (a server's ready file, a count)
+  for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.1; done
+  return 1
+}
 
 # inspect_event: every fixture, the exit status printed after the output.
 for f in "$fixtures"/*.json; do
@@ -130,7 +134,7 @@ while True:
     open(sys.argv[2] + ".tmp", "w").write(str(n)); os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 ' "$work/counter.port" "$work/counter.count" < /dev/null > /dev/null 2>&1 &
 counter_pid=$!
-for _ in $(seq 200); do [ -s "$work/counter.port" ] && break; sleep 0.05; done
+wait_for "$work/counter.port"
 cgi_env=("SLOTPARTNER_JOURNAL=postgres://sp_owner@127.0.0.1:$(cat "$work/counter.port")/sp_ledger")
 cgi no_token POST "" 34.254.138.20 staging "$fixtures/refund.json"
 names_no_journal cgi_journal_no_token_log "$work/err"
@@ -141,8 +145,8 @@ if [ ! -e "$work/counter.count" ]; then passed=$((passed + 1)); else fail cgi_jo
 run_cgi journal_counted POST "$TOKEN" 34.254.138.20 staging "$fixtures/refund.json"
 # (the listener sees a connection when one is made: the check above can fail). The listener
 # writes its count after it has closed the connection, which the library may see fail first:
-# the count is waited for (at most 5 s) before it is read.
-for _ in $(seq 100); do [ -s "$work/counter.count" ] && break; sleep 0.05; done
+# the count is waited for before it is read.
+wait_for "$work/counter.count"
 if [ -s "$work/counter.count" ] && head -1 "$work/out.lf" | grep -qx 'Status: 503 Service Unavailable'; then passed=$((passed + 1)); else fail cgi_journal_counted "$(cat "$work/out.lf" "$work/err")"; fi
 kill "$counter_pid" 2> /dev/null; wait "$counter_pid" 2> /dev/null
 counter_pid=
@@ -178,7 +182,7 @@ mkfifo "$work/sandbox_stdin"
   --exit-on-stdin-eof < "$work/sandbox_stdin" > /dev/null 2>&1 &
 sandbox_pid=$!
 exec 3> "$work/sandbox_stdin"
-for _ in $(seq 200); do [ -s "$work/service" ] && break; sleep 0.1; done
+wait_for "$work/service"
 games() { # NAME EXPECTED_EXIT BASE_URL TOKEN CA_FILE ARGS...
   local name=get_games_$1 want=$2 url=$3 token=$4 ca=$5; shift 5
   env SLOTPARTNER_BASE_URL="$url" SLOTPARTNER_TOKEN="$token" SLOTPARTNER_CA_FILE="$ca" \

@@ -236,7 +236,7 @@ impl Client {
     /// to come).
     pub(super) fn prepare(&mut self, sql: &str, types: &[Type]) -> Result<Statement, Error> {
         let mut prepared = self.prepare_all(&[(sql, types)]).map_err(PipelineError::into_error)?;
-        Ok(prepared.pop().unwrap_or_else(|| unreachable!("a prepared statement answers `Some`")))
+        Ok(prepared.pop().unwrap_or_else(|| unreachable!("prepare_all answers a statement for each text")))
     }
 
     /// Each of `statements` (text, parameter types) prepared under a name of this connection's,

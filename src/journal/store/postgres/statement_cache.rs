@@ -19,8 +19,8 @@ use super::client::{Client, PipelineError, Sql, Typed};
 /// A map by statement text, hashed with foldhash: a delivery looks up the 1.5 KB storing
 /// statement (`FINISH_UNWRITTEN_KEPT`) and each staged one, where the standard library's SipHash
 /// cost about 4,300 instructions a delivery and foldhash 740 (docs/experiments-2026-12.md,
-/// 2026-12-03 12:14-12:55 UTC). The texts are the journal's own and the partner's staged statements, not a stranger's
-/// input: SipHash's resistance to chosen collisions buys nothing here.
+/// 2026-12-03 12:14-12:55 UTC). The texts are the journal's own and the partner's staged
+/// statements, not a stranger's input: SipHash's resistance to chosen collisions buys nothing.
 type ByText<V> = foldhash::HashMap<String, V>;
 
 /// The statements one connection keeps prepared, by their text. Owned by the connection; its
@@ -56,11 +56,16 @@ impl StatementCache {
         // first): the texts are hashed once.
         let mut named: Vec<(Option<Statement>, bool)> = Vec::with_capacity(statements.len());
         let mut new: Vec<(usize, &str, &[Type])> = Vec::new();
+        // A kept statement is sent by name only with the types it was prepared with.
+        let as_declared = |(declared, statement): &(Vec<Type>, Statement), types: &[Type]| {
+            (declared.as_slice() == types).then(|| statement.clone())
+        };
         for (at, &(sql, types)) in statements.iter().enumerate() {
             match self.staged.get(sql) {
-                Some((declared, statement)) => {
-                    let kept = declared.as_slice() == types;
-                    named.push((kept.then(|| statement.clone()), kept));
+                Some(kept) => {
+                    let named_as = as_declared(kept, types);
+                    let earlier = named_as.is_some();
+                    named.push((named_as, earlier));
                 }
                 None => {
                     named.push((None, false));
@@ -85,11 +90,7 @@ impl StatementCache {
         // The statements met again in this delivery, or twice, are found now.
         for (&(sql, types), (named, _)) in statements.iter().zip(&mut named) {
             if named.is_none() {
-                *named = self
-                    .staged
-                    .get(sql)
-                    .filter(|(declared, _)| declared.as_slice() == types)
-                    .map(|(_, statement)| statement.clone());
+                *named = self.staged.get(sql).and_then(|kept| as_declared(kept, types));
             }
         }
         Ok(named)
