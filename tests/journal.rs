@@ -1216,15 +1216,19 @@ fn a_conflict_on_a_finished_delivery_stays_visible(b: &dyn Backend) {
 }
 
 fn unfinished_deliveries_are_counted(b: &dyn Backend) {
-    let options = JournalOptions { lease: Duration::from_millis(50), ..JournalOptions::default() };
+    // A lease a loaded machine cannot outlast between the claim and the first status (a 50 ms
+    // one was over before it on a machine running six suites at once), then slept past.
+    let lease = Duration::from_secs(1);
+    let options = JournalOptions { lease, ..JournalOptions::default() };
     let journal = open_with(&b.url("unfinished_deliveries_are_counted"), options);
     let abandoned = new_claim(&journal, &refund(1, Some(1), 7));
     journal.abandon(&abandoned).unwrap();
+    let claimed = Instant::now();
     let _expired = new_claim(&journal, &refund(2, Some(2), 7));
     let status = journal.status().unwrap();
     assert_eq!((status.unfinished, status.in_progress, status.missing), (1, 1, 0));
     assert!(Journal::needs_attention(&status), "an abandoned delivery needs attention");
-    thread::sleep(Duration::from_millis(120));
+    thread::sleep(lease.saturating_sub(claimed.elapsed()) + Duration::from_millis(100));
     assert_eq!(journal.status().unwrap().unfinished, 2);
     assert_eq!(journal.recovery_plan(10).unwrap(), vec![1, 2]);
     handle(&journal, &refund(1, Some(1), 7), b"ok");
