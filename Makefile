@@ -261,6 +261,8 @@ bench: lib
 	$(CARGO) bench --bench get_games
 	$(CARGO) bench --bench journal
 	$(CARGO) bench --bench journal_growth
+	@# PostgreSQL's CPU a transaction by how it is written on the wire (a Sync a statement or one).
+	python3 benches/pg_sync.py
 	php bindings/php/bench.php
 	python3 bindings/python/bench.py
 	@# The export's memory at 100,000 and at EXPORT_ROWS (default 5,000,000) deliveries (/usr/bin/time -v).
