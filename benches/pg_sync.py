@@ -22,8 +22,8 @@ row, the credit, COMMIT). Four client processes, synchronous_commit off (the dis
 rounds alternating; printed: the CPU of every PostgreSQL process a transaction (/proc, as make
 bench-e2e reads it), medians and each round's.
 
-Needs what make bench-e2e's PostgreSQL side needs (benches/e2e/run.py: PostgreSQL, PHP with
-FFI and PDO PostgreSQL, the library built).
+Needs PostgreSQL, PHP with PDO PostgreSQL and the library built; installs the packages it lacks
+as make bench-e2e does (apt-get, as root), else names them and stops.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import shutil
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -182,7 +183,25 @@ def client(port: int, database: str, statements: list[str], mode: str, seconds: 
     done.put(count)
 
 
+def missing_packages() -> list[str]:
+    """The Debian packages this run needs and the machine lacks: PostgreSQL, and PHP with PDO
+    PostgreSQL (benches/e2e/db.php makes the tables; FFI comes with php-cli)."""
+    wanted = [] if run.postgres_bin() else ["postgresql"]
+    version = run.php_version()
+    modules = subprocess.run(["php", "-m"], capture_output=True, text=True).stdout.split() if version else []
+    if not version:
+        wanted.append("php-cli")
+    if "pdo_pgsql" not in modules:
+        wanted.append(f"php{version}-pgsql" if version else "php-pgsql")
+    return wanted
+
+
 def main() -> int:
+    try:
+        run.install(missing_packages())
+    except run.Failed as failed:
+        print(f"pg_sync: {failed}")
+        return 1
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
     work = pathlib.Path(tempfile.mkdtemp(prefix="pg-sync-"))
